@@ -1,0 +1,15 @@
+//! The domain: tickets, job states and their legal transitions, leases, outgoing messages, time.
+//!
+//! Nothing here does I/O or knows about sqlx, teloxide or lopdf. Every other layer speaks in
+//! these types, so the rules of the state machine live in exactly one place.
+
+pub mod job;
+pub mod lease;
+pub mod outbox;
+pub mod retry;
+pub mod time;
+
+pub use job::{ChatRef, FailureReason, JobEvent, JobState, Operation, Ticket, TransitionError, UserId};
+pub use lease::Lease;
+pub use outbox::{MessageKind, OutboxState};
+pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

@@ -1,0 +1,123 @@
+//! Outgoing messages: what kinds there are, the states of a delivery, and their priorities.
+//!
+//! Every message to a person is a row in the outbox first. The row is written in the same
+//! transaction as the fact it reports, so a crash can neither lose a reply nor send one for
+//! something that was never recorded.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::job::UnknownName;
+
+/// What an outgoing message is for. Decides its priority and what a lost outcome means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageKind {
+    /// The ticket reply to a new document.
+    TicketReply,
+    /// A reply to a command or to a repeated file, or a refusal.
+    Reply,
+    /// The result document of a `ready` job.
+    Result,
+    /// The notice that a job failed, with its reason.
+    Failure,
+}
+
+impl MessageKind {
+    /// Every kind.
+    pub const ALL: [MessageKind; 4] = [Self::TicketReply, Self::Reply, Self::Result, Self::Failure];
+
+    /// The stable name stored in the database.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::TicketReply => "ticket_reply",
+            Self::Reply => "reply",
+            Self::Result => "result",
+            Self::Failure => "failure",
+        }
+    }
+
+    /// Lower goes first. Replies and results before anything slower.
+    pub const fn priority(self) -> i32 {
+        match self {
+            Self::TicketReply | Self::Reply => 0,
+            Self::Result | Self::Failure => 1,
+        }
+    }
+}
+
+impl FromStr for MessageKind {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownName(s.to_owned()))
+    }
+}
+
+/// Where a delivery is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutboxState {
+    /// Waiting to be sent (possibly not before some time).
+    Pending,
+    /// A sender holds the row and may be calling Telegram right now.
+    Sending,
+    /// Telegram accepted it; its message id is recorded.
+    Sent,
+    /// The call went out but its outcome was lost.
+    Unknown,
+    /// The chat blocked the bot or no longer exists; nothing more is sent to it.
+    Dead,
+    /// Gave up after repeated errors.
+    Failed,
+}
+
+impl OutboxState {
+    /// Every state.
+    pub const ALL: [OutboxState; 6] =
+        [Self::Pending, Self::Sending, Self::Sent, Self::Unknown, Self::Dead, Self::Failed];
+
+    /// The stable name stored in the database.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Sending => "sending",
+            Self::Sent => "sent",
+            Self::Unknown => "unknown",
+            Self::Dead => "dead",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for OutboxState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for OutboxState {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownName(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in MessageKind::ALL {
+            assert_eq!(k.as_str().parse::<MessageKind>(), Ok(k));
+        }
+        for s in OutboxState::ALL {
+            assert_eq!(s.as_str().parse::<OutboxState>(), Ok(s));
+        }
+    }
+
+    #[test]
+    fn replies_go_before_results() {
+        assert!(MessageKind::TicketReply.priority() < MessageKind::Result.priority());
+    }
+}
