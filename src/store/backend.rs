@@ -1,0 +1,521 @@
+//! The SQL both backends share, written once.
+//!
+//! sqlx binds `$N` placeholders by number on SQLite as on PostgreSQL, so every statement here
+//! runs unchanged on both. [`define_backend!`] stamps the statements out for one database type;
+//! the backend modules add what differs (connecting, migrations, and the claim statements,
+//! which lock differently).
+
+use crate::domain::{ChatRef, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
+
+use super::{Job, OutboxMessage, StoreResult};
+
+/// A `jobs` row as the databases return it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct JobRow {
+    id: i64,
+    update_id: i64,
+    chat_id: i64,
+    user_id: Option<i64>,
+    message_id: i64,
+    file_id: String,
+    file_unique_id: String,
+    declared_name: Option<String>,
+    declared_mime: Option<String>,
+    declared_size: Option<i64>,
+    operation: String,
+    status: String,
+    local_path: Option<String>,
+    real_size: Option<i64>,
+    sha256: Option<String>,
+    detected_format: Option<String>,
+    lease_owner: Option<String>,
+    lease_token: i64,
+    lease_until: Option<i64>,
+    attempts: i64,
+    not_before: i64,
+    error: Option<String>,
+    error_detail: Option<String>,
+    result_path: Option<String>,
+    result_size: Option<i64>,
+    result_file_id: Option<String>,
+    result_expires_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl JobRow {
+    pub(crate) fn into_job(self) -> StoreResult<Job> {
+        Ok(Job {
+            ticket: Ticket(self.id),
+            update_id: self.update_id,
+            chat: ChatRef(self.chat_id),
+            user_id: self.user_id,
+            message_id: self.message_id,
+            file_id: self.file_id,
+            file_unique_id: self.file_unique_id,
+            declared_name: self.declared_name,
+            declared_mime: self.declared_mime,
+            declared_size: self.declared_size,
+            operation: self.operation.parse::<Operation>()?,
+            state: self.status.parse()?,
+            local_path: self.local_path,
+            real_size: self.real_size,
+            sha256: self.sha256,
+            detected_format: self.detected_format,
+            lease: lease(self.lease_owner, self.lease_token, self.lease_until),
+            attempts: self.attempts,
+            not_before: Timestamp::from_millis(self.not_before),
+            error: self.error,
+            error_detail: self.error_detail,
+            result_path: self.result_path,
+            result_size: self.result_size,
+            result_file_id: self.result_file_id,
+            result_expires_at: self.result_expires_at.map(Timestamp::from_millis),
+            created_at: Timestamp::from_millis(self.created_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+        })
+    }
+}
+
+/// An `outbox` row as the databases return it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct OutboxRow {
+    id: i64,
+    idempotency_key: String,
+    job_id: Option<i64>,
+    chat_id: i64,
+    kind: String,
+    body: String,
+    reply_to_message_id: Option<i64>,
+    status: String,
+    attempts: i64,
+    lease_owner: Option<String>,
+    lease_token: i64,
+    lease_until: Option<i64>,
+    telegram_message_id: Option<i64>,
+    error: Option<String>,
+}
+
+impl OutboxRow {
+    pub(crate) fn into_message(self) -> StoreResult<OutboxMessage> {
+        Ok(OutboxMessage {
+            id: self.id,
+            idempotency_key: self.idempotency_key,
+            job: self.job_id.map(Ticket),
+            chat: ChatRef(self.chat_id),
+            kind: self.kind.parse::<MessageKind>()?,
+            body: self.body,
+            reply_to_message_id: self.reply_to_message_id,
+            state: self.status.parse::<OutboxState>()?,
+            attempts: self.attempts,
+            lease: lease(self.lease_owner, self.lease_token, self.lease_until),
+            telegram_message_id: self.telegram_message_id,
+            error: self.error,
+        })
+    }
+}
+
+fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease> {
+    Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
+}
+
+/// The claim statements, which differ per backend in how they lock.
+pub(crate) struct ClaimSql {
+    /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now.
+    pub download: &'static str,
+    /// Claims a `fetched` job, or a `processing` one whose lease lapsed: same binds.
+    pub process: &'static str,
+    /// Claims the next deliverable outbox row: same binds.
+    pub message: &'static str,
+}
+
+/// Generates the shared statements as methods of a backend store (`$store`, holding `pool`) and
+/// as functions over a connection in module `$conn_mod`, for the database type `$db`.
+macro_rules! define_backend {
+    ($store:ident, $db:ty, $conn_mod:ident, $claims:expr) => {
+        /// Statements over one connection, so they can run inside a transaction.
+        pub(crate) mod $conn_mod {
+            use $crate::domain::{ChatRef, JobState, Lease, OutboxState, Ticket, Timestamp};
+            use $crate::store::backend::{JobRow, OutboxRow};
+            use $crate::store::{Job, NewJob, NewMessage, OutboxMessage, QueryContext, StoreResult, UpdateOutcome};
+
+            type Conn = <$db as sqlx::Database>::Connection;
+
+            pub(crate) async fn register_update(c: &mut Conn, bot_id: i64, update_id: i64, outcome: UpdateOutcome, reason: Option<&str>, now: Timestamp) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "INSERT INTO updates (bot_id, update_id, outcome, reason, received_at) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (bot_id, update_id) DO NOTHING",
+                )
+                .bind(bot_id).bind(update_id).bind(outcome.as_str()).bind(reason).bind(now.as_millis())
+                .execute(&mut *c).await.context("registering an update")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            pub(crate) async fn advance_offset(c: &mut Conn, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO poll_offsets (bot_id, next_offset, updated_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (bot_id) DO UPDATE SET next_offset = excluded.next_offset, updated_at = excluded.updated_at
+                     WHERE poll_offsets.next_offset < excluded.next_offset",
+                )
+                .bind(bot_id).bind(next_offset).bind(now.as_millis())
+                .execute(&mut *c).await.context("storing the poll offset")?;
+                Ok(())
+            }
+
+            pub(crate) async fn job(c: &mut Conn, ticket: Ticket) -> StoreResult<Option<Job>> {
+                sqlx::query_as::<_, JobRow>("SELECT * FROM jobs WHERE id = $1")
+                    .bind(ticket.0).fetch_optional(&mut *c).await.context("reading a job")?
+                    .map(JobRow::into_job).transpose()
+            }
+
+            pub(crate) async fn job_by_file(c: &mut Conn, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
+                sqlx::query_as::<_, JobRow>("SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2")
+                    .bind(chat.0).bind(file_unique_id).fetch_optional(&mut *c).await.context("finding a job by file")?
+                    .map(JobRow::into_job).transpose()
+            }
+
+            pub(crate) async fn jobs(c: &mut Conn, chat: Option<ChatRef>, state: Option<JobState>, limit: i64) -> StoreResult<Vec<Job>> {
+                sqlx::query_as::<_, JobRow>(
+                    "SELECT * FROM jobs WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR status = $2)
+                     ORDER BY id DESC LIMIT $3",
+                )
+                .bind(chat.map(|c| c.0)).bind(state.map(JobState::as_str)).bind(limit)
+                .fetch_all(&mut *c).await.context("listing jobs")?
+                .into_iter().map(JobRow::into_job).collect()
+            }
+
+            pub(crate) async fn insert_job(c: &mut Conn, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
+                let id: i64 = sqlx::query_scalar(
+                    "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
+                                       declared_mime, declared_size, operation, status, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11) RETURNING id",
+                )
+                .bind(job.update_id).bind(job.chat.0).bind(job.user_id).bind(job.message_id).bind(&job.file_id)
+                .bind(&job.file_unique_id).bind(&job.declared_name).bind(&job.declared_mime).bind(job.declared_size)
+                .bind(job.operation.as_str()).bind(now.as_millis())
+                .fetch_one(&mut *c).await.context("inserting a job")?;
+                Ok(Ticket(id))
+            }
+
+            pub(crate) async fn resubmit_job(c: &mut Conn, ticket: Ticket, from: JobState, job: &NewJob, now: Timestamp) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "UPDATE jobs SET status = 'accepted', update_id = $3, message_id = $4, file_id = $5, declared_name = $6,
+                        declared_mime = $7, declared_size = $8, local_path = NULL, real_size = NULL, sha256 = NULL,
+                        detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = 0,
+                        error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
+                        result_expires_at = NULL, updated_at = $9
+                     WHERE id = $1 AND status = $2",
+                )
+                .bind(ticket.0).bind(from.as_str()).bind(job.update_id).bind(job.message_id).bind(&job.file_id)
+                .bind(&job.declared_name).bind(&job.declared_mime).bind(job.declared_size).bind(now.as_millis())
+                .execute(&mut *c).await.context("resubmitting a job")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            pub(crate) async fn enqueue(c: &mut Conn, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
+                                         status, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8)
+                     ON CONFLICT (idempotency_key) DO NOTHING",
+                )
+                .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
+                .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())
+                .execute(&mut *c).await.context("queueing a message")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            pub(crate) async fn fail_job(c: &mut Conn, ticket: Ticket, from: JobState, lease: Option<&Lease>, reason: &str, detail: &str, now: Timestamp) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "UPDATE jobs SET status = 'failed', error = $4, error_detail = $5, lease_owner = NULL,
+                        lease_until = NULL, updated_at = $6
+                     WHERE id = $1 AND status = $2 AND ($3 IS NULL OR lease_token = $3)",
+                )
+                .bind(ticket.0).bind(from.as_str()).bind(lease.map(|l| l.token)).bind(reason).bind(detail).bind(now.as_millis())
+                .execute(&mut *c).await.context("failing a job")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            pub(crate) async fn complete_job(c: &mut Conn, ticket: Ticket, lease: &Lease, done: &$crate::store::Completion, now: Timestamp) -> StoreResult<bool> {
+                let res = sqlx::query(
+                    "UPDATE jobs SET status = 'ready', result_path = $3, result_size = $4, detected_format = $5,
+                        result_expires_at = $6, local_path = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $7
+                     WHERE id = $1 AND status = 'processing' AND lease_token = $2",
+                )
+                .bind(ticket.0).bind(lease.token).bind(&done.result_path).bind(done.result_size)
+                .bind(&done.detected_format).bind(done.expires_at.as_millis()).bind(now.as_millis())
+                .execute(&mut *c).await.context("completing a job")?;
+                Ok(res.rows_affected() == 1)
+            }
+
+            pub(crate) async fn mark_message_sent(c: &mut Conn, m: &OutboxMessage, lease: &Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: Timestamp) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "UPDATE outbox SET status = 'sent', telegram_message_id = $3, telegram_file_id = $4, error = NULL,
+                        lease_owner = NULL, lease_until = NULL, updated_at = $5
+                     WHERE id = $1 AND status = 'sending' AND lease_token = $2",
+                )
+                .bind(m.id).bind(lease.token).bind(telegram_message_id).bind(telegram_file_id).bind(now.as_millis())
+                .execute(&mut *c).await.context("recording a delivery")?;
+                if let (true, Some(ticket), Some(file_id)) = (done.rows_affected() == 1, m.job, telegram_file_id) {
+                    sqlx::query("UPDATE jobs SET result_file_id = $2, updated_at = $3 WHERE id = $1 AND status = 'ready'")
+                        .bind(ticket.0).bind(file_id).bind(now.as_millis())
+                        .execute(&mut *c).await.context("storing a result's file_id")?;
+                }
+                Ok(done.rows_affected() == 1)
+            }
+
+            pub(crate) async fn messages(c: &mut Conn, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
+                sqlx::query_as::<_, OutboxRow>(
+                    "SELECT * FROM outbox WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR job_id = $2) ORDER BY id",
+                )
+                .bind(chat.map(|c| c.0)).bind(job.map(|t| t.0))
+                .fetch_all(&mut *c).await.context("listing messages")?
+                .into_iter().map(OutboxRow::into_message).collect()
+            }
+
+            pub(crate) async fn set_message_state(c: &mut Conn, id: i64, lease: &Lease, state: OutboxState, not_before: Option<Timestamp>, error: &str, now: Timestamp) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "UPDATE outbox SET status = $3, not_before = COALESCE($4, not_before), error = $5,
+                        lease_owner = NULL, lease_until = NULL, updated_at = $6
+                     WHERE id = $1 AND status = 'sending' AND lease_token = $2",
+                )
+                .bind(id).bind(lease.token).bind(state.as_str()).bind(not_before.map(Timestamp::as_millis)).bind(error).bind(now.as_millis())
+                .execute(&mut *c).await.context("updating a message")?;
+                Ok(done.rows_affected() == 1)
+            }
+        }
+
+        impl $store {
+            /// See [`crate::store::Store::begin`].
+            pub async fn begin(&self) -> $crate::store::StoreResult<$crate::store::Tx> {
+                use $crate::store::QueryContext;
+                Ok(self.begin_write().await.context("starting a transaction")?.into())
+            }
+
+            /// See [`crate::store::Store::poll_offset`].
+            pub async fn poll_offset(&self, bot_id: i64) -> $crate::store::StoreResult<Option<i64>> {
+                use $crate::store::QueryContext;
+                sqlx::query_scalar("SELECT next_offset FROM poll_offsets WHERE bot_id = $1")
+                    .bind(bot_id).fetch_optional(&self.pool).await.context("reading the poll offset")
+            }
+
+            /// See [`crate::store::Store::update_outcome`].
+            pub async fn update_outcome(&self, bot_id: i64, update_id: i64) -> $crate::store::StoreResult<Option<($crate::store::UpdateOutcome, Option<String>)>> {
+                use $crate::store::QueryContext;
+                let row: Option<(String, Option<String>)> = sqlx::query_as("SELECT outcome, reason FROM updates WHERE bot_id = $1 AND update_id = $2")
+                    .bind(bot_id).bind(update_id).fetch_optional(&self.pool).await.context("reading an update")?;
+                Ok(row.map(|(o, r)| (if o == "recorded" { $crate::store::UpdateOutcome::Recorded } else { $crate::store::UpdateOutcome::Rejected }, r)))
+            }
+
+            /// See [`crate::store::Store::job`].
+            pub async fn job(&self, ticket: $crate::domain::Ticket) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+                let mut c = self.conn().await?;
+                $conn_mod::job(&mut c, ticket).await
+            }
+
+            /// See [`crate::store::Store::jobs`].
+            pub async fn jobs(&self, f: &$crate::store::JobFilter) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
+                let mut c = self.conn().await?;
+                $conn_mod::jobs(&mut c, f.chat, f.state, f.limit).await
+            }
+
+            /// See [`crate::store::Store::claim_job`].
+            pub async fn claim_job(&self, stage: $crate::store::Stage, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+                use $crate::store::QueryContext;
+                let claims: &$crate::store::backend::ClaimSql = &$claims;
+                let sql = match stage {
+                    $crate::store::Stage::Download => claims.download,
+                    $crate::store::Stage::Process => claims.process,
+                };
+                sqlx::query_as::<_, $crate::store::backend::JobRow>(sql)
+                    .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
+                    .fetch_optional(&self.pool).await.context("claiming a job")?
+                    .map($crate::store::backend::JobRow::into_job).transpose()
+            }
+
+            /// See [`crate::store::Store::renew_job_lease`].
+            pub async fn renew_job_lease(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, until: $crate::domain::Timestamp, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let done = sqlx::query("UPDATE jobs SET lease_until = $3, updated_at = $4 WHERE id = $1 AND lease_token = $2 AND lease_owner IS NOT NULL")
+                    .bind(ticket.0).bind(lease.token).bind(until.as_millis()).bind(now.as_millis())
+                    .execute(&self.pool).await.context("renewing a job lease")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            /// See [`crate::store::Store::mark_fetched`].
+            pub async fn mark_fetched(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, path: &str, size: i64, sha256: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let done = sqlx::query(
+                    "UPDATE jobs SET status = 'fetched', local_path = $3, real_size = $4, sha256 = $5, attempts = 0,
+                        lease_owner = NULL, lease_until = NULL, error_detail = NULL, updated_at = $6
+                     WHERE id = $1 AND status = 'accepted' AND lease_token = $2",
+                )
+                .bind(ticket.0).bind(lease.token).bind(path).bind(size).bind(sha256).bind(now.as_millis())
+                .execute(&self.pool).await.context("marking a job fetched")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            /// See [`crate::store::Store::release_job`].
+            pub async fn release_job(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, r: &$crate::store::Release, to: $crate::domain::JobState, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let clear_source = to == $crate::domain::JobState::Accepted;
+                let done = sqlx::query(
+                    "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
+                        attempts = CASE WHEN $7 THEN 0 ELSE attempts END,
+                        local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
+                        lease_owner = NULL, lease_until = NULL, updated_at = $9
+                     WHERE id = $1 AND status = $2 AND lease_token = $3",
+                )
+                .bind(ticket.0).bind(r.from.as_str()).bind(lease.token).bind(to.as_str()).bind(r.not_before.as_millis())
+                .bind(r.detail.as_deref()).bind(r.reset_attempts).bind(clear_source).bind(now.as_millis())
+                .execute(&self.pool).await.context("releasing a job")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            /// See [`crate::store::Store::fail_job`].
+            #[expect(clippy::too_many_arguments, reason = "mirrors Store::fail_job")]
+            pub async fn fail_job(&self, ticket: $crate::domain::Ticket, from: $crate::domain::JobState, lease: Option<&$crate::domain::Lease>, reason: &str, detail: &str, notice: &$crate::store::NewMessage, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                if !$conn_mod::fail_job(&mut tx, ticket, from, lease, reason, detail, now).await? {
+                    return Ok(false);
+                }
+                $conn_mod::enqueue(&mut tx, notice, now).await?;
+                tx.commit().await.context("committing a failure")?;
+                Ok(true)
+            }
+
+            /// See [`crate::store::Store::complete_job`].
+            pub async fn complete_job(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, done: &$crate::store::Completion, delivery: &$crate::store::NewMessage, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                if !$conn_mod::complete_job(&mut tx, ticket, lease, done, now).await? {
+                    return Ok(false);
+                }
+                $conn_mod::enqueue(&mut tx, delivery, now).await?;
+                tx.commit().await.context("committing a completion")?;
+                Ok(true)
+            }
+
+            /// See [`crate::store::Store::claim_message`].
+            pub async fn claim_message(&self, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::store::OutboxMessage>> {
+                use $crate::store::QueryContext;
+                let claims: &$crate::store::backend::ClaimSql = &$claims;
+                sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
+                    .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
+                    .fetch_optional(&self.pool).await.context("claiming a message")?
+                    .map($crate::store::backend::OutboxRow::into_message).transpose()
+            }
+
+            /// See [`crate::store::Store::mark_message_sent`].
+            pub async fn mark_message_sent(&self, m: &$crate::store::OutboxMessage, lease: &$crate::domain::Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                let done = $conn_mod::mark_message_sent(&mut tx, m, lease, telegram_message_id, telegram_file_id, now).await?;
+                tx.commit().await.context("committing a delivery")?;
+                Ok(done)
+            }
+
+            /// See [`crate::store::Store::renew_message_lease`].
+            pub async fn renew_message_lease(&self, id: i64, lease: &$crate::domain::Lease, until: $crate::domain::Timestamp, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let done = sqlx::query("UPDATE outbox SET lease_until = $3, updated_at = $4 WHERE id = $1 AND status = 'sending' AND lease_token = $2")
+                    .bind(id).bind(lease.token).bind(until.as_millis()).bind(now.as_millis())
+                    .execute(&self.pool).await.context("renewing a message lease")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            /// See [`crate::store::Store::retry_message`].
+            pub async fn retry_message(&self, id: i64, lease: &$crate::domain::Lease, not_before: $crate::domain::Timestamp, error: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                let mut c = self.conn().await?;
+                $conn_mod::set_message_state(&mut c, id, lease, $crate::domain::OutboxState::Pending, Some(not_before), error, now).await
+            }
+
+            /// See [`crate::store::Store::close_message`].
+            pub async fn close_message(&self, id: i64, lease: &$crate::domain::Lease, state: $crate::domain::OutboxState, error: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                let mut c = self.conn().await?;
+                $conn_mod::set_message_state(&mut c, id, lease, state, None, error, now).await
+            }
+
+            /// See [`crate::store::Store::messages`].
+            pub async fn messages(&self, chat: Option<$crate::domain::ChatRef>, job: Option<$crate::domain::Ticket>) -> $crate::store::StoreResult<Vec<$crate::store::OutboxMessage>> {
+                let mut c = self.conn().await?;
+                $conn_mod::messages(&mut c, chat, job).await
+            }
+
+            /// See [`crate::store::Store::forget_result_file_id`].
+            pub async fn forget_result_file_id(&self, ticket: $crate::domain::Ticket, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<()> {
+                use $crate::store::QueryContext;
+                sqlx::query("UPDATE jobs SET result_file_id = NULL, updated_at = $2 WHERE id = $1")
+                    .bind(ticket.0).bind(now.as_millis()).execute(&self.pool).await.context("forgetting a file_id")?;
+                Ok(())
+            }
+
+            /// See [`crate::store::Store::close`].
+            pub async fn close(&self) {
+                self.pool.close().await;
+            }
+
+            async fn conn(&self) -> $crate::store::StoreResult<sqlx::pool::PoolConnection<$db>> {
+                use $crate::store::QueryContext;
+                self.pool.acquire().await.context("acquiring a connection")
+            }
+        }
+    };
+}
+
+pub(crate) use define_backend;
+
+/// Transaction statements dispatched to the backend the transaction belongs to.
+pub(crate) mod tx {
+    use super::super::{Job, NewJob, NewMessage, StoreResult, Tx, UpdateOutcome};
+    use crate::domain::{ChatRef, JobState, Ticket, Timestamp};
+
+    macro_rules! on_tx {
+        ($tx:ident, $f:ident($($arg:expr),*)) => {
+            match $tx {
+                Tx::Sqlite(t) => crate::store::sqlite::conn::$f(t, $($arg),*).await,
+                #[cfg(feature = "postgres")]
+                Tx::Postgres(t) => crate::store::postgres::conn::$f(t, $($arg),*).await,
+            }
+        };
+    }
+
+    pub(crate) async fn register_update(
+        tx: &mut Tx,
+        bot_id: i64,
+        update_id: i64,
+        outcome: UpdateOutcome,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        on_tx!(tx, register_update(bot_id, update_id, outcome, reason, now))
+    }
+    pub(crate) async fn advance_offset(tx: &mut Tx, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+        on_tx!(tx, advance_offset(bot_id, next_offset, now))
+    }
+    pub(crate) async fn job_by_file(tx: &mut Tx, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
+        on_tx!(tx, job_by_file(chat, file_unique_id))
+    }
+    pub(crate) async fn job(tx: &mut Tx, ticket: Ticket) -> StoreResult<Option<Job>> {
+        on_tx!(tx, job(ticket))
+    }
+    pub(crate) async fn chat_jobs(tx: &mut Tx, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
+        on_tx!(tx, jobs(Some(chat), None, limit))
+    }
+    pub(crate) async fn insert_job(tx: &mut Tx, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
+        on_tx!(tx, insert_job(job, now))
+    }
+    pub(crate) async fn resubmit_job(
+        tx: &mut Tx,
+        ticket: Ticket,
+        from: JobState,
+        job: &NewJob,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        on_tx!(tx, resubmit_job(ticket, from, job, now))
+    }
+    pub(crate) async fn enqueue(tx: &mut Tx, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        on_tx!(tx, enqueue(message, now))
+    }
+}

@@ -1,0 +1,615 @@
+//! Storage: one [`Store`] in front of SQLite and PostgreSQL, with the same promises on both.
+//!
+//! The backend follows from the scheme of `[storage] database_url`. Both backends run the same
+//! SQL (written once in `backend.rs`, with `$N` placeholders that sqlx binds by number on both), except
+//! where the databases really differ: PostgreSQL claims with `FOR UPDATE SKIP LOCKED`, SQLite
+//! relies on its single writer. Every state change is a conditional `UPDATE … WHERE id = $1 AND
+//! status = <expected> [AND lease_token = <held>]`; zero rows changed means someone else moved
+//! the row first, which callers treat as "not mine any more", never as an error.
+//!
+//! sqlx types stop here: callers see [`Job`], [`OutboxMessage`] and domain types.
+
+mod backend;
+#[cfg(test)]
+mod conformance;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+pub mod sqlite;
+
+use std::time::Duration;
+
+use crate::config::DatabaseUrl;
+use crate::domain::job::UnknownName;
+use crate::domain::{ChatRef, JobEvent, JobState, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Connecting or creating the database failed.
+    #[error("cannot open the database {url}: {source}")]
+    Open {
+        /// The database URL, password redacted.
+        url: String,
+        /// The cause.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// Creating the folder of a SQLite file failed.
+    #[error("cannot create the database folder {path}: {source}")]
+    Folder {
+        /// The folder.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Applying migrations failed.
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[source] sqlx::migrate::MigrateError),
+    /// A query failed.
+    #[error("database query failed while {action}: {source}")]
+    Query {
+        /// What the store was doing.
+        action: &'static str,
+        /// The cause.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// A row holds a value the code does not know.
+    #[error("database row is inconsistent: {0}")]
+    Corrupt(String),
+    /// The caller asked for a transition the state machine forbids.
+    #[error(transparent)]
+    Transition(#[from] crate::domain::TransitionError),
+}
+
+impl StoreError {
+    /// Whether the failure is about the database being unavailable or busy (worth waiting for),
+    /// as opposed to a statement that will fail the same way again.
+    pub fn is_transient(&self) -> bool {
+        let source = match self {
+            Self::Query { source, .. } | Self::Open { source, .. } => source,
+            _ => return false,
+        };
+        match source {
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                // SQLite: BUSY (5), LOCKED (6) and their extended codes; PostgreSQL: connection
+                // errors (08…), serialization failures and deadlocks (40…), shutdown (57P…).
+                code == "5"
+                    || code == "6"
+                    || code == "517"
+                    || code == "261"
+                    || code.starts_with("08")
+                    || code.starts_with("40")
+                    || code.starts_with("57P")
+            }
+            _ => false,
+        }
+    }
+}
+
+impl From<UnknownName> for StoreError {
+    fn from(e: UnknownName) -> Self {
+        Self::Corrupt(e.to_string())
+    }
+}
+
+/// Shorthand for storage results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Adds "while …" context to sqlx errors.
+pub(crate) trait QueryContext<T> {
+    fn context(self, action: &'static str) -> StoreResult<T>;
+}
+
+impl<T> QueryContext<T> for Result<T, sqlx::Error> {
+    fn context(self, action: &'static str) -> StoreResult<T> {
+        self.map_err(|source| StoreError::Query { action, source })
+    }
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// The ticket (primary key).
+    pub ticket: Ticket,
+    /// The update that created (or last re-submitted) the job.
+    pub update_id: i64,
+    /// The chat that owns the ticket.
+    pub chat: ChatRef,
+    /// The sender, when Telegram named one.
+    pub user_id: Option<i64>,
+    /// The message that carried the document (replies thread to it).
+    pub message_id: i64,
+    /// Telegram's file_id, valid for this bot; passed to getFile.
+    pub file_id: String,
+    /// Telegram's stable id of the file content, part of the unique key.
+    pub file_unique_id: String,
+    /// File name as sent; a hint only, never used as a path.
+    pub declared_name: Option<String>,
+    /// MIME type as sent; a hint only.
+    pub declared_mime: Option<String>,
+    /// Size as sent; `None` when Telegram did not say.
+    pub declared_size: Option<i64>,
+    /// What to do with the document.
+    pub operation: Operation,
+    /// Where the job is.
+    pub state: JobState,
+    /// The verified source on disk (`fetched` and `processing`).
+    pub local_path: Option<String>,
+    /// Bytes actually downloaded.
+    pub real_size: Option<i64>,
+    /// Hex sha256 of the source.
+    pub sha256: Option<String>,
+    /// Format label detected from the content.
+    pub detected_format: Option<String>,
+    /// The current or last claim.
+    pub lease: Option<Lease>,
+    /// Attempts at the current stage.
+    pub attempts: i64,
+    /// The job is not claimed before this moment.
+    pub not_before: Timestamp,
+    /// The reason a person reads, when failed.
+    pub error: Option<String>,
+    /// Detail for admins.
+    pub error_detail: Option<String>,
+    /// The result on disk (`ready`).
+    pub result_path: Option<String>,
+    /// Bytes of the result.
+    pub result_size: Option<i64>,
+    /// Telegram's file_id of the delivered result, for re-delivery without upload.
+    pub result_file_id: Option<String>,
+    /// The result is kept until then.
+    pub result_expires_at: Option<Timestamp>,
+    /// When intake recorded the job.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+}
+
+impl Job {
+    /// The display name: the declared one, or a neutral stand-in.
+    pub fn name(&self) -> &str {
+        self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
+    }
+}
+
+/// A job to record, exactly as Telegram described it.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    /// The update that carried it.
+    pub update_id: i64,
+    /// The chat.
+    pub chat: ChatRef,
+    /// The sender.
+    pub user_id: Option<i64>,
+    /// The message with the document.
+    pub message_id: i64,
+    /// Telegram's file_id.
+    pub file_id: String,
+    /// Telegram's file_unique_id.
+    pub file_unique_id: String,
+    /// Declared file name.
+    pub declared_name: Option<String>,
+    /// Declared MIME type.
+    pub declared_mime: Option<String>,
+    /// Declared size (`None` = unknown).
+    pub declared_size: Option<i64>,
+    /// The operation.
+    pub operation: Operation,
+}
+
+/// What became of an update Telegram delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateOutcome {
+    /// Handled: a job, a reply, or deliberately nothing.
+    Recorded,
+    /// Could not be handled (malformed or a bug); kept with its reason.
+    Rejected,
+}
+
+impl UpdateOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Recorded => "recorded",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+/// A message to queue in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Unique per purpose, e.g. `job:12:result`; queueing the same key twice is a no-op.
+    pub idempotency_key: String,
+    /// The job it is about, if any.
+    pub job: Option<Ticket>,
+    /// Where it goes.
+    pub chat: ChatRef,
+    /// What it is for.
+    pub kind: MessageKind,
+    /// Text, or the caption of a document.
+    pub body: String,
+    /// The message it answers.
+    pub reply_to_message_id: Option<i64>,
+}
+
+/// A queued outgoing message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Row id; also the sending order within a chat.
+    pub id: i64,
+    /// The idempotency key.
+    pub idempotency_key: String,
+    /// The job it is about.
+    pub job: Option<Ticket>,
+    /// Destination chat.
+    pub chat: ChatRef,
+    /// Purpose.
+    pub kind: MessageKind,
+    /// Text or caption.
+    pub body: String,
+    /// The message it answers.
+    pub reply_to_message_id: Option<i64>,
+    /// Delivery state.
+    pub state: OutboxState,
+    /// Send attempts so far.
+    pub attempts: i64,
+    /// The claim, while sending.
+    pub lease: Option<Lease>,
+    /// Telegram's id of the delivered message.
+    pub telegram_message_id: Option<i64>,
+    /// Last error, for admins.
+    pub error: Option<String>,
+}
+
+/// The pipeline stages that claim jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Claims `accepted` jobs.
+    Download,
+    /// Claims `fetched` jobs (and `processing` ones whose lease lapsed).
+    Process,
+}
+
+/// How a holder gives a job back without finishing it.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// The state the job must be in now.
+    pub from: JobState,
+    /// What happened; decides the next state.
+    pub event: JobEvent,
+    /// Not claimable before this.
+    pub not_before: Timestamp,
+    /// Detail for admins (the error that caused it).
+    pub detail: Option<String>,
+    /// Whether the attempt counter restarts (a new stage begins).
+    pub reset_attempts: bool,
+}
+
+/// The facts recorded when a job turns `ready`.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    /// Result file.
+    pub result_path: String,
+    /// Result size.
+    pub result_size: i64,
+    /// Detected source format.
+    pub detected_format: String,
+    /// When the result is deleted.
+    pub expires_at: Timestamp,
+}
+
+/// Which jobs to list.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Only this chat.
+    pub chat: Option<ChatRef>,
+    /// Only this state.
+    pub state: Option<JobState>,
+    /// At most this many, newest first.
+    pub limit: i64,
+}
+
+/// The storage handle: one of the backends. Cheap to clone (a pool inside).
+#[derive(Clone, Debug)]
+pub enum Store {
+    /// SQLite in WAL mode.
+    Sqlite(sqlite::SqliteStore),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(postgres::PostgresStore),
+}
+
+/// Forwards a call to whichever backend the store is.
+macro_rules! forward {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Self::Sqlite($s) => $call,
+            #[cfg(feature = "postgres")]
+            Self::Postgres($s) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Opens the database named by `url` (creating a SQLite file and its folder when missing)
+    /// and applies pending migrations.
+    pub async fn open(url: &DatabaseUrl) -> StoreResult<Self> {
+        let store = match url {
+            DatabaseUrl::Sqlite(path) => Self::Sqlite(sqlite::SqliteStore::open(path).await?),
+            #[cfg(feature = "postgres")]
+            DatabaseUrl::Postgres(url) => Self::Postgres(postgres::PostgresStore::open(url).await?),
+            #[cfg(not(feature = "postgres"))]
+            DatabaseUrl::Postgres(_) => {
+                return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
+            }
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies pending migrations of the backend.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        forward!(self, s => s.migrate().await)
+    }
+
+    /// Starts a write transaction.
+    pub async fn begin(&self) -> StoreResult<Tx> {
+        forward!(self, s => s.begin().await)
+    }
+
+    /// The getUpdates offset to continue from, if any was stored.
+    pub async fn poll_offset(&self, bot_id: i64) -> StoreResult<Option<i64>> {
+        forward!(self, s => s.poll_offset(bot_id).await)
+    }
+
+    /// Whether an update was registered, and how.
+    pub async fn update_outcome(
+        &self,
+        bot_id: i64,
+        update_id: i64,
+    ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
+        forward!(self, s => s.update_outcome(bot_id, update_id).await)
+    }
+
+    /// One job by ticket.
+    pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
+        forward!(self, s => s.job(ticket).await)
+    }
+
+    /// Jobs matching `filter`, newest first.
+    pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
+        forward!(self, s => s.jobs(filter).await)
+    }
+
+    /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
+    pub async fn claim_job(
+        &self,
+        stage: Stage,
+        owner: &str,
+        now: Timestamp,
+        lease_len: Duration,
+    ) -> StoreResult<Option<Job>> {
+        forward!(self, s => s.claim_job(stage, owner, now, lease_len).await)
+    }
+
+    /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
+    pub async fn renew_job_lease(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        forward!(self, s => s.renew_job_lease(ticket, lease, until, now).await)
+    }
+
+    /// `accepted` → `fetched` with the verified source, as the lease holder.
+    pub async fn mark_fetched(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        path: &str,
+        size: i64,
+        sha256: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        crate::domain::job::next(JobState::Accepted, JobEvent::Fetched)?;
+        forward!(self, s => s.mark_fetched(ticket, lease, path, size, sha256, now).await)
+    }
+
+    /// Gives a job back to be tried again later, as the lease holder.
+    pub async fn release_job(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        release: &Release,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let to = crate::domain::job::next(release.from, release.event)?;
+        forward!(self, s => s.release_job(ticket, lease, release, to, now).await)
+    }
+
+    /// Fails a job (as the lease holder when `lease` is given) and queues the notice, atomically.
+    #[expect(clippy::too_many_arguments, reason = "each argument is a distinct fact of the failure")]
+    pub async fn fail_job(
+        &self,
+        ticket: Ticket,
+        from: JobState,
+        lease: Option<&Lease>,
+        reason: &str,
+        detail: &str,
+        notice: &NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        crate::domain::job::next(from, JobEvent::Failed)?;
+        forward!(self, s => s.fail_job(ticket, from, lease, reason, detail, notice, now).await)
+    }
+
+    /// `processing` → `ready` with the result, and queues its delivery, atomically.
+    pub async fn complete_job(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        done: &Completion,
+        delivery: &NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        crate::domain::job::next(JobState::Processing, JobEvent::Completed)?;
+        forward!(self, s => s.complete_job(ticket, lease, done, delivery, now).await)
+    }
+
+    /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
+    pub async fn claim_message(
+        &self,
+        owner: &str,
+        now: Timestamp,
+        lease_len: Duration,
+    ) -> StoreResult<Option<OutboxMessage>> {
+        forward!(self, s => s.claim_message(owner, now, lease_len).await)
+    }
+
+    /// Records a delivery (and, for a result, the document's file_id on the job).
+    pub async fn mark_message_sent(
+        &self,
+        message: &OutboxMessage,
+        lease: &Lease,
+        telegram_message_id: i64,
+        telegram_file_id: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        forward!(self, s => s.mark_message_sent(message, lease, telegram_message_id, telegram_file_id, now).await)
+    }
+
+    /// Extends a sender's lease on a message (long uploads). `false`: the lease was lost.
+    pub async fn renew_message_lease(
+        &self,
+        id: i64,
+        lease: &Lease,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        forward!(self, s => s.renew_message_lease(id, lease, until, now).await)
+    }
+
+    /// Puts a message back to `pending`, not before `not_before`.
+    pub async fn retry_message(
+        &self,
+        id: i64,
+        lease: &Lease,
+        not_before: Timestamp,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        forward!(self, s => s.retry_message(id, lease, not_before, error, now).await)
+    }
+
+    /// Ends a message in `state` (`dead`, `failed` or `unknown`) with the error.
+    pub async fn close_message(
+        &self,
+        id: i64,
+        lease: &Lease,
+        state: OutboxState,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        forward!(self, s => s.close_message(id, lease, state, error, now).await)
+    }
+
+    /// Messages of a job or chat, oldest first (status pages, tests).
+    pub async fn messages(&self, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
+        forward!(self, s => s.messages(chat, job).await)
+    }
+
+    /// Forgets the stored file_id of a result Telegram refused to resend.
+    pub async fn forget_result_file_id(&self, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
+        forward!(self, s => s.forget_result_file_id(ticket, now).await)
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        forward!(self, s => s.close().await)
+    }
+}
+
+/// A write transaction on either backend. Dropped without [`Tx::commit`], it rolls back.
+pub enum Tx {
+    /// SQLite.
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Tx {
+    /// Registers an update once. `false`: it was registered before (a repeat).
+    pub async fn register_update(
+        &mut self,
+        bot_id: i64,
+        update_id: i64,
+        outcome: UpdateOutcome,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        backend::tx::register_update(self, bot_id, update_id, outcome, reason, now).await
+    }
+
+    /// Moves the stored poll offset forward to `next_offset` (never back).
+    pub async fn advance_offset(&mut self, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+        backend::tx::advance_offset(self, bot_id, next_offset, now).await
+    }
+
+    /// The chat's job for a file, by the unique key.
+    pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
+        backend::tx::job_by_file(self, chat, file_unique_id).await
+    }
+
+    /// One job by ticket, inside the transaction.
+    pub async fn job(&mut self, ticket: Ticket) -> StoreResult<Option<Job>> {
+        backend::tx::job(self, ticket).await
+    }
+
+    /// The chat's latest jobs, newest first.
+    pub async fn chat_jobs(&mut self, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
+        backend::tx::chat_jobs(self, chat, limit).await
+    }
+
+    /// Inserts a new `accepted` job and returns its ticket.
+    pub async fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
+        backend::tx::insert_job(self, job, now).await
+    }
+
+    /// Starts an ended job again (`expired`/`failed` → `accepted`) with the new update's file_id.
+    pub async fn resubmit_job(
+        &mut self,
+        ticket: Ticket,
+        from: JobState,
+        job: &NewJob,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        crate::domain::job::next(from, JobEvent::Resubmitted)?;
+        backend::tx::resubmit_job(self, ticket, from, job, now).await
+    }
+
+    /// Queues a message; `false` when its idempotency key was queued before.
+    pub async fn enqueue(&mut self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        backend::tx::enqueue(self, message, now).await
+    }
+
+    /// Commits.
+    pub async fn commit(self) -> StoreResult<()> {
+        match self {
+            Self::Sqlite(tx) => tx.commit().await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(tx) => tx.commit().await,
+        }
+        .context("committing")
+    }
+}
