@@ -1,0 +1,318 @@
+//! Outbound Bot API calls: teloxide for the methods and types, our own reqwest clients for the
+//! timeouts, and our own streaming for file downloads.
+//!
+//! Every teloxide error is turned into a [`TelegramError`] that says what the caller should do
+//! (wait, retry, give up, stop writing to the chat), with a description that never contains the
+//! token or a file URL: reqwest errors are stripped of their URL before they are described.
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use teloxide::ApiError;
+use teloxide::Bot;
+use teloxide::RequestError;
+use teloxide::payloads::{SendDocumentSetters, SendMessageSetters};
+use teloxide::prelude::Requester;
+use teloxide::types::{ChatId, FileId, InputFile, MessageId, ReplyParameters};
+use url::Url;
+
+use crate::config::BotToken;
+
+/// What went wrong with a Bot API call, sorted by what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TelegramError {
+    /// Flood control: wait exactly this long before calling again.
+    #[error("Telegram asked to wait {0:?}")]
+    RetryAfter(Duration),
+    /// A passing failure (network, timeout before sending, 5xx): try again later.
+    #[error("transient Telegram error: {0}")]
+    Transient(String),
+    /// The request may have reached Telegram but the answer was lost.
+    #[error("outcome unknown: {0}")]
+    Lost(String),
+    /// The chat blocked the bot, was deleted or kicked it out: stop writing to it.
+    #[error("chat unavailable: {0}")]
+    ChatGone(String),
+    /// The group became a supergroup with this id.
+    #[error("chat migrated to {0}")]
+    Migrated(i64),
+    /// The message to edit has the same content already (counts as success).
+    #[error("message is not modified")]
+    NotModified,
+    /// Telegram refused the request for good (bad file id, file too big, bad request).
+    #[error("refused by Telegram: {0}")]
+    Permanent(String),
+}
+
+impl TelegramError {
+    /// Classifies a teloxide error.
+    pub fn from_request(err: RequestError) -> Self {
+        match err {
+            RequestError::RetryAfter(s) => Self::RetryAfter(s.duration()),
+            RequestError::MigrateToChatId(id) => Self::Migrated(id.0),
+            RequestError::Api(api) => Self::from_api(api),
+            RequestError::Network(e) => Self::from_reqwest(&e),
+            // teloxide turns a non-JSON answer (an HTML 502 page of a proxy) into a parse error.
+            RequestError::InvalidJson { .. } => {
+                Self::Transient("the Bot API answered with something that is not JSON (a proxy error page?)".into())
+            }
+            RequestError::Io(e) => Self::Transient(format!("local I/O error while sending: {}", e.kind())),
+        }
+    }
+
+    fn from_api(api: ApiError) -> Self {
+        match api {
+            ApiError::MessageNotModified => Self::NotModified,
+            ApiError::BotBlocked
+            | ApiError::UserDeactivated
+            | ApiError::ChatNotFound
+            | ApiError::BotKicked
+            | ApiError::BotKickedFromSupergroup
+            | ApiError::BotKickedFromChannel
+            | ApiError::CantInitiateConversation
+            | ApiError::CantTalkWithBots => Self::ChatGone(api.to_string()),
+            ApiError::Unknown(text) => {
+                if text.starts_with("Bad Request") || text.starts_with("Forbidden") || text.starts_with("Unauthorized")
+                {
+                    if text.starts_with("Forbidden") { Self::ChatGone(text) } else { Self::Permanent(text) }
+                } else {
+                    // teloxide hides the HTTP status; a JSON 5xx ("Internal Server Error",
+                    // "Bad Gateway") arrives here as an unknown error.
+                    Self::Transient(text)
+                }
+            }
+            other => Self::Permanent(other.to_string()),
+        }
+    }
+
+    /// Classifies a reqwest error without ever printing its URL.
+    pub fn from_reqwest(e: &reqwest::Error) -> Self {
+        let what = describe_reqwest(e);
+        if e.is_connect() || (e.is_timeout() && !e.is_body() && e.is_request()) {
+            Self::Transient(what)
+        } else if e.is_body() || e.is_decode() || e.is_timeout() || e.is_request() {
+            Self::Lost(what)
+        } else {
+            Self::Transient(what)
+        }
+    }
+
+    /// Whether trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::RetryAfter(_) | Self::Transient(_) | Self::Lost(_))
+    }
+}
+
+/// A description of a reqwest error, without the URL (which holds the token).
+pub fn describe_reqwest(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_body() {
+        "the connection broke while transferring the body"
+    } else if e.is_decode() {
+        "could not decode the answer"
+    } else if e.is_request() {
+        "the request failed"
+    } else {
+        "HTTP error"
+    };
+    match e.status() {
+        Some(s) => format!("{kind} (HTTP {})", s.as_u16()),
+        None => kind.to_owned(),
+    }
+}
+
+/// A file as getFile describes it. The path is short-lived and, with the download URL built
+/// from it, a secret: it is never stored or logged.
+pub struct RemoteFile {
+    path: String,
+    /// Size Telegram reports, when it does.
+    pub size: Option<u64>,
+}
+
+impl std::fmt::Debug for RemoteFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteFile").field("path", &"(hidden)").field("size", &self.size).finish()
+    }
+}
+
+/// A stream of file bytes.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, TelegramError>> + Send>>;
+
+/// A message Telegram accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// Its message id in the chat.
+    pub message_id: i64,
+    /// For documents: the file_id to send it again without uploading.
+    pub file_id: Option<String>,
+}
+
+/// Where a document to send comes from.
+#[derive(Debug, Clone)]
+pub enum DocumentSource {
+    /// Already on Telegram's servers.
+    FileId(String),
+    /// Upload from disk (streamed), under this file name.
+    Path {
+        /// The local file.
+        path: PathBuf,
+        /// The name the person sees.
+        file_name: String,
+    },
+}
+
+/// How to reach the Bot API.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// The Bot API base URL.
+    pub api_url: Url,
+    /// A self-hosted server started with `--local`: getFile returns absolute paths.
+    pub local_api: bool,
+    /// How long a getUpdates long poll waits.
+    pub poll_timeout: Duration,
+}
+
+/// The Bot API, as docket uses it. Cheap to clone.
+#[derive(Clone)]
+pub struct TelegramClient {
+    /// Regular calls (send, edit, getMe, getUpdates).
+    bot: Bot,
+    /// getFile: a local server answers only after fetching the whole file itself.
+    slow_bot: Bot,
+    /// Downloads, streamed.
+    http: reqwest::Client,
+    token: BotToken,
+    settings: ClientSettings,
+}
+
+impl std::fmt::Debug for TelegramClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramClient")
+            .field("token", &self.token)
+            .field("local_api", &self.settings.local_api)
+            .finish()
+    }
+}
+
+fn http_client(read_idle: Duration) -> reqwest::Client {
+    // No total timeout: uploads and downloads of large files take as long as they take. A
+    // connection that goes silent for `read_idle` is dead, though.
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .read_timeout(read_idle)
+        .tcp_keepalive(Duration::from_secs(30))
+        .build()
+        .expect("the TLS backend is compiled in, so building a client cannot fail")
+}
+
+impl TelegramClient {
+    /// Builds the clients. Nothing is sent yet.
+    pub fn new(token: BotToken, settings: ClientSettings) -> Self {
+        let regular = http_client(settings.poll_timeout + Duration::from_secs(60));
+        let slow = http_client(Duration::from_secs(30 * 60));
+        let bot = Bot::with_client(token.expose(), regular).set_api_url(settings.api_url.clone());
+        let slow_bot = Bot::with_client(token.expose(), slow).set_api_url(settings.api_url.clone());
+        Self { bot, slow_bot, http: http_client(Duration::from_secs(120)), token, settings }
+    }
+
+    /// The teloxide bot for regular calls.
+    pub fn bot(&self) -> &Bot {
+        &self.bot
+    }
+
+    /// The numeric bot id (from the token).
+    pub fn bot_id(&self) -> i64 {
+        self.token.bot_id()
+    }
+
+    /// The long-poll timeout.
+    pub fn poll_timeout(&self) -> Duration {
+        self.settings.poll_timeout
+    }
+
+    /// Checks the token with getMe and returns the bot's username.
+    pub async fn get_me(&self) -> Result<String, TelegramError> {
+        let me = self.bot.get_me().await.map_err(TelegramError::from_request)?;
+        Ok(me.user.username.clone().unwrap_or_default())
+    }
+
+    /// getFile, right before a download.
+    pub async fn get_file(&self, file_id: &str) -> Result<RemoteFile, TelegramError> {
+        let file = self.slow_bot.get_file(FileId(file_id.to_owned())).await.map_err(TelegramError::from_request)?;
+        // teloxide reports a missing size as u32::MAX.
+        let size = (file.meta.size != u32::MAX).then_some(u64::from(file.meta.size));
+        Ok(RemoteFile { path: file.path, size })
+    }
+
+    /// Opens the bytes of a file described by getFile: over HTTP from the Bot API, or from the
+    /// local server's disk when it runs with `--local` and answered with an absolute path.
+    pub async fn open_file(&self, file: &RemoteFile) -> Result<ByteStream, TelegramError> {
+        if self.settings.local_api && Path::new(&file.path).is_absolute() {
+            let f = tokio::fs::File::open(&file.path).await.map_err(|e| {
+                TelegramError::Transient(format!("cannot open the local Bot API server's copy: {}", e.kind()))
+            })?;
+            let stream = tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024).map_err(|e| {
+                TelegramError::Transient(format!("reading the local Bot API server's copy: {}", e.kind()))
+            });
+            return Ok(Box::pin(stream));
+        }
+        let mut url = self.settings.api_url.clone();
+        // Join without percent-encoding the slashes of the path (teloxide's download_file does).
+        let base = url.path().trim_end_matches('/').to_owned();
+        url.set_path(&format!("{base}/file/bot{}/{}", self.token.expose(), file.path.trim_start_matches('/')));
+        let response = self.http.get(url).send().await.map_err(|e| TelegramError::from_reqwest(&e.without_url()))?;
+        let status = response.status();
+        if status.as_u16() == 429 {
+            return Err(TelegramError::RetryAfter(Duration::from_secs(5)));
+        }
+        if status.is_server_error() {
+            return Err(TelegramError::Transient(format!("download answered HTTP {}", status.as_u16())));
+        }
+        if !status.is_success() {
+            // An expired or unknown link: a fresh getFile on the next attempt fixes it.
+            return Err(TelegramError::Transient(format!("download refused with HTTP {}", status.as_u16())));
+        }
+        let stream = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(|e| TelegramError::Transient(describe_reqwest(&e.without_url()))));
+        Ok(Box::pin(stream))
+    }
+
+    /// sendMessage as plain text, replying to `reply_to` when given.
+    pub async fn send_text(&self, chat_id: i64, text: &str, reply_to: Option<i64>) -> Result<Sent, TelegramError> {
+        let mut req = self.bot.send_message(ChatId(chat_id), text);
+        if let Some(id) = reply_to.and_then(|id| i32::try_from(id).ok()) {
+            req = req.reply_parameters(ReplyParameters::new(MessageId(id)).allow_sending_without_reply());
+        }
+        let msg = req.await.map_err(TelegramError::from_request)?;
+        Ok(Sent { message_id: i64::from(msg.id.0), file_id: None })
+    }
+
+    /// sendDocument with a caption; an upload streams the file from disk.
+    pub async fn send_document(
+        &self,
+        chat_id: i64,
+        source: &DocumentSource,
+        caption: &str,
+        reply_to: Option<i64>,
+    ) -> Result<Sent, TelegramError> {
+        let input = match source {
+            DocumentSource::FileId(id) => InputFile::file_id(FileId(id.clone())),
+            DocumentSource::Path { path, file_name } => InputFile::file(path.clone()).file_name(file_name.clone()),
+        };
+        let bot = if matches!(source, DocumentSource::Path { .. }) { &self.slow_bot } else { &self.bot };
+        let mut req = bot.send_document(ChatId(chat_id), input).caption(caption);
+        if let Some(id) = reply_to.and_then(|id| i32::try_from(id).ok()) {
+            req = req.reply_parameters(ReplyParameters::new(MessageId(id)).allow_sending_without_reply());
+        }
+        let msg = req.await.map_err(TelegramError::from_request)?;
+        let file_id = msg.document().map(|d| d.file.id.0.clone());
+        Ok(Sent { message_id: i64::from(msg.id.0), file_id })
+    }
+}

@@ -1,0 +1,261 @@
+//! Every sentence a person reads. Nothing else in docket writes user-visible text, so wording,
+//! tone and the facts each message must carry (ticket, name, sizes, dates) live in one place.
+//!
+//! Names come from users and may contain anything; they are shown as plain text (messages are
+//! sent without a parse mode), shortened, and never used as paths.
+
+use humansize::{DECIMAL, FormatSizeOptions, format_size};
+
+use crate::domain::{FailureReason, JobState, Ticket, Timestamp};
+use crate::store::Job;
+
+/// A byte count for people: decimal units with one decimal, as Telegram's apps show sizes.
+pub fn size(bytes: u64) -> String {
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    format_size(bytes, FormatSizeOptions::from(DECIMAL).decimal_places(1).decimal_zeroes(1))
+}
+
+/// A user-supplied file name, shortened for display.
+pub fn display_name(name: &str) -> String {
+    let clean: String = name.chars().filter(|c| !c.is_control()).collect();
+    let clean = clean.trim();
+    if clean.is_empty() {
+        return "your file".to_owned();
+    }
+    if clean.chars().count() > 80 {
+        format!("{}…", clean.chars().take(79).collect::<String>())
+    } else {
+        clean.to_owned()
+    }
+}
+
+fn known_size(bytes: Option<u64>) -> String {
+    bytes.map(size).unwrap_or_else(|| "size unknown".to_owned())
+}
+
+/// The immediate answer to a new document.
+pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket) -> String {
+    format!("Got {} ({}) — ticket {ticket}, queued.", display_name(name), known_size(declared_size))
+}
+
+/// The answer to a file this chat already sent, while its job is still running (or failed and
+/// is being tried again).
+pub fn already_ticket(name: &str, ticket: Ticket, state: JobState) -> String {
+    format!("{} is already ticket {ticket} ({}).", display_name(name), state_words(state))
+}
+
+/// The answer to a file whose result expired: it is processed again under the same ticket.
+pub fn processing_again_after_expiry(ticket: Ticket, expired_at: Timestamp) -> String {
+    format!("{ticket} expired on {}; processing it again.", expired_at.date_utc())
+}
+
+/// The answer to a file whose earlier attempt failed: it is tried again under the same ticket.
+pub fn trying_again_after_failure(name: &str, ticket: Ticket) -> String {
+    format!("{} is ticket {ticket}, which failed before; trying again.", display_name(name))
+}
+
+/// The refusal of a file over the download limit; no job is made.
+pub fn too_big_to_accept(name: &str, declared: u64, limit: u64) -> String {
+    format!(
+        "{} is {}, but this bot can only take files up to {}. Nothing was queued.",
+        display_name(name),
+        size(declared),
+        size(limit)
+    )
+}
+
+/// The refusal of a user who is not on `[access] allowed_users`.
+pub fn not_allowed(user_id: Option<i64>) -> String {
+    match user_id {
+        Some(id) => format!("Sorry, this bot is private. Ask its admin to add your user id ({id})."),
+        None => "Sorry, this bot is private.".to_owned(),
+    }
+}
+
+/// The hint for a message that carries no document and no known command.
+pub fn send_a_document() -> String {
+    "Send me a PDF as a file (not as a photo) and I will optimize it. /help tells more.".to_owned()
+}
+
+/// The caption of a delivered result.
+pub fn ready_caption(job: &Job) -> String {
+    let before = job.real_size.or(job.declared_size).map(|s| size(s.max(0) as u64));
+    let after = job.result_size.map(|s| size(s.max(0) as u64)).unwrap_or_default();
+    let until = job.result_expires_at.map(Timestamp::date_utc).unwrap_or_default();
+    match before {
+        Some(before) => {
+            format!("{} ready: {}, {before} → {after}. Available until {until}.", job.ticket, display_name(job.name()))
+        }
+        None => format!("{} ready: {}, {after}. Available until {until}.", job.ticket, display_name(job.name())),
+    }
+}
+
+/// The notice of a failed job.
+pub fn failed_notice(ticket: Ticket, reason_text: &str) -> String {
+    format!("{ticket} failed: {reason_text}.")
+}
+
+/// Why a job failed, as a clause naming the file: "report.pdf is not a PDF (…)".
+pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
+    let name = display_name(name);
+    match reason {
+        FailureReason::NotAPdf { found } => format!("{name} is not a PDF (the content looks like {found})"),
+        FailureReason::TooBig { size: s, limit } => {
+            format!("{name} is {}, over the {} this bot can download", size(*s), size(*limit))
+        }
+        FailureReason::SizeMismatch { declared, real } => format!(
+            "{name} arrived as {} instead of the {} Telegram announced; please send it again",
+            size(*real),
+            size(*declared)
+        ),
+        FailureReason::Encrypted => format!("{name} is protected by a password; please send a copy without one"),
+        FailureReason::Unreadable => format!("{name} is damaged and cannot be read as a PDF"),
+        FailureReason::NoPages => format!("{name} has no pages"),
+        FailureReason::ResultTooBig { size: s, limit } => {
+            format!("the result for {name} is {}, over the {} this bot can send", size(*s), size(*limit))
+        }
+        FailureReason::FileUnavailable => format!("Telegram no longer has {name}; please send it again"),
+        FailureReason::GaveUp { attempts } => {
+            format!("{name} could not be processed after {attempts} attempts; please try again later")
+        }
+    }
+}
+
+/// A state in words.
+pub fn state_words(state: JobState) -> &'static str {
+    match state {
+        JobState::Accepted => "queued",
+        JobState::Fetched => "downloaded, waiting to be processed",
+        JobState::Processing => "processing",
+        JobState::Ready => "ready",
+        JobState::Failed => "failed",
+        JobState::Expired => "expired",
+    }
+}
+
+/// The `/status N` answer for the chat that owns the ticket.
+pub fn status(job: &Job) -> String {
+    let mut lines = vec![format!("{} — {}: {}", job.ticket, display_name(job.name()), state_words(job.state))];
+    let declared = job.declared_size.map(|s| size(s.max(0) as u64)).unwrap_or_else(|| "unknown".to_owned());
+    lines.push(format!("Size: {declared}"));
+    if let Some(r) = job.result_size {
+        lines.push(format!("Result: {}", size(r.max(0) as u64)));
+    }
+    lines.push(format!("Received: {}", job.created_at.datetime_utc()));
+    lines.push(format!("Last change: {}", job.updated_at.datetime_utc()));
+    match job.state {
+        JobState::Ready => {
+            if let Some(t) = job.result_expires_at {
+                lines.push(format!("Available until {}. Send the same file again to get it again.", t.date_utc()));
+            }
+        }
+        JobState::Expired => {
+            if let Some(t) = job.result_expires_at {
+                lines.push(format!("Expired on {}. Send the file again to process it again.", t.date_utc()));
+            }
+        }
+        JobState::Failed => {
+            if let Some(e) = &job.error {
+                lines.push(format!("Reason: {e}."));
+            }
+        }
+        _ => {}
+    }
+    lines.join("\n")
+}
+
+/// The `/status` answer for a ticket that does not exist *or belongs to another chat*: the two
+/// must read the same, so tickets cannot be probed.
+pub fn no_such_ticket(ticket: Ticket) -> String {
+    format!("No such ticket: {ticket}.")
+}
+
+/// `/status` without a usable number.
+pub fn status_usage() -> String {
+    "Usage: /status 4812 (the ticket number from my reply).".to_owned()
+}
+
+/// The `/jobs` answer: the chat's latest tickets.
+pub fn jobs(jobs: &[Job]) -> String {
+    if jobs.is_empty() {
+        return "No tickets yet. Send me a PDF as a file to start.".to_owned();
+    }
+    let mut lines = vec!["Your latest tickets:".to_owned()];
+    lines.extend(jobs.iter().map(|j| format!("{} {} — {}", j.ticket, display_name(j.name()), state_words(j.state))));
+    lines.join("\n")
+}
+
+/// What `/start` and `/help` say.
+pub struct HelpFacts {
+    /// Largest accepted file.
+    pub download_limit: u64,
+    /// Largest result the bot can send.
+    pub upload_limit: u64,
+    /// How long results are kept.
+    pub result_ttl: std::time::Duration,
+}
+
+/// `/start`.
+pub fn start(facts: &HelpFacts) -> String {
+    format!(
+        "Hello! Send me a PDF as a file and I will optimize it (recompress and drop unused parts). \
+         You get a ticket number at once and the result when it is done.\n\n{}",
+        help(facts)
+    )
+}
+
+/// `/help`.
+pub fn help(facts: &HelpFacts) -> String {
+    format!(
+        "How it works:\n\
+         • Send a PDF as a file (up to {}). I answer with a ticket number right away.\n\
+         • When it is done you get the optimized PDF (results up to {} can be sent).\n\
+         • Results are kept for {}; sending the same file again gets it again.\n\n\
+         Commands:\n\
+         /status 4812 — where a ticket is\n\
+         /jobs — your latest tickets\n\
+         /help — this text",
+        size(facts.download_limit),
+        size(facts.upload_limit),
+        humantime::format_duration(facts.result_ttl)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_like_telegram_shows_them() {
+        assert_eq!(size(12_300_000), "12.3 MB");
+        assert_eq!(size(9_100_000), "9.1 MB");
+        assert_eq!(size(512), "512 B");
+    }
+
+    #[test]
+    fn the_ticket_reply_has_name_size_and_ticket() {
+        assert_eq!(
+            ticket_reply("report.pdf", Some(12_300_000), Ticket(4812)),
+            "Got report.pdf (12.3 MB) — ticket #4812, queued."
+        );
+        assert_eq!(ticket_reply("", None, Ticket(1)), "Got your file (size unknown) — ticket #1, queued.");
+    }
+
+    #[test]
+    fn a_lying_name_gets_a_clear_reason() {
+        let r = failure_reason("report.pdf", &FailureReason::NotAPdf { found: "a PNG image".into() });
+        assert_eq!(
+            failed_notice(Ticket(4812), &r),
+            "#4812 failed: report.pdf is not a PDF (the content looks like a PNG image)."
+        );
+    }
+
+    #[test]
+    fn hostile_names_are_tamed() {
+        assert_eq!(display_name("a\u{0}b\nc.pdf"), "abc.pdf");
+        assert_eq!(display_name(&"x".repeat(500)).chars().count(), 80);
+        assert_eq!(display_name("  "), "your file");
+    }
+}
