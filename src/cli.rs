@@ -1,0 +1,259 @@
+//! The command line: `docket run`, `migrate`, `check-config`, `status`, `jobs`, `process`.
+//!
+//! Every command reads the same configuration through [`Config::load`], so `check-config`
+//! validates exactly what `run` would use.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use crate::config::{BotToken, CONFIG_ENV, Config};
+use crate::domain::{JobState, Operation, Ticket};
+use crate::store::{Job, JobFilter, Store};
+use crate::telegram::texts;
+
+/// docket: a Telegram bot that processes large documents durably.
+#[derive(Debug, Parser)]
+#[command(name = "docket", version, about)]
+pub struct Cli {
+    /// Configuration file (TOML). Without it, built-in defaults apply.
+    #[arg(long, global = true, env = CONFIG_ENV, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the bot (token from TELOXIDE_TOKEN) until SIGTERM or Ctrl-C.
+    Run,
+    /// Create or upgrade the database schema, then exit.
+    Migrate,
+    /// Validate the configuration and print the effective settings.
+    CheckConfig,
+    /// Show one job.
+    Status {
+        /// The ticket number (`4812` or `#4812`).
+        ticket: Ticket,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List jobs, newest first.
+    Jobs {
+        /// Only jobs in this state (accepted, fetched, processing, ready, failed, expired).
+        #[arg(long, value_parser = parse_state)]
+        state: Option<JobState>,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one operation on a local file (no bot, no database).
+    Process {
+        /// The input file.
+        file: PathBuf,
+        /// The operation.
+        #[arg(long, default_value = "optimize", value_parser = parse_op)]
+        op: Operation,
+        /// Where to write the result.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
+    },
+}
+
+fn parse_state(s: &str) -> Result<JobState, String> {
+    s.parse().map_err(|_| {
+        format!("unknown state {s:?}; expected one of accepted, fetched, processing, ready, failed, expired")
+    })
+}
+
+fn parse_op(s: &str) -> Result<Operation, String> {
+    s.parse().map_err(|_| format!("unknown operation {s:?}; expected optimize"))
+}
+
+/// Runs the parsed command.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Process { file, op: Operation::Optimize, output } = &cli.command {
+        return process(file.clone(), output.clone()).await;
+    }
+    let config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Run => {
+            let token = BotToken::from_env()?;
+            crate::app::run(&config, token).await
+        }
+        Command::Migrate => {
+            let store = open(&config).await?;
+            store.close().await;
+            out(&format!("database {} is up to date", config.storage.database_url.redacted()))
+        }
+        Command::CheckConfig => out(&describe(&config)),
+        Command::Status { ticket, json } => {
+            let store = open(&config).await?;
+            let job = store.job(ticket).await?;
+            store.close().await;
+            let Some(job) = job else { anyhow::bail!("no such ticket: {ticket}") };
+            if json { out(&job_json(&job).to_string()) } else { out(&status_text(&job)) }
+        }
+        Command::Jobs { state, limit, json } => {
+            let store = open(&config).await?;
+            let jobs = store.jobs(&JobFilter { chat: None, state, limit: limit.max(1) }).await?;
+            store.close().await;
+            let lines: Vec<String> = if json {
+                jobs.iter().map(|j| job_json(j).to_string()).collect()
+            } else {
+                jobs.iter()
+                    .map(|j| {
+                        format!(
+                            "{:>8}  {:<10}  {:>10}  {}",
+                            j.ticket,
+                            j.state,
+                            size_of(j.declared_size),
+                            texts::display_name(j.name())
+                        )
+                    })
+                    .collect()
+            };
+            out(&lines.join("\n"))
+        }
+        Command::Process { .. } => unreachable!("handled before loading the configuration"),
+    }
+}
+
+async fn open(config: &Config) -> anyhow::Result<Store> {
+    Store::open(&config.storage.database_url)
+        .await
+        .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))
+}
+
+async fn process(file: PathBuf, output: PathBuf) -> anyhow::Result<()> {
+    let format = crate::detect::detect_path(&file).with_context(|| format!("while reading {}", file.display()))?;
+    if format != crate::detect::DetectedFormat::Pdf {
+        anyhow::bail!("{} is not a PDF (the content looks like {})", file.display(), format.describe());
+    }
+    let (input, out_path) = (file.clone(), output.clone());
+    let report = tokio::task::spawn_blocking(move || crate::pdf::optimize(&input, &out_path))
+        .await
+        .context("the operation panicked")?
+        .with_context(|| format!("while optimizing {}", file.display()))?;
+    out(&format!(
+        "{} → {}: {} pages, {} → {}",
+        file.display(),
+        output.display(),
+        report.pages,
+        texts::size(report.input_bytes),
+        texts::size(report.output_bytes)
+    ))
+}
+
+fn size_of(bytes: Option<i64>) -> String {
+    bytes.map(|b| texts::size(b.max(0) as u64)).unwrap_or_else(|| "?".to_owned())
+}
+
+fn status_text(job: &Job) -> String {
+    let mut lines = vec![
+        format!("ticket:     {}", job.ticket),
+        format!("state:      {}", job.state),
+        format!("chat:       {}", job.chat.0),
+        format!("name:       {}", texts::display_name(job.name())),
+        format!("declared:   {} ({})", size_of(job.declared_size), job.declared_mime.as_deref().unwrap_or("no MIME")),
+        format!("attempts:   {}", job.attempts),
+        format!("created:    {}", job.created_at),
+        format!("updated:    {}", job.updated_at),
+    ];
+    let optional = [
+        ("real size", job.real_size.map(|s| size_of(Some(s)))),
+        ("sha256", job.sha256.clone()),
+        ("format", job.detected_format.clone()),
+        ("result", job.result_size.map(|s| size_of(Some(s)))),
+        ("expires", job.result_expires_at.map(|t| t.to_string())),
+        ("error", job.error.clone()),
+        ("detail", job.error_detail.clone()),
+        ("lease", job.lease.as_ref().map(|l| format!("{} until {}", l.owner, l.until))),
+    ];
+    lines.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| format!("{:<11} {v}", format!("{k}:")))));
+    lines.join("\n")
+}
+
+/// The `--json` form of a job, for scripts. Field names are stable.
+pub fn job_json(job: &Job) -> serde_json::Value {
+    json!({
+        "ticket": job.ticket.0,
+        "state": job.state.as_str(),
+        "chat_id": job.chat.0,
+        "user_id": job.user_id,
+        "declared_name": job.declared_name,
+        "declared_mime": job.declared_mime,
+        "size": job.declared_size,
+        "real_size": job.real_size,
+        "sha256": job.sha256,
+        "detected_format": job.detected_format,
+        "operation": job.operation.as_str(),
+        "attempts": job.attempts,
+        "error": job.error,
+        "result_size": job.result_size,
+        "result_expires_at": job.result_expires_at.map(|t| t.rfc3339()),
+        "created_at": job.created_at.rfc3339(),
+        "updated_at": job.updated_at.rfc3339(),
+    })
+}
+
+fn describe(c: &Config) -> String {
+    format!(
+        "configuration is valid\n\
+         [telegram] mode = polling, api_url = {}, local_api = {}, poll_timeout = {}\n\
+         [storage]  database_url = {}, data_dir = {}\n\
+         [limits]   download = {}, upload = {} (current mode)\n\
+         [workers]  download = {}, process = {}, lease = {}, max_attempts = {}, shutdown_grace = {}\n\
+         [retention] result_ttl = {}\n\
+         [access]   allowed_users = {}, admins = {:?}",
+        c.telegram.api_url,
+        c.telegram.local_api,
+        humantime::format_duration(c.telegram.poll_timeout),
+        c.storage.database_url.redacted(),
+        c.storage.data_dir.display(),
+        texts::size(c.download_limit()),
+        texts::size(c.upload_limit()),
+        c.workers.download,
+        c.workers.process,
+        humantime::format_duration(c.workers.lease),
+        c.workers.max_attempts,
+        humantime::format_duration(c.workers.shutdown_grace),
+        humantime::format_duration(c.retention.result_ttl),
+        if c.access.allowed_users.is_empty() { "everyone".to_owned() } else { format!("{:?}", c.access.allowed_users) },
+        c.access.admins,
+    )
+}
+
+fn out(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}").context("while writing to stdout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn status_and_jobs_parse_their_options() {
+        let cli = Cli::try_parse_from(["docket", "status", "#4812", "--json"]).expect("parses");
+        assert!(matches!(cli.command, Command::Status { ticket: Ticket(4812), json: true }));
+        let cli = Cli::try_parse_from(["docket", "jobs", "--state", "failed", "--limit", "3"]).expect("parses");
+        assert!(matches!(cli.command, Command::Jobs { state: Some(JobState::Failed), limit: 3, json: false }));
+        assert!(Cli::try_parse_from(["docket", "jobs", "--state", "done"]).is_err());
+    }
+}

@@ -1,0 +1,644 @@
+//! PDF work with lopdf: the `optimize` operation on files in the spool.
+//!
+//! This module owns every lopdf call in docket; lopdf types never leave it. Its work is
+//! synchronous and CPU-heavy, so callers run it on a blocking thread (`spawn_blocking`, behind
+//! the pipeline's semaphore). It must not import the store, Telegram, tokio or the domain's
+//! state machines; it only reads one path and writes another, whose names the caller chooses.
+//!
+//! # Hostile input
+//!
+//! Every file comes from a stranger, so [`optimize`] assumes the worst:
+//!
+//! - **Panics.** All lopdf work runs under [`std::panic::catch_unwind`]; a panic becomes
+//!   [`PdfError::Unreadable`] and the worker lives on. The default panic hook still prints the
+//!   panic message to stderr.
+//! - **Deep nesting.** A stack overflow aborts the process and cannot be caught, so the work
+//!   runs on a dedicated thread with a [`WORK_STACK_BYTES`] stack. lopdf's parser also stops at
+//!   100 levels of nested arrays and dictionaries, and its page-tree walk at 256 levels, so the
+//!   large stack is a second line of defence for the code that recurses over what was parsed
+//!   (saving, pruning). With lopdf's default `rayon` feature, large files are parsed on rayon's
+//!   pool, whose threads have the default stack; the parser's nesting cap is what protects them.
+//! - **Decompression bombs.** Loading decodes object streams and cross-reference streams, each
+//!   capped at [`MAX_DECOMPRESSED_STREAM_BYTES`]; a larger one makes the file unreadable. Page
+//!   content, images and fonts are never decoded: optimizing only compresses streams that have
+//!   no filter, so their size on disk is their size in memory.
+//! - **Reference loops.** Pruning marks visited objects, dereferencing gives up after a bounded
+//!   chain, and the page-tree walk visits at most as many nodes as there are objects, so a loop
+//!   ends as an error or a wrong page count, never as a hang.
+//!
+//! Not protected against, so the caller must bound them:
+//!
+//! - **Total memory.** The whole input is read into memory and parsed; parsed objects take
+//!   several times the bytes they came from, and the per-stream cap does not bound the sum over
+//!   many object streams. Cap the input size before calling, and run workers under a memory
+//!   limit (systemd `MemoryMax=`) so an outlier kills a worker rather than the host.
+//! - **Time.** lopdf cannot be interrupted. Work is roughly linear in the input size, but there
+//!   is no deadline: a caller that stops waiting leaves the thread running until it finishes.
+//!
+//! # Encryption
+//!
+//! A PDF that needs a user password is refused with [`PdfError::Encrypted`]: we have no password
+//! and do not ask for one. A PDF encrypted with an owner password only (an empty user password,
+//! used to restrict printing or copying) opens without a password; it is optimized and then
+//! encrypted again with the same key, handler and permission flags, so the result opens, and
+//! restricts, exactly as the original did. Docket never strips an author's restrictions. The
+//! re-encrypted file cannot use object streams, so it usually shrinks less; if it would not
+//! shrink, the original is kept as always.
+
+use std::any::Any;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::time::Instant;
+
+use lopdf::{Document, LoadOptions, Object, ObjectStreamConfig, SaveOptions};
+
+use crate::detect::{self, DetectedFormat};
+
+/// Stack size of the thread that runs the lopdf work in [`optimize`].
+pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Largest size, in bytes, that any one object stream or cross-reference stream may decode to
+/// while a PDF is loaded. Real files stay far below it (an object stream holds about a hundred
+/// small objects; a cross-reference stream for a million objects is about 7 MB).
+pub const MAX_DECOMPRESSED_STREAM_BYTES: usize = 32 * 1024 * 1024;
+
+/// How many objects go into one object stream when saving; larger groups compress better.
+const OBJECTS_PER_STREAM: usize = 200;
+
+/// What [`optimize`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptimizeReport {
+    /// Number of pages in the document (the same in input and output).
+    pub pages: u32,
+    /// Size of the input file.
+    pub input_bytes: u64,
+    /// Size of the file written to `output`. Equal to `input_bytes` exactly when optimizing did
+    /// not make the file smaller and the input was copied unchanged instead.
+    pub output_bytes: u64,
+}
+
+impl OptimizeReport {
+    /// Whether `output` is an unchanged copy of the input, because optimizing would not have
+    /// made it smaller.
+    pub fn kept_original(&self) -> bool {
+        self.output_bytes == self.input_bytes
+    }
+
+    /// Bytes saved; zero when the original was kept.
+    pub fn saved_bytes(&self) -> u64 {
+        self.input_bytes.saturating_sub(self.output_bytes)
+    }
+}
+
+/// Why [`optimize`] failed. Every variant except [`PdfError::Io`] is a property of the input and
+/// will not change on retry.
+#[derive(Debug, thiserror::Error)]
+pub enum PdfError {
+    /// The PDF is encrypted with a user password, which we do not have, or with a security
+    /// handler lopdf does not support.
+    #[error("the PDF is encrypted and cannot be opened without a password")]
+    Encrypted,
+    /// The content is not a PDF by [`detect::detect_bytes`], whatever its name says.
+    #[error("the input is not a PDF but {}", found.describe())]
+    NotPdf {
+        /// What the content is instead.
+        found: DetectedFormat,
+    },
+    /// The PDF's structure is broken or hostile beyond repair: lopdf could not load or save it,
+    /// it has no document catalog or page tree, or lopdf panicked on it.
+    #[error("the PDF could not be read: {detail}")]
+    Unreadable {
+        /// What went wrong, for logs; never shown to users.
+        detail: String,
+    },
+    /// The PDF loaded and has a page tree, but the tree holds no pages.
+    #[error("the PDF has no pages")]
+    NoPages,
+    /// Reading the input or writing the output failed, disk full included. The only variant
+    /// worth retrying.
+    #[error("reading the input or writing the output failed")]
+    Io(#[from] std::io::Error),
+}
+
+impl PdfError {
+    fn unreadable(detail: impl std::fmt::Display) -> Self {
+        Self::Unreadable { detail: detail.to_string() }
+    }
+}
+
+/// Optimizes the PDF at `input` and writes the result to `output`.
+///
+/// Loads `input` (repairing a damaged cross-reference table if it can), compresses the streams
+/// that have no filter, prunes objects nothing refers to, renumbers the rest, and saves with
+/// object streams and a cross-reference stream. The result is then loaded again and must have
+/// the same page count. If the result is not smaller than the input, or fails that check, the
+/// input is copied to `output` unchanged instead, so people never get a bigger file back; the
+/// report then has `output_bytes == input_bytes`.
+///
+/// `output` is created or truncated, and synced to disk before this returns `Ok`; the caller
+/// owns temp naming and the rename into place. On error `output` may be left partially
+/// written, and the caller removes it. Synchronous and CPU-heavy: run it on a blocking thread.
+/// See the module docs for what this protects against and what it leaves to the caller.
+///
+/// # Errors
+///
+/// - [`PdfError::NotPdf`] if the content is not a PDF by [`detect::detect_bytes`];
+/// - [`PdfError::Encrypted`] if it needs a password;
+/// - [`PdfError::Unreadable`] if lopdf cannot make sense of it, or panics;
+/// - [`PdfError::NoPages`] if its page tree is empty;
+/// - [`PdfError::Io`] if reading `input` or writing `output` fails, or the work thread cannot
+///   be started.
+#[tracing::instrument(name = "pdf_optimize", skip_all)]
+pub fn optimize(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError> {
+    let started = Instant::now();
+    let span = tracing::Span::current();
+    let (input, output) = (input.to_path_buf(), output.to_path_buf());
+    let worker =
+        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
+            let _entered = span.enter();
+            optimize_on_this_thread(&input, &output)
+        })?;
+    // `optimize_on_this_thread` catches panics itself; a panic that still escapes (one in the
+    // panic handling) lands here.
+    let report = worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??;
+    tracing::debug!(
+        pages = report.pages,
+        input_bytes = report.input_bytes,
+        output_bytes = report.output_bytes,
+        kept_original = report.kept_original(),
+        elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "optimized a PDF of {} pages: {} -> {} bytes",
+        report.pages,
+        report.input_bytes,
+        report.output_bytes,
+    );
+    Ok(report)
+}
+
+fn optimize_on_this_thread(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError> {
+    let bytes = std::fs::read(input)?;
+    let input_bytes = bytes.len() as u64;
+    let found = detect::detect_bytes(&bytes);
+    if !found.is_pdf() {
+        return Err(PdfError::NotPdf { found });
+    }
+
+    let pages = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, output)))
+        .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??;
+
+    let written_bytes = std::fs::metadata(output)?.len();
+    let keep_original = if written_bytes >= input_bytes {
+        true
+    } else {
+        match catch_unwind(AssertUnwindSafe(|| count_pages_of_file(output))) {
+            Ok(Ok(reloaded)) if reloaded == pages => false,
+            outcome => {
+                let detail = match outcome {
+                    Ok(Ok(reloaded)) => format!("it has {reloaded} pages instead of {pages}"),
+                    Ok(Err(error)) => error.to_string(),
+                    Err(payload) => panic_message(payload.as_ref()),
+                };
+                tracing::warn!(
+                    pages,
+                    detail = %detail,
+                    "the optimized PDF did not load back as it should; keeping the original: {detail}"
+                );
+                true
+            }
+        }
+    };
+    if keep_original {
+        write_synced(output, &bytes)?;
+    }
+    let output_bytes = if keep_original { input_bytes } else { written_bytes };
+    Ok(OptimizeReport { pages, input_bytes, output_bytes })
+}
+
+/// Loads the PDF in `bytes`, optimizes it and saves it to `output`; returns its page count.
+fn rewrite(bytes: &[u8], output: &Path) -> Result<u32, PdfError> {
+    let mut document = load(bytes)?;
+    let pages = count_pages(&document)?;
+
+    // Taken before anything changes, to encrypt the result the way the input was.
+    let encryption = document.encryption_state.take();
+    document.compress();
+    document.prune_objects();
+    document.renumber_objects();
+    let options = match &encryption {
+        Some(state) => {
+            document
+                .encrypt(state)
+                .map_err(|error| PdfError::unreadable(format!("encrypting the result again: {error}")))?;
+            // lopdf writes an encrypted document without object streams in any case.
+            SaveOptions { use_xref_streams: true, ..SaveOptions::default() }
+        }
+        None => SaveOptions {
+            use_object_streams: true,
+            use_xref_streams: true,
+            object_stream_config: ObjectStreamConfig {
+                max_objects_per_stream: OBJECTS_PER_STREAM,
+                compression_level: 9,
+            },
+            ..SaveOptions::default()
+        },
+    };
+
+    let mut sink = TrackedWriter::new(BufWriter::with_capacity(1 << 20, File::create(output)?));
+    let saved = document.save_with_options(&mut sink, options);
+    let flushed = saved.and_then(|()| sink.flush());
+    if let Err(error) = flushed {
+        // An error from the file itself is I/O (disk full, ...); any other is lopdf refusing
+        // to serialise what it loaded.
+        return Err(match sink.failure.take() {
+            Some(io) => PdfError::Io(io),
+            None => PdfError::unreadable(format!("saving: {error}")),
+        });
+    }
+    let file = sink.inner.into_inner().map_err(|error| error.into_error())?;
+    file.sync_all()?;
+    Ok(pages)
+}
+
+fn load_options() -> LoadOptions {
+    LoadOptions { max_decompressed_size: Some(MAX_DECOMPRESSED_STREAM_BYTES), ..LoadOptions::default() }
+}
+
+/// Loads a PDF without a password; lopdf opens one with an empty user password by itself.
+fn load(bytes: &[u8]) -> Result<Document, PdfError> {
+    let document = Document::load_mem_with_options(bytes, load_options()).map_err(|error| match error {
+        lopdf::Error::InvalidPassword | lopdf::Error::UnsupportedSecurityHandler(_) | lopdf::Error::Decryption(_) => {
+            PdfError::Encrypted
+        }
+        other => PdfError::unreadable(format!("loading: {other}")),
+    })?;
+    // lopdf removes `/Encrypt` from the trailer once it has decrypted a document; if it is still
+    // there, lopdf could not authenticate and loaded nothing.
+    if document.trailer.has(b"Encrypt") {
+        return Err(PdfError::Encrypted);
+    }
+    if let Some(recovery) = document.xref_recovery {
+        tracing::debug!(?recovery, "repaired the cross-reference data of a damaged PDF");
+    }
+    Ok(document)
+}
+
+/// The number of pages, or why there is no page tree to count.
+fn count_pages(document: &Document) -> Result<u32, PdfError> {
+    let has_page_tree =
+        document.catalog().and_then(|catalog| catalog.get_deref(b"Pages", document)).and_then(Object::as_dict).is_ok();
+    if !has_page_tree {
+        return Err(PdfError::unreadable("no document catalog or page tree"));
+    }
+    let pages = document.page_iter().count();
+    match u32::try_from(pages) {
+        Ok(0) => Err(PdfError::NoPages),
+        Ok(pages) => Ok(pages),
+        Err(_) => Err(PdfError::unreadable(format!("{pages} pages"))),
+    }
+}
+
+/// Loads the PDF at `path` as [`optimize`] does and counts its pages.
+fn count_pages_of_file(path: &Path) -> Result<u32, PdfError> {
+    let bytes = std::fs::read(path)?;
+    count_pages(&load(&bytes)?)
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    format!("lopdf panicked: {message}")
+}
+
+/// Passes writes through to `inner` and keeps the first error `inner` returned, so a failed save
+/// can tell the disk's errors from lopdf's.
+struct TrackedWriter<W> {
+    inner: W,
+    failure: Option<std::io::Error>,
+}
+
+impl<W: Write> TrackedWriter<W> {
+    fn new(inner: W) -> Self {
+        Self { inner, failure: None }
+    }
+
+    fn track<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        result.map_err(|error| {
+            let echo = std::io::Error::new(error.kind(), error.to_string());
+            self.failure.get_or_insert(error);
+            echo
+        })
+    }
+}
+
+impl<W: Write> Write for TrackedWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.inner.write(buf);
+        self.track(result)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        let result = self.inner.write_all(buf);
+        self.track(result)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.inner.flush();
+        self.track(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lopdf::{Dictionary, Stream};
+    use std::path::PathBuf;
+
+    const VALID: &[(&str, u32)] = &[
+        ("pdf/text-1page.pdf", 1),
+        ("pdf/text-20pages.pdf", 20),
+        ("pdf/scan-2pages.pdf", 2),
+        ("pdf/aes256-ownerpw-only.pdf", 1),
+        ("pdf/junk-prefix-512.pdf", 1),
+    ];
+
+    fn fixture(relative: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(relative)
+    }
+
+    fn optimize_fixture(name: &str) -> (tempfile::TempDir, PathBuf, Result<OptimizeReport, PdfError>) {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("out.pdf");
+        let result = optimize(&fixture(name), &output);
+        (dir, output, result)
+    }
+
+    fn optimize_bytes(bytes: &[u8]) -> Result<OptimizeReport, PdfError> {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.pdf");
+        std::fs::write(&input, bytes).unwrap();
+        optimize(&input, &dir.path().join("out.pdf"))
+    }
+
+    /// A PDF whose objects 1..=n are `bodies`, with a correct cross-reference table.
+    fn assemble(bodies: &[&[u8]]) -> Vec<u8> {
+        let mut pdf = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec();
+        let mut offsets = Vec::new();
+        for (index, body) in bodies.iter().enumerate() {
+            offsets.push(pdf.len());
+            pdf.extend_from_slice(format!("{} 0 obj\n", index + 1).as_bytes());
+            pdf.extend_from_slice(body);
+            pdf.extend_from_slice(b"\nendobj\n");
+        }
+        let xref = pdf.len();
+        pdf.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", bodies.len() + 1).as_bytes());
+        for offset in offsets {
+            pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+        }
+        pdf.extend_from_slice(
+            format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", bodies.len() + 1).as_bytes(),
+        );
+        pdf
+    }
+
+    const CATALOG: &[u8] = b"<< /Type /Catalog /Pages 2 0 R >>";
+    const PAGES: &[u8] = b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>";
+    const PAGE: &[u8] = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /Contents 4 0 R >>";
+    const CONTENT: &[u8] = b"<< /Length 15 >>\nstream\n0 0 m 10 10 l S\nendstream";
+
+    #[test]
+    fn valid_fixtures_optimize_to_loadable_pdfs_with_the_same_pages() {
+        for &(name, pages) in VALID {
+            let (_dir, output, result) = optimize_fixture(name);
+            let report = result.unwrap_or_else(|error| panic!("{name}: {error}"));
+            let input_bytes = std::fs::metadata(fixture(name)).unwrap().len();
+            let written = std::fs::read(&output).unwrap();
+            assert_eq!(report.pages, pages, "{name}");
+            assert_eq!(report.input_bytes, input_bytes, "{name}");
+            assert_eq!(report.output_bytes, written.len() as u64, "{name}");
+            assert!(report.output_bytes <= report.input_bytes, "{name}: {report:?}");
+            let reloaded = Document::load_mem(&written).unwrap();
+            assert_eq!(reloaded.get_pages().len(), pages as usize, "{name}");
+            assert!(detect::detect_bytes(&written).is_pdf(), "{name}");
+        }
+    }
+
+    #[test]
+    fn text_pdf_gets_smaller() {
+        let (_dir, _output, result) = optimize_fixture("pdf/text-20pages.pdf");
+        let report = result.unwrap();
+        assert!(!report.kept_original(), "{report:?}");
+        assert!(report.saved_bytes() > 0);
+    }
+
+    #[test]
+    fn kept_original_is_a_byte_copy() {
+        // img2pdf writes a minimal PDF around JPEG data that is already compressed, so there is
+        // little to gain; whichever way it goes, the output matches the report.
+        let (_dir, output, result) = optimize_fixture("pdf/scan-2pages.pdf");
+        let report = result.unwrap();
+        if report.kept_original() {
+            let original = std::fs::read(fixture("pdf/scan-2pages.pdf")).unwrap();
+            assert_eq!(std::fs::read(output).unwrap(), original);
+        }
+    }
+
+    #[test]
+    fn a_bigger_result_is_replaced_by_the_original() {
+        // Already as small as lopdf can write it: optimizing once more cannot shrink it.
+        let (_dir, first, result) = optimize_fixture("pdf/text-20pages.pdf");
+        result.unwrap();
+        let once = std::fs::read(&first).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("twice.pdf");
+        let report = optimize(&first, &output).unwrap();
+        assert!(report.kept_original(), "{report:?}");
+        assert_eq!(report.output_bytes, once.len() as u64);
+        assert_eq!(std::fs::read(&output).unwrap(), once);
+    }
+
+    #[test]
+    fn user_password_pdf_is_encrypted() {
+        let (_dir, _output, result) = optimize_fixture("pdf/aes256-userpw.pdf");
+        assert!(matches!(result, Err(PdfError::Encrypted)), "{result:?}");
+    }
+
+    #[test]
+    fn owner_password_pdf_stays_encrypted_with_its_permissions() {
+        let (_dir, output, result) = optimize_fixture("pdf/aes256-ownerpw-only.pdf");
+        let report = result.unwrap();
+        let written = std::fs::read(&output).unwrap();
+        let original = Document::load(fixture("pdf/aes256-ownerpw-only.pdf")).unwrap();
+        let reloaded = Document::load_mem(&written).unwrap();
+        let original_state = original.encryption_state.as_ref().unwrap();
+        let reloaded_state = reloaded.encryption_state.as_ref().expect("the output must still be encrypted");
+        assert_eq!(reloaded_state.permissions(), original_state.permissions());
+        assert_eq!(reloaded_state.revision(), original_state.revision());
+        assert_eq!(reloaded.get_pages().len(), report.pages as usize);
+        // The content decrypts to the same text: the page still draws its heading.
+        let page = *reloaded.get_pages().get(&1).unwrap();
+        let content = reloaded.get_page_content(page);
+        let needle = b"docket fixture, page ";
+        assert!(content.windows(needle.len()).any(|window| window == needle));
+    }
+
+    #[test]
+    fn truncated_pdf_is_unreadable() {
+        let (_dir, _output, result) = optimize_fixture("pdf/truncated.pdf");
+        assert!(matches!(result, Err(PdfError::Unreadable { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn header_only_pdf_is_unreadable() {
+        let result = optimize_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n");
+        assert!(matches!(result, Err(PdfError::Unreadable { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn empty_page_tree_is_no_pages() {
+        let result = optimize_bytes(&assemble(&[CATALOG, b"<< /Type /Pages /Kids [] /Count 0 >>"]));
+        assert!(matches!(result, Err(PdfError::NoPages)), "{result:?}");
+    }
+
+    #[test]
+    fn png_is_not_a_pdf() {
+        let (_dir, _output, result) = optimize_fixture("other/red-8x8.png");
+        match result {
+            Err(PdfError::NotPdf { found }) => assert_eq!(found.label(), "png"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn zip_storing_a_pdf_is_not_a_pdf() {
+        // lopdf alone would find the stored PDF's header and optimize that.
+        let (_dir, _output, result) = optimize_fixture("other/stored-pdf.zip");
+        match result {
+            Err(PdfError::NotPdf { found }) => assert_eq!(found.label(), "zip"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn header_beyond_the_window_is_not_a_pdf() {
+        let mut bytes = vec![b'j'; 2048];
+        bytes.extend(std::fs::read(fixture("pdf/text-1page.pdf")).unwrap());
+        let result = optimize_bytes(&bytes);
+        assert!(matches!(result, Err(PdfError::NotPdf { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn empty_file_is_not_a_pdf() {
+        match optimize_bytes(b"") {
+            Err(PdfError::NotPdf { found }) => assert_eq!(found, DetectedFormat::Unknown),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_input_is_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = optimize(&dir.path().join("absent.pdf"), &dir.path().join("out.pdf"));
+        assert!(matches!(result, Err(PdfError::Io(_))), "{result:?}");
+    }
+
+    #[test]
+    fn unwritable_output_is_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("no-such-dir").join("out.pdf");
+        let result = optimize(&fixture("pdf/text-1page.pdf"), &output);
+        assert!(matches!(result, Err(PdfError::Io(_))), "{result:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn disk_full_is_io() {
+        let result = optimize(&fixture("pdf/text-20pages.pdf"), Path::new("/dev/full"));
+        match result {
+            Err(PdfError::Io(error)) => assert_eq!(error.kind(), std::io::ErrorKind::StorageFull),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn output_is_truncated_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("out.pdf");
+        std::fs::write(&output, vec![b'x'; 1 << 20]).unwrap();
+        let report = optimize(&fixture("pdf/text-1page.pdf"), &output).unwrap();
+        assert_eq!(std::fs::metadata(&output).unwrap().len(), report.output_bytes);
+    }
+
+    #[test]
+    fn assembled_document_optimizes() {
+        let report = optimize_bytes(&assemble(&[CATALOG, PAGES, PAGE, CONTENT])).unwrap();
+        assert_eq!(report.pages, 1);
+    }
+
+    #[test]
+    fn page_tree_loop_does_not_hang() {
+        let looped = b"<< /Type /Pages /Kids [3 0 R 2 0 R] /Count 1 >>";
+        let result = optimize_bytes(&assemble(&[CATALOG, looped, PAGE, CONTENT]));
+        // lopdf may count a page it reaches twice twice; what matters is that it ends.
+        assert!(result.is_ok() || matches!(result, Err(PdfError::Unreadable { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn reference_cycle_between_objects_does_not_hang() {
+        let catalog = b"<< /Type /Catalog /Pages 2 0 R /Loop 5 0 R >>";
+        let bytes = assemble(&[catalog, PAGES, PAGE, CONTENT, b"[6 0 R]", b"[5 0 R]"]);
+        assert_eq!(optimize_bytes(&bytes).unwrap().pages, 1);
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow_the_stack() {
+        let mut deep = vec![b'['; 500_000];
+        deep.extend(std::iter::repeat_n(b']', 500_000));
+        let catalog = b"<< /Type /Catalog /Pages 2 0 R /Deep 5 0 R >>";
+        let result = optimize_bytes(&assemble(&[catalog, PAGES, PAGE, CONTENT, &deep]));
+        assert!(result.is_ok() || matches!(result, Err(PdfError::Unreadable { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn decompression_bomb_in_an_object_stream_is_refused() {
+        let mut bomb = Stream::new(Dictionary::new(), vec![b' '; MAX_DECOMPRESSED_STREAM_BYTES + 1024]);
+        bomb.compress().unwrap();
+        assert!(bomb.content.len() < 100_000, "the bomb must be small on disk");
+        let mut object =
+            format!("<< /Type /ObjStm /N 1 /First 4 /Filter /FlateDecode /Length {} >>\nstream\n", bomb.content.len())
+                .into_bytes();
+        object.extend_from_slice(&bomb.content);
+        object.extend_from_slice(b"\nendstream");
+        let result = optimize_bytes(&assemble(&[CATALOG, PAGES, PAGE, CONTENT, &object]));
+        match result {
+            Err(PdfError::Unreadable { detail }) => {
+                assert!(detail.contains("decompress"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn panics_become_unreadable() {
+        let error = PdfError::unreadable(panic_message(&"boom"));
+        assert_eq!(error.to_string(), "the PDF could not be read: lopdf panicked: boom");
+        let caught = catch_unwind(|| panic!("inner {}", 1)).unwrap_err();
+        assert_eq!(panic_message(caught.as_ref()), "lopdf panicked: inner 1");
+    }
+
+    #[test]
+    fn errors_read_well() {
+        let found = detect::detect_bytes(&std::fs::read(fixture("other/red-8x8.png")).unwrap());
+        assert_eq!(PdfError::NotPdf { found }.to_string(), "the input is not a PDF but a PNG image");
+    }
+}

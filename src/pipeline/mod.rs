@@ -1,0 +1,426 @@
+//! The pipeline: pools of workers that claim jobs, hold them under a renewed lease, run a stage,
+//! and turn the stage's outcome into a state change and, where a person must hear about it, an
+//! outbox row — in one transaction.
+//!
+//! Stages ([`download`], [`process`]) only do their work and report an outcome; this module
+//! alone decides retries, failures and cleanup. Files are deleted only *after* the state that
+//! stops pointing at them is committed, so a crash leaves at worst an orphan file, never a row
+//! that points at nothing.
+
+pub mod download;
+pub mod process;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, error, info, info_span, warn};
+
+use crate::domain::retry::backoff_jittered;
+use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock};
+use crate::spool::Spool;
+use crate::store::{Completion, Job, NewMessage, Release, Stage, Store};
+use crate::telegram::{TelegramClient, texts};
+
+/// What a stage reports when it did not finish its work.
+#[derive(Debug)]
+pub enum StageError {
+    /// Worth another attempt later (network, 5xx, 429, a cut download, a full disk).
+    Retry {
+        /// Wait exactly this long (Telegram's `retry_after`); otherwise back off.
+        after: Option<Duration>,
+        /// What happened, for admins.
+        detail: String,
+    },
+    /// Will fail the same way again: end the job and tell the person why.
+    Fail {
+        /// The reason, in terms the person can act on.
+        reason: FailureReason,
+        /// What happened, for admins.
+        detail: String,
+    },
+    /// The recorded source is missing or damaged: download it again.
+    SourceLost {
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl StageError {
+    /// A transient failure with backoff.
+    pub fn retry(detail: impl Into<String>) -> Self {
+        Self::Retry { after: None, detail: detail.into() }
+    }
+
+    /// A permanent failure.
+    pub fn fail(reason: FailureReason, detail: impl Into<String>) -> Self {
+        Self::Fail { reason, detail: detail.into() }
+    }
+}
+
+/// Wakes sleeping workers when something becomes claimable.
+#[derive(Debug, Clone, Default)]
+pub struct Wakeups {
+    /// A job became `accepted`.
+    pub downloads: Arc<Notify>,
+    /// A job became `fetched`.
+    pub processing: Arc<Notify>,
+    /// A message was queued.
+    pub outbox: Arc<Notify>,
+}
+
+impl Wakeups {
+    fn for_stage(&self, stage: Stage) -> &Arc<Notify> {
+        match stage {
+            Stage::Download => &self.downloads,
+            Stage::Process => &self.processing,
+        }
+    }
+}
+
+/// The pipeline's settings.
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    /// How long a claim holds a job without renewal.
+    pub lease: Duration,
+    /// Attempts at one stage before the job fails for good.
+    pub max_attempts: u32,
+    /// Largest file to download.
+    pub download_limit: u64,
+    /// Largest result to send.
+    pub upload_limit: u64,
+    /// How long results are kept.
+    pub result_ttl: Duration,
+    /// How often an idle worker looks for work without being woken (retries that came due).
+    pub idle_poll: Duration,
+    /// First retry delay; doubles per attempt.
+    pub retry_base: Duration,
+}
+
+/// What the workers share. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PipelineDeps {
+    /// The job store.
+    pub store: Store,
+    /// Time.
+    pub clock: SharedClock,
+    /// The Bot API.
+    pub telegram: TelegramClient,
+    /// The data folder.
+    pub spool: Spool,
+    /// Settings.
+    pub settings: Arc<PipelineSettings>,
+    /// Wake-ups.
+    pub wake: Wakeups,
+}
+
+/// What a finished stage produced.
+#[derive(Debug)]
+enum Produced {
+    Fetched(download::Fetched),
+    Result(process::Output),
+}
+
+/// How loops are told to stop: first `stop` (claim nothing new, finish what is running), then,
+/// after the grace period, `abort` (interrupt and release what is still running).
+#[derive(Debug, Clone, Default)]
+pub struct Shutdown {
+    /// Stop claiming.
+    pub stop: CancellationToken,
+    /// Interrupt running work.
+    pub abort: CancellationToken,
+}
+
+/// Runs `size` workers of `stage` until told to stop; each finishes (or releases) its job.
+pub async fn run_pool(stage: Stage, size: usize, deps: PipelineDeps, cancel: Shutdown) {
+    let host = hostname();
+    let mut workers = JoinSet::new();
+    for n in 0..size {
+        let owner = format!("{host}:{}:{}-{n}", std::process::id(), stage_name(stage));
+        workers.spawn(worker(stage, owner, deps.clone(), cancel.clone()));
+    }
+    while let Some(res) = workers.join_next().await {
+        if let Err(e) = res {
+            error!(error = %e, "a {} worker stopped unexpectedly", stage_name(stage));
+        }
+    }
+}
+
+fn stage_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Download => "download",
+        Stage::Process => "process",
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned())
+}
+
+async fn worker(stage: Stage, owner: String, deps: PipelineDeps, cancel: Shutdown) {
+    let mut errors = 0u32;
+    while !cancel.stop.is_cancelled() {
+        let notify = Arc::clone(deps.wake.for_stage(stage));
+        // Register interest before looking, so a wake-up between the query and the wait is kept.
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let now = deps.clock.now();
+        match deps.store.claim_job(stage, &owner, now, deps.settings.lease).await {
+            Ok(Some(job)) => {
+                errors = 0;
+                run_claimed(stage, job, &owner, &deps, &cancel.abort).await;
+                continue;
+            }
+            Ok(None) => errors = 0,
+            Err(e) => {
+                errors += 1;
+                error!(error = %e, worker = %owner, "cannot claim a job");
+            }
+        }
+        let wait = if errors > 0 {
+            backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10))
+        } else {
+            deps.settings.idle_poll
+        };
+        tokio::select! {
+            () = cancel.stop.cancelled() => break,
+            () = &mut notified => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Why a stage did not report an outcome.
+enum Interrupted {
+    LeaseLost,
+    Shutdown,
+}
+
+async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, cancel: &CancellationToken) {
+    let Some(lease) = job.lease.clone() else {
+        error!(ticket = job.ticket.0, "claimed a job without a lease; skipping");
+        return;
+    };
+    let span =
+        info_span!("job", ticket = job.ticket.0, stage = stage_name(stage), attempt = job.attempts, worker = owner);
+    async {
+        if job.attempts > i64::from(deps.settings.max_attempts) {
+            // Earlier attempts died without reporting (a crash, an OOM kill): stop the loop.
+            let attempts = u32::try_from(job.attempts - 1).unwrap_or(u32::MAX);
+            let detail = format!("{attempts} attempts ended without an outcome");
+            fail(deps, &job, &lease, FailureReason::GaveUp { attempts }, detail).await;
+            return;
+        }
+        info!(declared_size_bytes = job.declared_size, "working on job");
+        let job_cancel = cancel.child_token();
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = tokio::spawn(renew_lease(deps.clone(), job.ticket, lease.clone(), job_cancel.clone(), Arc::clone(&lost)));
+        let outcome = tokio::select! {
+            res = run_stage(stage, deps, &job) => Ok(res),
+            () = job_cancel.cancelled() => Err(if lost.load(Ordering::SeqCst) { Interrupted::LeaseLost } else { Interrupted::Shutdown }),
+        };
+        renewer.abort();
+        match outcome {
+            Ok(Ok(produced)) => advance(deps, &job, &lease, produced).await,
+            Ok(Err(e)) => handle_error(deps, &job, &lease, e).await,
+            Err(Interrupted::LeaseLost) => warn!("lost the lease; another worker owns the job now, dropping this attempt"),
+            Err(Interrupted::Shutdown) => {
+                // Give the job back now instead of letting the lease run out.
+                let release = Release { from: job.state, event: JobEvent::RetryLater, not_before: deps.clock.now(), detail: Some("released at shutdown".into()), reset_attempts: false };
+                match deps.store.release_job(job.ticket, &lease, &release, deps.clock.now()).await {
+                    Ok(_) => info!("released the job at shutdown"),
+                    Err(e) => warn!(error = %e, "could not release the job at shutdown; its lease will lapse"),
+                }
+            }
+        }
+    }
+    .instrument(span)
+    .await;
+}
+
+async fn run_stage(stage: Stage, deps: &PipelineDeps, job: &Job) -> Result<Produced, StageError> {
+    match stage {
+        Stage::Download => download::fetch(deps, job).await.map(Produced::Fetched),
+        Stage::Process => process::produce(deps, job).await.map(Produced::Result),
+    }
+}
+
+/// Renews the lease every third of its length; cancels the job when it is lost or lapses.
+async fn renew_lease(
+    deps: PipelineDeps,
+    ticket: crate::domain::Ticket,
+    lease: Lease,
+    job_cancel: CancellationToken,
+    lost: Arc<AtomicBool>,
+) {
+    let every = deps.settings.lease / 3;
+    let mut deadline = lease.until;
+    loop {
+        tokio::select! {
+            () = job_cancel.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let now = deps.clock.now();
+        let until = now.plus(deps.settings.lease);
+        match deps.store.renew_job_lease(ticket, &lease, until, now).await {
+            Ok(true) => deadline = until,
+            Ok(false) => {
+                lost.store(true, Ordering::SeqCst);
+                job_cancel.cancel();
+                return;
+            }
+            Err(e) if now < deadline => warn!(error = %e, "could not renew the lease; will try again"),
+            Err(e) => {
+                // Past our deadline someone else may hold the job: stop before we collide.
+                warn!(error = %e, "the lease ran out while the database was unreachable");
+                lost.store(true, Ordering::SeqCst);
+                job_cancel.cancel();
+                return;
+            }
+        }
+    }
+}
+
+async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produced) {
+    let now = deps.clock.now();
+    match produced {
+        Produced::Fetched(f) => {
+            match deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await {
+                Ok(true) => {
+                    info!(size_bytes = f.size, "downloaded and verified");
+                    deps.wake.processing.notify_waiters();
+                }
+                outcome => {
+                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the download; discarding it");
+                    remove_quietly(deps, &f.path);
+                }
+            }
+        }
+        Produced::Result(out) => {
+            let done = Completion {
+                result_path: out.path.clone(),
+                result_size: out.size as i64,
+                detected_format: out.format.clone(),
+                expires_at: now.plus(deps.settings.result_ttl),
+            };
+            let mut finished = job.clone();
+            finished.result_size = Some(done.result_size);
+            finished.result_expires_at = Some(done.expires_at);
+            let delivery = NewMessage {
+                idempotency_key: format!("job:{}:u{}:result", job.ticket.0, job.update_id),
+                job: Some(job.ticket),
+                chat: job.chat,
+                kind: MessageKind::Result,
+                body: texts::ready_caption(&finished),
+                reply_to_message_id: Some(job.message_id),
+            };
+            match deps.store.complete_job(job.ticket, lease, &done, &delivery, now).await {
+                Ok(true) => {
+                    info!(size_bytes = out.size, source_size_bytes = job.real_size, "ready");
+                    deps.wake.outbox.notify_waiters();
+                    // Committed: the source and intermediates are no longer anyone's.
+                    if let Some(source) = &job.local_path {
+                        remove_quietly(deps, source);
+                    }
+                    if let Err(e) = deps.spool.remove_work(job.ticket) {
+                        warn!(error = %e, "could not remove intermediate files; the janitor will");
+                    }
+                }
+                outcome => {
+                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the result; discarding it");
+                    remove_quietly(deps, &out.path);
+                }
+            }
+        }
+    }
+}
+
+async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageError) {
+    let now = deps.clock.now();
+    match err {
+        StageError::Fail { reason, detail } => fail(deps, job, lease, reason, detail).await,
+        StageError::Retry { after, detail } => {
+            let attempts = u32::try_from(job.attempts).unwrap_or(u32::MAX);
+            if attempts >= deps.settings.max_attempts {
+                fail(deps, job, lease, FailureReason::GaveUp { attempts }, detail).await;
+                return;
+            }
+            let wait =
+                after.unwrap_or_else(|| backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(600)));
+            let release = Release {
+                from: job.state,
+                event: JobEvent::RetryLater,
+                not_before: now.plus(wait),
+                detail: Some(detail.clone()),
+                reset_attempts: false,
+            };
+            match deps.store.release_job(job.ticket, lease, &release, now).await {
+                Ok(true) => warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry"),
+                outcome => {
+                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
+                }
+            }
+        }
+        StageError::SourceLost { detail } => {
+            let release = Release {
+                from: job.state,
+                event: JobEvent::SourceLost,
+                not_before: now,
+                detail: Some(detail.clone()),
+                reset_attempts: true,
+            };
+            match deps.store.release_job(job.ticket, lease, &release, now).await {
+                Ok(true) => {
+                    warn!(error = %detail, "the source is gone; downloading it again");
+                    if let Some(source) = &job.local_path {
+                        remove_quietly(deps, source);
+                    }
+                    deps.wake.downloads.notify_waiters();
+                }
+                outcome => {
+                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not send the job back to download")
+                }
+            }
+        }
+    }
+}
+
+async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReason, detail: String) {
+    let now = deps.clock.now();
+    let reason_text = texts::failure_reason(job.name(), &reason);
+    let notice = NewMessage {
+        idempotency_key: format!("job:{}:u{}:failure", job.ticket.0, job.update_id),
+        job: Some(job.ticket),
+        chat: job.chat,
+        kind: MessageKind::Failure,
+        body: texts::failed_notice(job.ticket, &reason_text),
+        reply_to_message_id: Some(job.message_id),
+    };
+    match deps.store.fail_job(job.ticket, job.state, Some(lease), &reason_text, &detail, &notice, now).await {
+        Ok(true) => {
+            warn!(reason = ?reason, error = %detail, "job failed");
+            deps.wake.outbox.notify_waiters();
+            if let Some(source) = &job.local_path {
+                remove_quietly(deps, source);
+            }
+            if let Err(e) = deps.spool.remove_work(job.ticket) {
+                warn!(error = %e, "could not remove intermediate files; the janitor will");
+            }
+        }
+        outcome => {
+            warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the failure (someone else moved the job?)")
+        }
+    }
+}
+
+fn remove_quietly(deps: &PipelineDeps, path: &str) {
+    if let Err(e) = deps.spool.remove_file(path) {
+        warn!(error = %e, "could not remove a file; the janitor will");
+    }
+}

@@ -1,0 +1,115 @@
+//! The processing stage: verify the source, detect what it really is, run the operation off the
+//! async runtime, check the result against the upload limit, move it into `results/`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::{PipelineDeps, StageError};
+use crate::detect::{self, DetectedFormat};
+use crate::domain::FailureReason;
+use crate::pdf::{self, PdfError};
+use crate::store::Job;
+
+/// A result on disk, ready to be committed.
+#[derive(Debug)]
+pub struct Output {
+    /// Where it is (under `results/`).
+    pub path: String,
+    /// Its size.
+    pub size: u64,
+    /// The detected format of the source.
+    pub format: String,
+}
+
+/// Runs the job's operation on its verified source.
+pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageError> {
+    let Some(source) = job.local_path.clone().map(PathBuf::from) else {
+        return Err(StageError::SourceLost { detail: "no source recorded".into() });
+    };
+    // A resumed job (its last attempt died) re-checks the whole file; a fresh one its size.
+    let full_check = job.attempts > 1;
+    let expected = (job.real_size.unwrap_or(-1), job.sha256.clone().unwrap_or_default());
+    let src = source.clone();
+    tokio::task::spawn_blocking(move || verify_source(&src, expected.0, &expected.1, full_check))
+        .await
+        .map_err(|e| StageError::retry(format!("verifying the source panicked: {e}")))??;
+
+    let src = source.clone();
+    let format = tokio::task::spawn_blocking(move || detect::detect_path(&src))
+        .await
+        .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
+        .map_err(|e| StageError::SourceLost { detail: format!("reading the source: {e}") })?;
+    if format != DetectedFormat::Pdf {
+        return Err(StageError::fail(
+            FailureReason::NotAPdf { found: format.describe() },
+            format!("declared {:?}, content is {}", job.declared_mime, format.label()),
+        ));
+    }
+
+    // Intermediate output lives in work/<ticket>/ and vanishes if this attempt ends early.
+    let work_dir =
+        deps.spool.work_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
+    let work_file = tempfile::Builder::new()
+        .prefix("optimize-")
+        .suffix(".pdf")
+        .tempfile_in(&work_dir)
+        .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
+        .into_temp_path();
+    let (input, output) = (source.clone(), work_file.to_path_buf());
+    let report = tokio::task::spawn_blocking(move || pdf::optimize(&input, &output))
+        .await
+        .map_err(|e| StageError::fail(FailureReason::Unreadable, format!("the PDF operation panicked: {e}")))?
+        .map_err(pdf_error)?;
+
+    let limit = deps.settings.upload_limit;
+    if report.output_bytes > limit {
+        return Err(StageError::fail(
+            FailureReason::ResultTooBig { size: report.output_bytes, limit },
+            format!("result of {} bytes over the upload limit", report.output_bytes),
+        ));
+    }
+    let result_dir =
+        deps.spool.result_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
+    let result = result_dir.join(format!("{:016x}.pdf", rand::random::<u64>()));
+    work_file.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
+    Ok(Output {
+        path: result.to_string_lossy().into_owned(),
+        size: report.output_bytes,
+        format: format.label().to_owned(),
+    })
+}
+
+fn verify_source(path: &Path, size: i64, sha256: &str, full: bool) -> Result<(), StageError> {
+    let lost = |detail: String| StageError::SourceLost { detail };
+    let meta = std::fs::metadata(path).map_err(|e| lost(format!("source missing: {e}")))?;
+    if i64::try_from(meta.len()).ok() != Some(size) {
+        return Err(lost(format!("source has {} bytes, {size} recorded", meta.len())));
+    }
+    if full {
+        let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source unreadable: {e}")))?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = file.read(&mut buf).map_err(|e| lost(format!("source unreadable: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+        }
+        if hex::encode(hasher.finalize()) != sha256 {
+            return Err(lost("source does not match its recorded sha256".into()));
+        }
+    }
+    Ok(())
+}
+
+fn pdf_error(e: PdfError) -> StageError {
+    match e {
+        PdfError::Encrypted => StageError::fail(FailureReason::Encrypted, "the PDF needs a password"),
+        PdfError::NoPages => StageError::fail(FailureReason::NoPages, "the PDF has no pages"),
+        PdfError::Io(e) => StageError::retry(format!("disk error during the operation: {e}")),
+        other => StageError::fail(FailureReason::Unreadable, other.to_string()),
+    }
+}

@@ -1,0 +1,17 @@
+//! Logging setup. Output goes to stderr (journald under systemd); `RUST_LOG` filters, and
+//! `DOCKET_LOG_FORMAT=json` switches to one JSON object per line.
+//!
+//! What is never logged: the bot token, file download URLs and file paths from getFile (they
+//! hold the token), database passwords, message texts, captions and user file names. Modules
+//! log ids and sizes instead, and `#[instrument]` is always used with `skip_all`.
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber. Safe to call more than once (later calls do nothing).
+pub fn init() {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,reqwest=warn,hyper=warn"));
+    let json = std::env::var("DOCKET_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false);
+    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+}
