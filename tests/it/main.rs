@@ -1,0 +1,9 @@
+//! docket's integration tests: the real bot (every loop, real SQLite or PostgreSQL, real files)
+//! against a fake Telegram Bot API served over HTTP on 127.0.0.1.
+//!
+//! One test binary; `support/` holds the harness, each other module a group of behaviours.
+
+mod support;
+
+mod e2e;
+mod recovery;

@@ -1,0 +1,89 @@
+//! Interruptions: crashes between receiving and recording, cut downloads, lying sizes.
+
+use docket::domain::{JobState, Ticket};
+use sqlx::Connection;
+
+use crate::per_backend;
+use crate::support::fake_telegram::{Call, DownloadFault};
+use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
+
+per_backend!(
+    a_cut_download_is_retried_with_a_fresh_get_file,
+    a_lying_size_fails_with_both_sizes,
+    a_restart_continues_from_the_stored_offset,
+);
+
+/// Stop the bot between receiving an update and recording it; on restart the update is polled
+/// again from the stored offset and recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_interrupted_before_recording_is_recorded_once_after_restart() {
+    let mut app = TestApp::create(Backend::Sqlite, |_| {}).await;
+    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let update_id =
+        app.fake.push_update(app.fake.document_update(50, 50, &file, Some("c.pdf"), Some("application/pdf")));
+
+    // Hold the database's write lock so the bot receives the update but cannot record it.
+    let docket::config::DatabaseUrl::Sqlite(path) = app.config.storage.database_url.clone() else { unreachable!() };
+    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.expect("connect");
+    sqlx::query("BEGIN EXCLUSIVE").execute(&mut blocker).await.expect("lock");
+
+    app.start().await;
+    app.fake.wait_for_call("getUpdates", |c| c.params["offset"].as_i64() == Some(0), DEADLINE).await;
+    app.kill().await;
+    sqlx::query("ROLLBACK").execute(&mut blocker).await.expect("unlock");
+    assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "nothing was recorded before the crash");
+    assert_eq!(app.store.poll_offset(app.fake.bot_id()).await.expect("read"), None, "the offset did not move");
+
+    let polls_before = app.fake.calls_to("getUpdates").len();
+    app.start().await;
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let after: Vec<Call> = app.fake.calls_to("getUpdates").into_iter().skip(polls_before).collect();
+    assert_eq!(after[0].params["offset"].as_i64(), Some(0), "the restarted bot asks again from the stored offset");
+    assert_eq!(app.store.poll_offset(app.fake.bot_id()).await.expect("read"), Some(update_id + 1));
+    let replies = app.fake.calls_to("sendMessage");
+    assert_eq!(replies.len(), 1, "one ticket reply: {replies:?}");
+    assert!(app.store.job(Ticket(2)).await.expect("read").is_none());
+}
+
+async fn a_cut_download_is_retried_with_a_fresh_get_file(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.fake.fail_downloads(DownloadFault::CutAfter(1000), Some(1));
+    app.send_document(60, fixture("pdf/text-20pages.pdf"), "cut.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    assert_eq!(app.fake.calls_to("getFile").len(), 2, "each attempt calls getFile afresh");
+    assert_eq!(job.real_size, Some(fixture("pdf/text-20pages.pdf").len() as i64));
+    let parts: Vec<_> =
+        files_under(&app.data_dir()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "part")).collect();
+    assert!(parts.is_empty(), "no .part left behind: {parts:?}");
+}
+
+async fn a_lying_size_fails_with_both_sizes(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let real = fixture("pdf/text-1page.pdf");
+    let file = app.fake.add_file(real.clone());
+    app.fake.fail_downloads(DownloadFault::ServeBytes(real[..real.len() / 2].to_vec()), None);
+    app.fake.push_update(app.fake.document_update(70, 70, &file, Some("liar.pdf"), Some("application/pdf")));
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
+    let error = job.error.expect("a reason");
+    assert!(error.contains("arrived as") && error.contains("instead of"), "{error}");
+    assert!(files_under(&app.data_dir()).is_empty());
+}
+
+async fn a_restart_continues_from_the_stored_offset(backend: Backend) {
+    let mut app = TestApp::spawn_with(backend, |_| {}).await;
+    let first = app.send_document(80, fixture("pdf/text-1page.pdf"), "one.pdf", "application/pdf").0;
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(80), DEADLINE).await;
+    app.stop().await;
+
+    let polls_before = app.fake.calls_to("getUpdates").len();
+    app.start().await;
+    app.send_document(80, fixture("pdf/text-20pages.pdf"), "two.pdf", "application/pdf");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    let after: Vec<Call> = app.fake.calls_to("getUpdates").into_iter().skip(polls_before).collect();
+    assert_eq!(after[0].params["offset"].as_i64(), Some(first + 1), "not from 0 after a restart");
+    assert_eq!(
+        app.store.jobs(&docket::store::JobFilter { limit: 10, ..Default::default() }).await.expect("list").len(),
+        2
+    );
+}

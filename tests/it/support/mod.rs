@@ -1,0 +1,254 @@
+//! The test harness: a running docket wired to a fake Bot API, a temp data folder and a fresh
+//! database, plus waiting helpers that poll a condition until a deadline (never a bare sleep).
+
+pub mod fake_telegram;
+pub mod logs;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use docket::app::{Options, Running};
+use docket::config::{BotToken, Config, DatabaseUrl};
+use docket::domain::{SystemClock, Ticket};
+use docket::store::{Job, Store};
+use fake_telegram::{FakeTelegram, FileRef, TEST_TOKEN};
+use tempfile::TempDir;
+
+/// How long any single wait in a test may take before it fails.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Stamps each `async fn case(backend: Backend)` into one test per backend:
+/// `sqlite::case` always, `postgres::case` with `--features postgres-tests`.
+#[macro_export]
+macro_rules! per_backend {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case($crate::support::Backend::Sqlite).await;
+                }
+            )*
+        }
+        #[cfg(feature = "postgres-tests")]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case($crate::support::Backend::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Which database a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    #[cfg(feature = "postgres-tests")]
+    Postgres,
+}
+
+/// A running docket and everything around it.
+pub struct TestApp {
+    pub fake: FakeTelegram,
+    pub config: Config,
+    /// A store handle of the test's own, for assertions.
+    pub store: Store,
+    running: Option<Running>,
+    _dir: TempDir,
+    #[cfg(feature = "postgres-tests")]
+    _pg: Option<postgres::TestDatabase>,
+}
+
+impl TestApp {
+    /// docket on `backend`, with `tune` applied to the configuration, running.
+    pub async fn spawn_with(backend: Backend, tune: impl FnOnce(&mut Config)) -> Self {
+        let mut app = Self::create(backend, tune).await;
+        app.start().await;
+        app
+    }
+
+    /// Everything prepared (fake, folders, database) but docket not started yet.
+    pub async fn create(backend: Backend, tune: impl FnOnce(&mut Config)) -> Self {
+        logs::capture();
+        let fake = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::from_toml_str(
+            r#"
+            [telegram]
+            poll_timeout = "1s"
+            [workers]
+            download = 2
+            process = 2
+            lease = "3s"
+            shutdown_grace = "5s"
+            "#,
+            None,
+            Some(fake.api_url().as_str()),
+        )
+        .expect("test config is valid");
+        config.storage.data_dir = dir.path().join("data");
+        #[cfg(feature = "postgres-tests")]
+        let mut pg = None;
+        config.storage.database_url = match backend {
+            Backend::Sqlite => DatabaseUrl::Sqlite(dir.path().join("db").join("docket.db")),
+            #[cfg(feature = "postgres-tests")]
+            Backend::Postgres => {
+                let db = postgres::TestDatabase::create().await;
+                let url = db.url.clone();
+                pg = Some(db);
+                DatabaseUrl::Postgres(url)
+            }
+        };
+        tune(&mut config);
+        let store = Store::open(&config.storage.database_url).await.expect("test store opens");
+        Self {
+            fake,
+            config,
+            store,
+            running: None,
+            _dir: dir,
+            #[cfg(feature = "postgres-tests")]
+            _pg: pg,
+        }
+    }
+
+    /// Starts docket (again) on the same database and data folder.
+    pub async fn start(&mut self) {
+        assert!(self.running.is_none(), "already running");
+        let options = Options {
+            clock: Arc::new(SystemClock),
+            idle_poll: Duration::from_millis(100),
+            retry_base: Duration::from_millis(100),
+        };
+        let running =
+            docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("docket starts");
+        self.running = Some(running);
+    }
+
+    /// Stops docket in order, as SIGTERM would.
+    pub async fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop().await;
+        }
+    }
+
+    /// Drops every loop at once, as a crash would.
+    pub async fn kill(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.kill().await;
+        }
+    }
+
+    /// The data folder.
+    pub fn data_dir(&self) -> PathBuf {
+        self.config.storage.data_dir.clone()
+    }
+
+    /// Puts `bytes` on the fake as a file and sends it as a document from `chat` (user = chat).
+    pub fn send_document(&self, chat: i64, bytes: Vec<u8>, name: &str, mime: &str) -> (i64, FileRef) {
+        let file = self.fake.add_file(bytes);
+        let update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
+        (self.fake.push_update(update), file)
+    }
+
+    /// Sends `text` from `chat` (user = chat).
+    pub fn send_text(&self, chat: i64, text: &str) -> i64 {
+        let update = self.fake.text_update(chat, chat, text);
+        self.fake.push_update(update)
+    }
+
+    /// Waits until job `ticket` satisfies `pred`; panics with the job's last state otherwise.
+    pub async fn wait_for_job(&self, ticket: Ticket, pred: impl Fn(&Job) -> bool) -> Job {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let job = self.store.job(ticket).await.expect("store reads");
+            if let Some(job) = job.as_ref().filter(|j| pred(j)) {
+                return job.clone();
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("job {ticket} never reached the expected condition; last seen: {job:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // Whatever the test did, the token must never have reached the logs.
+        logs::assert_no_secrets();
+    }
+}
+
+/// A fixture file's bytes.
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() { stack.push(p) } else { out.push(p) }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(feature = "postgres-tests")]
+pub mod postgres {
+    //! A fresh PostgreSQL database per test, dropped afterwards.
+
+    use sqlx::Connection;
+
+    pub struct TestDatabase {
+        pub url: String,
+        admin_url: String,
+        name: String,
+    }
+
+    impl TestDatabase {
+        pub async fn create() -> Self {
+            let admin_url = std::env::var("DATABASE_URL")
+                .expect("DATABASE_URL must point at a PostgreSQL server for --features postgres-tests");
+            let name = format!("docket_it_{:016x}", rand::random::<u64>());
+            let mut conn = sqlx::PgConnection::connect(&admin_url).await.expect("connect to DATABASE_URL");
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&mut conn)
+                .await
+                .expect("create test database");
+            let mut url = url::Url::parse(&admin_url).expect("DATABASE_URL is a URL");
+            url.set_path(&name);
+            Self { url: url.to_string(), admin_url, name }
+        }
+    }
+
+    impl Drop for TestDatabase {
+        fn drop(&mut self) {
+            let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
+            // Drop runs outside async; a short-lived runtime on its own thread does the cleanup.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                rt.block_on(async {
+                    if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
+                        let _ =
+                            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                                .execute(&mut conn)
+                                .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
