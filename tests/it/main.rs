@@ -5,5 +5,6 @@
 
 mod support;
 
+mod cli;
 mod e2e;
 mod recovery;

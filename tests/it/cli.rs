@@ -1,0 +1,122 @@
+//! The real `docket` binary: its commands, its exit codes and its error messages.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use docket::domain::{JobState, Ticket};
+
+use crate::support::{Backend, TestApp, fixture};
+
+fn docket(args: &[&str], config: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
+    cmd.args(args).env_remove("DOCKET_CONFIG").env_remove("TELOXIDE_TOKEN").env_remove("TELOXIDE_API_URL");
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
+    cmd.output().expect("the binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn check_config_names_every_bad_key_and_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(&path, "[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n").expect("write");
+    let out = docket(&["check-config"], Some(&path));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("[workers] download = 0: expected a whole number from 1 to 256"), "{err}");
+    assert!(err.contains("[retention] result_ttl = \"soon\""), "{err}");
+}
+
+#[test]
+fn check_config_accepts_the_documented_example() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/docket.toml");
+    let out = docket(&["check-config"], Some(&example));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("configuration is valid"));
+}
+
+#[test]
+fn run_without_a_token_says_which_variable_is_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .arg("run")
+        .current_dir(dir.path())
+        .env_remove("TELOXIDE_TOKEN")
+        .env_remove("DOCKET_CONFIG")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("$TELOXIDE_TOKEN = (not set)"), "{}", stderr(&out));
+}
+
+#[test]
+fn run_with_an_unusable_data_dir_stops_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let blocker = dir.path().join("occupied");
+    std::fs::write(&blocker, b"a file, not a folder").expect("write");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(&path, format!("[storage]\ndata_dir = {:?}\n", blocker.display().to_string())).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", path.to_str().expect("utf8"), "run"])
+        .current_dir(dir.path())
+        .env("TELOXIDE_TOKEN", "1:x")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("occupied") && err.contains("not usable"), "{err}");
+}
+
+#[test]
+fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.pdf");
+    let output = dir.path().join("out.pdf");
+    std::fs::write(&input, fixture("pdf/text-20pages.pdf")).expect("write");
+    let out = docket(&["process", input.to_str().expect("utf8"), "--op", "optimize", "-o", output.to_str().expect("utf8")], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = lopdf::Document::load(&output).expect("the output is a PDF");
+    assert_eq!(doc.get_pages().len(), 20);
+
+    std::fs::write(&input, fixture("other/red-8x8.png")).expect("write");
+    let out = docket(&["process", input.to_str().expect("utf8"), "-o", output.to_str().expect("utf8")], None);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("is not a PDF (the content looks like a PNG image)"), "{}", stderr(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_jobs_read_the_bots_database() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.send_document(90, fixture("pdf/text-1page.pdf"), "cli.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("docket.toml");
+    let docket::config::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+
+    let out = docket(&["status", "1", "--json"], Some(&config));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
+    assert_eq!(json["ticket"], 1);
+    assert_eq!(json["state"], "ready");
+    assert_eq!(json["chat_id"], 90);
+    assert_eq!(json["declared_name"], "cli.pdf");
+    assert_eq!(json["sha256"].as_str(), job.sha256.as_deref());
+    assert_eq!(json["attempts"], job.attempts);
+    assert!(json["error"].is_null());
+    assert!(json["result_expires_at"].as_str().is_some_and(|s| s.ends_with('Z')));
+    assert!(json.get("size").is_some());
+
+    let out = docket(&["jobs", "--state", "ready", "--json"], Some(&config));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    let out = docket(&["status", "2"], Some(&config));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no such ticket: #2"));
+}
