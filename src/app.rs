@@ -108,6 +108,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             api_url: config.telegram.api_url.clone(),
             local_api: config.telegram.local_api,
             poll_timeout: config.telegram.poll_timeout,
+            local_files_url: config.telegram.local_files_url.clone(),
         },
     );
     match telegram.get_me().await {

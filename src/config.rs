@@ -57,6 +57,9 @@ pub struct TelegramConfig {
     pub local_api: bool,
     /// `poll_timeout`: how long one getUpdates long poll waits.
     pub poll_timeout: Duration,
+    /// `local_files_url`: with `local_api`, a plain file server in front of the local Bot API
+    /// server's disk; absolute getFile paths are fetched as `<local_files_url><file_path>`.
+    pub local_files_url: Option<Url>,
 }
 
 /// Which database, by the scheme of `[storage] database_url`.
@@ -310,7 +313,7 @@ impl Config {
         let mut r = Reader::default();
         r.only_sections(&table, &["telegram", "storage", "limits", "workers", "retention", "access"]);
 
-        let t = r.section(&table, "telegram", &["mode", "api_url", "local_api", "poll_timeout"]);
+        let t = r.section(&table, "telegram", &["mode", "api_url", "local_api", "poll_timeout", "local_files_url"]);
         let mode = match r.string(&t, "telegram", "mode").as_deref() {
             None | Some("polling") => UpdateMode::Polling,
             Some(other) => {
@@ -333,7 +336,17 @@ impl Config {
             poll_timeout: r
                 .duration(&t, "telegram", "poll_timeout", Duration::from_secs(1), Duration::from_secs(50))
                 .unwrap_or(Duration::from_secs(30)),
+            local_files_url: r
+                .string(&t, "telegram", "local_files_url")
+                .and_then(|s| r.url("[telegram] local_files_url", &s)),
         };
+        if telegram.local_files_url.is_some() && !telegram.local_api {
+            r.problem(
+                "[telegram] local_files_url",
+                "(set)",
+                "local_api = true as well: only a local Bot API server answers getFile with a path to serve",
+            );
+        }
 
         let s = r.section(&table, "storage", &["database_url", "data_dir"]);
         let database_url = match r.string(&s, "storage", "database_url") {

@@ -3,17 +3,26 @@
 //! The name and MIME type that Telegram reports for a document are whatever the sender's client
 //! made up, so they are hints at best. This module owns the verdict: it looks at the first
 //! [`SNIFF_LEN`] bytes of the content and nothing else. It knows the signatures that `infer`
-//! knows plus a few text formats `infer` leaves out, and it decides the one question that
-//! matters to the pipeline, "is this a PDF?", by the rules below.
+//! knows plus a few that `infer` lacks, and it decides the one question that matters to the
+//! pipeline, "is this a PDF?", by the rules below.
 //!
 //! 1. An empty file is [`DetectedFormat::Unknown`].
 //! 2. `%PDF-` at offset 0 is a PDF.
 //! 3. Any format `infer` recognises (ZIP, gzip, PNG, JPEG, OLE, docx, ...) is that format, even
 //!    when `%PDF-` appears further on: a ZIP that stores a PDF is a ZIP, a tar of a PDF is a tar.
+//!    The same holds for the few signatures this module adds (ASCII cpio, font collections,
+//!    RealMedia, 3GP). This includes infer's weak two-byte signatures (MP3 frames, DER, COFF),
+//!    so a junk prefix that happens to start with one of them hides a PDF behind it.
 //! 4. Otherwise `%PDF-` lying wholly within the first [`PDF_HEADER_WINDOW`] bytes is a PDF with
 //!    a junk prefix, which PDF readers accept; further in, it is not a PDF.
-//! 5. Otherwise HTML, XML, SVG and plain text are recognised by looking at the text itself, and
-//!    anything else is [`DetectedFormat::Unknown`].
+//! 5. Otherwise HTML, SVG and plain text (UTF-8, or UTF-16/32 behind a byte-order mark) are
+//!    recognised by looking at the text itself, and anything else is
+//!    [`DetectedFormat::Unknown`].
+//!
+//! Some of infer's verdicts are refined from the same bytes: a ZIP becomes an OpenDocument or
+//! Office Open XML file when its entries say so, a generic OLE file becomes a Word, Excel or
+//! PowerPoint 97-2003 file when its directory lies within the window, and XML becomes SVG or
+//! XHTML.
 //!
 //! Pure and synchronous apart from [`detect_path`], which reads at most [`SNIFF_LEN`] bytes. It
 //! must not import lopdf, the store, Telegram or async code.
@@ -110,6 +119,9 @@ pub fn detect_bytes(head: &[u8]) -> DetectedFormat {
             return from_infer(found.extension(), found.mime_type(), found.matcher_type(), head);
         }
     }
+    if let Some(kind) = detect_extra_signature(head) {
+        return DetectedFormat::from_kind(kind);
+    }
     if has_pdf_header_in_window(head) {
         return DetectedFormat::Pdf;
     }
@@ -170,6 +182,10 @@ const KINDS: &[Kind] = &[
     kind(&["odt"], "application/vnd.oasis.opendocument.text", "odt", "an OpenDocument text document"),
     kind(&["ods"], "application/vnd.oasis.opendocument.spreadsheet", "ods", "an OpenDocument spreadsheet"),
     kind(&["odp"], "application/vnd.oasis.opendocument.presentation", "odp", "an OpenDocument presentation"),
+    kind(&[], "application/vnd.oasis.opendocument.graphics", "odg", "an OpenDocument drawing"),
+    kind(&[], "application/vnd.oasis.opendocument.chart", "odc", "an OpenDocument chart"),
+    kind(&[], "application/vnd.oasis.opendocument.formula", "odf", "an OpenDocument formula"),
+    kind(&[], "application/vnd.oasis.opendocument.base", "odb", "an OpenDocument database"),
     kind(&["rtf"], "application/rtf", "rtf", "an RTF document"),
     kind(&["epub"], "application/epub+zip", "epub", "an EPUB e-book"),
     kind(&["mobi"], "application/x-mobipocket-ebook", "mobi", "a Mobipocket e-book"),
@@ -213,7 +229,7 @@ const KINDS: &[Kind] = &[
     kind(&["deb"], "application/vnd.debian.binary-package", "deb", "a Debian package"),
     kind(&["rpm"], "application/x-rpm", "rpm", "an RPM package"),
     kind(&["crx"], "application/x-google-chrome-extension", "crx", "a Chrome extension"),
-    kind(&["msi"], "application/x-ole-storage", "ole", "a Microsoft compound file"),
+    kind(&["msi"], "application/x-ole-storage", "ole", "a Microsoft OLE compound file"),
     kind(&["sqlite"], "application/vnd.sqlite3", "sqlite", "an SQLite database"),
     // Audio and video.
     kind(&["mp4"], "video/mp4", "mp4", "an MP4 video"),
@@ -222,7 +238,9 @@ const KINDS: &[Kind] = &[
     kind(&["webm"], "video/webm", "webm", "a WebM video"),
     kind(&["mov"], "video/quicktime", "mov", "a QuickTime video"),
     kind(&["avi"], "video/x-msvideo", "avi", "an AVI video"),
-    kind(&["wmv"], "video/x-ms-wmv", "wmv", "a Windows Media video"),
+    kind(&["wmv"], "video/x-ms-wmv", "wmv", "a Windows Media file"),
+    kind(&[], "video/3gpp", "3gp", "a 3GP video"),
+    kind(&[], "application/vnd.rn-realmedia", "realmedia", "a RealMedia file"),
     kind(&["mpg"], "video/mpeg", "mpeg", "an MPEG video"),
     kind(&["flv"], "video/x-flv", "flv", "a Flash video"),
     kind(&["swf"], "application/x-shockwave-flash", "swf", "a Flash animation"),
@@ -230,7 +248,7 @@ const KINDS: &[Kind] = &[
     kind(&["m4a"], "audio/m4a", "m4a", "an M4A audio file"),
     kind(&["aac"], "audio/aac", "aac", "an AAC audio file"),
     kind(&["opus"], "audio/opus", "opus", "an Opus audio file"),
-    kind(&["ogg"], "audio/ogg", "ogg", "an Ogg audio file"),
+    kind(&["ogg"], "audio/ogg", "ogg", "an Ogg media file"),
     kind(&["flac"], "audio/x-flac", "flac", "a FLAC audio file"),
     kind(&["wav"], "audio/x-wav", "wav", "a WAV audio file"),
     kind(&["aiff"], "audio/x-aiff", "aiff", "an AIFF audio file"),
@@ -241,6 +259,7 @@ const KINDS: &[Kind] = &[
     // Fonts.
     kind(&["ttf"], "font/ttf", "ttf", "a TrueType font"),
     kind(&["otf"], "font/otf", "otf", "an OpenType font"),
+    kind(&[], "font/collection", "ttc", "a font collection"),
     kind(&["woff"], "font/woff", "woff", "a web font"),
     kind(&["woff2"], "font/woff2", "woff2", "a web font"),
     kind(&["eot"], "application/vnd.ms-fontobject", "eot", "an embedded OpenType font"),
@@ -278,9 +297,13 @@ fn fallback_label(mime: &str) -> &str {
 
 /// Maps an `infer` verdict into our table; XML is refined into SVG or XHTML by its text.
 fn from_infer(extension: &str, mime: &str, matcher: infer::MatcherType, head: &[u8]) -> DetectedFormat {
-    if extension == "xml"
-        && let Some(refined) = detect_markup(head)
-    {
+    let refined = match extension {
+        "xml" => detect_markup(head),
+        "zip" => refine_zip(head),
+        "msi" => refine_ole(head).map(DetectedFormat::from_kind),
+        _ => None,
+    };
+    if let Some(refined) = refined {
         return refined;
     }
     match kind_by_infer_extension(extension) {
@@ -288,6 +311,93 @@ fn from_infer(extension: &str, mime: &str, matcher: infer::MatcherType, head: &[
         // A format that a newer infer added and this table does not know yet.
         None => DetectedFormat::Other { mime: mime.to_owned(), description: describe_matcher(matcher).to_owned() },
     }
+}
+
+/// Office documents that infer reports as a plain ZIP: OpenDocument files other than text,
+/// spreadsheets and presentations, which name their type in a leading `mimetype` entry, and
+/// Office Open XML files whose first entry is not `[Content_Types].xml`.
+fn refine_zip(head: &[u8]) -> Option<DetectedFormat> {
+    const LOCAL_HEADER: &[u8] = b"PK\x03\x04";
+    let u16_at = |at: usize| head.get(at..at + 2).map(|bytes| usize::from(u16::from_le_bytes([bytes[0], bytes[1]])));
+    let name_at = |at: usize| -> Option<&[u8]> {
+        let name_len = u16_at(at + 26)?;
+        head.get(at + 30..at + 30 + name_len)
+    };
+    // OpenDocument and EPUB store a `mimetype` entry first and uncompressed.
+    if name_at(0) == Some(b"mimetype".as_slice()) {
+        let data_at = 30 + u16_at(26)? + u16_at(28)?;
+        let stored_len = u16_at(18)?.min(100);
+        let mime = head.get(data_at..data_at + stored_len)?;
+        return by_mimetype_entry(&String::from_utf8_lossy(mime));
+    }
+    // Entry sizes may only follow the data (a data descriptor), so rather than walk from header
+    // to header, look at every local header signature in the window.
+    let names: Vec<&[u8]> = head
+        .windows(LOCAL_HEADER.len())
+        .enumerate()
+        .filter(|(_, window)| *window == LOCAL_HEADER)
+        .filter_map(|(at, _)| name_at(at))
+        .collect();
+    let has_folder = |folder: &[u8]| names.iter().any(|name| name.starts_with(folder));
+    let office = if has_folder(b"word/") {
+        "docx"
+    } else if has_folder(b"xl/") {
+        "xlsx"
+    } else if has_folder(b"ppt/") {
+        "pptx"
+    } else {
+        return None;
+    };
+    kind_by_infer_extension(office).map(DetectedFormat::from_kind)
+}
+
+/// A ZIP-based document (OpenDocument, EPUB) by the MIME type in its `mimetype` entry;
+/// OpenDocument templates count as their documents.
+fn by_mimetype_entry(mime: &str) -> Option<DetectedFormat> {
+    let base = mime.strip_suffix("-template").unwrap_or(mime);
+    if let Some(kind) = kind_by_mime(base) {
+        Some(DetectedFormat::from_kind(kind))
+    } else if base.starts_with("application/vnd.oasis.opendocument.") {
+        Some(DetectedFormat::Other { mime: base.to_owned(), description: "an OpenDocument file".to_owned() })
+    } else {
+        None
+    }
+}
+
+/// Word, Excel or PowerPoint 97-2003 files that infer reports as a generic OLE compound file,
+/// by the stream names in a directory sector that lies within the window.
+fn refine_ole(head: &[u8]) -> Option<&'static Kind> {
+    let has_name = |name: &str| {
+        let utf16: Vec<u8> = name.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        head.windows(utf16.len()).any(|window| window == utf16)
+    };
+    let extension = if has_name("WordDocument") {
+        "doc"
+    } else if has_name("Workbook") || has_name("Book\0") {
+        "xls"
+    } else if has_name("PowerPoint Document") {
+        "ppt"
+    } else {
+        return None;
+    };
+    kind_by_infer_extension(extension)
+}
+
+/// Signatures at offset 0 that infer 0.19 lacks.
+fn detect_extra_signature(head: &[u8]) -> Option<&'static Kind> {
+    let mime = if head.starts_with(b"070702") || head.starts_with(b"070707") {
+        // cpio in the "newc with CRC" and portable ASCII formats; infer knows newc and binary.
+        "application/x-cpio"
+    } else if head.starts_with(b"ttcf") {
+        "font/collection"
+    } else if head.starts_with(b".RMF") {
+        "application/vnd.rn-realmedia"
+    } else if head.get(4..10).is_some_and(|brand| brand.starts_with(b"ftyp3g")) {
+        "video/3gpp"
+    } else {
+        return None;
+    };
+    kind_by_mime(mime)
 }
 
 fn describe_matcher(matcher: infer::MatcherType) -> &'static str {
@@ -336,7 +446,11 @@ fn plain_text() -> &'static Kind {
 /// window is fine), or UTF-16 behind its byte-order mark, with no control characters other than
 /// tab, line feed, form feed, carriage return and escape.
 fn decode_text(head: &[u8]) -> Option<String> {
-    let text = if let Some(rest) = head.strip_prefix(&[0xFE, 0xFF]) {
+    let text = if let Some(rest) = head.strip_prefix(&[0x00, 0x00, 0xFE, 0xFF]) {
+        decode_utf32(rest, u32::from_be_bytes)?
+    } else if let Some(rest) = head.strip_prefix(&[0xFF, 0xFE, 0x00, 0x00]) {
+        decode_utf32(rest, u32::from_le_bytes)?
+    } else if let Some(rest) = head.strip_prefix(&[0xFE, 0xFF]) {
         decode_utf16(rest, u16::from_be_bytes)?
     } else if let Some(rest) = head.strip_prefix(&[0xFF, 0xFE]) {
         decode_utf16(rest, u16::from_le_bytes)?
@@ -354,6 +468,10 @@ fn decode_text(head: &[u8]) -> Option<String> {
     };
     let is_text_char = |c: char| !c.is_control() || matches!(c, '\t' | '\n' | '\x0c' | '\r' | '\x1b');
     (!text.is_empty() && text.chars().all(is_text_char)).then_some(text)
+}
+
+fn decode_utf32(bytes: &[u8], unit: fn([u8; 4]) -> u32) -> Option<String> {
+    bytes.chunks_exact(4).map(|quad| char::from_u32(unit([quad[0], quad[1], quad[2], quad[3]]))).collect()
 }
 
 fn decode_utf16(bytes: &[u8], unit: fn([u8; 2]) -> u16) -> Option<String> {
@@ -509,6 +627,82 @@ mod tests {
                 String::from_utf8_lossy(bytes)
             );
         }
+    }
+
+    /// A ZIP local file header for `name` with `data` stored uncompressed.
+    fn zip_entry(name: &str, data: &[u8]) -> Vec<u8> {
+        let mut entry = b"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec();
+        entry.extend_from_slice(&[0; 4]); // crc-32
+        let size = u32::try_from(data.len()).unwrap().to_le_bytes();
+        entry.extend_from_slice(&size);
+        entry.extend_from_slice(&size);
+        entry.extend_from_slice(&u16::try_from(name.len()).unwrap().to_le_bytes());
+        entry.extend_from_slice(&[0, 0]); // extra field length
+        entry.extend_from_slice(name.as_bytes());
+        entry.extend_from_slice(data);
+        entry
+    }
+
+    #[test]
+    fn office_zips_are_told_apart() {
+        let mut drawing = zip_entry("mimetype", b"application/vnd.oasis.opendocument.graphics");
+        drawing.extend(zip_entry("content.xml", b"<x/>"));
+        assert_eq!(label_and_description(&detect_bytes(&drawing)), other("odg", "an OpenDocument drawing"));
+
+        let template = zip_entry("mimetype", b"application/vnd.oasis.opendocument.chart-template");
+        assert_eq!(detect_bytes(&template).label(), "odc");
+
+        let mut docx = zip_entry("_rels/.rels", b"<Relationships/>");
+        docx[6] = 0x08; // sizes in a data descriptor, as Word writes them
+        docx.extend(zip_entry("word/document.xml", b"<w:document/>"));
+        assert_eq!(label_and_description(&detect_bytes(&docx)), other("docx", "a Word document"));
+
+        let mut plain = zip_entry("readme.txt", b"hello");
+        plain.extend(zip_entry("inside.pdf", b"%PDF-1.7"));
+        assert_eq!(detect_bytes(&plain).label(), "zip");
+    }
+
+    #[test]
+    fn ole_files_are_told_apart_by_stream_names() {
+        let ole = |stream: &str| {
+            let mut head = vec![0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
+            head.resize(1024, 0);
+            head.extend(stream.encode_utf16().flat_map(u16::to_le_bytes));
+            head.resize(2048, 0);
+            detect_bytes(&head)
+        };
+        assert_eq!(label_and_description(&ole("WordDocument")), other("doc", "a Word 97-2003 document"));
+        assert_eq!(ole("Workbook").label(), "xls");
+        assert_eq!(ole("PowerPoint Document").label(), "ppt");
+        assert_eq!(ole("Something Else").label(), "ole");
+    }
+
+    #[test]
+    fn signatures_infer_lacks_are_recognised() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"070707000A1B2C", "cpio"),
+            (b"070702000A1B2C", "cpio"),
+            (b"ttcf\x00\x01\x00\x00", "ttc"),
+            (b".RMF\x00\x00\x00\x12", "realmedia"),
+            (b"\x00\x00\x00\x18ftyp3gp4\x00\x00", "3gp"),
+        ];
+        for (bytes, label) in cases {
+            assert_eq!(detect_bytes(bytes).label(), *label);
+        }
+        // An offset-0 signature wins over a PDF header inside the window, as infer's do.
+        let mut cpio_of_pdf = b"070707".to_vec();
+        cpio_of_pdf.extend_from_slice(b"00000000%PDF-1.7\n");
+        assert_eq!(detect_bytes(&cpio_of_pdf).label(), "cpio");
+    }
+
+    #[test]
+    fn utf32_with_bom_is_text() {
+        let le: Vec<u8> =
+            [0xFF, 0xFE, 0, 0].into_iter().chain("hi\n".chars().flat_map(|c| u32::from(c).to_le_bytes())).collect();
+        let be: Vec<u8> =
+            [0, 0, 0xFE, 0xFF].into_iter().chain("hi\n".chars().flat_map(|c| u32::from(c).to_be_bytes())).collect();
+        assert_eq!(detect_bytes(&le).label(), "text");
+        assert_eq!(detect_bytes(&be).label(), "text");
     }
 
     #[test]

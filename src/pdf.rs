@@ -223,6 +223,7 @@ fn rewrite(bytes: &[u8], output: &Path) -> Result<u32, PdfError> {
 
     // Taken before anything changes, to encrypt the result the way the input was.
     let encryption = document.encryption_state.take();
+    write_lengths_directly(&mut document);
     document.compress();
     document.prune_objects();
     document.renumber_objects();
@@ -259,6 +260,20 @@ fn rewrite(bytes: &[u8], output: &Path) -> Result<u32, PdfError> {
     let file = sink.inner.into_inner().map_err(|error| error.into_error())?;
     file.sync_all()?;
     Ok(pages)
+}
+
+/// Sets every stream's `/Length` to the number of bytes it holds.
+///
+/// lopdf writes a stream's dictionary as it was read, and an indirect `/Length` whose object
+/// was lost in a damaged file would be written as a dangling reference. The stream's content is
+/// what gets written, so its length is known; the old length objects are pruned afterwards.
+fn write_lengths_directly(document: &mut Document) {
+    for object in document.objects.values_mut() {
+        if let Object::Stream(stream) = object {
+            let length = i64::try_from(stream.content.len()).unwrap_or(i64::MAX);
+            stream.dict.set("Length", length);
+        }
+    }
 }
 
 fn load_options() -> LoadOptions {
@@ -598,6 +613,25 @@ mod tests {
         let catalog = b"<< /Type /Catalog /Pages 2 0 R /Loop 5 0 R >>";
         let bytes = assemble(&[catalog, PAGES, PAGE, CONTENT, b"[6 0 R]", b"[5 0 R]"]);
         assert_eq!(optimize_bytes(&bytes).unwrap().pages, 1);
+    }
+
+    #[test]
+    fn dangling_indirect_length_is_written_directly() {
+        // Object 4's /Length points at object 5, which does not exist; lopdf recovers the
+        // length from `endstream`. The output must not keep the dangling reference.
+        let content = b"<< /Length 5 0 R >>\nstream\n0 0 m 10 10 l S\nendstream";
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.pdf");
+        let output = dir.path().join("out.pdf");
+        std::fs::write(&input, assemble(&[CATALOG, PAGES, PAGE, content])).unwrap();
+        optimize(&input, &output).unwrap();
+        let reloaded = Document::load(&output).unwrap();
+        for object in reloaded.objects.values() {
+            if let Ok(stream) = object.as_stream() {
+                let length = stream.dict.get(b"Length").unwrap();
+                assert!(length.as_i64().is_ok(), "/Length is {length:?}");
+            }
+        }
     }
 
     #[test]

@@ -176,6 +176,8 @@ pub struct ClientSettings {
     pub local_api: bool,
     /// How long a getUpdates long poll waits.
     pub poll_timeout: Duration,
+    /// A file server in front of a local Bot API server's disk (`<url><absolute path>`).
+    pub local_files_url: Option<Url>,
 }
 
 /// The Bot API, as docket uses it. Cheap to clone.
@@ -253,7 +255,14 @@ impl TelegramClient {
     /// Opens the bytes of a file described by getFile: over HTTP from the Bot API, or from the
     /// local server's disk when it runs with `--local` and answered with an absolute path.
     pub async fn open_file(&self, file: &RemoteFile) -> Result<ByteStream, TelegramError> {
-        if self.settings.local_api && Path::new(&file.path).is_absolute() {
+        let absolute = self.settings.local_api && Path::new(&file.path).is_absolute();
+        if let (true, Some(base)) = (absolute, &self.settings.local_files_url) {
+            let mut url = base.clone();
+            let prefix = url.path().trim_end_matches('/').to_owned();
+            url.set_path(&format!("{prefix}{}", file.path));
+            return self.stream_http(url).await;
+        }
+        if absolute {
             let f = tokio::fs::File::open(&file.path).await.map_err(|e| {
                 TelegramError::Transient(format!("cannot open the local Bot API server's copy: {}", e.kind()))
             })?;
@@ -266,6 +275,11 @@ impl TelegramClient {
         // Join without percent-encoding the slashes of the path (teloxide's download_file does).
         let base = url.path().trim_end_matches('/').to_owned();
         url.set_path(&format!("{base}/file/bot{}/{}", self.token.expose(), file.path.trim_start_matches('/')));
+        self.stream_http(url).await
+    }
+
+    /// GETs `url` and streams its body. The URL may hold the token: errors never include it.
+    async fn stream_http(&self, url: Url) -> Result<ByteStream, TelegramError> {
         let response = self.http.get(url).send().await.map_err(|e| TelegramError::from_reqwest(&e.without_url()))?;
         let status = response.status();
         if status.as_u16() == 429 {

@@ -78,7 +78,10 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
     let input = dir.path().join("in.pdf");
     let output = dir.path().join("out.pdf");
     std::fs::write(&input, fixture("pdf/text-20pages.pdf")).expect("write");
-    let out = docket(&["process", input.to_str().expect("utf8"), "--op", "optimize", "-o", output.to_str().expect("utf8")], None);
+    let out = docket(
+        &["process", input.to_str().expect("utf8"), "--op", "optimize", "-o", output.to_str().expect("utf8")],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let doc = lopdf::Document::load(&output).expect("the output is a PDF");
     assert_eq!(doc.get_pages().len(), 20);

@@ -57,6 +57,9 @@ async fn a_pdf_travels_from_update_to_result(backend: Backend) {
     assert_eq!(job.sha256.as_deref().map(str::len), Some(64));
     assert_eq!(job.detected_format.as_deref(), Some("pdf"));
 
+    // The logs were captured (so the harness's no-secrets check has something to read).
+    assert!(crate::support::logs::captured().contains("accepted a document"));
+
     // The source and intermediates are gone; only the result stays.
     let files = files_under(&app.data_dir());
     assert_eq!(files.len(), 1, "only the result should remain: {files:?}");
