@@ -14,12 +14,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::{BotToken, Config};
+use crate::domain::JobState;
 use crate::domain::{SharedClock, SystemClock};
 use crate::intake::{Intake, IntakeSettings};
 use crate::outbox::{OutboxDeps, OutboxSettings};
+use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings, Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{Stage, Store};
+use crate::store::{JobFilter, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::polling::Poller;
 use crate::telegram::{TelegramClient, TelegramError};
@@ -125,6 +127,22 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         processing: Arc::new(Notify::new()),
         outbox: Arc::new(Notify::new()),
     };
+    let budget = Arc::new(Budget::new(
+        config.budget.bytes,
+        config.budget.multiplier,
+        config.budget.max_wait,
+        Arc::clone(&wake.downloads),
+    ));
+    // Jobs whose files are still on this machine reserve again before anything new starts.
+    for state in [JobState::Fetched, JobState::Processing] {
+        let held = store
+            .jobs(&JobFilter { chat: None, state: Some(state), limit: i64::MAX })
+            .await
+            .context("while reading jobs in flight")?;
+        for job in held {
+            budget.hold(job.ticket, job.real_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+        }
+    }
     let intake = Intake::new(
         store.clone(),
         Arc::clone(&options.clock),
@@ -134,6 +152,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             download_limit: config.download_limit(),
             upload_limit: config.upload_limit(),
             result_ttl: config.retention.result_ttl,
+            largest_source: budget.largest_source(),
         },
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
@@ -151,8 +170,10 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             result_ttl: config.retention.result_ttl,
             idle_poll: options.idle_poll,
             retry_base: options.retry_base,
+            per_chat: config.workers.per_chat,
         }),
         wake: wake.clone(),
+        budget: Arc::clone(&budget),
     };
     let outbox = OutboxDeps {
         store: store.clone(),

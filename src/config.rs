@@ -37,6 +37,20 @@ pub struct Config {
     pub retention: Retention,
     /// `[access]`
     pub access: Access,
+    /// `[budget]`
+    pub budget: BudgetConfig,
+}
+
+/// `[budget]`: bytes of in-flight files (downloads, sources, intermediate output) allowed on
+/// this machine. Results kept for retention are not counted.
+#[derive(Debug, Clone, Copy)]
+pub struct BudgetConfig {
+    /// `bytes`: the budget.
+    pub bytes: u64,
+    /// `multiplier`: bytes reserved per byte of source (source + intermediate output).
+    pub multiplier: f64,
+    /// `max_wait`: after waiting this long for room, a job stops smaller ones from passing it.
+    pub max_wait: Duration,
 }
 
 /// How updates reach the bot.
@@ -156,6 +170,8 @@ pub struct Workers {
     pub max_attempts: u32,
     /// `shutdown_grace`: how long running work may finish after SIGTERM before it is released.
     pub shutdown_grace: Duration,
+    /// `per_chat`: how many of one chat's jobs may be in flight at once.
+    pub per_chat: usize,
 }
 
 /// `[retention]`: how long results are kept.
@@ -311,7 +327,7 @@ impl Config {
             message: e.to_string(),
         })?;
         let mut r = Reader::default();
-        r.only_sections(&table, &["telegram", "storage", "limits", "workers", "retention", "access"]);
+        r.only_sections(&table, &["telegram", "storage", "limits", "workers", "retention", "access", "budget"]);
 
         let t = r.section(&table, "telegram", &["mode", "api_url", "local_api", "poll_timeout", "local_files_url"]);
         let mode = match r.string(&t, "telegram", "mode").as_deref() {
@@ -374,7 +390,11 @@ impl Config {
             local_upload: r.size(&l, "limits", "local_upload").unwrap_or(2_000_000_000),
         };
 
-        let w = r.section(&table, "workers", &["download", "process", "lease", "max_attempts", "shutdown_grace"]);
+        let w = r.section(
+            &table,
+            "workers",
+            &["download", "process", "lease", "max_attempts", "shutdown_grace", "per_chat"],
+        );
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let workers = Workers {
             download: r.count(&w, "workers", "download", 1, 256).unwrap_or(4),
@@ -386,6 +406,16 @@ impl Config {
             shutdown_grace: r
                 .duration(&w, "workers", "shutdown_grace", Duration::ZERO, Duration::from_secs(3600))
                 .unwrap_or(Duration::from_secs(20)),
+            per_chat: r.count(&w, "workers", "per_chat", 1, 1000).unwrap_or(2),
+        };
+
+        let b = r.section(&table, "budget", &["bytes", "multiplier", "max_wait"]);
+        let budget = BudgetConfig {
+            bytes: r.size(&b, "budget", "bytes").unwrap_or(16 * 1024 * 1024 * 1024),
+            multiplier: r.ratio(&b, "budget", "multiplier", 1.0, 10.0).unwrap_or(2.0),
+            max_wait: r
+                .duration(&b, "budget", "max_wait", Duration::ZERO, Duration::from_secs(86_400))
+                .unwrap_or(Duration::from_secs(60)),
         };
 
         let re = r.section(&table, "retention", &["result_ttl"]);
@@ -402,7 +432,7 @@ impl Config {
         };
 
         if r.problems.is_empty() {
-            Ok(Self { telegram, storage, limits, workers, retention, access })
+            Ok(Self { telegram, storage, limits, workers, retention, access, budget })
         } else {
             Err(ConfigError::Invalid { path: path.map(Path::to_path_buf), problems: r.problems })
         }
@@ -541,6 +571,26 @@ impl Reader {
                     &format!("[{section}] {key}"),
                     &short(other),
                     &format!("a whole number from {min} to {max}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn ratio(&mut self, t: &Table, section: &str, key: &str, min: f64, max: f64) -> Option<f64> {
+        let v = t.get(key)?;
+        let n = match v {
+            Value::Float(f) => Some(*f),
+            Value::Integer(i) => Some(*i as f64),
+            _ => None,
+        };
+        match n {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.problem(
+                    &format!("[{section}] {key}"),
+                    &short(v),
+                    &format!("a number from {min} to {max}, such as 2.0"),
                 );
                 None
             }

@@ -105,6 +105,8 @@ pub struct IntakeSettings {
     pub upload_limit: u64,
     /// How long results are kept.
     pub result_ttl: Duration,
+    /// The largest file the byte budget can ever hold (with its intermediate output).
+    pub largest_source: u64,
 }
 
 /// The intake service. Cheap to clone.
@@ -199,6 +201,12 @@ impl Intake {
                 limit_bytes = self.settings.download_limit,
                 "refused a file over the download limit"
             );
+            return Ok(Recorded::RefusedTooBig);
+        }
+        if let Some(size) = facts.size.filter(|s| *s > self.settings.largest_source) {
+            let text = texts::too_big_for_budget(&name, size, self.settings.largest_source);
+            self.reply(tx, update_id, origin, text).await?;
+            info!(update.id = update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
         }
         let new_job = NewJob {

@@ -88,6 +88,23 @@ impl Spool {
         Ok(dir)
     }
 
+    /// Removes every file of `ticket` in `downloads/` (a `.part` or an unrecorded source left by
+    /// an attempt that died). Only the lease holder calls this, right before downloading again.
+    pub fn remove_downloads_of(&self, ticket: Ticket) -> io::Result<usize> {
+        let prefix = Self::download_prefix(ticket);
+        let mut removed = 0;
+        for entry in std::fs::read_dir(self.downloads())? {
+            let entry = entry?;
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+                match std::fs::remove_file(entry.path()) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => removed += 1,
+                }
+            }
+        }
+        Ok(removed)
+    }
+
     /// Removes a job's intermediate output. Missing is fine.
     pub fn remove_work(&self, ticket: Ticket) -> io::Result<()> {
         remove_dir_if_exists(&self.work_root().join(ticket.0.to_string()))

@@ -26,7 +26,14 @@ pub struct Fetched {
 
 /// Downloads the job's file and verifies it.
 pub async fn fetch(deps: &PipelineDeps, job: &Job) -> Result<Fetched, StageError> {
-    let limit = deps.settings.download_limit;
+    // The file must fit the mode's download limit and, with its intermediate output, the budget.
+    let limit = deps.settings.download_limit.min(deps.budget.largest_source());
+    // An attempt that died (a crash, a lost lease) may have left a .part or an unrecorded source.
+    match deps.spool.remove_downloads_of(job.ticket) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(files = n, "removed files of an earlier, unfinished attempt"),
+        Err(e) => return Err(disk_error("cleaning up an earlier attempt", &e)),
+    }
     let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
     if let Some(size) = declared.filter(|s| *s > limit) {
         return Err(StageError::fail(FailureReason::TooBig { size, limit }, "declared size over the download limit"));

@@ -7,6 +7,7 @@
 //! stops pointing at them is committed, so a crash leaves at worst an orphan file, never a row
 //! that points at nothing.
 
+pub mod budget;
 pub mod download;
 pub mod process;
 
@@ -98,6 +99,8 @@ pub struct PipelineSettings {
     pub idle_poll: Duration,
     /// First retry delay; doubles per attempt.
     pub retry_base: Duration,
+    /// How many of one chat's jobs may be in flight at once.
+    pub per_chat: usize,
 }
 
 /// What the workers share. Cheap to clone.
@@ -115,6 +118,8 @@ pub struct PipelineDeps {
     pub settings: Arc<PipelineSettings>,
     /// Wake-ups.
     pub wake: Wakeups,
+    /// The byte budget of this machine.
+    pub budget: Arc<budget::Budget>,
 }
 
 /// What a finished stage produced.
@@ -170,8 +175,11 @@ async fn worker(stage: Stage, owner: String, deps: PipelineDeps, cancel: Shutdow
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let now = deps.clock.now();
-        match deps.store.claim_job(stage, &owner, now, deps.settings.lease).await {
+        let claimed = match stage {
+            Stage::Download => claim_download(&deps, &owner).await,
+            Stage::Process => deps.store.claim_job(stage, &owner, deps.clock.now(), deps.settings.lease).await,
+        };
+        match claimed {
             Ok(Some(job)) => {
                 errors = 0;
                 run_claimed(stage, job, &owner, &deps, &cancel.abort).await;
@@ -194,6 +202,28 @@ async fn worker(stage: Stage, owner: String, deps: PipelineDeps, cancel: Shutdow
             () = tokio::time::sleep(wait) => {}
         }
     }
+}
+
+/// Claims the next download that fits the byte budget and the per-chat bound, and reserves its
+/// bytes, under one lock so two workers cannot both take the last room.
+async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::StoreResult<Option<Job>> {
+    let _claiming = deps.budget.claim_lock.lock().await;
+    let now = deps.clock.now();
+    let limit = deps.settings.download_limit;
+    let Some(head) = deps.store.next_waiting_download(now).await? else { return Ok(None) };
+    if deps.budget.must_wait_for(&head, now, limit) {
+        // The head of the queue waited long enough: let the room it needs free up.
+        tracing::debug!(ticket = head.ticket.0, "holding new downloads back for a job waiting for room");
+        return Ok(None);
+    }
+    let limits = deps.budget.limits(limit, deps.settings.per_chat);
+    let job = deps.store.claim_download(owner, now, deps.settings.lease, &limits).await?;
+    if let Some(job) = &job {
+        let size =
+            job.declared_size.and_then(|s| u64::try_from(s).ok()).unwrap_or_else(|| deps.budget.unknown_size(limit));
+        deps.budget.hold(job.ticket, size);
+    }
+    Ok(job)
 }
 
 /// Why a stage did not report an outcome.
@@ -229,13 +259,21 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
         match outcome {
             Ok(Ok(produced)) => advance(deps, &job, &lease, produced).await,
             Ok(Err(e)) => handle_error(deps, &job, &lease, e).await,
-            Err(Interrupted::LeaseLost) => warn!("lost the lease; another worker owns the job now, dropping this attempt"),
+            Err(Interrupted::LeaseLost) => {
+                warn!("lost the lease; another worker owns the job now, dropping this attempt");
+                if stage == Stage::Download {
+                    deps.budget.release(job.ticket);
+                }
+            }
             Err(Interrupted::Shutdown) => {
                 // Give the job back now instead of letting the lease run out.
                 let release = Release { from: job.state, event: JobEvent::RetryLater, not_before: deps.clock.now(), detail: Some("released at shutdown".into()), reset_attempts: false };
                 match deps.store.release_job(job.ticket, &lease, &release, deps.clock.now()).await {
                     Ok(_) => info!("released the job at shutdown"),
                     Err(e) => warn!(error = %e, "could not release the job at shutdown; its lease will lapse"),
+                }
+                if stage == Stage::Download {
+                    deps.budget.release(job.ticket);
                 }
             }
         }
@@ -331,6 +369,7 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                     if let Err(e) = deps.spool.remove_work(job.ticket) {
                         warn!(error = %e, "could not remove intermediate files; the janitor will");
                     }
+                    deps.budget.release(job.ticket);
                 }
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the result; discarding it");
@@ -381,6 +420,7 @@ async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageE
                     if let Some(source) = &job.local_path {
                         remove_quietly(deps, source);
                     }
+                    deps.budget.release(job.ticket);
                     deps.wake.downloads.notify_waiters();
                 }
                 outcome => {

@@ -48,6 +48,8 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         ));
     }
 
+    // Intermediate output of an attempt that died is invalid: start from a clean work folder.
+    deps.spool.remove_work(job.ticket).map_err(|e| StageError::retry(format!("cleaning the work folder: {e}")))?;
     // Intermediate output lives in work/<ticket>/ and vanishes if this attempt ends early.
     let work_dir =
         deps.spool.work_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;

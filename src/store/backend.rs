@@ -121,7 +121,9 @@ fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease>
 
 /// The claim statements, which differ per backend in how they lock.
 pub(crate) struct ClaimSql {
-    /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now.
+    /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now, $4 the size assumed for a
+    /// job without a declared size, $5 the largest size that fits the byte budget, $6 how many
+    /// jobs of one chat may be in flight.
     pub download: &'static str,
     /// Claims a `fetched` job, or a `processing` one whose lease lapsed: same binds.
     pub process: &'static str,
@@ -229,7 +231,7 @@ macro_rules! define_backend {
                 let done = sqlx::query(
                     "UPDATE jobs SET status = 'failed', error = $4, error_detail = $5, lease_owner = NULL,
                         lease_until = NULL, updated_at = $6
-                     WHERE id = $1 AND status = $2 AND ($3 IS NULL OR lease_token = $3)",
+                     WHERE id = $1 AND status = $2 AND ($3 IS NULL OR (lease_token = $3 AND lease_owner IS NOT NULL))",
                 )
                 .bind(ticket.0).bind(from.as_str()).bind(lease.map(|l| l.token)).bind(reason).bind(detail).bind(now.as_millis())
                 .execute(&mut *c).await.context("failing a job")?;
@@ -240,7 +242,7 @@ macro_rules! define_backend {
                 let res = sqlx::query(
                     "UPDATE jobs SET status = 'ready', result_path = $3, result_size = $4, detected_format = $5,
                         result_expires_at = $6, local_path = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $7
-                     WHERE id = $1 AND status = 'processing' AND lease_token = $2",
+                     WHERE id = $1 AND status = 'processing' AND lease_token = $2 AND lease_owner IS NOT NULL",
                 )
                 .bind(ticket.0).bind(lease.token).bind(&done.result_path).bind(done.result_size)
                 .bind(&done.detected_format).bind(done.expires_at.as_millis()).bind(now.as_millis())
@@ -320,7 +322,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::claim_job`].
-            pub async fn claim_job(&self, stage: $crate::store::Stage, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+            pub async fn claim_job(&self, stage: $crate::store::Stage, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration, limits: &$crate::store::ClaimLimits) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
                 use $crate::store::QueryContext;
                 let claims: &$crate::store::backend::ClaimSql = &$claims;
                 let sql = match stage {
@@ -329,8 +331,21 @@ macro_rules! define_backend {
                 };
                 sqlx::query_as::<_, $crate::store::backend::JobRow>(sql)
                     .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
+                    .bind(limits.unknown_size).bind(limits.max_size).bind(limits.per_chat)
                     .fetch_optional(&self.pool).await.context("claiming a job")?
                     .map($crate::store::backend::JobRow::into_job).transpose()
+            }
+
+            /// See [`crate::store::Store::next_waiting_download`].
+            pub async fn next_waiting_download(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+                use $crate::store::QueryContext;
+                sqlx::query_as::<_, $crate::store::backend::JobRow>(
+                    "SELECT * FROM jobs WHERE status = 'accepted' AND not_before <= $1
+                       AND (lease_until IS NULL OR lease_until <= $1)
+                     ORDER BY not_before, id LIMIT 1",
+                )
+                .bind(now.as_millis()).fetch_optional(&self.pool).await.context("finding the next download")?
+                .map($crate::store::backend::JobRow::into_job).transpose()
             }
 
             /// See [`crate::store::Store::renew_job_lease`].
@@ -348,7 +363,7 @@ macro_rules! define_backend {
                 let done = sqlx::query(
                     "UPDATE jobs SET status = 'fetched', local_path = $3, real_size = $4, sha256 = $5, attempts = 0,
                         lease_owner = NULL, lease_until = NULL, error_detail = NULL, updated_at = $6
-                     WHERE id = $1 AND status = 'accepted' AND lease_token = $2",
+                     WHERE id = $1 AND status = 'accepted' AND lease_token = $2 AND lease_owner IS NOT NULL",
                 )
                 .bind(ticket.0).bind(lease.token).bind(path).bind(size).bind(sha256).bind(now.as_millis())
                 .execute(&self.pool).await.context("marking a job fetched")?;
@@ -364,7 +379,7 @@ macro_rules! define_backend {
                         attempts = CASE WHEN $7 THEN 0 ELSE attempts END,
                         local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
                         lease_owner = NULL, lease_until = NULL, updated_at = $9
-                     WHERE id = $1 AND status = $2 AND lease_token = $3",
+                     WHERE id = $1 AND status = $2 AND lease_token = $3 AND lease_owner IS NOT NULL",
                 )
                 .bind(ticket.0).bind(r.from.as_str()).bind(lease.token).bind(to.as_str()).bind(r.not_before.as_millis())
                 .bind(r.detail.as_deref()).bind(r.reset_attempts).bind(clear_source).bind(now.as_millis())

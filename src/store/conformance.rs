@@ -1,6 +1,6 @@
 //! Storage promises, written once and run against every backend.
 //!
-//! Each promise is an `async fn case(store: Store)`. [`conformance!`] stamps every case out as one
+//! Each promise is an `async fn case(store: Store)`. `conformance!` stamps every case out as one
 //! `#[tokio::test]` per backend: `sqlite::<case>` on a fresh WAL file in a temp folder, and, with
 //! `--features postgres-tests`, `postgres::<case>` on a fresh database created on the server named
 //! by `DATABASE_URL` and dropped afterwards. Time is fixed [`Timestamp`]s, never the wall clock.
@@ -992,7 +992,8 @@ async fn indexes(store: &Store) -> BTreeSet<(String, Option<String>)> {
     let rows: Vec<(String, Option<String>)> = match &mut tx {
         Tx::Sqlite(t) => {
             let rows: Vec<(String, String)> = sqlx::query_as(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name <> '_sqlx_migrations'",
+                "SELECT name, sql FROM sqlite_master
+                 WHERE type = 'index' AND sql IS NOT NULL AND tbl_name <> '_sqlx_migrations'",
             )
             .fetch_all(&mut **t)
             .await

@@ -278,6 +278,22 @@ pub enum Stage {
     Process,
 }
 
+/// Which `accepted` jobs a download claim may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimLimits {
+    /// The size assumed for a job whose size Telegram did not declare.
+    pub unknown_size: i64,
+    /// The largest (declared or assumed) size that fits the byte budget now.
+    pub max_size: i64,
+    /// How many jobs of one chat may be in flight (leased downloads, fetched, processing).
+    pub per_chat: i64,
+}
+
+impl ClaimLimits {
+    /// No limits.
+    pub const NONE: Self = Self { unknown_size: 0, max_size: i64::MAX, per_chat: i64::MAX };
+}
+
 /// How a holder gives a job back without finishing it.
 #[derive(Debug, Clone)]
 pub struct Release {
@@ -397,7 +413,23 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.claim_job(stage, owner, now, lease_len).await)
+        forward!(self, s => s.claim_job(stage, owner, now, lease_len, &ClaimLimits::NONE).await)
+    }
+
+    /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
+    pub async fn claim_download(
+        &self,
+        owner: &str,
+        now: Timestamp,
+        lease_len: Duration,
+        limits: &ClaimLimits,
+    ) -> StoreResult<Option<Job>> {
+        forward!(self, s => s.claim_job(Stage::Download, owner, now, lease_len, limits).await)
+    }
+
+    /// The job a download claim would take next if nothing limited it (head of the queue).
+    pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
+        forward!(self, s => s.next_waiting_download(now).await)
     }
 
     /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).

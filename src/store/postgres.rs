@@ -20,9 +20,13 @@ pub struct PostgresStore {
 const CLAIMS: ClaimSql = ClaimSql {
     download: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
                    attempts = attempts + 1, updated_at = $3
-               WHERE id = (SELECT id FROM jobs WHERE status = 'accepted' AND not_before <= $3
-                             AND (lease_until IS NULL OR lease_until <= $3)
-                           ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                             AND COALESCE(j.declared_size, $4) <= $5
+                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                         OR o.status IN ('fetched', 'processing'))) < $6
+                           ORDER BY j.not_before, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
                RETURNING *",
     process: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
                   lease_until = $2, attempts = attempts + 1, updated_at = $3

@@ -66,6 +66,16 @@ pub fn too_big_to_accept(name: &str, declared: u64, limit: u64) -> String {
     )
 }
 
+/// The refusal of a file bigger than the whole byte budget of this bot; no job is made.
+pub fn too_big_for_budget(name: &str, declared: u64, largest: u64) -> String {
+    format!(
+        "{} is {}, more than this bot can work on at once (up to {}). Nothing was queued.",
+        display_name(name),
+        size(declared),
+        size(largest)
+    )
+}
+
 /// The refusal of a user who is not on `[access] allowed_users`.
 pub fn not_allowed(user_id: Option<i64>) -> String {
     match user_id {
