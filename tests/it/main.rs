@@ -5,6 +5,7 @@
 
 mod support;
 
+mod budget;
 mod cli;
 mod e2e;
 mod recovery;

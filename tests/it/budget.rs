@@ -1,0 +1,194 @@
+//! The byte budget: bytes on disk bound concurrency, big jobs are not starved, one chat cannot
+//! take the whole pipeline, and a file bigger than the whole budget is refused at once.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use docket::domain::{JobState, Ticket};
+use lopdf::{Document, Object, Stream, dictionary};
+
+use crate::support::fake_telegram::{Call, DownloadFault};
+use crate::support::{Backend, DEADLINE, TestApp};
+
+const MB: u64 = 1_000_000;
+
+/// A valid one-page PDF of about `size` bytes whose bulk is an incompressible image stream, so
+/// optimizing it neither shrinks it nor takes long.
+fn pdf_of_size(size: usize, seed: u64) -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let noise: Vec<u8> = (0..size)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as u8
+        })
+        .collect();
+    let image = doc.add_object(Stream::new(
+        dictionary! { "Type" => "XObject", "Subtype" => "Image", "Width" => 100, "Height" => 100,
+        "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8, "Filter" => "DCTDecode" },
+        noise,
+    ));
+    let content = doc.add_object(Stream::new(dictionary! {}, b"q 100 0 0 100 0 0 cm /Im0 Do Q".to_vec()));
+    let pages_id = doc.new_object_id();
+    let page = doc.add_object(dictionary! {
+        "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+        "Resources" => dictionary! { "XObject" => dictionary! { "Im0" => image } },
+        "MediaBox" => vec![0.into(), 0.into(), 100.into(), 100.into()],
+    });
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 }),
+    );
+    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    doc.trailer.set("Root", catalog);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("build test PDF");
+    out
+}
+
+fn bytes_under(dir: &Path) -> u64 {
+    crate::support::files_under(dir).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
+}
+
+fn chat_of(c: &Call) -> Option<i64> {
+    c.params["chat_id"].as_i64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_bytes_never_exceed_the_budget() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.budget.bytes = 64 * 1024 * 1024;
+        c.budget.multiplier = 2.0;
+        c.workers.download = 4;
+        c.workers.process = 2;
+    })
+    .await;
+    let data = app.data_dir();
+    let (max_seen, done) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+    let sampler = {
+        let (max_seen, done, data) = (Arc::clone(&max_seen), Arc::clone(&done), data.clone());
+        tokio::spawn(async move {
+            while !done.load(Ordering::SeqCst) {
+                let in_flight = bytes_under(&data.join("downloads")) + bytes_under(&data.join("work"));
+                max_seen.fetch_max(in_flight, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+        })
+    };
+    for n in 0..20 {
+        app.send_document(
+            1_000 + n,
+            pdf_of_size(10 * MB as usize, n as u64),
+            &format!("big-{n}.pdf"),
+            "application/pdf",
+        );
+    }
+    for n in 1..=20 {
+        app.wait_for_job(Ticket(n), |j| j.state == JobState::Ready).await;
+    }
+    done.store(true, Ordering::SeqCst);
+    sampler.await.expect("sampler");
+    let max = max_seen.load(Ordering::SeqCst);
+    assert!(max > 0, "the sampler saw the downloads");
+    assert!(max <= 64 * 1024 * 1024, "in-flight bytes reached {max}, over the 64 MiB budget");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_job_starts_within_bounded_time_under_a_stream_of_small_ones() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.budget.bytes = 64 * 1024 * 1024; // 67.1 MB: the big job (2 × 28 MB) needs all but 11 MB
+        c.budget.multiplier = 2.0;
+        c.budget.max_wait = Duration::from_secs(1);
+        c.workers.download = 4;
+        c.limits.cloud_download = 64 * 1024 * 1024;
+    })
+    .await;
+    app.fake.set_download_limit(64 * 1024 * 1024);
+    let small = pdf_of_size(3 * MB as usize, 7);
+    let stop = Arc::new(AtomicBool::new(false));
+    // A steady stream: a new small file every 400 ms, each download taking about a second, so
+    // two or three small jobs (12–18 MB reserved) are always in flight, more than the 11 MB the
+    // big one leaves, while the four download workers keep up (the big job reaches the head of
+    // the queue instead of drowning in a growing backlog).
+    let stream = {
+        let (fake, stop, small) = (app.fake.clone(), Arc::clone(&stop), small.clone());
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let file = fake.add_file(small.clone());
+                fake.fail_downloads_for(&file.file_id, DownloadFault::Throttle { bytes_per_sec: 3 * MB }, None);
+                fake.push_update(fake.document_update(
+                    2_000 + n,
+                    2_000 + n,
+                    &file,
+                    Some("small.pdf"),
+                    Some("application/pdf"),
+                ));
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
+            n
+        })
+    };
+    // Let the stream fill the pipeline, then the big one arrives.
+    app.fake.wait_for_calls("getFile", |_| true, 3, DEADLINE).await;
+    let big = app.fake.add_file(pdf_of_size(28 * MB as usize, 99));
+    let arrived = std::time::Instant::now();
+    app.fake.push_update(app.fake.document_update(2_999, 2_999, &big, Some("big.pdf"), Some("application/pdf")));
+    let started =
+        app.fake.wait_for_call("getFile", |c| c.params["file_id"].as_str() == Some(&big.file_id), DEADLINE).await;
+    let waited = started.at.duration_since(arrived);
+    stop.store(true, Ordering::SeqCst);
+    let sent = stream.await.expect("stream");
+    assert!(sent >= 5, "the stream kept coming ({sent} small files)");
+    // max_wait (1 s) plus the small jobs in flight finishing (about 1 s each): bounded, not forever.
+    assert!(waited < Duration::from_secs(8), "the big job waited {waited:?}");
+    app.fake.wait_for_call("sendDocument", |c| chat_of(c) == Some(2_999), DEADLINE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_chat_cannot_take_the_whole_pipeline() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.workers.download = 2;
+        c.workers.per_chat = 1;
+    })
+    .await;
+    let pdf = pdf_of_size(MB as usize, 3);
+    for n in 0..6 {
+        let file = app.fake.add_file([pdf.clone(), vec![b'\n'; n]].concat());
+        app.fake.fail_downloads_for(&file.file_id, DownloadFault::Throttle { bytes_per_sec: 2 * MB }, None);
+        app.fake.push_update(app.fake.document_update(3_000, 3_000, &file, Some("flood.pdf"), Some("application/pdf")));
+    }
+    app.fake.wait_for_calls("sendMessage", |c| chat_of(c) == Some(3_000), 6, DEADLINE).await;
+    app.send_document(3_001, pdf.clone(), "other.pdf", "application/pdf");
+    let other = app.fake.wait_for_call("sendDocument", |c| chat_of(c) == Some(3_001), DEADLINE).await;
+    let flood_before_other =
+        app.fake.calls_to("sendDocument").iter().filter(|c| chat_of(c) == Some(3_000) && c.at < other.at).count();
+    assert!(flood_before_other < 3, "the other chat waited for {flood_before_other} of the flood's results");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_bigger_than_the_whole_budget_is_refused_at_intake() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.budget.bytes = 10 * MB;
+        c.budget.multiplier = 2.0;
+    })
+    .await;
+    let file = app.fake.add_file(pdf_of_size(1_000, 1));
+    app.fake.push_update(app.fake.document_update_with_size(
+        4_000,
+        4_000,
+        &file,
+        Some("wide.pdf"),
+        Some("application/pdf"),
+        Some(8 * MB),
+    ));
+    let reply = app.fake.wait_for_call("sendMessage", |c| chat_of(c) == Some(4_000), DEADLINE).await;
+    assert_eq!(
+        reply.params["text"].as_str(),
+        Some("wide.pdf is 8.0 MB, more than this bot can work on at once (up to 5.0 MB). Nothing was queued.")
+    );
+    assert!(app.store.job(Ticket(1)).await.expect("read").is_none());
+}
