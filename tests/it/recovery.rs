@@ -4,13 +4,15 @@ use docket::domain::{JobState, Ticket};
 use sqlx::Connection;
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, DownloadFault};
+use crate::support::fake_telegram::{Call, DownloadFault, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
 per_backend!(
     a_cut_download_is_retried_with_a_fresh_get_file,
     a_lying_size_fails_with_both_sizes,
     a_restart_continues_from_the_stored_offset,
+    a_429_on_get_file_waits_exactly_retry_after,
+    a_wrong_file_id_fails_at_once_with_a_reason,
 );
 
 /// Stop the bot between receiving an update and recording it; on restart the update is polled
@@ -85,5 +87,38 @@ async fn a_restart_continues_from_the_stored_offset(backend: Backend) {
     assert_eq!(
         app.store.jobs(&docket::store::JobFilter { limit: 10, ..Default::default() }).await.expect("list").len(),
         2
+    );
+}
+
+async fn a_429_on_get_file_waits_exactly_retry_after(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.fake.fail_next("getFile", Fault::RetryAfter(2));
+    app.send_document(85, fixture("pdf/text-1page.pdf"), "wait.pdf", "application/pdf");
+    let calls = app.fake.wait_for_calls("getFile", |_| true, 2, DEADLINE).await;
+    assert_eq!(calls[0].status, 429);
+    let waited = calls[1].at.duration_since(calls[0].at);
+    assert!(waited >= std::time::Duration::from_secs(2), "asked again after {waited:?}, before retry_after");
+    assert!(waited < std::time::Duration::from_secs(4), "waited {waited:?}, far longer than retry_after");
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    assert_eq!(job.error, None);
+}
+
+async fn a_wrong_file_id_fails_at_once_with_a_reason(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let mut update = app.fake.text_update(86, 86, "x");
+    update["message"].as_object_mut().expect("message").remove("text");
+    update["message"]["document"] =
+        serde_json::json!({"file_id": "no-such-file", "file_unique_id": "u-none", "file_name": "gone.pdf"});
+    app.fake.push_update(update);
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
+    assert_eq!(job.error.as_deref(), Some("Telegram no longer has gone.pdf; please send it again"));
+    assert_eq!(app.fake.calls_to("getFile").len(), 1, "a permanent error is not retried");
+    let notice = app
+        .fake
+        .wait_for_call("sendMessage", |c| c.params["text"].as_str().is_some_and(|t| t.contains("failed")), DEADLINE)
+        .await;
+    assert_eq!(
+        notice.params["text"].as_str(),
+        Some("#1 failed: Telegram no longer has gone.pdf; please send it again.")
     );
 }
