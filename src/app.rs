@@ -17,6 +17,7 @@ use crate::config::{BotToken, Config};
 use crate::domain::JobState;
 use crate::domain::{SharedClock, SystemClock};
 use crate::intake::{Intake, IntakeSettings};
+use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::outbox::{OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings, Shutdown, Wakeups};
@@ -161,7 +162,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         store: store.clone(),
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
-        spool,
+        spool: spool.clone(),
         settings: Arc::new(PipelineSettings {
             lease: config.workers.lease,
             max_attempts: config.workers.max_attempts,
@@ -171,6 +172,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             idle_poll: options.idle_poll,
             retry_base: options.retry_base,
             per_chat: config.workers.per_chat,
+            min_free: config.storage.min_free,
         }),
         wake: wake.clone(),
         budget: Arc::clone(&budget),
@@ -190,6 +192,17 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         wake: Arc::clone(&wake.outbox),
     };
 
+    let janitor = JanitorDeps {
+        store: store.clone(),
+        clock: Arc::clone(&options.clock),
+        spool: spool.clone(),
+        settings: Arc::new(JanitorSettings::from_config(config)),
+        outbox: Arc::clone(&wake.outbox),
+    };
+    // A machine that crashed comes back clean: reconcile the folders with the database before
+    // any worker runs.
+    crate::janitor::pass(&janitor, false).await.context("while reconciling the data folder at startup")?;
+
     let shutdown = Shutdown::default();
     let poll_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
@@ -201,6 +214,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         shutdown.clone(),
     ));
     workers.spawn(crate::pipeline::run_pool(Stage::Process, config.workers.process, pipeline, shutdown.clone()));
+    workers.spawn(crate::janitor::run(janitor, shutdown.stop.clone()));
     let senders_stop = CancellationToken::new();
     let mut senders = JoinSet::new();
     senders.spawn(crate::outbox::run(outbox, Shutdown { stop: senders_stop.clone(), abort: shutdown.abort.clone() }));

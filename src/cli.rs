@@ -10,8 +10,15 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
 use crate::config::{BotToken, CONFIG_ENV, Config};
+use crate::domain::SystemClock;
 use crate::domain::{JobState, Operation, Ticket};
+use crate::janitor::{JanitorDeps, JanitorSettings};
+use crate::spool::Spool;
 use crate::store::{Job, JobFilter, Store};
 use crate::telegram::texts;
 
@@ -55,6 +62,13 @@ pub enum Command {
         /// Print JSON lines instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// One janitor pass: expire results, enforce the results cap, delete orphans and stale
+    /// `.part` files, prune old rows. Safe beside a running bot.
+    Janitor {
+        /// List what would be deleted, with sizes, and delete nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Run one operation on a local file (no bot, no database).
     Process {
@@ -124,6 +138,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             out(&lines.join("\n"))
         }
+        Command::Janitor { dry_run } => janitor(&config, dry_run).await,
         Command::Process { .. } => unreachable!("handled before loading the configuration"),
     }
 }
@@ -132,6 +147,40 @@ async fn open(config: &Config) -> anyhow::Result<Store> {
     Store::open(&config.storage.database_url)
         .await
         .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))
+}
+
+async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
+    let store = open(config).await?;
+    let deps = JanitorDeps {
+        store: store.clone(),
+        clock: Arc::new(SystemClock),
+        spool: Spool::open(&config.storage.data_dir)?,
+        settings: Arc::new(JanitorSettings::from_config(config)),
+        outbox: Arc::new(Notify::new()),
+    };
+    let report = crate::janitor::pass(&deps, dry_run).await?;
+    store.close().await;
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    let mut lines: Vec<String> = report
+        .removed
+        .iter()
+        .map(|r| format!("{verb} {} ({}): {}", r.path.display(), texts::size(r.bytes), r.cause.as_str()))
+        .collect();
+    let tickets: Vec<String> = report.expired_jobs.iter().map(ToString::to_string).collect();
+    lines.push(format!(
+        "{}: {} files, {}; {} results expired{}; kept {} files under a live lease; {} pruned {} update ids, {} messages, {} jobs",
+        if dry_run { "dry run" } else { "done" },
+        report.removed.len(),
+        texts::size(report.removed_bytes()),
+        report.expired_jobs.len(),
+        if tickets.is_empty() { String::new() } else { format!(" ({})", tickets.join(", ")) },
+        report.kept_leased,
+        if dry_run { "would have" } else { "" },
+        report.pruned.updates,
+        report.pruned.messages,
+        report.pruned.jobs,
+    ));
+    out(&lines.join("\n"))
 }
 
 async fn process(file: PathBuf, output: PathBuf) -> anyhow::Result<()> {

@@ -130,6 +130,8 @@ pub struct StorageConfig {
     pub database_url: DatabaseUrl,
     /// `data_dir`: holds `downloads/`, `work/` and `results/`.
     pub data_dir: PathBuf,
+    /// `min_free`: below this much free space on `data_dir`, no download starts.
+    pub min_free: u64,
 }
 
 /// `[limits]`: byte limits of the two Bot API modes.
@@ -179,6 +181,17 @@ pub struct Workers {
 pub struct Retention {
     /// `result_ttl`
     pub result_ttl: Duration,
+    /// `janitor_interval`: how often the janitor runs inside `docket run`.
+    pub janitor_interval: Duration,
+    /// `part_max_age`: unowned `.part` files older than this are deleted.
+    pub part_max_age: Duration,
+    /// `history`: registered updates, delivered messages (and, with `prune_jobs`, ended jobs)
+    /// older than this are deleted.
+    pub history: Duration,
+    /// `prune_jobs`: whether `failed` and `expired` job rows older than `history` are deleted.
+    pub prune_jobs: bool,
+    /// `results_bytes`: when results exceed this, the oldest expire early.
+    pub results_bytes: Option<u64>,
 }
 
 /// `[access]`: who may use the bot.
@@ -364,7 +377,7 @@ impl Config {
             );
         }
 
-        let s = r.section(&table, "storage", &["database_url", "data_dir"]);
+        let s = r.section(&table, "storage", &["database_url", "data_dir", "min_free"]);
         let database_url = match r.string(&s, "storage", "database_url") {
             None => DatabaseUrl::Sqlite(PathBuf::from("data/docket.db")),
             Some(url) => DatabaseUrl::parse(&url).unwrap_or_else(|expected| {
@@ -380,7 +393,8 @@ impl Config {
             Some(d) => PathBuf::from(d),
             None => PathBuf::from("data"),
         };
-        let storage = StorageConfig { database_url, data_dir };
+        let min_free = r.size(&s, "storage", "min_free").unwrap_or(1024 * 1024 * 1024);
+        let storage = StorageConfig { database_url, data_dir, min_free };
 
         let l = r.section(&table, "limits", &["cloud_download", "local_download", "cloud_upload", "local_upload"]);
         let limits = Limits {
@@ -418,11 +432,35 @@ impl Config {
                 .unwrap_or(Duration::from_secs(60)),
         };
 
-        let re = r.section(&table, "retention", &["result_ttl"]);
+        let re = r.section(
+            &table,
+            "retention",
+            &["result_ttl", "janitor_interval", "part_max_age", "history", "prune_jobs", "results_bytes"],
+        );
+        let year = Duration::from_secs(365 * 86_400);
         let retention = Retention {
             result_ttl: r
                 .duration(&re, "retention", "result_ttl", Duration::from_secs(1), Duration::from_secs(3650 * 86_400))
                 .unwrap_or(Duration::from_secs(7 * 86_400)),
+            janitor_interval: r
+                .duration(&re, "retention", "janitor_interval", Duration::from_secs(1), Duration::from_secs(86_400))
+                .unwrap_or(Duration::from_secs(600)),
+            part_max_age: r
+                .duration(&re, "retention", "part_max_age", Duration::from_secs(1), year)
+                .unwrap_or(Duration::from_secs(6 * 3600)),
+            // Telegram redelivers an unconfirmed update for up to 24 hours: the registry must
+            // remember well beyond that.
+            history: r
+                .duration(
+                    &re,
+                    "retention",
+                    "history",
+                    Duration::from_secs(2 * 86_400),
+                    Duration::from_secs(10 * 365 * 86_400),
+                )
+                .unwrap_or(Duration::from_secs(30 * 86_400)),
+            prune_jobs: r.boolean(&re, "retention", "prune_jobs").unwrap_or(false),
+            results_bytes: r.size(&re, "retention", "results_bytes"),
         };
 
         let a = r.section(&table, "access", &["allowed_users", "admins"]);

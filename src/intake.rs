@@ -43,6 +43,8 @@ pub enum Command {
     Status(Option<Ticket>),
     /// `/jobs`
     Jobs,
+    /// `/get N`: send a kept result again (`None`: no usable number given).
+    Get(Option<Ticket>),
 }
 
 /// Who sent a message, and where.
@@ -153,6 +155,10 @@ impl Intake {
             Incoming::Ignored => Recorded::Ignored,
             Incoming::Other(origin) => {
                 self.reply(&mut tx, update_id, origin, texts::send_a_document()).await?;
+                Recorded::Answered
+            }
+            Incoming::Command(origin, Command::Get(Some(ticket))) if self.may_use(origin) => {
+                self.redeliver(&mut tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, command) if self.may_use(origin) => {
@@ -272,6 +278,20 @@ impl Intake {
         Ok(Recorded::KnownFile(ticket))
     }
 
+    /// `/get N`: the kept result again (by its Telegram file_id when known: one read, one
+    /// message), or the ticket's status when there is no result to send.
+    async fn redeliver(&self, tx: &mut Tx, update_id: i64, origin: Origin, ticket: Ticket) -> StoreResult<()> {
+        match tx.job(ticket).await? {
+            Some(job) if job.chat == origin.chat && job.state == JobState::Ready => {
+                let caption = texts::ready_caption(&job);
+                self.queue(tx, format!("update:{update_id}:result"), Some(ticket), origin, MessageKind::Result, caption)
+                    .await
+            }
+            Some(job) if job.chat == origin.chat => self.reply(tx, update_id, origin, texts::status(&job)).await,
+            _ => self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await,
+        }
+    }
+
     async fn answer(&self, tx: &mut Tx, chat: ChatRef, command: Command) -> StoreResult<String> {
         let facts = texts::HelpFacts {
             download_limit: self.settings.download_limit,
@@ -281,7 +301,7 @@ impl Intake {
         Ok(match command {
             Command::Start => texts::start(&facts),
             Command::Help => texts::help(&facts),
-            Command::Status(None) => texts::status_usage(),
+            Command::Status(None) | Command::Get(_) => texts::status_usage(),
             Command::Status(Some(ticket)) => match tx.job(ticket).await? {
                 // Another chat's ticket reads exactly like a missing one.
                 Some(job) if job.chat == chat => texts::status(&job),

@@ -18,6 +18,7 @@ pub mod config;
 pub mod detect;
 pub mod domain;
 pub mod intake;
+pub mod janitor;
 pub mod outbox;
 pub mod pdf;
 pub mod pipeline;

@@ -101,6 +101,8 @@ pub struct PipelineSettings {
     pub retry_base: Duration,
     /// How many of one chat's jobs may be in flight at once.
     pub per_chat: usize,
+    /// Below this much free space on the data folder, no download starts.
+    pub min_free: u64,
 }
 
 /// What the workers share. Cheap to clone.
@@ -211,6 +213,18 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
     let now = deps.clock.now();
     let limit = deps.settings.download_limit;
     let Some(head) = deps.store.next_waiting_download(now).await? else { return Ok(None) };
+    if let Ok(free) = fs4::available_space(deps.spool.downloads())
+        && free < deps.settings.min_free
+    {
+        // A full disk is not the job's fault: it waits in `accepted` until space returns. (The
+        // janitor warns once per pass; this path runs on every idle poll.)
+        tracing::debug!(
+            free_bytes = free,
+            min_free_bytes = deps.settings.min_free,
+            "too little free space; not starting downloads"
+        );
+        return Ok(None);
+    }
     if deps.budget.must_wait_for(&head, now, limit) {
         // The head of the queue waited long enough: let the room it needs free up.
         tracing::debug!(ticket = head.ticket.0, "holding new downloads back for a job waiting for room");

@@ -336,6 +336,79 @@ macro_rules! define_backend {
                     .map($crate::store::backend::JobRow::into_job).transpose()
             }
 
+            /// See [`crate::store::Store::ready_results`].
+            pub async fn ready_results(&self, expired_at: Option<$crate::domain::Timestamp>) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
+                use $crate::store::QueryContext;
+                sqlx::query_as::<_, $crate::store::backend::JobRow>(
+                    "SELECT * FROM jobs WHERE status = 'ready' AND ($1 IS NULL OR result_expires_at <= $1)
+                     ORDER BY result_expires_at, id",
+                )
+                .bind(expired_at.map($crate::domain::Timestamp::as_millis))
+                .fetch_all(&self.pool).await.context("listing results")?
+                .into_iter().map($crate::store::backend::JobRow::into_job).collect()
+            }
+
+            /// See [`crate::store::Store::expire_job`].
+            pub async fn expire_job(&self, ticket: $crate::domain::Ticket, at: $crate::domain::Timestamp, notice: Option<&$crate::store::NewMessage>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                let done = sqlx::query(
+                    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
+                        result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
+                        updated_at = $3
+                     WHERE id = $1 AND status = 'ready'",
+                )
+                .bind(ticket.0).bind(at.as_millis()).bind(now.as_millis())
+                .execute(&mut *tx).await.context("expiring a result")?;
+                if done.rows_affected() != 1 {
+                    return Ok(false);
+                }
+                if let Some(notice) = notice {
+                    $conn_mod::enqueue(&mut tx, notice, now).await?;
+                }
+                tx.commit().await.context("committing an expiry")?;
+                Ok(true)
+            }
+
+            /// See [`crate::store::Store::file_owners`].
+            pub async fn file_owners(&self) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
+                use $crate::store::QueryContext;
+                sqlx::query_as::<_, $crate::store::backend::JobRow>(
+                    "SELECT * FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')",
+                )
+                .fetch_all(&self.pool).await.context("listing jobs that may own files")?
+                .into_iter().map($crate::store::backend::JobRow::into_job).collect()
+            }
+
+            /// See [`crate::store::Store::prune`].
+            pub async fn prune(&self, before: $crate::domain::Timestamp, prune_jobs: bool, dry_run: bool) -> $crate::store::StoreResult<$crate::store::Pruned> {
+                use $crate::store::QueryContext;
+                const UPDATES: &str = "FROM updates WHERE received_at < $1";
+                const MESSAGES: &str = "FROM outbox WHERE status IN ('sent', 'dead', 'failed') AND updated_at < $1";
+                const JOB_MESSAGES: &str = "FROM outbox WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
+                const JOBS: &str = "FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                let mut counts = [0u64; 3];
+                let targets: &[(usize, &str)] = if prune_jobs {
+                    &[(0, UPDATES), (1, MESSAGES), (1, JOB_MESSAGES), (2, JOBS)]
+                } else {
+                    &[(0, UPDATES), (1, MESSAGES)]
+                };
+                for (slot, from) in targets {
+                    let n = if dry_run {
+                        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) {from}")))
+                            .bind(before.as_millis()).fetch_one(&mut *tx).await.context("counting old rows")?;
+                        u64::try_from(n).unwrap_or(0)
+                    } else {
+                        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE {from}")))
+                            .bind(before.as_millis()).execute(&mut *tx).await.context("pruning old rows")?.rows_affected()
+                    };
+                    counts[*slot] += n;
+                }
+                tx.commit().await.context("committing the pruning")?;
+                Ok($crate::store::Pruned { updates: counts[0], messages: counts[1], jobs: counts[2] })
+            }
+
             /// See [`crate::store::Store::next_waiting_download`].
             pub async fn next_waiting_download(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
                 use $crate::store::QueryContext;

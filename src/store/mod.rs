@@ -278,6 +278,17 @@ pub enum Stage {
     Process,
 }
 
+/// Rows removed (or, in a dry run, that would be removed) by [`Store::prune`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Registered update ids.
+    pub updates: u64,
+    /// Outbox rows.
+    pub messages: u64,
+    /// Job rows.
+    pub jobs: u64,
+}
+
 /// Which `accepted` jobs a download claim may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimLimits {
@@ -425,6 +436,36 @@ impl Store {
         limits: &ClaimLimits,
     ) -> StoreResult<Option<Job>> {
         forward!(self, s => s.claim_job(Stage::Download, owner, now, lease_len, limits).await)
+    }
+
+    /// `ready` jobs, oldest expiry first; only those expired at `expired_at` when given.
+    pub async fn ready_results(&self, expired_at: Option<Timestamp>) -> StoreResult<Vec<Job>> {
+        forward!(self, s => s.ready_results(expired_at).await)
+    }
+
+    /// `ready` → `expired` (expiry moved back to `at` if that is earlier), forgetting the result
+    /// file, and queues `notice` in the same transaction. The caller deletes the file after this
+    /// commits. `false`: the job was not `ready` any more.
+    pub async fn expire_job(
+        &self,
+        ticket: Ticket,
+        at: Timestamp,
+        notice: Option<&NewMessage>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
+        forward!(self, s => s.expire_job(ticket, at, notice, now).await)
+    }
+
+    /// Every job that may own files on disk (`accepted` … `ready`).
+    pub async fn file_owners(&self) -> StoreResult<Vec<Job>> {
+        forward!(self, s => s.file_owners().await)
+    }
+
+    /// Deletes (or, with `dry_run`, counts) rows older than `before`: registered updates,
+    /// delivered/dead/failed messages and, with `prune_jobs`, ended jobs with their messages.
+    pub async fn prune(&self, before: Timestamp, prune_jobs: bool, dry_run: bool) -> StoreResult<Pruned> {
+        forward!(self, s => s.prune(before, prune_jobs, dry_run).await)
     }
 
     /// The job a download claim would take next if nothing limited it (head of the queue).

@@ -102,6 +102,16 @@ pub fn ready_caption(job: &Job) -> String {
     }
 }
 
+/// The notice that a result was removed before its promised date to make room.
+pub fn expired_early(job: &Job, at: Timestamp) -> String {
+    format!(
+        "{}: the result for {} had to be removed early, on {}, to make room. Send the file again to process it again.",
+        job.ticket,
+        display_name(job.name()),
+        at.date_utc()
+    )
+}
+
 /// The notice of a failed job.
 pub fn failed_notice(ticket: Ticket, reason_text: &str) -> String {
     format!("{ticket} failed: {reason_text}.")
@@ -182,9 +192,9 @@ pub fn no_such_ticket(ticket: Ticket) -> String {
     format!("No such ticket: {ticket}.")
 }
 
-/// `/status` without a usable number.
+/// `/status` or `/get` without a usable number.
 pub fn status_usage() -> String {
-    "Usage: /status 4812 (the ticket number from my reply).".to_owned()
+    "Usage: /status 4812 or /get 4812 (the ticket number from my reply).".to_owned()
 }
 
 /// The `/jobs` answer: the chat's latest tickets.
@@ -225,6 +235,7 @@ pub fn help(facts: &HelpFacts) -> String {
          • Results are kept for {}; sending the same file again gets it again.\n\n\
          Commands:\n\
          /status 4812 — where a ticket is\n\
+         /get 4812 — the result again, while it is kept\n\
          /jobs — your latest tickets\n\
          /help — this text",
         size(facts.download_limit),

@@ -74,9 +74,14 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "start" => Some(Command::Start),
         "help" => Some(Command::Help),
         "jobs" => Some(Command::Jobs),
-        "status" => Some(Command::Status(words.next().and_then(|w| w.parse::<Ticket>().ok()).filter(|t| t.0 > 0))),
+        "status" => Some(Command::Status(ticket_arg(words.next()))),
+        "get" => Some(Command::Get(ticket_arg(words.next()))),
         _ => None,
     }
+}
+
+fn ticket_arg(word: Option<&str>) -> Option<Ticket> {
+    word.and_then(|w| w.parse::<Ticket>().ok()).filter(|t| t.0 > 0)
 }
 
 #[cfg(test)]
@@ -128,6 +133,7 @@ mod tests {
         assert_eq!(parse_command("/status"), Some(Command::Status(None)));
         assert_eq!(parse_command("/status -3"), Some(Command::Status(None)));
         assert_eq!(parse_command("/JOBS"), Some(Command::Jobs));
+        assert_eq!(parse_command("/get #12"), Some(Command::Get(Some(Ticket(12)))));
         assert_eq!(parse_command("/frobnicate"), None);
         assert_eq!(parse_command("hello"), None);
     }

@@ -1,0 +1,376 @@
+//! The janitor: every file has an owner, a deadline and a way to be found when the owner is gone.
+//!
+//! Each pass, in this order:
+//! 1. **Expiry**: `ready` jobs past `result_expires_at` become `expired` (the row stays; the state
+//!    is committed first, then the file is deleted).
+//! 2. **Results cap**: while kept results exceed `[retention] results_bytes`, the oldest expire
+//!    early and their owners are told, in the same transaction.
+//! 3. **Orphans**: files in `downloads/`, `work/` and `results/` that no live job owns — left by a
+//!    crash between a commit and a deletion, or by a dead attempt — are deleted. A `.part` that no
+//!    current lease owns goes once older than `part_max_age`. Nothing of a job under a live lease
+//!    is ever deleted, whatever its age. Files are listed *before* the jobs are read, so a file a
+//!    worker creates during the pass is never mistaken for an orphan.
+//! 4. **History**: registered updates, delivered messages and (optionally) ended jobs older than
+//!    `[retention] history` are pruned.
+//! 5. **Disk**: a warning when free space under `data_dir` falls below `[storage] min_free`.
+//!
+//! `docket janitor --dry-run` runs the same pass and deletes nothing.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::domain::{JobState, MessageKind, SharedClock, Ticket, Timestamp};
+use crate::spool::Spool;
+use crate::store::{Job, NewMessage, Pruned, Store, StoreError};
+use crate::telegram::texts;
+
+/// The janitor's settings.
+#[derive(Debug, Clone)]
+pub struct JanitorSettings {
+    /// Time between passes inside `docket run`.
+    pub interval: Duration,
+    /// Age after which an unowned `.part` goes.
+    pub part_max_age: Duration,
+    /// Age after which old rows are pruned.
+    pub history: Duration,
+    /// Whether ended job rows are pruned too.
+    pub prune_jobs: bool,
+    /// Cap on kept results.
+    pub results_bytes: Option<u64>,
+    /// Free space below which to warn.
+    pub min_free: u64,
+}
+
+impl JanitorSettings {
+    /// The janitor's slice of the configuration.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            interval: config.retention.janitor_interval,
+            part_max_age: config.retention.part_max_age,
+            history: config.retention.history,
+            prune_jobs: config.retention.prune_jobs,
+            results_bytes: config.retention.results_bytes,
+            min_free: config.storage.min_free,
+        }
+    }
+}
+
+/// What the janitor needs. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct JanitorDeps {
+    /// The store.
+    pub store: Store,
+    /// Time.
+    pub clock: SharedClock,
+    /// The data folder.
+    pub spool: Spool,
+    /// Settings.
+    pub settings: Arc<JanitorSettings>,
+    /// Woken when owners are told of an early expiry.
+    pub outbox: Arc<Notify>,
+}
+
+/// Why a file is (or would be) deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The result's retention ran out.
+    Expired,
+    /// Results exceeded `results_bytes`; the oldest went early.
+    OverCap,
+    /// No live job owns the file.
+    Orphan,
+    /// A `.part` no lease owns, older than `part_max_age`.
+    StalePart,
+}
+
+impl Cause {
+    /// A word for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Expired => "expired",
+            Self::OverCap => "over the results cap",
+            Self::Orphan => "orphan",
+            Self::StalePart => "stale .part",
+        }
+    }
+}
+
+/// One file the pass deleted (or would delete).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removal {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size.
+    pub bytes: u64,
+    /// Why.
+    pub cause: Cause,
+}
+
+/// What a pass did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Whether nothing was changed.
+    pub dry_run: bool,
+    /// Jobs moved to `expired` (on schedule or early).
+    pub expired_jobs: Vec<Ticket>,
+    /// Files deleted.
+    pub removed: Vec<Removal>,
+    /// Files kept because a live lease owns them although they looked old or unowned.
+    pub kept_leased: usize,
+    /// Rows pruned.
+    pub pruned: Pruned,
+    /// Free bytes on the data folder's filesystem, when known.
+    pub free_bytes: Option<u64>,
+}
+
+impl Report {
+    /// Bytes deleted.
+    pub fn removed_bytes(&self) -> u64 {
+        self.removed.iter().map(|r| r.bytes).sum()
+    }
+}
+
+/// Runs a pass every `interval` until `cancel` fires.
+pub async fn run(deps: JanitorDeps, cancel: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(deps.settings.interval) => {}
+        }
+        if let Err(e) = pass(&deps, false).await {
+            error!(error = %e, "janitor pass failed; will try again next interval");
+        }
+    }
+}
+
+/// One janitor pass. With `dry_run`, nothing is changed and the report lists what would be.
+pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreError> {
+    let now = deps.clock.now();
+    let mut report = Report { dry_run, ..Report::default() };
+    let mut gone: HashMap<Ticket, Cause> = HashMap::new();
+
+    // 1. Expiry on schedule.
+    for job in deps.store.ready_results(Some(now)).await? {
+        if dry_run || deps.store.expire_job(job.ticket, now, None, now).await? {
+            gone.insert(job.ticket, Cause::Expired);
+            report.expired_jobs.push(job.ticket);
+        }
+    }
+
+    // 2. The results cap: the oldest go first, and their owners hear of it.
+    if let Some(cap) = deps.settings.results_bytes {
+        let results: Vec<Job> =
+            deps.store.ready_results(None).await?.into_iter().filter(|j| !gone.contains_key(&j.ticket)).collect();
+        let mut total: u64 = results.iter().map(result_bytes).sum();
+        for job in &results {
+            if total <= cap {
+                break;
+            }
+            let notice = NewMessage {
+                idempotency_key: format!("job:{}:u{}:early-expiry", job.ticket.0, job.update_id),
+                job: Some(job.ticket),
+                chat: job.chat,
+                kind: MessageKind::Reply,
+                body: texts::expired_early(job, now),
+                reply_to_message_id: Some(job.message_id),
+            };
+            if dry_run || deps.store.expire_job(job.ticket, now, Some(&notice), now).await? {
+                total = total.saturating_sub(result_bytes(job));
+                gone.insert(job.ticket, Cause::OverCap);
+                report.expired_jobs.push(job.ticket);
+            }
+        }
+        if !dry_run && report.expired_jobs.iter().any(|t| gone.get(t) == Some(&Cause::OverCap)) {
+            deps.outbox.notify_waiters();
+        }
+    }
+
+    // 3. Files: listed first, then judged against the jobs as they are now.
+    let spool = deps.spool.clone();
+    let files = tokio::task::spawn_blocking(move || list_files(&spool))
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("listing the data folder panicked: {e}")))?;
+    let owners: HashMap<Ticket, Job> = deps.store.file_owners().await?.into_iter().map(|j| (j.ticket, j)).collect();
+    let now_sys = SystemTime::now();
+    for file in files {
+        let verdict = judge(
+            &file,
+            owners.get(&file.ticket.unwrap_or(Ticket(-1))),
+            gone.get(&file.ticket.unwrap_or(Ticket(-1))).copied(),
+            now,
+            now_sys,
+            deps.settings.part_max_age,
+        );
+        match verdict {
+            Verdict::Keep => {}
+            Verdict::KeepLeased => report.kept_leased += 1,
+            Verdict::Delete(cause) => {
+                if !dry_run && let Err(e) = remove(&file.path) {
+                    warn!(error = %e, "janitor could not delete a file");
+                    continue;
+                }
+                report.removed.push(Removal { path: file.path, bytes: file.bytes, cause });
+            }
+        }
+    }
+    if !dry_run {
+        let spool = deps.spool.clone();
+        let _ = tokio::task::spawn_blocking(move || remove_empty_job_dirs(&spool)).await;
+    }
+
+    // 4. History.
+    report.pruned = deps.store.prune(now.minus(deps.settings.history), deps.settings.prune_jobs, dry_run).await?;
+
+    // 5. Disk.
+    report.free_bytes = fs4::available_space(deps.spool.root()).ok();
+    if let Some(free) = report.free_bytes.filter(|f| *f < deps.settings.min_free) {
+        warn!(
+            free_bytes = free,
+            min_free_bytes = deps.settings.min_free,
+            "free space on the data folder is below [storage] min_free; downloads wait"
+        );
+    }
+    info!(
+        dry_run,
+        expired_jobs = report.expired_jobs.len(),
+        files_removed = report.removed.len(),
+        bytes_removed = report.removed_bytes(),
+        kept_leased = report.kept_leased,
+        pruned_updates = report.pruned.updates,
+        pruned_messages = report.pruned.messages,
+        pruned_jobs = report.pruned.jobs,
+        "janitor pass done"
+    );
+    Ok(report)
+}
+
+fn result_bytes(job: &Job) -> u64 {
+    job.result_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0)
+}
+
+/// A file found in the data folder.
+#[derive(Debug)]
+struct Found {
+    path: PathBuf,
+    bytes: u64,
+    modified: SystemTime,
+    area: Area,
+    /// The ticket the file's name or folder belongs to; `None` for names docket never writes.
+    ticket: Option<Ticket>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Area {
+    Downloads,
+    Work,
+    Results,
+}
+
+fn list_files(spool: &Spool) -> Vec<Found> {
+    let mut out = Vec::new();
+    for (area, root) in
+        [(Area::Downloads, spool.downloads()), (Area::Work, spool.work_root()), (Area::Results, spool.results_root())]
+    {
+        let Ok(entries) = std::fs::read_dir(&root) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if area == Area::Downloads {
+                let ticket = name.split('-').next().and_then(|t| t.parse().ok()).map(Ticket);
+                push(&mut out, path, area, ticket);
+            } else if path.is_dir() {
+                let ticket = name.parse().ok().map(Ticket);
+                for inner in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                    push(&mut out, inner.path(), area, ticket);
+                }
+            } else {
+                push(&mut out, path, area, None);
+            }
+        }
+    }
+    out
+}
+
+fn push(out: &mut Vec<Found>, path: PathBuf, area: Area, ticket: Option<Ticket>) {
+    // Probe files of `Spool::open` (".probe-…") are removed on their own.
+    if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".probe-")) {
+        return;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(&path) else { return };
+    out.push(Found {
+        bytes: meta.len(),
+        modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        path,
+        area,
+        ticket,
+    });
+}
+
+enum Verdict {
+    Keep,
+    KeepLeased,
+    Delete(Cause),
+}
+
+fn judge(
+    file: &Found,
+    owner: Option<&Job>,
+    gone: Option<Cause>,
+    now: Timestamp,
+    now_sys: SystemTime,
+    part_max_age: Duration,
+) -> Verdict {
+    let Some(job) = owner else {
+        return match gone {
+            Some(cause) => Verdict::Delete(cause),
+            None => Verdict::Delete(Cause::Orphan),
+        };
+    };
+    if let Some(cause) = gone {
+        return Verdict::Delete(cause);
+    }
+    let leased = job.lease.as_ref().is_some_and(|l| !l.is_expired(now));
+    let path = file.path.to_string_lossy();
+    let recorded = |p: &Option<String>| p.as_deref() == Some(path.as_ref());
+    let owned = match file.area {
+        Area::Downloads => recorded(&job.local_path),
+        Area::Work => false,
+        Area::Results => job.state == JobState::Ready && recorded(&job.result_path),
+    };
+    if owned {
+        return Verdict::Keep;
+    }
+    if leased {
+        // A worker holds the job right now: its files are in use, whatever they look like.
+        return Verdict::KeepLeased;
+    }
+    let is_part = file.path.extension().is_some_and(|e| e == "part");
+    if is_part {
+        let age = now_sys.duration_since(file.modified).unwrap_or_default();
+        return if age >= part_max_age { Verdict::Delete(Cause::StalePart) } else { Verdict::Keep };
+    }
+    Verdict::Delete(Cause::Orphan)
+}
+
+fn remove(path: &Path) -> std::io::Result<()> {
+    let result = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn remove_empty_job_dirs(spool: &Spool) {
+    for root in [spool.work_root(), spool.results_root()] {
+        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            // Fails harmlessly when the folder still holds files.
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
