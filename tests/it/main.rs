@@ -9,3 +9,4 @@ mod budget;
 mod cli;
 mod e2e;
 mod recovery;
+mod retention;

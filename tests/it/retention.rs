@@ -1,0 +1,300 @@
+//! Retention and the janitor: results expire on time and their files go, orphans and stale
+//! `.part` files are swept, a lease protects files in use, the results cap expires the oldest
+//! first, and old rows are pruned only past the configured history.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use docket::domain::{ChatRef, JobState, ManualClock, Operation, Ticket, Timestamp};
+use docket::janitor::{JanitorDeps, JanitorSettings};
+use docket::spool::Spool;
+use docket::store::{NewJob, Stage, UpdateOutcome};
+use tokio::sync::Notify;
+
+use crate::support::fake_telegram::{Call, Fault};
+use crate::support::{Backend, DEADLINE, TestApp, fixture};
+
+fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
+    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
+}
+
+fn text_of(call: &Call) -> String {
+    call.params["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A config file for the `docket` binary pointing at the test app's database and data folder.
+fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    let docket::config::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
+    std::fs::write(
+        &path,
+        format!(
+            "[storage]\ndatabase_url = \"sqlite://{}\"\ndata_dir = {:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n",
+            db.display(),
+            app.data_dir().display().to_string()
+        ),
+    )
+    .expect("write config");
+    (dir, path)
+}
+
+fn janitor_cli(config: &Path, dry_run: bool) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
+    cmd.arg("--config").arg(config).arg("janitor");
+    if dry_run {
+        cmd.arg("--dry-run");
+    }
+    let out = cmd.env_remove("DOCKET_CONFIG").output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The paths a janitor report lists after `verb` ("would delete" / "deleted").
+fn listed(report: &str, verb: &str) -> Vec<String> {
+    let mut paths: Vec<String> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{verb} ")))
+        .map(|rest| rest.split(" (").next().unwrap_or_default().to_owned())
+        .collect();
+    paths.sort();
+    paths
+}
+
+fn plant(path: &Path, bytes: &[u8], age: Duration) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, bytes).expect("write");
+    let f = std::fs::File::options().write(true).open(path).expect("open");
+    f.set_modified(SystemTime::now() - age).expect("set mtime");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_file_runs_again() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.retention.result_ttl = Duration::from_secs(2);
+        c.retention.janitor_interval = Duration::from_secs(1);
+    })
+    .await;
+    let (_, file) = app.send_document(20, fixture("pdf/text-1page.pdf"), "old.pdf", "application/pdf");
+    let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let result = PathBuf::from(ready.result_path.clone().expect("a result path"));
+    assert!(result.exists());
+    app.fake.wait_for_call("sendDocument", to_chat(20), DEADLINE).await;
+
+    let expired = app.wait_for_job(Ticket(1), |j| j.state == JobState::Expired).await;
+    assert!(!result.exists(), "the result file is deleted after the row says expired");
+    assert_eq!(expired.result_path, None, "no row points at a deleted file");
+    let until = ready.result_expires_at.expect("expiry").date_utc();
+
+    app.send_text(20, "/status 1");
+    let status =
+        app.fake.wait_for_call("sendMessage", |c| to_chat(20)(c) && text_of(c).starts_with("#1 — "), DEADLINE).await;
+    assert!(text_of(&status).contains(&format!("Expired on {until}.")), "{}", text_of(&status));
+
+    // The same file after expiry is processed again under the same ticket.
+    app.fake.push_update(app.fake.document_update(20, 20, &file, Some("old.pdf"), Some("application/pdf")));
+    let again = app
+        .fake
+        .wait_for_call("sendMessage", |c| to_chat(20)(c) && text_of(c).contains("processing it again"), DEADLINE)
+        .await;
+    assert_eq!(text_of(&again), format!("#1 expired on {until}; processing it again."));
+    app.fake.wait_for_calls("sendDocument", to_chat(20), 2, DEADLINE).await;
+    assert!(app.store.job(Ticket(2)).await.expect("read").is_none(), "same ticket, no new job");
+    assert_eq!(app.fake.calls_to("getFile").len(), 2, "downloaded again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_commit_and_deletion_leaves_an_orphan_that_the_next_pass_removes() {
+    let mut app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.send_document(21, fixture("pdf/text-1page.pdf"), "kept.pdf", "application/pdf");
+    let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.fake.wait_for_call("sendDocument", to_chat(21), DEADLINE).await;
+    app.stop().await;
+    let result = PathBuf::from(ready.result_path.expect("result"));
+    // The state is committed, and the process dies before deleting the file.
+    let now = Timestamp::from_millis(i64::MAX / 2);
+    assert!(app.store.expire_job(Ticket(1), now, None, now).await.expect("expire"));
+    assert!(result.exists(), "the orphan is there");
+    let stray = app.data_dir().join("downloads").join("1-left.source");
+    plant(&stray, b"source of a finished job", Duration::ZERO);
+
+    let (_dir, config) = config_file(&app, "");
+    let report = janitor_cli(&config, false);
+    assert!(!result.exists() && !stray.exists(), "{report}");
+    assert_eq!(listed(&report, "deleted").len(), 2, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_part_of_a_dead_job_goes_but_the_part_of_a_leased_job_stays() {
+    let app = TestApp::create(Backend::Sqlite, |_| {}).await;
+    let now = docket::domain::Clock::now(&docket::domain::SystemClock);
+    let mut tx = app.store.begin().await.expect("tx");
+    for (n, chat) in [(1, 31), (2, 32)] {
+        let job = NewJob {
+            update_id: n,
+            chat: ChatRef(chat),
+            user_id: Some(chat),
+            message_id: 1,
+            file_id: format!("f{n}"),
+            file_unique_id: format!("u{n}"),
+            declared_name: None,
+            declared_mime: None,
+            declared_size: Some(10),
+            operation: Operation::Optimize,
+        };
+        tx.insert_job(&job, now).await.expect("insert");
+    }
+    tx.commit().await.expect("commit");
+    // Ticket 1 is held by a worker for an hour; ticket 2's worker died long ago.
+    let held =
+        app.store.claim_job(Stage::Download, "busy-worker", now, Duration::from_secs(3600)).await.expect("claim");
+    assert_eq!(held.map(|j| j.ticket), Some(Ticket(1)));
+    let leased_part = app.data_dir().join("downloads").join("1-live.part");
+    let dead_part = app.data_dir().join("downloads").join("2-dead.part");
+    plant(&leased_part, b"in progress", Duration::from_secs(3 * 86_400));
+    plant(&dead_part, b"abandoned", Duration::from_secs(3 * 86_400));
+
+    let (_dir, config) = config_file(&app, "part_max_age = \"1h\"");
+    let report = janitor_cli(&config, false);
+    assert!(leased_part.exists(), "a leased job's .part is kept whatever its age: {report}");
+    assert!(!dead_part.exists(), "{report}");
+    assert!(report.contains("stale .part"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_deletes_nothing_and_lists_everything_the_real_run_deletes() {
+    let app = TestApp::create(Backend::Sqlite, |_| {}).await;
+    let data = app.data_dir();
+    let planted = [
+        data.join("downloads").join("7-orphan.part"),
+        data.join("downloads").join("8-orphan.source"),
+        data.join("work").join("9").join("optimize-x.pdf"),
+        data.join("results").join("10").join("ghost.pdf"),
+    ];
+    for p in &planted {
+        plant(p, b"nobody owns me", Duration::from_secs(2 * 86_400));
+    }
+    let (_dir, config) = config_file(&app, "part_max_age = \"1h\"");
+    let dry = janitor_cli(&config, true);
+    assert!(planted.iter().all(|p| p.exists()), "a dry run deletes nothing");
+    let would = listed(&dry, "would delete");
+    assert_eq!(would.len(), planted.len(), "{dry}");
+    let real = janitor_cli(&config, false);
+    assert_eq!(listed(&real, "deleted"), would, "the real run deletes exactly what the dry run listed");
+    assert!(planted.iter().all(|p| !p.exists()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_results_cap_expires_the_oldest_first_and_tells_their_owners() {
+    // The size of one result: optimize the fixture the way the bot will.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (input, output) = (tmp.path().join("in.pdf"), tmp.path().join("out.pdf"));
+    std::fs::write(&input, fixture("pdf/text-1page.pdf")).expect("write");
+    let size = docket::pdf::optimize(&input, &output).expect("optimize").output_bytes;
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.retention.janitor_interval = Duration::from_secs(1);
+        // Room for two results, not three.
+        c.retention.results_bytes = Some(size * 2 + size / 2);
+    })
+    .await;
+    for (n, chat) in [(1, 41), (2, 42), (3, 43)] {
+        app.send_document(chat, fixture("pdf/text-1page.pdf"), &format!("r{n}.pdf"), "application/pdf");
+        app.wait_for_job(Ticket(n), |j| j.state == JobState::Ready || j.state == JobState::Expired).await;
+        app.fake.wait_for_call("sendDocument", to_chat(chat), DEADLINE).await;
+    }
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Expired).await;
+    let told = app
+        .fake
+        .wait_for_call("sendMessage", |c| to_chat(41)(c) && text_of(c).contains("removed early"), DEADLINE)
+        .await;
+    let today = docket::domain::Clock::now(&docket::domain::SystemClock).date_utc();
+    assert_eq!(
+        text_of(&told),
+        format!(
+            "#1: the result for r1.pdf had to be removed early, on {today}, to make room. Send the file again to process it again."
+        )
+    );
+    for n in [2, 3] {
+        let job = app.store.job(Ticket(n)).await.expect("read").expect("exists");
+        assert_eq!(job.state, JobState::Ready, "the newer results stay");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_never_removes_an_update_younger_than_the_history() {
+    let app = TestApp::create(Backend::Sqlite, |_| {}).await;
+    let t0 = Timestamp::from_millis(1_800_000_000_000);
+    let day = Duration::from_secs(86_400);
+    let mut tx = app.store.begin().await.expect("tx");
+    tx.register_update(1, 100, UpdateOutcome::Recorded, None, t0).await.expect("old");
+    tx.register_update(1, 101, UpdateOutcome::Recorded, None, t0.plus(day)).await.expect("younger");
+    tx.commit().await.expect("commit");
+    let clock = ManualClock::new(t0.plus(day * 2).plus(Duration::from_secs(3600)));
+    let mut settings = JanitorSettings::from_config(&app.config);
+    settings.history = day * 2;
+    let deps = JanitorDeps {
+        store: app.store.clone(),
+        clock: Arc::new(clock.clone()),
+        spool: Spool::open(&app.data_dir()).expect("spool"),
+        settings: Arc::new(settings),
+        outbox: Arc::new(Notify::new()),
+    };
+    let report = docket::janitor::pass(&deps, false).await.expect("pass");
+    assert_eq!(report.pruned.updates, 1);
+    assert!(app.store.update_outcome(1, 100).await.expect("read").is_none(), "older than the history: pruned");
+    assert!(app.store.update_outcome(1, 101).await.expect("read").is_some(), "younger than the history: kept");
+    clock.advance(day);
+    docket::janitor::pass(&deps, false).await.expect("pass");
+    assert!(app.store.update_outcome(1, 101).await.expect("read").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_resends_by_file_id_and_falls_back_to_disk_when_telegram_refuses_it() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.send_document(50, fixture("pdf/text-1page.pdf"), "get.pdf", "application/pdf");
+    app.fake.wait_for_call("sendDocument", to_chat(50), DEADLINE).await;
+    let first = app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some()).await;
+
+    app.send_text(50, "/get 1");
+    let calls = app.fake.wait_for_calls("sendDocument", to_chat(50), 2, DEADLINE).await;
+    assert!(calls[1].upload.is_none(), "/get sends by file_id");
+    assert_eq!(calls[1].params["document"].as_str(), first.result_file_id.as_deref());
+
+    app.fake
+        .fail_next("sendDocument", Fault::BadRequest("Bad Request: wrong file identifier/HTTP URL specified".into()));
+    app.send_text(50, "/get 1");
+    let calls = app.fake.wait_for_calls("sendDocument", to_chat(50), 4, DEADLINE).await;
+    assert_eq!(calls[2].status, 400);
+    assert!(calls[3].upload.is_some(), "refused file_id: uploaded from disk instead");
+    let after =
+        app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some() && j.result_file_id != first.result_file_id).await;
+    assert!(after.result_file_id.is_some(), "the new file_id is stored");
+
+    app.send_text(51, "/get 1");
+    let stranger = app.fake.wait_for_call("sendMessage", to_chat(51), DEADLINE).await;
+    assert_eq!(text_of(&stranger), "No such ticket: #1.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_min_free_downloads_wait_instead_of_failing() {
+    let mut app = TestApp::spawn_with(Backend::Sqlite, |c| c.storage.min_free = u64::MAX / 2).await;
+    app.send_document(60, fixture("pdf/text-1page.pdf"), "wait.pdf", "application/pdf");
+    app.fake.wait_for_call("sendMessage", to_chat(60), DEADLINE).await;
+    // Wait until a download worker has looked at the job and declined it for lack of space.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !crate::support::logs::captured().contains("too little free space; not starting downloads") {
+        assert!(tokio::time::Instant::now() < deadline, "no worker declined the download");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let job = app.store.job(Ticket(1)).await.expect("read").expect("exists");
+    assert_eq!((job.state, job.attempts), (JobState::Accepted, 0), "waiting, not failing, no attempt spent");
+    assert!(app.fake.calls_to("getFile").is_empty());
+
+    // Space returns (here: the threshold is back to normal): the job goes through.
+    app.stop().await;
+    app.config.storage.min_free = 1;
+    app.start().await;
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+}
