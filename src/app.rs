@@ -229,6 +229,10 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
 
 /// `docket run`: starts, waits for SIGTERM or SIGINT, stops in order.
 pub async fn run(config: &Config, token: BotToken) -> anyhow::Result<()> {
+    if let Some(listen) = config.metrics.listen {
+        crate::telemetry::serve_metrics(listen)?;
+        info!(%listen, "serving metrics at /metrics");
+    }
     let running = start(config, token, Options::default()).await?;
     shutdown_signal().await;
     info!("shutting down");

@@ -39,6 +39,15 @@ pub struct Config {
     pub access: Access,
     /// `[budget]`
     pub budget: BudgetConfig,
+    /// `[metrics]`
+    pub metrics: MetricsConfig,
+}
+
+/// `[metrics]`: the Prometheus endpoint.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MetricsConfig {
+    /// `listen`: address of the `/metrics` HTTP endpoint; `None` = no endpoint.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `[budget]`: bytes of in-flight files (downloads, sources, intermediate output) allowed on
@@ -340,7 +349,10 @@ impl Config {
             message: e.to_string(),
         })?;
         let mut r = Reader::default();
-        r.only_sections(&table, &["telegram", "storage", "limits", "workers", "retention", "access", "budget"]);
+        r.only_sections(
+            &table,
+            &["telegram", "storage", "limits", "workers", "retention", "access", "budget", "metrics"],
+        );
 
         let t = r.section(&table, "telegram", &["mode", "api_url", "local_api", "poll_timeout", "local_files_url"]);
         let mode = match r.string(&t, "telegram", "mode").as_deref() {
@@ -469,8 +481,19 @@ impl Config {
             admins: r.id_list(&a, "access", "admins"),
         };
 
+        let m = r.section(&table, "metrics", &["listen"]);
+        let metrics = MetricsConfig {
+            listen: r.string(&m, "metrics", "listen").and_then(|s| match s.parse() {
+                Ok(addr) => Some(addr),
+                Err(_) => {
+                    r.problem("[metrics] listen", &quote(&s), "an address and port such as \"127.0.0.1:9464\"");
+                    None
+                }
+            }),
+        };
+
         if r.problems.is_empty() {
-            Ok(Self { telegram, storage, limits, workers, retention, access, budget })
+            Ok(Self { telegram, storage, limits, workers, retention, access, budget, metrics })
         } else {
             Err(ConfigError::Invalid { path: path.map(Path::to_path_buf), problems: r.problems })
         }

@@ -233,6 +233,7 @@ impl Intake {
             self.queue(tx, format!("job:{}:ticket", ticket.0), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
             info!(ticket = ticket.0, update.id = update_id, declared_size_bytes = facts.size, "accepted a document");
+            metrics::counter!("docket_jobs_accepted_total").increment(1);
             return Ok(Recorded::NewJob(ticket));
         };
         let ticket = job.ticket;

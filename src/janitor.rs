@@ -236,6 +236,9 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
             "free space on the data folder is below [storage] min_free; downloads wait"
         );
     }
+    if !dry_run {
+        record_metrics(&report);
+    }
     info!(
         dry_run,
         expired_jobs = report.expired_jobs.len(),
@@ -248,6 +251,29 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
         "janitor pass done"
     );
     Ok(report)
+}
+
+fn record_metrics(report: &Report) {
+    metrics::counter!("docket_janitor_passes_total").increment(1);
+    metrics::counter!("docket_janitor_results_expired_total").increment(report.expired_jobs.len() as u64);
+    for removal in &report.removed {
+        let cause = match removal.cause {
+            Cause::Expired => "expired",
+            Cause::OverCap => "over_cap",
+            Cause::Orphan => "orphan",
+            Cause::StalePart => "stale_part",
+        };
+        metrics::counter!("docket_janitor_files_removed_total", "cause" => cause).increment(1);
+        metrics::counter!("docket_janitor_bytes_removed_total", "cause" => cause).increment(removal.bytes);
+    }
+    for (table, n) in
+        [("updates", report.pruned.updates), ("outbox", report.pruned.messages), ("jobs", report.pruned.jobs)]
+    {
+        metrics::counter!("docket_janitor_rows_pruned_total", "table" => table).increment(n);
+    }
+    if let Some(free) = report.free_bytes {
+        metrics::gauge!("docket_data_free_bytes").set(free as f64);
+    }
 }
 
 fn result_bytes(job: &Job) -> u64 {

@@ -133,6 +133,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
                 deps.store.mark_message_sent(&message, &lease, sent.message_id, sent.file_id.as_deref(), now).await;
             if matches!(ok, Ok(true)) {
                 info!(telegram.message_id = sent.message_id, "delivered");
+                metrics::counter!("docket_messages_sent_total", "kind" => message.kind.as_str()).increment(1);
             }
             ok
         }
@@ -151,6 +152,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         }
         Err(e) => {
             error!(error = %e, "giving up on a message");
+            metrics::counter!("docket_messages_failed_total", "kind" => message.kind.as_str()).increment(1);
             deps.store.close_message(message.id, &lease, OutboxState::Failed, &e.to_string(), now).await
         }
     };

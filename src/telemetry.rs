@@ -5,6 +5,8 @@
 //! hold the token), database passwords, message texts, captions and user file names. Modules
 //! log ids and sizes instead, and `#[instrument]` is always used with `skip_all`.
 
+use std::net::SocketAddr;
+
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber. Safe to call more than once (later calls do nothing).
@@ -14,4 +16,15 @@ pub fn init() {
     let json = std::env::var("DOCKET_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
+}
+
+/// Serves Prometheus metrics at `http://<listen>/metrics` for the rest of the process.
+///
+/// Counters and gauges are recorded through the `metrics` facade everywhere (`docket_*`); without
+/// an endpoint they cost next to nothing and go nowhere.
+pub fn serve_metrics(listen: SocketAddr) -> anyhow::Result<()> {
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .with_http_listener(listen)
+        .install()
+        .map_err(|e| anyhow::anyhow!("cannot serve metrics on {listen}: {e}"))
 }

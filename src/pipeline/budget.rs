@@ -95,7 +95,12 @@ impl Budget {
     /// Reserves (or corrects the reservation of) `ticket` for a source of `size` bytes.
     pub fn hold(&self, ticket: Ticket, size: u64) {
         let need = self.need(size);
-        let previous = self.lock().insert(ticket, need);
+        let previous = {
+            let mut held = self.lock();
+            let previous = held.insert(ticket, need);
+            metrics::gauge!("docket_budget_reserved_bytes").set(held.values().sum::<u64>() as f64);
+            previous
+        };
         if previous.is_some_and(|p| p > need) {
             self.freed.notify_waiters();
         }
@@ -103,7 +108,13 @@ impl Budget {
 
     /// Releases `ticket`'s reservation (its files are gone).
     pub fn release(&self, ticket: Ticket) {
-        if self.lock().remove(&ticket).is_some() {
+        let removed = {
+            let mut held = self.lock();
+            let removed = held.remove(&ticket);
+            metrics::gauge!("docket_budget_reserved_bytes").set(held.values().sum::<u64>() as f64);
+            removed
+        };
+        if removed.is_some() {
             self.freed.notify_waiters();
         }
     }

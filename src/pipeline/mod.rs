@@ -346,6 +346,8 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
             match deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await {
                 Ok(true) => {
                     info!(size_bytes = f.size, "downloaded and verified");
+                    metrics::counter!("docket_downloads_total").increment(1);
+                    metrics::counter!("docket_download_bytes_total").increment(f.size);
                     deps.wake.processing.notify_waiters();
                 }
                 outcome => {
@@ -375,6 +377,7 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
             match deps.store.complete_job(job.ticket, lease, &done, &delivery, now).await {
                 Ok(true) => {
                     info!(size_bytes = out.size, source_size_bytes = job.real_size, "ready");
+                    metrics::counter!("docket_jobs_ready_total").increment(1);
                     deps.wake.outbox.notify_waiters();
                     // Committed: the source and intermediates are no longer anyone's.
                     if let Some(source) = &job.local_path {
@@ -414,7 +417,10 @@ async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageE
                 reset_attempts: false,
             };
             match deps.store.release_job(job.ticket, lease, &release, now).await {
-                Ok(true) => warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry"),
+                Ok(true) => {
+                    warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
+                    metrics::counter!("docket_job_retries_total").increment(1);
+                }
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
                 }
@@ -459,6 +465,7 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReas
     match deps.store.fail_job(job.ticket, job.state, Some(lease), &reason_text, &detail, &notice, now).await {
         Ok(true) => {
             warn!(reason = ?reason, error = %detail, "job failed");
+            metrics::counter!("docket_jobs_failed_total").increment(1);
             deps.wake.outbox.notify_waiters();
             if let Some(source) = &job.local_path {
                 remove_quietly(deps, source);
