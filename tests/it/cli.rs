@@ -123,3 +123,105 @@ async fn status_and_jobs_read_the_bots_database() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no such ticket: #2"));
 }
+
+/// `docket run` as a child process against a fake Bot API, with metrics on a free port.
+struct Running {
+    child: std::process::Child,
+    metrics: std::net::SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+async fn run_binary(fake: &crate::support::fake_telegram::FakeTelegram, grace: &str) -> Running {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let metrics: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"{grace}\"\n[metrics]\nlisten = \"{metrics}\"\n"
+        ),
+    )
+    .expect("write");
+    let child = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", config.to_str().expect("utf8"), "run"])
+        .current_dir(dir.path())
+        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
+        .env("TELOXIDE_API_URL", fake.api_url().as_str())
+        .env_remove("DOCKET_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docket run starts");
+    Running { child, metrics, _dir: dir }
+}
+
+async fn scrape(addr: std::net::SocketAddr) -> Option<String> {
+    let resp = reqwest::get(format!("http://{addr}/metrics")).await.ok()?;
+    resp.status().is_success().then_some(())?;
+    resp.text().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
+    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let mut bot = run_binary(&fake, "10s").await;
+    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
+    fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
+    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), crate::support::DEADLINE).await;
+
+    let deadline = tokio::time::Instant::now() + crate::support::DEADLINE;
+    let body = loop {
+        if let Some(body) = scrape(bot.metrics).await.filter(|b| b.contains("docket_messages_sent_total")) {
+            break body;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no metrics served");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    for name in ["docket_janitor_passes_total", "docket_jobs_accepted_total", "docket_jobs_ready_total"] {
+        assert!(body.contains(name), "{name} missing from:\n{body}");
+    }
+
+    let exit = sigterm(&mut bot).await;
+    assert!(exit.success(), "exit status after SIGTERM: {exit:?}");
+}
+
+async fn sigterm(bot: &mut Running) -> std::process::ExitStatus {
+    let status = Command::new("kill").args(["-TERM", &bot.child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + crate::support::DEADLINE;
+    loop {
+        if let Some(exit) = bot.child.try_wait().expect("wait") {
+            return exit;
+        }
+        assert!(std::time::Instant::now() < deadline, "docket did not stop after SIGTERM");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
+    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let mut bot = run_binary(&fake, "1s").await;
+    let file = fake.add_file(fixture("pdf/text-20pages.pdf"));
+    // About a minute to download: still running when SIGTERM comes and when the grace runs out.
+    fake.fail_downloads_for(
+        &file.file_id,
+        crate::support::fake_telegram::DownloadFault::Throttle { bytes_per_sec: 300 },
+        None,
+    );
+    fake.push_update(fake.document_update(96, 96, &file, Some("slow.pdf"), Some("application/pdf")));
+    fake.wait_for_call("getFile", |_| true, crate::support::DEADLINE).await;
+    let started = std::time::Instant::now();
+    let exit = sigterm(&mut bot).await;
+    assert!(exit.success(), "exit status after SIGTERM: {exit:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "stopped after {:?}", started.elapsed());
+
+    let db = bot._dir.path().join("data").join("docket.db");
+    let store = docket::store::Store::open(&docket::config::DatabaseUrl::Sqlite(db)).await.expect("open");
+    let job = store.job(docket::domain::Ticket(1)).await.expect("read").expect("the job exists");
+    assert_eq!(job.state, docket::domain::JobState::Accepted);
+    assert!(job.lease.is_none(), "released at shutdown, not left to lapse: {:?}", job.lease);
+    let parts: Vec<_> = crate::support::files_under(&bot._dir.path().join("data").join("downloads"));
+    assert!(parts.is_empty(), "the interrupted download left {parts:?}");
+}
