@@ -131,6 +131,47 @@ pub(crate) struct ClaimSql {
     pub message: &'static str,
 }
 
+/// The claim statements of both backends; `$lock` is what locks the chosen row in the subquery
+/// (`" FOR UPDATE SKIP LOCKED"` on PostgreSQL, nothing on SQLite, whose single writer already
+/// serialises the claim). The per-chat order check of the message claim reads other rows of the
+/// chat; the status re-check in its outer UPDATE keeps a row from being taken after it left
+/// `pending`.
+macro_rules! claim_statements {
+    ($lock:literal) => {
+        ClaimSql {
+            download: concat!("UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
+                           attempts = attempts + 1, updated_at = $3
+                       WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                                     AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                                     AND COALESCE(j.declared_size, $4) <= $5
+                                     AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                            AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                                 OR o.status IN ('fetched', 'processing'))) < $6
+                                   ORDER BY j.not_before, j.id LIMIT 1", $lock, ")
+                       RETURNING *"),
+            process: concat!("UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                          lease_until = $2, attempts = attempts + 1, updated_at = $3
+                      WHERE id = (SELECT id FROM jobs
+                                  WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
+                                    AND not_before <= $3
+                                  ORDER BY not_before, id LIMIT 1", $lock, ")
+                      RETURNING *"),
+            message: concat!("UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
+                          lease_until = $2, attempts = attempts + 1, updated_at = $3
+                      WHERE id = (SELECT o.id FROM outbox o
+                                  WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
+                                    AND o.not_before <= $3
+                                    AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
+                                                    AND e.status IN ('pending', 'sending'))
+                                  ORDER BY o.priority, o.id LIMIT 1", $lock, ")
+                        AND (status = 'pending' OR (status = 'sending' AND lease_until <= $3))
+                      RETURNING *"),
+        }
+    };
+}
+
+pub(crate) use claim_statements;
+
 /// Generates the shared statements as methods of a backend store (`$store`, holding `pool`) and
 /// as functions over a connection in module `$conn_mod`, for the database type `$db`.
 macro_rules! define_backend {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::backend::{ClaimSql, define_backend};
+use super::backend::{ClaimSql, claim_statements, define_backend};
 use super::{StoreError, StoreResult, Tx};
 
 /// A PostgreSQL database.
@@ -17,38 +17,7 @@ pub struct PostgresStore {
     pool: PgPool,
 }
 
-const CLAIMS: ClaimSql = ClaimSql {
-    download: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
-                   attempts = attempts + 1, updated_at = $3
-               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
-                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
-                             AND COALESCE(j.declared_size, $4) <= $5
-                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))) < $6
-                           ORDER BY j.not_before, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-               RETURNING *",
-    process: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT id FROM jobs
-                          WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
-                            AND not_before <= $3
-                          ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-              RETURNING *",
-    // The per-chat order check reads other rows of the chat; locking the candidate with SKIP
-    // LOCKED keeps two senders from taking the same row, and the status re-check in the outer
-    // UPDATE (under the row lock) keeps a row from being taken after it left `pending`.
-    message: "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT o.id FROM outbox o
-                          WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
-                            AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                            AND e.status IN ('pending', 'sending'))
-                          ORDER BY o.priority, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                AND (status = 'pending' OR (status = 'sending' AND lease_until <= $3))
-              RETURNING *",
-};
+const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED");
 
 define_backend!(PostgresStore, sqlx::Postgres, conn, CLAIMS);
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
-use super::backend::{ClaimSql, define_backend};
+use super::backend::{ClaimSql, claim_statements, define_backend};
 use super::{StoreError, StoreResult, Tx};
 
 /// A SQLite database.
@@ -20,34 +20,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-const CLAIMS: ClaimSql = ClaimSql {
-    download: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
-                   attempts = attempts + 1, updated_at = $3
-               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
-                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
-                             AND COALESCE(j.declared_size, $4) <= $5
-                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))) < $6
-                           ORDER BY j.not_before, j.id LIMIT 1)
-               RETURNING *",
-    process: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT id FROM jobs
-                          WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
-                            AND not_before <= $3
-                          ORDER BY not_before, id LIMIT 1)
-              RETURNING *",
-    message: "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT o.id FROM outbox o
-                          WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
-                            AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                            AND e.status IN ('pending', 'sending'))
-                          ORDER BY o.priority, o.id LIMIT 1)
-              RETURNING *",
-};
+const CLAIMS: ClaimSql = claim_statements!("");
 
 define_backend!(SqliteStore, sqlx::Sqlite, conn, CLAIMS);
 
