@@ -183,7 +183,9 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         telegram: telegram.clone(),
         settings: Arc::new(OutboxSettings {
             senders: 2,
-            lease: Duration::from_secs(60),
+            // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
+            // short as the job lease; long uploads renew it.
+            lease: config.workers.lease,
             max_attempts: 8,
             idle_poll: options.idle_poll,
             retry_base: options.retry_base,
@@ -201,7 +203,11 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     };
     // A machine that crashed comes back clean: reconcile the folders with the database before
     // any worker runs.
-    crate::janitor::pass(&janitor, false).await.context("while reconciling the data folder at startup")?;
+    // If the database is busy right now, the periodic pass does the same work later; the janitor
+    // never touches files of leased jobs, so starting the workers first is safe.
+    if let Err(e) = crate::janitor::pass(&janitor, false).await {
+        warn!(error = %e, "could not reconcile the data folder at startup; the next janitor pass will");
+    }
 
     let shutdown = Shutdown::default();
     let poll_stop = CancellationToken::new();

@@ -105,6 +105,12 @@ impl Spool {
         Ok(removed)
     }
 
+    /// Removes `results/<ticket>/`: before a job is `ready`, anything there is a result an attempt
+    /// wrote but never recorded (it died between the move and the commit).
+    pub fn remove_unrecorded_results(&self, ticket: Ticket) -> io::Result<()> {
+        remove_dir_if_exists(&self.results_root().join(ticket.0.to_string()))
+    }
+
     /// Removes a job's intermediate output. Missing is fine.
     pub fn remove_work(&self, ticket: Ticket) -> io::Result<()> {
         remove_dir_if_exists(&self.work_root().join(ticket.0.to_string()))

@@ -48,8 +48,11 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         ));
     }
 
-    // Intermediate output of an attempt that died is invalid: start from a clean work folder.
+    // Output of an attempt that died is invalid: start from clean work and result folders.
     deps.spool.remove_work(job.ticket).map_err(|e| StageError::retry(format!("cleaning the work folder: {e}")))?;
+    deps.spool
+        .remove_unrecorded_results(job.ticket)
+        .map_err(|e| StageError::retry(format!("cleaning the result folder: {e}")))?;
     // Intermediate output lives in work/<ticket>/ and vanishes if this attempt ends early.
     let work_dir =
         deps.spool.work_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
