@@ -7,6 +7,7 @@ mod support;
 
 mod budget;
 mod cli;
+mod crash;
 mod e2e;
 mod recovery;
 mod retention;

@@ -21,7 +21,9 @@
 //! Every API request is recorded as a [`Call`] (canonical method name, parameters as JSON,
 //! uploaded file, answered status). Tests never sleep: they wait for what they expect with
 //! [`FakeTelegram::wait_for_call`], which wakes on every recorded call and panics with a
-//! listing of all calls when its deadline passes.
+//! listing of all calls when its deadline passes. File downloads are not API calls: they are
+//! counted by [`FakeTelegram::downloads`] and listed, with the file each asked for, by
+//! [`FakeTelegram::download_log`].
 //!
 //! ```ignore
 //! let fake = FakeTelegram::start().await;
@@ -167,6 +169,17 @@ pub enum Fault {
     Delay(Duration),
 }
 
+/// One file download request, as recorded by the fake; see [`FakeTelegram::download_log`].
+#[derive(Clone, Debug)]
+pub struct Download {
+    /// The file the requested `file_path` was minted for, if the path was known and unexpired.
+    pub file_id: Option<String>,
+    /// When the request arrived (comparable with [`Call::at`]).
+    pub at: Instant,
+    /// The HTTP status the fake answered.
+    pub status: u16,
+}
+
 /// A scripted failure for file downloads; see [`FakeTelegram::fail_downloads`].
 #[derive(Clone, Debug)]
 pub enum DownloadFault {
@@ -224,6 +237,7 @@ struct FakeState {
     blocked: HashMap<i64, String>,
     calls: Vec<Arc<Call>>,
     downloads: usize,
+    download_log: Vec<Download>,
     commands: Value,
     /// Set when the last handle is dropped.
     stopped: bool,
@@ -310,6 +324,7 @@ impl FakeTelegram {
                 blocked: HashMap::new(),
                 calls: Vec::new(),
                 downloads: 0,
+                download_log: Vec::new(),
                 commands: json!([]),
                 stopped: false,
             }),
@@ -593,6 +608,11 @@ impl FakeTelegram {
     /// How many file download requests the fake has answered, whatever the status.
     pub fn downloads(&self) -> usize {
         self.state().downloads
+    }
+
+    /// Every file download request so far, oldest first, with the file it asked for.
+    pub fn download_log(&self) -> Vec<Download> {
+        self.state().download_log.clone()
     }
 
     /// The current JSON of message `message_id` in `chat_id` (sent by the bot or pushed in an
@@ -1013,20 +1033,22 @@ async fn download(
     AxumState(shared): AxumState<Arc<Shared>>,
     Path((bot_token, path)): Path<(String, String)>,
 ) -> Response {
+    let at = Instant::now();
     let (bytes, fault) = {
         let mut state = shared.state();
         state.downloads += 1;
         if bot_token.strip_prefix("bot") != Some(shared.token.as_str()) {
+            state.download_log.push(Download { file_id: None, at, status: StatusCode::UNAUTHORIZED.as_u16() });
             return unauthorized().into_response();
         }
-        let Some(file_id) =
-            state.links.get(&path).filter(|link| Instant::now() < link.expires_at).map(|link| link.file_id.clone())
-        else {
+        let file_id =
+            state.links.get(&path).filter(|link| Instant::now() < link.expires_at).map(|link| link.file_id.clone());
+        let bytes = file_id.as_ref().and_then(|id| state.files.get(id)).map(|f| f.bytes.clone());
+        let (Some(file_id), Some(bytes)) = (file_id, bytes) else {
+            state.download_log.push(Download { file_id: None, at, status: StatusCode::NOT_FOUND.as_u16() });
             return not_found().into_response();
         };
-        let Some(bytes) = state.files.get(&file_id).map(|f| f.bytes.clone()) else {
-            return not_found().into_response();
-        };
+        state.download_log.push(Download { file_id: Some(file_id.clone()), at, status: StatusCode::OK.as_u16() });
         let fault = state.take_download_fault(&file_id);
         (bytes, fault)
     };

@@ -1,0 +1,763 @@
+//! Crashes of the real `docket run` binary: the process is SIGKILLed mid-download, mid-processing
+//! and at random moments, started again on the same database and data folder, and every job must
+//! still end once — one result or one reason — with nothing left on disk but the results.
+//!
+//! The bot runs as a child process (`CARGO_BIN_EXE_docket`), talking over loopback to the fake
+//! Bot API served by the test's own runtime; the test reads the same SQLite file through its own
+//! [`Store`]. `Child::kill` is SIGKILL on Unix: no destructor, no shutdown, no release of leases.
+//! Each process's stderr (docket at debug level) is appended to one log file, printed when a
+//! test fails. The janitor runs every second, so files a crash orphaned go within a second of
+//! their job ending.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use docket::config::DatabaseUrl;
+use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
+use docket::store::{Job, JobFilter, OutboxMessage, Store};
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use sha2::{Digest as _, Sha256};
+use tempfile::TempDir;
+
+use crate::support::fake_telegram::{Call, DownloadFault, FakeTelegram, Fault, TEST_TOKEN};
+use crate::support::{DEADLINE, files_under, fixture};
+
+/// `[workers] lease` of every process: the shortest allowed, so a killed process's claims lapse
+/// quickly.
+const LEASE: Duration = Duration::from_secs(3);
+
+/// The real bot as a child process, on a database and data folder that outlive each process.
+struct Docket {
+    fake: FakeTelegram,
+    /// The test's own handle on the bot's SQLite file.
+    store: Store,
+    data: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    /// Processes started so far.
+    runs: u32,
+    dir: TempDir,
+}
+
+impl Docket {
+    /// A fake Bot API, a temp folder with the configuration, the database (migrated) and the data
+    /// folder; no process yet. `workers` is extra TOML for the `[workers]` table.
+    async fn new(workers: &str) -> Self {
+        let fake = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("db").join("docket.db");
+        let data = dir.path().join("data");
+        let config = dir.path().join("docket.toml");
+        let toml = format!(
+            "[telegram]\npoll_timeout = \"1s\"\n\
+             [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
+             [workers]\nlease = \"{lease}s\"\nshutdown_grace = \"5s\"\n{workers}\n\
+             [retention]\njanitor_interval = \"1s\"\n",
+            url = format!("sqlite://{}", db.display()),
+            data = data.display().to_string(),
+            lease = LEASE.as_secs(),
+        );
+        std::fs::write(&config, toml).expect("write the configuration");
+        let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
+        let log = dir.path().join("docket.log");
+        Self { fake, store, data, config, log, child: None, runs: 0, dir }
+    }
+
+    /// Starts `docket run`; its stderr goes to the shared log file.
+    fn start(&mut self) {
+        assert!(self.child.is_none(), "a docket process is already running");
+        self.runs += 1;
+        let mut log = OpenOptions::new().create(true).append(true).open(&self.log).expect("open the log file");
+        writeln!(log, "===== docket run #{} =====", self.runs).expect("write the log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_docket"))
+            .arg("--config")
+            .arg(&self.config)
+            .arg("run")
+            .current_dir(self.dir.path())
+            .env_remove("DOCKET_CONFIG")
+            .env_remove("DOCKET_LOG_FORMAT")
+            .env("TELOXIDE_TOKEN", TEST_TOKEN)
+            .env("TELOXIDE_API_URL", self.fake.api_url().as_str())
+            // docket's own debug lines; sqlx's per-statement lines would drown them.
+            .env("RUST_LOG", "debug,sqlx=warn,hyper_util=info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("the docket binary starts");
+        self.child = Some(child);
+    }
+
+    /// SIGKILLs the running process and reaps it.
+    fn kill(&mut self) {
+        let mut child = self.child.take().expect("a docket process is running");
+        child.kill().expect("SIGKILL the docket process");
+        child.wait().expect("reap the docket process");
+    }
+
+    /// The running process's id.
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a docket process is running").id()
+    }
+
+    /// Polls `probe` until it gives a value; panics after `timeout`, or at once if the process
+    /// exited on its own.
+    async fn until<T>(&mut self, what: &str, timeout: Duration, probe: impl AsyncFn(&Self) -> Option<T>) -> T {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(value) = probe(self).await {
+                return value;
+            }
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().expect("poll the child")) {
+                self.child = None;
+                panic!("docket exited on its own ({status}) while the test waited for {what}");
+            }
+            assert!(Instant::now() < deadline, "waited {timeout:?} for {what} in vain");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn job(&self, ticket: Ticket) -> Option<Job> {
+        self.store.job(ticket).await.expect("read a job")
+    }
+
+    async fn jobs(&self) -> Vec<Job> {
+        let mut jobs =
+            self.store.jobs(&JobFilter { limit: 10_000, ..Default::default() }).await.expect("list the jobs");
+        jobs.sort_by_key(|j| j.ticket);
+        jobs
+    }
+
+    async fn messages(&self, ticket: Ticket) -> Vec<OutboxMessage> {
+        self.store.messages(None, Some(ticket)).await.expect("read the outbox")
+    }
+
+    /// Whether the job's message of `kind` is `sent`.
+    async fn sent(&self, ticket: Ticket, kind: MessageKind) -> bool {
+        self.messages(ticket).await.iter().any(|m| m.kind == kind && m.state == OutboxState::Sent)
+    }
+
+    /// The download requests the fake answered for `file_id`.
+    fn downloads_of(&self, file_id: &str) -> Vec<crate::support::fake_telegram::Download> {
+        self.fake.download_log().into_iter().filter(|d| d.file_id.as_deref() == Some(file_id)).collect()
+    }
+
+    /// Every file in the data folder, relative to it.
+    fn files(&self) -> Vec<PathBuf> {
+        files_under(&self.data)
+            .into_iter()
+            .map(|p| p.strip_prefix(&self.data).map(Path::to_path_buf).unwrap_or(p))
+            .collect()
+    }
+
+    /// The files once `settled` holds for them, or after a few janitor passes whatever they are
+    /// then: a file the commit stopped pointing at goes right after it, and one a crash orphaned
+    /// goes at the next janitor pass (every second here).
+    async fn files_when(&self, settled: impl Fn(&[PathBuf]) -> bool) -> Vec<PathBuf> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let files = self.files();
+            if settled(&files) || Instant::now() > deadline {
+                return files;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn log_text(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
+    }
+
+    /// Neither the token nor a download URL reached any process's log.
+    fn assert_no_secrets_logged(&self) {
+        let secret = TEST_TOKEN.split(':').nth(1).expect("the token has a secret half");
+        let log = self.log_text();
+        assert!(!log.contains(secret), "the bot token leaked into docket's log");
+        assert!(!log.contains("/file/bot"), "a file download URL leaked into docket's log");
+    }
+}
+
+impl Drop for Docket {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            // The temp folder goes with the test; the whole log is kept beside it.
+            let kept = self.dir.path().with_extension("log");
+            let kept = std::fs::copy(&self.log, &kept).map(|_| kept.display().to_string());
+            eprintln!("docket's whole log: {}", kept.unwrap_or_else(|e| format!("(not kept: {e})")));
+            let log = self.log_text();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(400)..].join("\n");
+            eprintln!(
+                "----- docket's log ({} processes, last {} of {} lines) -----\n{tail}\n----- end of docket's log -----",
+                self.runs,
+                lines.len().min(400),
+                lines.len()
+            );
+        }
+    }
+}
+
+/// A valid PDF of `pages` pages, each with about `bytes_per_page` bytes of uncompressed text
+/// (pseudo-random words from `seed`), so optimizing it takes real work and really shrinks it.
+fn generated_pdf(pages: usize, bytes_per_page: usize, seed: u64) -> Vec<u8> {
+    use lopdf::{Document, Object, Stream, dictionary};
+
+    let words: Vec<&str> = "contract party shall notice term payment clause agreement herein liability schedule \
+                            annex warranty delivery invoice section the of and to"
+        .split_whitespace()
+        .collect();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font",
+        "Subtype" => "Type1",
+        "BaseFont" => "Helvetica",
+    });
+    let resources_id = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font_id } });
+    let mut kids = Vec::with_capacity(pages);
+    for page in 0..pages {
+        let mut content = format!("BT /F1 9 Tf 40 800 Td 11 TL (page {page}) Tj\n").into_bytes();
+        while content.len() < bytes_per_page {
+            let mut line = String::from("T* (");
+            for _ in 0..12 {
+                line.push_str(words[rng.random_range(0..words.len())]);
+                line.push(' ');
+            }
+            line.push_str(&rng.random_range(0..1_000_000u32).to_string());
+            line.push_str(") Tj\n");
+            content.extend_from_slice(line.as_bytes());
+        }
+        content.extend_from_slice(b"ET\n");
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content));
+        let page_id = doc.add_object(dictionary! {
+            "Type" => "Page",
+            "Parent" => pages_id,
+            "Contents" => content_id,
+        });
+        kids.push(Object::from(page_id));
+    }
+    let count = i64::try_from(kids.len()).expect("page count fits");
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages",
+            "Kids" => kids,
+            "Count" => count,
+            "Resources" => resources_id,
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+        }),
+    );
+    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    doc.trailer.set("Root", catalog_id);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("a generated PDF saves");
+    out
+}
+
+/// About 15 MB of uncompressed text (under the 20 MiB download limit): optimizing it takes most
+/// of a second even with optimized dependencies, long enough to be caught in the act.
+fn heavy_pdf() -> Vec<u8> {
+    generated_pdf(1000, 15_000, 2)
+}
+
+fn page_count(pdf: &[u8]) -> usize {
+    lopdf::Document::load_mem(pdf).expect("a valid PDF").get_pages().len()
+}
+
+fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
+    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
+}
+
+fn is_part(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "part")
+}
+
+/// The only files a finished job may leave: its result, under `results/<ticket>/`.
+fn only_result_of(files: &[PathBuf], ticket: Ticket) -> bool {
+    files.len() == 1 && files[0].starts_with(Path::new("results").join(ticket.0.to_string()))
+}
+
+/// Kill while the file is still streaming in; the next process waits out the lease, asks
+/// getFile afresh, downloads again, and the person gets one result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_download_then_restart_completes_once() {
+    const CHAT: i64 = 7001;
+    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let pdf = generated_pdf(100, 15_000, 1);
+    assert!(pdf.len() > 1_000_000, "{} bytes", pdf.len());
+    let file = d.fake.add_file(pdf.clone());
+    // Only the first download crawls (it would take over 7 s), so the kill finds it mid-stream;
+    // the one after the restart runs at full speed.
+    d.fake.fail_downloads_for(&file.file_id, DownloadFault::Throttle { bytes_per_sec: 200_000 }, Some(1));
+    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("big.pdf"), Some("application/pdf")));
+    d.start();
+    let first_pid = d.pid();
+
+    // The ticket reply is out (a kill mid-send would hold the chat's messages back for a minute,
+    // see `sigkill_mid_send_…`), the job is leased, the fake is serving the file and the .part
+    // file is growing.
+    d.until("the ticket reply", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::TicketReply).await.then_some(()))
+        .await;
+    let part = d
+        .until("the download to be mid-stream", DEADLINE, async |d| {
+            let job = d.job(Ticket(1)).await?;
+            (job.state == JobState::Accepted && job.lease.is_some() && d.downloads_of(&file.file_id).len() == 1)
+                .then_some(())?;
+            d.files().into_iter().find(|p| is_part(p) && std::fs::metadata(d.data.join(p)).is_ok_and(|m| m.len() > 0))
+        })
+        .await;
+    let get_files_before = d.fake.calls_to("getFile").len();
+    d.kill();
+    let (killed_at, killed_at_wall) = (Instant::now(), SystemClock.now());
+
+    let at_kill = d.job(Ticket(1)).await.expect("the job");
+    assert_eq!(at_kill.state, JobState::Accepted, "killed mid-download: {at_kill:#?}");
+    let lease = at_kill.lease.clone().expect("the killed process still holds the lease");
+    assert!(lease.owner.contains(&format!(":{first_pid}:")), "held by the killed process: {lease:?}");
+    assert_eq!(get_files_before, 1);
+    let part_len = std::fs::metadata(d.data.join(&part)).map(|m| m.len()).unwrap_or(0);
+    assert!(part_len < pdf.len() as u64, "the kill came mid-stream ({part_len} of {} bytes)", pdf.len());
+
+    d.start();
+    let job = d
+        .until("the job to be ready", Duration::from_secs(30), async |d| {
+            d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
+        })
+        .await;
+    d.until("the result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
+        .await;
+
+    // One result, complete and intact.
+    let documents = d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).collect::<Vec<_>>();
+    assert_eq!(documents.len(), 1, "exactly one result: {documents:#?}");
+    let caption = documents[0].params["caption"].as_str().unwrap_or_default();
+    assert!(caption.starts_with("#1 ready: big.pdf, "), "{caption}");
+    let upload = documents[0].upload.as_ref().expect("the result is uploaded");
+    assert_eq!(page_count(&upload.bytes), 100);
+    assert_eq!(job.real_size, Some(pdf.len() as i64));
+    assert_eq!(job.sha256.as_deref(), Some(hex::encode(Sha256::digest(&pdf)).as_str()));
+    assert_eq!(d.fake.calls_to("sendMessage").into_iter().filter(to_chat(CHAT)).count(), 1, "one ticket reply");
+
+    // The new process waited for the lease, then asked getFile again before downloading again.
+    let get_files = d.fake.calls_to("getFile");
+    let downloads = d.downloads_of(&file.file_id);
+    assert_eq!(get_files.len(), 2, "one getFile per attempt: {get_files:#?}");
+    assert_eq!(downloads.len(), 2, "one download per attempt: {downloads:#?}");
+    let lease_lapsed_at = killed_at + killed_at_wall.until(lease.until);
+    assert!(get_files[1].at > killed_at, "the second getFile came from the new process");
+    assert!(
+        get_files[1].at + Duration::from_millis(50) >= lease_lapsed_at,
+        "the new process claimed the job {:?} before the killed process's lease lapsed",
+        lease_lapsed_at - get_files[1].at
+    );
+    assert!(get_files[1].at < downloads[1].at, "getFile afresh, then the download");
+
+    // Nothing left but the result: no .part of the killed attempt, no source, no work files.
+    let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
+    assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
+    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
+    d.assert_no_secrets_logged();
+}
+
+/// Kill while the PDF is being optimized; the next process takes the job over once the lease
+/// lapses, checks the source it already has, does the work again and sends one result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_processing_then_restart_completes_once() {
+    const CHAT: i64 = 7002;
+    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let pdf = heavy_pdf();
+    let file = d.fake.add_file(pdf.clone());
+    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("heavy.pdf"), Some("application/pdf")));
+    d.start();
+    let first_pid = d.pid();
+
+    // Processing has begun: the job is `processing` under a lease and its output file exists in
+    // work/1/ (the operation fills it only when done). The ticket reply is out.
+    let work_file = d
+        .until("processing to be in progress", DEADLINE, async |d| {
+            let job = d.job(Ticket(1)).await?;
+            (job.state == JobState::Processing && job.lease.is_some()).then_some(())?;
+            d.sent(Ticket(1), MessageKind::TicketReply).await.then_some(())?;
+            d.files().into_iter().find(|p| p.starts_with(Path::new("work").join("1")))
+        })
+        .await;
+    d.kill();
+    let at_kill = d.job(Ticket(1)).await.expect("the job");
+    assert_eq!(at_kill.state, JobState::Processing, "killed mid-processing: {at_kill:#?}");
+    let lease = at_kill.lease.clone().expect("the killed process still holds the lease");
+    assert!(lease.owner.contains(&format!(":{first_pid}:")), "held by the killed process: {lease:?}");
+    assert!(d.data.join(&work_file).exists(), "the killed attempt's output is still there: {work_file:?}");
+
+    d.start();
+    let job = d
+        .until("the job to be ready", Duration::from_secs(40), async |d| {
+            d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
+        })
+        .await;
+    d.until("the result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
+        .await;
+
+    let documents = d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).collect::<Vec<_>>();
+    assert_eq!(documents.len(), 1, "exactly one result: {documents:#?}");
+    let caption = documents[0].params["caption"].as_str().unwrap_or_default();
+    assert!(caption.starts_with("#1 ready: heavy.pdf, "), "{caption}");
+    let upload = documents[0].upload.as_ref().expect("the result is uploaded");
+    assert!(upload.bytes.len() < pdf.len(), "the result is the optimized file");
+    assert_eq!(page_count(&upload.bytes), page_count(&pdf));
+    assert_eq!(job.result_size, Some(upload.bytes.len() as i64));
+    // The verified source survived the crash: no second download.
+    assert_eq!(d.fake.calls_to("getFile").len(), 1, "the source was not downloaded again");
+    assert_eq!(d.downloads_of(&file.file_id).len(), 1);
+
+    let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
+    assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
+    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
+    d.assert_no_secrets_logged();
+}
+
+/// Kill in the narrow window between the processing stage moving its output into
+/// `results/<ticket>/` and the commit that records it (held open here by taking SQLite's write
+/// lock): the output of the dead attempt belongs to no row; the retry writes another, and the
+/// janitor deletes the orphan at its next pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result() {
+    use sqlx::Connection as _;
+
+    const CHAT: i64 = 7003;
+    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let pdf = heavy_pdf();
+    let file = d.fake.add_file(pdf.clone());
+    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("window.pdf"), Some("application/pdf")));
+    d.start();
+    d.until("processing to be in progress, the ticket reply out", DEADLINE, async |d| {
+        let job = d.job(Ticket(1)).await?;
+        (job.state == JobState::Processing && job.lease.is_some()).then_some(())?;
+        d.sent(Ticket(1), MessageKind::TicketReply).await.then_some(())
+    })
+    .await;
+
+    // Hold the write lock: the result is moved into results/1/, and its commit waits.
+    let db = d.dir.path().join("db").join("docket.db");
+    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.expect("connect");
+    sqlx::query("BEGIN EXCLUSIVE").execute(&mut blocker).await.expect("take the write lock");
+    let orphan = d
+        .until("the result to be written, not yet recorded", DEADLINE, async |d| {
+            d.files().into_iter().find(|p| p.starts_with(Path::new("results").join("1")))
+        })
+        .await;
+    d.kill();
+    sqlx::query("ROLLBACK").execute(&mut blocker).await.expect("release the write lock");
+    drop(blocker);
+    let at_kill = d.job(Ticket(1)).await.expect("the job");
+    assert_eq!(at_kill.state, JobState::Processing, "the result was never recorded: {at_kill:#?}");
+    assert!(d.data.join(&orphan).exists());
+
+    d.start();
+    let job = d
+        .until("the job to be ready", Duration::from_secs(30), async |d| {
+            d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
+        })
+        .await;
+    d.until("the result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
+        .await;
+    assert_eq!(d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).count(), 1, "exactly one result");
+    let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
+    assert!(only_result_of(&files, Ticket(1)), "only the recorded result may remain, found {files:?}");
+    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
+}
+
+/// Kill while a result is being sent: the row stays `sending` under the dead process's claim,
+/// and every later message to that chat waits behind it (messages go out in order per chat).
+/// The chat must hear from the bot again once that claim lapses, as a job's would: the next
+/// document's ticket reply and the interrupted result must arrive well within a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_send_stalls_the_chat_no_longer_than_a_lease() {
+    const CHAT: i64 = 7004;
+    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    // The first result send hangs at the fake, so the kill finds it in flight.
+    d.fake.fail_next_for_chat("sendDocument", CHAT, Fault::Delay(Duration::from_secs(30)));
+    let first = d.fake.add_file(fixture("pdf/text-20pages.pdf"));
+    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &first, Some("first.pdf"), Some("application/pdf")));
+    d.start();
+    d.until("the result to be in flight", DEADLINE, async |d| {
+        d.messages(Ticket(1))
+            .await
+            .into_iter()
+            .find(|m| m.kind == MessageKind::Result && m.state == OutboxState::Sending)
+    })
+    .await;
+    d.kill();
+    let second = d.fake.add_file(fixture("pdf/text-1page.pdf"));
+    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &second, Some("second.pdf"), Some("application/pdf")));
+    d.start();
+
+    let ticket_reply =
+        |c: &Call| to_chat(CHAT)(c) && c.params["text"].as_str().is_some_and(|t| t.contains("ticket #2"));
+    d.fake.wait_for_call("sendMessage", ticket_reply, DEADLINE).await;
+    d.fake.wait_for_call("sendDocument", |c| to_chat(CHAT)(c) && c.status == 200, DEADLINE).await;
+}
+
+/// How many of `jobs` are in each state.
+fn by_state<'a>(jobs: impl Iterator<Item = &'a Job>) -> BTreeMap<&'static str, usize> {
+    let mut counts = BTreeMap::new();
+    for job in jobs {
+        *counts.entry(job.state.as_str()).or_default() += 1;
+    }
+    counts
+}
+
+/// What a chaos document is, and how its job must end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A valid PDF: `ready`.
+    Pdf,
+    /// A PNG named `.pdf`: `failed`, not a PDF.
+    PngNamedPdf,
+    /// The first 7000 bytes of a PDF: `failed` as damaged (or `ready` if lopdf can read it).
+    Truncated,
+    /// A PDF that needs a password: `failed`.
+    Encrypted,
+    /// The download disagrees with the announced size: `failed`.
+    LyingSize,
+}
+
+/// Ticket numbers in texts: the `N` of `#N ready:` / `#N failed:` at the start, or of
+/// `ticket #N, queued.` in a ticket reply.
+fn ticket_in(text: &str, kind: MessageKind) -> Option<i64> {
+    let digits = |s: &str| -> Option<(i64, usize)> {
+        let n: String = s.chars().take_while(char::is_ascii_digit).collect();
+        Some((n.parse().ok()?, n.len()))
+    };
+    match kind {
+        MessageKind::Result | MessageKind::Failure => {
+            let rest = text.strip_prefix('#')?;
+            let (n, len) = digits(rest)?;
+            let suffix = if kind == MessageKind::Result { " ready:" } else { " failed:" };
+            rest[len..].starts_with(suffix).then_some(n)
+        }
+        MessageKind::TicketReply => {
+            let (_, after) = text.rsplit_once("ticket #")?;
+            let (n, len) = digits(after)?;
+            after[len..].starts_with(", queued.").then_some(n)
+        }
+        MessageKind::Reply => None,
+    }
+}
+
+/// Fifty documents of every kind from ten chats; the bot is SIGKILLed ten times at random
+/// moments and restarted each time. Every job must still end `ready` or `failed` (with a reason),
+/// no message may reach a person twice unless its send's outcome was lost in a crash, and the
+/// data folder must hold exactly one result per ready job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_random_kills_every_job_ends_ready_or_failed() {
+    const DOCUMENTS: usize = 50;
+    const KILLS: usize = 10;
+    // A fixed seed; DOCKET_CHAOS_SEED explores others (the moments also depend on timing).
+    let seed = std::env::var("DOCKET_CHAOS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0xD0C_4E7_u64);
+    let started = Instant::now();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut d = Docket::new("download = 4\nprocess = 2").await;
+
+    let small = generated_pdf(20, 2_000, 11);
+    let medium = generated_pdf(60, 8_000, 12);
+    let large = generated_pdf(120, 10_000, 13);
+    let kinds_cycle = [
+        (Kind::Pdf, large.clone()),
+        (Kind::Pdf, fixture("pdf/text-20pages.pdf")),
+        (Kind::Pdf, medium.clone()),
+        (Kind::PngNamedPdf, fixture("other/red-8x8.png")),
+        (Kind::Pdf, small.clone()),
+        (Kind::Pdf, fixture("pdf/scan-2pages.pdf")),
+        (Kind::Truncated, fixture("pdf/truncated.pdf")),
+        (Kind::Pdf, large),
+        (Kind::Pdf, fixture("pdf/text-1page.pdf")),
+        (Kind::Encrypted, fixture("pdf/aes256-userpw.pdf")),
+        (Kind::Pdf, medium),
+        (Kind::Pdf, small),
+    ];
+    // Every download crawls a little, so kills find some mid-stream; the liar's own fault wins.
+    d.fake.fail_downloads(DownloadFault::Throttle { bytes_per_sec: 1_500_000 }, None);
+    let mut updates = Vec::with_capacity(DOCUMENTS);
+    let mut kinds = HashMap::new();
+    for i in 0..DOCUMENTS {
+        let chat = 8001 + (i % 10) as i64;
+        let (kind, bytes) = if i == 17 {
+            (Kind::LyingSize, fixture("pdf/text-20pages.pdf"))
+        } else {
+            kinds_cycle[i % kinds_cycle.len()].clone()
+        };
+        let file = d.fake.add_file(bytes.clone());
+        if kind == Kind::LyingSize {
+            d.fake.fail_downloads_for(
+                &file.file_id,
+                DownloadFault::ServeBytes(bytes[..bytes.len() / 2].to_vec()),
+                None,
+            );
+        }
+        kinds.insert(file.file_unique_id.clone(), kind);
+        let name = format!("doc-{i:02}.pdf");
+        updates.push(d.fake.document_update(chat, chat, &file, Some(&name), Some("application/pdf")));
+    }
+
+    // The documents arrive in five waves during the first five runs; each run lives a random
+    // while after it first polls, then dies.
+    let mut updates = updates.into_iter();
+    let mut schedule = Vec::new();
+    let mut caught_working = 0;
+    for kill in 0..KILLS {
+        if kill < 5 {
+            for update in updates.by_ref().take(DOCUMENTS / 5) {
+                d.fake.push_update(update);
+            }
+        }
+        let polls = d.fake.calls_to("getUpdates").len();
+        d.start();
+        d.until("the new process to poll", DEADLINE, async |d| {
+            (d.fake.calls_to("getUpdates").len() > polls).then_some(())
+        })
+        .await;
+        // Long enough, on average, for the leases of killed processes to lapse within a few runs,
+        // so later runs have work to be killed in.
+        let life = Duration::from_millis(rng.random_range(200..1200));
+        tokio::time::sleep(life).await;
+        let owner = format!(":{}:", d.pid());
+        d.kill();
+        let held =
+            by_state(d.jobs().await.iter().filter(|j| j.lease.as_ref().is_some_and(|l| l.owner.contains(&owner))));
+        caught_working += usize::from(!held.is_empty());
+        schedule.push(format!("run {} lived {life:?} after its first poll, killed holding {held:?}", kill + 1));
+    }
+    eprintln!("chaos (DOCKET_CHAOS_SEED={seed}):\n  {}", schedule.join("\n  "));
+    assert!(caught_working >= 3, "too few kills found the bot holding a job: {schedule:#?}");
+
+    // The last process runs until every job has ended.
+    d.start();
+    let jobs = d
+        .until("every job to end ready or failed", Duration::from_secs(90), async |d| {
+            let jobs = d.jobs().await;
+            (jobs.len() == DOCUMENTS && jobs.iter().all(|j| matches!(j.state, JobState::Ready | JobState::Failed)))
+                .then_some(jobs)
+        })
+        .await;
+    let chaos_took = started.elapsed();
+
+    // Each job ended as its content says, failures with a reason.
+    for job in &jobs {
+        let kind = kinds[&job.file_unique_id];
+        assert!(job.lease.is_none(), "an ended job holds no lease: {job:#?}");
+        match job.state {
+            JobState::Failed => {
+                let error = job.error.as_deref().unwrap_or_default();
+                assert!(!error.trim().is_empty(), "a failed job says why: {job:#?}");
+                let expected = match kind {
+                    Kind::Pdf => "could not be processed after",
+                    Kind::PngNamedPdf => "is not a PDF",
+                    Kind::Truncated => "damaged",
+                    Kind::Encrypted => "password",
+                    Kind::LyingSize => "instead of",
+                };
+                assert!(error.contains(expected), "{kind:?} failed with {error:?}");
+            }
+            JobState::Ready => {
+                assert!(
+                    matches!(kind, Kind::Pdf | Kind::Truncated),
+                    "a {kind:?} document must not become ready: {job:#?}"
+                );
+                assert!(job.result_path.is_some() && job.result_size.is_some(), "{job:#?}");
+            }
+            other => unreachable!("{other:?}"),
+        }
+    }
+    let valid = jobs.iter().filter(|j| kinds[&j.file_unique_id] == Kind::Pdf).collect::<Vec<_>>();
+    let gave_up = valid.iter().filter(|j| j.state == JobState::Failed).map(|j| j.ticket).collect::<Vec<_>>();
+    assert!(gave_up.is_empty(), "valid PDFs gave up after repeated crashes: {gave_up:?}");
+
+    // No message reached a person twice, unless its row went through a send whose outcome a
+    // crash lost (a row claimed more than once). Every delivery names a job of that chat in the
+    // state it reports.
+    let by_ticket: HashMap<i64, &Job> = jobs.iter().map(|j| (j.ticket.0, j)).collect();
+    let mut delivered: HashMap<(i64, MessageKind), usize> = HashMap::new();
+    for call in d.fake.calls().into_iter().filter(|c| c.status == 200) {
+        let (text, kinds_here): (&str, &[MessageKind]) = match call.method.as_str() {
+            "sendDocument" => (call.params["caption"].as_str().unwrap_or_default(), &[MessageKind::Result]),
+            "sendMessage" => {
+                (call.params["text"].as_str().unwrap_or_default(), &[MessageKind::TicketReply, MessageKind::Failure])
+            }
+            _ => continue,
+        };
+        let Some((ticket, kind)) = kinds_here.iter().find_map(|k| ticket_in(text, *k).map(|t| (t, *k))) else {
+            panic!("an unexpected {} {text:?}", call.method);
+        };
+        let job = by_ticket.get(&ticket).unwrap_or_else(|| panic!("a message about an unknown ticket: {text:?}"));
+        assert_eq!(call.params["chat_id"].as_i64(), Some(job.chat.0), "{text:?} went to another chat");
+        match kind {
+            MessageKind::Result => assert_eq!(job.state, JobState::Ready, "a result for a job that is not ready"),
+            MessageKind::Failure => {
+                assert_eq!(job.state, JobState::Failed, "a failure notice for a job that did not fail")
+            }
+            _ => {}
+        }
+        *delivered.entry((ticket, kind)).or_default() += 1;
+    }
+    let mut duplicates = Vec::new();
+    for (&(ticket, kind), &count) in &delivered {
+        if count < 2 {
+            continue;
+        }
+        let rows = d.messages(Ticket(ticket)).await;
+        let row = rows.iter().find(|m| m.kind == kind).expect("a delivered message has a row");
+        if row.attempts < 2 {
+            duplicates.push(format!("#{ticket} {kind:?} delivered {count} times, its row was claimed once: {row:?}"));
+        }
+    }
+    assert!(duplicates.is_empty(), "duplicate deliveries:\n{}", duplicates.join("\n"));
+
+    // Exactly one result per ready job, and nothing else: no .part, no source, no work files.
+    let expected: Vec<PathBuf> = jobs
+        .iter()
+        .filter_map(|j| j.result_path.as_deref())
+        .map(|p| Path::new(p).strip_prefix(&d.data).expect("results live in the data folder").to_path_buf())
+        .collect();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort();
+    let files = d.files_when(|f| f == expected_sorted.as_slice()).await;
+    let unexpected = files.iter().filter(|f| !expected.contains(f)).collect::<Vec<_>>();
+    let missing = expected.iter().filter(|f| !files.contains(f)).collect::<Vec<_>>();
+    assert!(missing.is_empty(), "results of ready jobs are missing: {missing:?}");
+    assert!(unexpected.is_empty(), "files left beyond one result per ready job: {unexpected:?}");
+    d.assert_no_secrets_logged();
+    // Messages still on their way (a row a killed process was sending waits for its lease).
+    let mut outbox: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut undelivered = Vec::new();
+    for job in &jobs {
+        for m in d.messages(job.ticket).await {
+            *outbox.entry(m.state.as_str()).or_default() += 1;
+            if m.state != OutboxState::Sent {
+                undelivered.push(format!(
+                    "{} {} {} (attempts {})",
+                    job.ticket,
+                    m.kind.as_str(),
+                    m.state.as_str(),
+                    m.attempts
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "chaos: {} ready, {} failed after {chaos_took:?}; outbox rows by state: {outbox:?} {undelivered:?}",
+        jobs.iter().filter(|j| j.state == JobState::Ready).count(),
+        jobs.iter().filter(|j| j.state == JobState::Failed).count()
+    );
+}
