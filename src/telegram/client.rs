@@ -252,6 +252,14 @@ impl TelegramClient {
         Ok(RemoteFile { path: file.path, size })
     }
 
+    /// The path to read directly when the file lives on this machine's disk: a local Bot API
+    /// server (`--local`) answered with an absolute path and no file server fronts it.
+    pub fn local_source(&self, file: &RemoteFile) -> Option<PathBuf> {
+        let path = Path::new(&file.path);
+        (self.settings.local_api && path.is_absolute() && self.settings.local_files_url.is_none())
+            .then(|| path.to_path_buf())
+    }
+
     /// Opens the bytes of a file described by getFile: over HTTP from the Bot API, or from the
     /// local server's disk when it runs with `--local` and answered with an absolute path.
     pub async fn open_file(&self, file: &RemoteFile) -> Result<ByteStream, TelegramError> {
@@ -266,7 +274,7 @@ impl TelegramClient {
             let f = tokio::fs::File::open(&file.path).await.map_err(|e| {
                 TelegramError::Transient(format!("cannot open the local Bot API server's copy: {}", e.kind()))
             })?;
-            let stream = tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024).map_err(|e| {
+            let stream = tokio_util::io::ReaderStream::with_capacity(f, 1024 * 1024).map_err(|e| {
                 TelegramError::Transient(format!("reading the local Bot API server's copy: {}", e.kind()))
             });
             return Ok(Box::pin(stream));
