@@ -122,3 +122,23 @@ async fn a_wrong_file_id_fails_at_once_with_a_reason(backend: Backend) {
         Some("#1 failed: Telegram no longer has gone.pdf; please send it again.")
     );
 }
+
+/// With a local Bot API server (`--local`), getFile answers an absolute path on its disk, which
+/// docket reads directly with the same hashing and checks; nothing is fetched over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_bot_api_server_file_is_read_from_its_absolute_path() {
+    let server_dir = tempfile::tempdir().expect("tempdir");
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| c.telegram.local_api = true).await;
+    app.fake.set_local_mode(server_dir.path());
+    let pdf = fixture("pdf/text-20pages.pdf");
+    app.send_document(87, pdf.clone(), "local.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    assert_eq!(job.real_size, Some(pdf.len() as i64));
+    let expected = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&pdf))
+    };
+    assert_eq!(job.sha256.as_deref(), Some(expected.as_str()));
+    assert_eq!(app.fake.downloads(), 0, "nothing was downloaded over HTTP");
+    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(87), DEADLINE).await;
+}

@@ -231,6 +231,8 @@ struct FakeState {
     next_link: u64,
     download_limit: u64,
     link_ttl: Duration,
+    /// `--local` mode: getFile writes the file under this folder and answers its absolute path.
+    local_dir: Option<std::path::PathBuf>,
     chats: HashMap<i64, ChatLog>,
     faults: Vec<ScriptedFault>,
     download_faults: Vec<ScriptedDownloadFault>,
@@ -318,6 +320,7 @@ impl FakeTelegram {
                 next_link: 1,
                 download_limit: DEFAULT_DOWNLOAD_LIMIT,
                 link_ttl: DEFAULT_LINK_TTL,
+                local_dir: None,
                 chats: HashMap::new(),
                 faults: Vec::new(),
                 download_faults: Vec::new(),
@@ -385,6 +388,13 @@ impl FakeTelegram {
     /// 1 hour). `Duration::ZERO` mints paths that are already expired.
     pub fn set_link_ttl(&self, ttl: Duration) {
         self.state().link_ttl = ttl;
+    }
+
+    /// Behaves like a Bot API server started with `--local`: getFile copies the file to
+    /// `<dir>/<token>/documents/file_<n>` and answers that ABSOLUTE path, which is not served
+    /// over HTTP (the bot must read it from disk).
+    pub fn set_local_mode(&self, dir: &std::path::Path) {
+        self.state().local_dir = Some(dir.to_path_buf());
     }
 
     /// Expires every `file_path` minted so far; downloading them answers 404.
@@ -824,6 +834,18 @@ fn perform(shared: &Shared, method: &str, params: &Map<String, Value>, upload: O
             let n = state.next_link;
             state.next_link += 1;
             let path = format!("documents/file_{n}.{extension}");
+            if let Some(dir) = state.local_dir.clone() {
+                let local = dir.join(TEST_TOKEN).join(&path);
+                let written = std::fs::create_dir_all(local.parent().unwrap_or(&dir))
+                    .and_then(|()| std::fs::write(&local, &state.files[file_id].bytes));
+                if written.is_err() {
+                    return bad_request("Bad Request: the local server could not store the file");
+                }
+                let local = local.to_string_lossy().into_owned();
+                return ok(
+                    json!({ "file_id": file_id, "file_unique_id": unique_id, "file_size": size, "file_path": local }),
+                );
+            }
             let expires_at = Instant::now() + state.link_ttl;
             state.links.insert(path.clone(), Link { file_id: file_id.to_owned(), expires_at });
             ok(json!({ "file_id": file_id, "file_unique_id": unique_id, "file_size": size, "file_path": path }))
