@@ -192,3 +192,62 @@ async fn a_file_bigger_than_the_whole_budget_is_refused_at_intake() {
     );
     assert!(app.store.job(Ticket(1)).await.expect("read").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_starts() {
+    use docket::domain::{ChatRef, Operation};
+    use docket::store::{NewJob, Stage};
+    let mut app = TestApp::create(Backend::Sqlite, |c| {
+        c.budget.bytes = 64 * 1024 * 1024;
+        c.budget.multiplier = 2.0;
+        c.limits.cloud_download = 64 * 1024 * 1024;
+        c.workers.process = 1;
+    })
+    .await;
+    app.fake.set_download_limit(64 * 1024 * 1024);
+    // A job downloaded by the previous process: its 30 MB source is on disk, `fetched`.
+    let source = pdf_of_size(30 * MB as usize, 5);
+    let now = docket::domain::Clock::now(&docket::domain::SystemClock);
+    let mut tx = app.store.begin().await.expect("tx");
+    let job = NewJob {
+        update_id: 1,
+        chat: ChatRef(5_000),
+        user_id: Some(5_000),
+        message_id: 1,
+        file_id: "earlier".into(),
+        file_unique_id: "earlier-u".into(),
+        declared_name: Some("earlier.pdf".into()),
+        declared_mime: None,
+        declared_size: Some(source.len() as i64),
+        operation: Operation::Optimize,
+    };
+    let ticket = tx.insert_job(&job, now).await.expect("insert");
+    tx.commit().await.expect("commit");
+    let claimed = app.store.claim_job(Stage::Download, "previous-process", now, Duration::from_secs(3)).await;
+    let lease = claimed.expect("claim").expect("claimed").lease.expect("leased");
+    std::fs::create_dir_all(app.data_dir().join("downloads")).expect("mkdir");
+    let path = app.data_dir().join("downloads").join(format!("{}-earlier.source", ticket.0));
+    std::fs::write(&path, &source).expect("write source");
+    let sha = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&source))
+    };
+    let path_text = path.to_string_lossy().into_owned();
+    assert!(app.store.mark_fetched(ticket, &lease, &path_text, source.len() as i64, &sha, now).await.expect("fetched"));
+
+    // A new 10 MB file (20 MB reserved) arrives as the bot starts: with the earlier job's 60 MB
+    // reserved first, it cannot start until that job's files are gone.
+    let (_, file) = app.send_document(5_001, pdf_of_size(10 * MB as usize, 6), "new.pdf", "application/pdf");
+    app.start().await;
+    let started =
+        app.fake.wait_for_call("getFile", |c| c.params["file_id"].as_str() == Some(&file.file_id), DEADLINE).await;
+    let earlier = app.wait_for_job(ticket, |j| j.state == JobState::Ready).await;
+    let ready_at = earlier.updated_at;
+    let requested_at = docket::domain::Clock::now(&docket::domain::SystemClock)
+        .minus(std::time::Instant::now().duration_since(started.at));
+    assert!(
+        requested_at.as_millis() + 50 >= ready_at.as_millis(),
+        "the new download started {} ms before the earlier job's files were gone",
+        ready_at.as_millis() - requested_at.as_millis()
+    );
+}
