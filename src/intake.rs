@@ -150,6 +150,12 @@ impl Intake {
             debug!(update.id = update_id, "update was registered before; dropped");
             return Ok(Recorded::Repeat);
         }
+        if let Incoming::Document(origin, _) | Incoming::Command(origin, _) | Incoming::Other(origin) = &incoming {
+            // A person who blocked the bot and writes again can be answered again.
+            if tx.revive_chat(origin.chat).await? {
+                info!(update.id = update_id, "a dead chat wrote again; sending to it again");
+            }
+        }
         let recorded = match incoming {
             Incoming::Malformed(_) => Recorded::Rejected,
             Incoming::Ignored => Recorded::Ignored,

@@ -8,8 +8,8 @@
 //! | ok | `sent`, with Telegram's message id (and a document's file_id, stored on the job) |
 //! | 429 `retry_after` | `pending`, not before exactly that long |
 //! | 5xx, network error before sending | `pending` with exponential backoff; `failed` after `max_attempts` |
-//! | outcome lost (timeout after sending, connection cut) | `pending` again: a repeated reply is harmless, a lost one is not |
-//! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`: nothing more is sent to it |
+//! | outcome lost (timeout after sending, connection cut) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
+//! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
 //! | any other refusal | `failed`, with the reason |
 
@@ -21,10 +21,10 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{JobState, Lease, MessageKind, OutboxState, SharedClock};
+use crate::domain::{AfterUnknown, JobState, Lease, MessageKind, OutboxState, SharedClock};
 use crate::pipeline::Shutdown;
 use crate::spool::result_file_name;
-use crate::store::{OutboxMessage, Store};
+use crate::store::{OutboxMessage, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
 
@@ -143,9 +143,17 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         }
         Err(TelegramError::ChatGone(why)) => {
             warn!(reason = %why, "the chat is gone; not sending to it");
+            // One refused call is enough: the chat's other queued messages, and those queued
+            // later, are dead without a call until the person writes again. (Marked before this
+            // row leaves `sending`, which keeps the chat's later rows from being claimed.)
+            match deps.store.mark_chat_dead(message.chat, &why, now).await {
+                Ok(n) => info!(messages = n, "marked the chat dead with its queued messages"),
+                Err(e) => warn!(error = %e, "could not mark the chat dead"),
+            }
             deps.store.close_message(message.id, &lease, OutboxState::Dead, &why, now).await
         }
-        Err(e @ (TelegramError::Transient(_) | TelegramError::Lost(_))) if attempts < deps.settings.max_attempts => {
+        Err(TelegramError::Lost(why)) => after_unknown(deps, &message, &lease, &why).await,
+        Err(e @ TelegramError::Transient(_)) if attempts < deps.settings.max_attempts => {
             let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
             warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "sending failed; will retry");
             deps.store.retry_message(message.id, &lease, now.plus(wait), &e.to_string(), now).await
@@ -161,6 +169,37 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         Ok(false) => warn!("the message's lease was lost before its outcome was written"),
         Err(e) => error!(error = %e, "cannot record a message's outcome; it will be retried when its lease lapses"),
     }
+}
+
+/// Records a lost outcome as `unknown`, then applies the kind's rule
+/// ([`MessageKind::after_unknown`]).
+async fn after_unknown(deps: &OutboxDeps, message: &OutboxMessage, lease: &Lease, why: &str) -> StoreResult<bool> {
+    let now = deps.clock.now();
+    if !deps.store.close_message(message.id, lease, OutboxState::Unknown, why, now).await? {
+        return Ok(false);
+    }
+    let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
+    if attempts >= deps.settings.max_attempts {
+        warn!(reason = %why, "outcome unknown and out of attempts; leaving the message unknown");
+        return Ok(true);
+    }
+    let send_again = match message.kind.after_unknown() {
+        AfterUnknown::SendAgain => true,
+        AfterUnknown::SendAgainUnlessSuperseded => {
+            // A later delivery of the same job's result (a /get, the same file again) already
+            // carries the document: repeating this one would only duplicate it.
+            let later = deps.store.messages(Some(message.chat), message.job).await?;
+            !later.iter().any(|m| m.id > message.id && m.kind == MessageKind::Result && m.state == OutboxState::Sent)
+        }
+    };
+    if !send_again {
+        info!(reason = %why, "outcome unknown; a newer delivery superseded it, not sending again");
+        return Ok(true);
+    }
+    let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
+    let note = format!("outcome unknown ({why}); sent again, a duplicate is possible");
+    warn!(reason = %why, retry_in_ms = wait.as_millis() as u64, "outcome unknown; sending again");
+    deps.store.requeue_unknown(message.id, now.plus(wait), &note, now).await
 }
 
 /// Sends a result document: by its stored Telegram file_id when there is one (no upload), else

@@ -53,6 +53,27 @@ impl FromStr for MessageKind {
     }
 }
 
+/// What to do with a message whose send went out but whose outcome was lost (a timeout after
+/// the request was sent, a cut connection). The Bot API has no idempotency key, so this is the
+/// one place that decides between a possible duplicate and a possible loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterUnknown {
+    /// Send again: a duplicate is harmless, a loss is not.
+    SendAgain,
+    /// Send again only if no newer delivery of the same result went out since; record the repeat.
+    SendAgainUnlessSuperseded,
+}
+
+impl MessageKind {
+    /// The rule for a lost outcome, per kind (README, "The outbox").
+    pub const fn after_unknown(self) -> AfterUnknown {
+        match self {
+            Self::TicketReply | Self::Reply | Self::Failure => AfterUnknown::SendAgain,
+            Self::Result => AfterUnknown::SendAgainUnlessSuperseded,
+        }
+    }
+}
+
 /// Where a delivery is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutboxState {

@@ -194,6 +194,12 @@ macro_rules! define_backend {
                 Ok(done.rows_affected() == 1)
             }
 
+            pub(crate) async fn revive_chat(c: &mut Conn, chat: ChatRef) -> StoreResult<bool> {
+                let done = sqlx::query("DELETE FROM dead_chats WHERE chat_id = $1")
+                    .bind(chat.0).execute(&mut *c).await.context("reviving a chat")?;
+                Ok(done.rows_affected() == 1)
+            }
+
             pub(crate) async fn advance_offset(c: &mut Conn, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
                 sqlx::query(
                     "INSERT INTO poll_offsets (bot_id, next_offset, updated_at) VALUES ($1, $2, $3)
@@ -259,7 +265,9 @@ macro_rules! define_backend {
                 let done = sqlx::query(
                     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
                                          status, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7,
+                             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
+                             $8, $8)
                      ON CONFLICT (idempotency_key) DO NOTHING",
                 )
                 .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
@@ -566,6 +574,37 @@ macro_rules! define_backend {
                 $conn_mod::set_message_state(&mut c, id, lease, state, None, error, now).await
             }
 
+            /// See [`crate::store::Store::mark_chat_dead`].
+            pub async fn mark_chat_dead(&self, chat: $crate::domain::ChatRef, reason: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<u64> {
+                use $crate::store::QueryContext;
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                sqlx::query(
+                    "INSERT INTO dead_chats (chat_id, reason, since) VALUES ($1, $2, $3)
+                     ON CONFLICT (chat_id) DO UPDATE SET reason = excluded.reason",
+                )
+                .bind(chat.0).bind(reason).bind(now.as_millis())
+                .execute(&mut *tx).await.context("marking a chat dead")?;
+                let done = sqlx::query(
+                    "UPDATE outbox SET status = 'dead', error = $2, updated_at = $3 WHERE chat_id = $1 AND status = 'pending'",
+                )
+                .bind(chat.0).bind(reason).bind(now.as_millis())
+                .execute(&mut *tx).await.context("closing a dead chat's messages")?;
+                tx.commit().await.context("committing a dead chat")?;
+                Ok(done.rows_affected())
+            }
+
+            /// See [`crate::store::Store::requeue_unknown`].
+            pub async fn requeue_unknown(&self, id: i64, not_before: $crate::domain::Timestamp, note: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let done = sqlx::query(
+                    "UPDATE outbox SET status = 'pending', not_before = $2, error = $3, updated_at = $4
+                     WHERE id = $1 AND status = 'unknown'",
+                )
+                .bind(id).bind(not_before.as_millis()).bind(note).bind(now.as_millis())
+                .execute(&self.pool).await.context("requeueing a message")?;
+                Ok(done.rows_affected() == 1)
+            }
+
             /// See [`crate::store::Store::messages`].
             pub async fn messages(&self, chat: Option<$crate::domain::ChatRef>, job: Option<$crate::domain::Ticket>) -> $crate::store::StoreResult<Vec<$crate::store::OutboxMessage>> {
                 let mut c = self.conn().await?;
@@ -619,6 +658,9 @@ pub(crate) mod tx {
         now: Timestamp,
     ) -> StoreResult<bool> {
         on_tx!(tx, register_update(bot_id, update_id, outcome, reason, now))
+    }
+    pub(crate) async fn revive_chat(tx: &mut Tx, chat: ChatRef) -> StoreResult<bool> {
+        on_tx!(tx, revive_chat(chat))
     }
     pub(crate) async fn advance_offset(tx: &mut Tx, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
         on_tx!(tx, advance_offset(bot_id, next_offset, now))

@@ -596,6 +596,24 @@ impl Store {
         forward!(self, s => s.close_message(id, lease, state, error, now).await)
     }
 
+    /// Records that `chat` refused the bot for good and ends its queued messages as `dead`, in one
+    /// transaction; messages queued for it later are stored `dead` without a call, until a new
+    /// message from the chat revives it. Returns how many queued messages were ended.
+    pub async fn mark_chat_dead(&self, chat: ChatRef, reason: &str, now: Timestamp) -> StoreResult<u64> {
+        forward!(self, s => s.mark_chat_dead(chat, reason, now).await)
+    }
+
+    /// Sends an `unknown` message again: back to `pending`, with `note` saying why.
+    pub async fn requeue_unknown(
+        &self,
+        id: i64,
+        not_before: Timestamp,
+        note: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        forward!(self, s => s.requeue_unknown(id, not_before, note, now).await)
+    }
+
     /// Messages of a job or chat, oldest first (status pages, tests).
     pub async fn messages(&self, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
         forward!(self, s => s.messages(chat, job).await)
@@ -632,6 +650,11 @@ impl Tx {
         now: Timestamp,
     ) -> StoreResult<bool> {
         backend::tx::register_update(self, bot_id, update_id, outcome, reason, now).await
+    }
+
+    /// Forgets that `chat` was dead (it wrote to the bot again). `true` when it was.
+    pub async fn revive_chat(&mut self, chat: ChatRef) -> StoreResult<bool> {
+        backend::tx::revive_chat(self, chat).await
     }
 
     /// Moves the stored poll offset forward to `next_offset` (never back).

@@ -486,8 +486,10 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
 async fn sigkill_mid_send_stalls_the_chat_no_longer_than_a_lease() {
     const CHAT: i64 = 7004;
     let mut d = Docket::new("download = 1\nprocess = 1").await;
-    // The first result send hangs at the fake, so the kill finds it in flight.
-    d.fake.fail_next_for_chat("sendDocument", CHAT, Fault::Delay(Duration::from_secs(30)));
+    // The first result send hangs at the fake, so the kill finds it in flight. (Kept short: when
+    // the kill cuts the upload before the fake has read it, the fault stays queued and delays
+    // the resend instead.)
+    d.fake.fail_next_for_chat("sendDocument", CHAT, Fault::Delay(Duration::from_secs(6)));
     let first = d.fake.add_file(fixture("pdf/text-20pages.pdf"));
     d.fake.push_update(d.fake.document_update(CHAT, CHAT, &first, Some("first.pdf"), Some("application/pdf")));
     d.start();

@@ -9,5 +9,6 @@ mod budget;
 mod cli;
 mod crash;
 mod e2e;
+mod outbox;
 mod recovery;
 mod retention;
