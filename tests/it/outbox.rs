@@ -1,6 +1,7 @@
 //! The outbox: dead chats get one call, lost outcomes follow the per-kind rule.
 
-use docket::domain::{JobState, MessageKind, OutboxState, Ticket};
+use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
+use docket::store::NewMessage;
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, Fault};
@@ -19,35 +20,53 @@ fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
 async fn a_blocked_chat_gets_one_call_and_its_other_messages_are_dead(backend: Backend) {
     let mut app = TestApp::create(backend, |_| {}).await;
     app.fake.block_chat(10, "Forbidden: bot was blocked by the user");
-    // Two replies queued for the blocked chat before anything is sent, and one for another chat.
-    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
-    app.fake.push_update(app.fake.document_update(10, 10, &file, Some("x.pdf"), Some("application/pdf")));
-    app.send_text(10, "/help");
-    app.send_text(11, "/help");
+    // Two messages queued for the chat before anything is sent (the person blocked the bot
+    // after writing), and one for another chat.
+    let now = docket::domain::Clock::now(&docket::domain::SystemClock);
+    let mut tx = app.store.begin().await.expect("tx");
+    for (key, chat) in [("a", 10), ("b", 10), ("c", 11)] {
+        let m = NewMessage {
+            idempotency_key: key.into(),
+            job: None,
+            chat: ChatRef(chat),
+            kind: MessageKind::Reply,
+            body: format!("message {key}"),
+            reply_to_message_id: None,
+        };
+        tx.enqueue(&m, now).await.expect("enqueue");
+    }
+    tx.commit().await.expect("commit");
     app.start().await;
 
     app.fake.wait_for_call("sendMessage", to_chat(11), DEADLINE).await;
-    // The job still finishes: its result is kept for when the person comes back.
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    let messages = loop {
-        let m = app.store.messages(Some(docket::domain::ChatRef(10)), None).await.expect("read");
-        if m.len() == 3 && m.iter().all(|m| m.state == OutboxState::Dead) {
-            break m;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the blocked chat's messages: {m:#?}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
-    assert!(messages.iter().any(|m| m.kind == MessageKind::Result), "the result is dead too, not attempted");
+    let dead = |m: &Vec<docket::store::OutboxMessage>| m.len() == 2 && m.iter().all(|m| m.state == OutboxState::Dead);
+    app.wait_until_messages(ChatRef(10), dead).await;
     let calls: Vec<Call> = app.fake.calls().into_iter().filter(to_chat(10)).collect();
     assert_eq!(calls.len(), 1, "exactly one call to the blocked chat: {calls:?}");
     assert_eq!(calls[0].status, 403);
 
+    // A message queued later (a job's result, say) is stored dead without a call.
+    let mut tx = app.store.begin().await.expect("tx");
+    let later = NewMessage {
+        idempotency_key: "d".into(),
+        job: None,
+        chat: ChatRef(10),
+        kind: MessageKind::Reply,
+        body: "later".into(),
+        reply_to_message_id: None,
+    };
+    tx.enqueue(&later, now).await.expect("enqueue");
+    tx.commit().await.expect("commit");
+    let three_dead =
+        |m: &Vec<docket::store::OutboxMessage>| m.len() == 3 && m.iter().all(|m| m.state == OutboxState::Dead);
+    app.wait_until_messages(ChatRef(10), three_dead).await;
+
     // The person unblocks the bot and writes again: the chat is answered again.
     app.fake.unblock_chat(10);
-    app.send_text(10, "/get 1");
-    let again = app.fake.wait_for_call("sendDocument", |c| to_chat(10)(c) && c.status == 200, DEADLINE).await;
-    assert!(again.params["caption"].as_str().is_some_and(|c| c.starts_with("#1 ready: x.pdf")));
+    app.send_text(10, "/help");
+    let again = app.fake.wait_for_call("sendMessage", |c| to_chat(10)(c) && c.status == 200, DEADLINE).await;
+    assert!(again.params["text"].as_str().is_some_and(|t| t.starts_with("How it works")));
+    assert_eq!(app.fake.calls().into_iter().filter(to_chat(10)).count(), 2);
 }
 
 async fn a_lost_reply_is_unknown_and_then_sent_again(backend: Backend) {

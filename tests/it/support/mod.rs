@@ -177,6 +177,25 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Waits until the messages of `chat` satisfy `pred`.
+    pub async fn wait_until_messages(
+        &self,
+        chat: docket::domain::ChatRef,
+        pred: impl Fn(&Vec<docket::store::OutboxMessage>) -> bool,
+    ) {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let m = self.store.messages(Some(chat), None).await.expect("store reads");
+            if pred(&m) {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "messages of chat {} never matched: {m:#?}", chat.0);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         // Whatever the test did, the token must never have reached the logs.
