@@ -1,0 +1,1933 @@
+//! The janitor and query-latency benchmark (issue "Retention and the janitor"); results and
+//! their reading in BENCHMARKS-janitor.md.
+//!
+//! 1. **Janitor pass**: `docket::janitor::pass` over N job rows and N files (N = 10,000 and
+//!    100,000 by default), in a realistic mix (see [`janitor_data`]): most jobs `ready` with a
+//!    result file, 10 % of all jobs past `result_expires_at`, `failed`/`expired` ones without
+//!    files, `accepted` ones with `.part` files (leased, stale, young), `fetched`/`processing` ones
+//!    with sources and work output, and orphan files. Every run builds the data afresh (rows with
+//!    raw SQL in one transaction, files of 1 KiB), `sync`s, then times, in this order: the listing
+//!    of the data folder alone (the janitor's walk, copied), `Store::file_owners` alone,
+//!    `ready_results` alone, `prune` (dry) alone, a dry-run pass, the real pass (its report checked
+//!    against what the data must produce), and a second real pass with nothing left to do. The
+//!    first `--phase-runs` runs also replay the real pass phase by phase on a second fresh copy
+//!    (same public calls, same order), with two what-ifs (expiry as one UPDATE; removing only the
+//!    folders of deleted files).
+//! 2. **Query latency** at 1,000,000 job rows and 1,000,000 outbox rows (see [`query_data`]): the
+//!    claims through the store (each claimed job or message is given back at once, untimed, so the
+//!    table stays the same), `next_waiting_download`, `job` (status) and `jobs` (/jobs), with
+//!    median and p99; the row search of each claim alone; a one-row commit (the floor of any
+//!    write); the `EXPLAIN QUERY PLAN` of every statement; a "flood" (one chat with 1,000 queued
+//!    jobs at the head of the queue and 2 in flight, `per_chat` = 2); then candidate fixes (extra
+//!    indexes and rewritten statements, created in the benchmark's database only) with their plans
+//!    and latencies.
+//! 3. **PostgreSQL** (`--pg URL`, optional): the same as 2 with `EXPLAIN (ANALYZE, BUFFERS)`, in a
+//!    database `docket_bench_janitor` the benchmark creates and drops.
+//!
+//! `cargo bench --bench janitor` runs 1 and 2 (about 7 minutes on 2 cores) and prints markdown on
+//! stdout (progress on stderr). Options after `--`: `--sizes 10000,100000`, `--runs N` (3),
+//! `--phase-runs N` (1), `--rows N` (1000000), `--iters N` (1000 for reads; claims use a third; a
+//! latency row also stops after 6 s), `--only janitor|queries|pg` (repeatable), `--pg URL` (a
+//! server where the benchmark may create a database, e.g.
+//! `postgres://postgres@127.0.0.1:5432/test`), `--cold` (one more dry pass per run after
+//! `echo 3 > /proc/sys/vm/drop_caches`; needs root), `--keep` (keep the 1M-row SQLite file),
+//! `--dir PATH` (default `target/docket-bench-janitor`; on the disk, not tmpfs, so commits fsync).
+//!
+//! The SQL in [`sql`] is copied from `src/store/sqlite.rs`, `src/store/postgres.rs` (CLAIMS) and
+//! `src/store/backend.rs`; keep it in sync when those change.
+
+#![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, bail, ensure};
+use docket::config::{Config, DatabaseUrl};
+use docket::domain::{ChatRef, Clock, JobEvent, JobState, SystemClock, Ticket, Timestamp};
+use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
+use docket::spool::Spool;
+use docket::store::{ClaimLimits, JobFilter, Release, Stage, Store};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sqlx::Connection;
+use tokio::sync::Notify;
+
+const MINUTE: i64 = 60_000;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+/// The chat that sends 2 % of all jobs in the 1M-row data.
+const HEAVY_CHAT: i64 = 42;
+/// A chat whose only jobs are the three oldest rows.
+const QUIET_CHAT: i64 = 7;
+const LEASE: Duration = Duration::from_secs(300);
+const OWNER: &str = "bench:1:worker-0";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Janitor,
+    Queries,
+    Pg,
+}
+
+#[derive(Debug)]
+struct Args {
+    sizes: Vec<usize>,
+    runs: usize,
+    phase_runs: usize,
+    rows: usize,
+    iters: usize,
+    parts: Vec<Part>,
+    pg: Option<String>,
+    cold: bool,
+    keep: bool,
+    dir: PathBuf,
+}
+
+impl Args {
+    fn parse() -> anyhow::Result<Self> {
+        let mut a = Self {
+            sizes: vec![10_000, 100_000],
+            runs: 3,
+            phase_runs: 1,
+            rows: 1_000_000,
+            iters: 1000,
+            parts: Vec::new(),
+            pg: None,
+            cold: false,
+            keep: false,
+            dir: PathBuf::from("target/docket-bench-janitor"),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(arg) = it.next() {
+            let mut value = || it.next().with_context(|| format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--bench" => {}
+                "--sizes" => {
+                    a.sizes = value()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?;
+                }
+                "--runs" => a.runs = value()?.parse()?,
+                "--phase-runs" => a.phase_runs = value()?.parse()?,
+                "--rows" => a.rows = value()?.parse()?,
+                "--iters" => a.iters = value()?.parse()?,
+                "--pg" => a.pg = Some(value()?),
+                "--cold" => a.cold = true,
+                "--keep" => a.keep = true,
+                "--dir" => a.dir = PathBuf::from(value()?),
+                "--only" => a.parts.push(match value()?.as_str() {
+                    "janitor" => Part::Janitor,
+                    "queries" => Part::Queries,
+                    "pg" => Part::Pg,
+                    other => bail!("--only {other}: expected janitor, queries or pg"),
+                }),
+                other => bail!("unknown argument {other}"),
+            }
+        }
+        if a.parts.is_empty() {
+            a.parts = vec![Part::Janitor, Part::Queries, Part::Pg];
+        }
+        ensure!(a.phase_runs > 0, "--phase-runs > 0");
+        ensure!(a.runs > 0 && a.iters >= 10 && a.rows >= 10_000, "--runs > 0, --iters >= 10, --rows >= 10000");
+        Ok(a)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.dir)?;
+    let dir = std::fs::canonicalize(&args.dir)?;
+    println!("# docket janitor and query benchmark\n");
+    println!("{}", machine_facts(&dir).await?);
+    let started = Instant::now();
+    if args.parts.contains(&Part::Janitor) {
+        janitor_part(&args, &dir).await?;
+    }
+    if args.parts.contains(&Part::Queries) {
+        let root = dir.join("queries");
+        fresh_dir(&root)?;
+        let db = root.join("docket.db");
+        let store = Store::open(&DatabaseUrl::Sqlite(db.clone())).await?;
+        let raw = Raw::Sqlite(sqlx::SqliteConnection::connect_with(&raw_sqlite_options(&db)).await?);
+        query_part(&args, store, raw, "SQLite").await?;
+        if !args.keep {
+            std::fs::remove_dir_all(&root)?;
+        }
+    }
+    if args.parts.contains(&Part::Pg) {
+        match &args.pg {
+            Some(url) => pg_part(&args, url).await?,
+            None => eprintln!("(PostgreSQL skipped: no --pg URL)"),
+        }
+    }
+    println!("\nTotal benchmark time: {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+async fn machine_facts(dir: &Path) -> anyhow::Result<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_owned()))
+        .unwrap_or_else(|| "?".into());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .next()
+        .map(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()).unwrap_or(0))
+        .unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let fs = filesystem_of(dir);
+    let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await?;
+    let version: String = sqlx::query_scalar("SELECT sqlite_version()").fetch_one(&mut conn).await?;
+    let mut out = String::new();
+    writeln!(out, "| fact | value |\n|---|---|")?;
+    writeln!(out, "| nproc | {} |", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0))?;
+    writeln!(out, "| CPU | {model} |")?;
+    writeln!(out, "| memory | {:.1} GiB |", mem as f64 / 1024.0 / 1024.0)?;
+    writeln!(out, "| kernel | {} |", kernel.trim())?;
+    writeln!(out, "| data folder | {} ({fs}) |", dir.display())?;
+    writeln!(out, "| SQLite (bundled by sqlx) | {version} |")?;
+    writeln!(out, "| load average at start | {} |", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "))?;
+    Ok(out)
+}
+
+/// The filesystem type of the longest mount point containing `dir`.
+fn filesystem_of(dir: &Path) -> String {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let mut best = ("?".to_owned(), 0);
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 2 && dir.starts_with(f[1]) && f[1].len() >= best.1 {
+            best = (format!("{} on {}", f[2], f[0]), f[1].len());
+        }
+    }
+    best.0
+}
+
+fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir)?;
+    Ok(())
+}
+
+fn sync_all() {
+    let _ = std::process::Command::new("sync").status();
+}
+
+/// "load 1-min / io pressure avg10 %", to tell a disturbed run from a quiet one.
+fn load_now() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let io = std::fs::read_to_string("/proc/pressure/io").unwrap_or_default();
+    let some = io.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|f| f.strip_prefix("avg10="));
+    format!("{} / {}", load.split_whitespace().next().unwrap_or("?"), some.unwrap_or("?"))
+}
+
+fn now_ms() -> i64 {
+    SystemClock.now().as_millis()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows
+// ---------------------------------------------------------------------------------------------
+
+/// A `jobs` row to insert (every column of migrations/*/0001_initial.sql is written).
+#[derive(Debug, Clone)]
+struct JobRow {
+    id: i64,
+    chat: i64,
+    status: &'static str,
+    declared_size: Option<i64>,
+    local_path: Option<String>,
+    lease_until: Option<i64>,
+    lease_token: i64,
+    attempts: i64,
+    not_before: i64,
+    result_path: Option<String>,
+    result_expires_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl JobRow {
+    fn new(id: i64, chat: i64, status: &'static str, created_at: i64, updated_at: i64) -> Self {
+        Self {
+            id,
+            chat,
+            status,
+            declared_size: Some(150_000 + (id % 7) * 1_000_000),
+            local_path: None,
+            lease_until: None,
+            lease_token: i64::from(status != "accepted"),
+            attempts: 0,
+            not_before: 0,
+            result_path: None,
+            result_expires_at: None,
+            created_at,
+            updated_at,
+        }
+    }
+    fn has_source(&self) -> bool {
+        matches!(self.status, "fetched" | "processing" | "ready" | "expired")
+    }
+}
+
+/// An `outbox` row to insert.
+#[derive(Debug, Clone)]
+struct MsgRow {
+    id: i64,
+    job: i64,
+    chat: i64,
+    kind: &'static str,
+    status: &'static str,
+    updated_at: i64,
+}
+
+impl MsgRow {
+    fn priority(&self) -> i64 {
+        i64::from(matches!(self.kind, "result" | "failure"))
+    }
+}
+
+/// Inserts rows in batches of 1,000 over one connection (inside the caller's transaction).
+macro_rules! insert_rows {
+    ($db:ty, $conn:expr, $jobs:expr, $msgs:expr) => {{
+        for chunk in $jobs.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "INSERT INTO jobs (id, update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
+                   declared_mime, declared_size, operation, status, local_path, real_size, sha256, detected_format,
+                   lease_owner, lease_token, lease_until, attempts, not_before, error, error_detail, result_path,
+                   result_size, result_file_id, result_expires_at, created_at, updated_at) ",
+            );
+            qb.push_values(chunk, |mut b, r: &JobRow| {
+                let source = r.has_source();
+                let failed = r.status == "failed";
+                b.push_bind(r.id)
+                    .push_bind(r.id)
+                    .push_bind(r.chat)
+                    .push_bind(r.chat)
+                    .push_bind(r.id * 3)
+                    .push_bind(format!("BQACAgIAAxkBAAI{}-file-id-of-telegram", r.id))
+                    .push_bind(format!("AgAD{}", r.id))
+                    .push_bind(format!("scanned contract {}.pdf", r.id))
+                    .push_bind("application/pdf")
+                    .push_bind(r.declared_size)
+                    .push_bind("optimize")
+                    .push_bind(r.status)
+                    .push_bind(r.local_path.clone())
+                    .push_bind(source.then_some(r.declared_size.unwrap_or(0)))
+                    .push_bind(source.then(|| format!("{:064x}", r.id)))
+                    .push_bind(matches!(r.status, "ready" | "expired").then_some("pdf"))
+                    .push_bind(r.lease_until.map(|_| OWNER))
+                    .push_bind(r.lease_token)
+                    .push_bind(r.lease_until)
+                    .push_bind(r.attempts)
+                    .push_bind(r.not_before)
+                    .push_bind(failed.then_some("This file is not a PDF, so I cannot optimize it."))
+                    .push_bind(failed.then_some("detect: no %PDF- signature in the first 1024 bytes"))
+                    .push_bind(r.result_path.clone())
+                    .push_bind(r.result_path.as_ref().map(|_| 1024_i64))
+                    .push_bind(r.result_path.as_ref().map(|_| format!("BQACAgIAAxkDAAI{}-result", r.id)))
+                    .push_bind(r.result_expires_at)
+                    .push_bind(r.created_at)
+                    .push_bind(r.updated_at);
+            });
+            qb.build().execute(&mut *$conn).await.context("inserting jobs")?;
+        }
+        for chunk in $msgs.chunks(1000) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "INSERT INTO outbox (id, idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
+                   status, attempts, not_before, lease_owner, lease_token, lease_until, telegram_message_id,
+                   telegram_file_id, error, created_at, updated_at) ",
+            );
+            qb.push_values(chunk, |mut b, m: &MsgRow| {
+                let sent = m.status == "sent";
+                b.push_bind(m.id)
+                    .push_bind(format!("job:{}:u{}:{}", m.job, m.job, m.kind))
+                    .push_bind(m.job)
+                    .push_bind(m.chat)
+                    .push_bind(m.kind)
+                    .push_bind(m.priority())
+                    .push_bind(format!(
+                        "Got scanned contract {}.pdf (1.2 MB) — ticket #{}, queued. I will send the result here.",
+                        m.job, m.job
+                    ))
+                    .push_bind(m.job * 3)
+                    .push_bind(m.status)
+                    .push_bind(i64::from(m.status != "pending"))
+                    .push_bind(0_i64)
+                    .push_bind(None::<String>)
+                    .push_bind(i64::from(m.status != "pending"))
+                    .push_bind(None::<i64>)
+                    .push_bind(sent.then_some(m.id * 5))
+                    .push_bind((sent && m.kind == "result").then(|| format!("BQACAgIAAxkDAAI{}-result", m.job)))
+                    .push_bind((m.status == "dead").then_some("Forbidden: bot was blocked by the user"))
+                    .push_bind(m.updated_at - 1000)
+                    .push_bind(m.updated_at);
+            });
+            qb.build().execute(&mut *$conn).await.context("inserting outbox rows")?;
+        }
+    }};
+}
+
+/// Inserts `updates` rows (one per job) in batches.
+macro_rules! insert_updates {
+    ($db:ty, $conn:expr, $jobs:expr) => {{
+        for chunk in $jobs.chunks(5000) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "INSERT INTO updates (bot_id, update_id, outcome, reason, received_at) ",
+            );
+            qb.push_values(chunk, |mut b, r: &JobRow| {
+                b.push_bind(1_i64)
+                    .push_bind(r.id)
+                    .push_bind("recorded")
+                    .push_bind(None::<String>)
+                    .push_bind(r.created_at);
+            });
+            qb.build().execute(&mut *$conn).await.context("inserting updates")?;
+        }
+    }};
+}
+
+fn raw_sqlite_options(db: &Path) -> sqlx::sqlite::SqliteConnectOptions {
+    sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
+        // Bulk inserts into indexes in random order: keep the pages in memory (256 MiB).
+        .pragma("cache_size", "-262144")
+        .busy_timeout(Duration::from_secs(30))
+}
+
+/// A bind value for the EXPLAINed statements.
+#[derive(Debug, Clone)]
+enum B {
+    I(i64),
+    S(&'static str),
+    Bool(bool),
+    NullI,
+    NullS,
+}
+
+macro_rules! bind_all {
+    ($q:expr, $binds:expr) => {{
+        let mut q = $q;
+        for b in $binds.iter() {
+            q = match b {
+                B::I(v) => q.bind(*v),
+                B::S(s) => q.bind(*s),
+                B::Bool(v) => q.bind(*v),
+                B::NullI => q.bind(None::<i64>),
+                B::NullS => q.bind(None::<&str>),
+            };
+        }
+        q
+    }};
+}
+
+/// A connection beside the store: bulk inserts, EXPLAIN, and timing bare SELECTs.
+enum Raw {
+    Sqlite(sqlx::SqliteConnection),
+    Pg(sqlx::PgConnection),
+}
+
+impl Raw {
+    async fn insert(&mut self, jobs: &[JobRow], msgs: &[MsgRow], updates: bool) -> anyhow::Result<()> {
+        match self {
+            Self::Sqlite(c) => {
+                let mut tx = c.begin().await?;
+                insert_rows!(sqlx::Sqlite, tx, jobs, msgs);
+                if updates {
+                    insert_updates!(sqlx::Sqlite, tx, jobs);
+                }
+                tx.commit().await?;
+                sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&mut *c).await?;
+            }
+            Self::Pg(c) => {
+                let mut tx = c.begin().await?;
+                insert_rows!(sqlx::Postgres, tx, jobs, msgs);
+                if updates {
+                    insert_updates!(sqlx::Postgres, tx, jobs);
+                }
+                tx.commit().await?;
+                for stmt in [
+                    "SELECT setval(pg_get_serial_sequence('jobs', 'id'), (SELECT max(id) FROM jobs))",
+                    "SELECT setval(pg_get_serial_sequence('outbox', 'id'), (SELECT max(id) FROM outbox))",
+                    "VACUUM ANALYZE jobs",
+                    "VACUUM ANALYZE outbox",
+                ] {
+                    sqlx::query(stmt).execute(&mut *c).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute(&mut self, sql: String) -> anyhow::Result<u64> {
+        Ok(match self {
+            Self::Sqlite(c) => sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *c).await?.rows_affected(),
+            Self::Pg(c) => sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *c).await?.rows_affected(),
+        })
+    }
+
+    async fn close(self) -> anyhow::Result<()> {
+        match self {
+            Self::Sqlite(c) => c.close().await?,
+            Self::Pg(c) => c.close().await?,
+        }
+        Ok(())
+    }
+
+    async fn counts(&mut self, table: &'static str) -> anyhow::Result<BTreeMap<String, i64>> {
+        let sql = match table {
+            "jobs" => "SELECT status, COUNT(*) FROM jobs GROUP BY status",
+            _ => "SELECT status, COUNT(*) FROM outbox GROUP BY status",
+        };
+        let rows: Vec<(String, i64)> = match self {
+            Self::Sqlite(c) => sqlx::query_as(sql).fetch_all(&mut *c).await?,
+            Self::Pg(c) => sqlx::query_as(sql).fetch_all(&mut *c).await?,
+        };
+        Ok(rows.into_iter().collect())
+    }
+
+    /// The plan of `stmt` as text. SQLite: `EXPLAIN QUERY PLAN` (not run). PostgreSQL:
+    /// `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is rolled back.
+    async fn plan(&mut self, stmt: &Stmt) -> anyhow::Result<String> {
+        match self {
+            Self::Sqlite(c) => {
+                let q = format!("EXPLAIN QUERY PLAN {}", stmt.sqlite);
+                let rows: Vec<(i64, i64, i64, String)> =
+                    bind_all!(sqlx::query_as(sqlx::AssertSqlSafe(q)), &stmt.binds).fetch_all(&mut *c).await?;
+                let mut depth: BTreeMap<i64, usize> = BTreeMap::new();
+                let mut out = String::from("QUERY PLAN\n");
+                for (id, parent, _, detail) in rows {
+                    let d = depth.get(&parent).map_or(0, |p| p + 1);
+                    depth.insert(id, d);
+                    writeln!(out, "{}`--{detail}", "   ".repeat(d))?;
+                }
+                Ok(out)
+            }
+            Self::Pg(c) => {
+                let q = format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {}", stmt.pg);
+                let mut tx = c.begin().await?;
+                let rows: Vec<(String,)> =
+                    bind_all!(sqlx::query_as(sqlx::AssertSqlSafe(q)), &stmt.binds).fetch_all(&mut *tx).await?;
+                tx.rollback().await?;
+                Ok(rows.into_iter().map(|r| r.0 + "\n").collect())
+            }
+        }
+    }
+
+    /// Times a read-only statement `iters` times.
+    async fn time_select(&mut self, sql: &str, binds: &[B], iters: usize) -> anyhow::Result<Stats> {
+        let mut samples = Vec::with_capacity(iters);
+        let started = Instant::now();
+        while more(&samples, iters, started) {
+            let t = Instant::now();
+            match self {
+                Self::Sqlite(c) => {
+                    let _: Vec<(i64,)> = bind_all!(sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned())), binds)
+                        .fetch_all(&mut *c)
+                        .await?;
+                }
+                Self::Pg(c) => {
+                    let _: Vec<(i64,)> = bind_all!(sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned())), binds)
+                        .fetch_all(&mut *c)
+                        .await?;
+                }
+            }
+            samples.push(t.elapsed());
+        }
+        Ok(Stats::of(samples))
+    }
+}
+
+/// A statement to EXPLAIN, in both dialects, with its binds.
+struct Stmt {
+    name: &'static str,
+    sqlite: &'static str,
+    pg: &'static str,
+    binds: Vec<B>,
+}
+
+/// The store's SQL, copied (see the module documentation).
+mod sql {
+    pub const CLAIM_DOWNLOAD: &str =
+        "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
+                   attempts = attempts + 1, updated_at = $3
+               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                             AND COALESCE(j.declared_size, $4) <= $5
+                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                         OR o.status IN ('fetched', 'processing'))) < $6
+                           ORDER BY j.not_before, j.id LIMIT 1)
+               RETURNING *";
+    pub const CLAIM_DOWNLOAD_PG: &str =
+        "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
+                   attempts = attempts + 1, updated_at = $3
+               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                             AND COALESCE(j.declared_size, $4) <= $5
+                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                         OR o.status IN ('fetched', 'processing'))) < $6
+                           ORDER BY j.not_before, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+               RETURNING *";
+    /// The row search of the download claim alone ($1, $2 unused but bound for the same numbering).
+    pub const SEARCH_DOWNLOAD: &str = "SELECT j.id FROM jobs j WHERE $1 IS NOT NULL AND $2 IS NOT NULL
+                             AND j.status = 'accepted' AND j.not_before <= $3
+                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                             AND COALESCE(j.declared_size, $4) <= $5
+                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                         OR o.status IN ('fetched', 'processing'))) < $6
+                           ORDER BY j.not_before, j.id LIMIT 1";
+    pub const CLAIM_PROCESS: &str =
+        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                  lease_until = $2, attempts = attempts + 1, updated_at = $3
+              WHERE id = (SELECT id FROM jobs
+                          WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
+                            AND not_before <= $3
+                          ORDER BY not_before, id LIMIT 1)
+              RETURNING *";
+    pub const CLAIM_PROCESS_PG: &str =
+        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                  lease_until = $2, attempts = attempts + 1, updated_at = $3
+              WHERE id = (SELECT id FROM jobs
+                          WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
+                            AND not_before <= $3
+                          ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+              RETURNING *";
+    pub const SEARCH_PROCESS: &str = "SELECT id FROM jobs
+                          WHERE $1 IS NOT NULL AND $2 IS NOT NULL
+                            AND (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
+                            AND not_before <= $3
+                          ORDER BY not_before, id LIMIT 1";
+    pub const CLAIM_MESSAGE: &str =
+        "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
+                  lease_until = $2, attempts = attempts + 1, updated_at = $3
+              WHERE id = (SELECT o.id FROM outbox o
+                          WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
+                            AND o.not_before <= $3
+                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
+                                            AND e.status IN ('pending', 'sending'))
+                          ORDER BY o.priority, o.id LIMIT 1)
+              RETURNING *";
+    pub const CLAIM_MESSAGE_PG: &str =
+        "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
+                  lease_until = $2, attempts = attempts + 1, updated_at = $3
+              WHERE id = (SELECT o.id FROM outbox o
+                          WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
+                            AND o.not_before <= $3
+                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
+                                            AND e.status IN ('pending', 'sending'))
+                          ORDER BY o.priority, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                AND (status = 'pending' OR (status = 'sending' AND lease_until <= $3))
+              RETURNING *";
+    pub const SEARCH_MESSAGE: &str = "SELECT o.id FROM outbox o
+                          WHERE $1 IS NOT NULL AND $2 IS NOT NULL
+                            AND (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
+                            AND o.not_before <= $3
+                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
+                                            AND e.status IN ('pending', 'sending'))
+                          ORDER BY o.priority, o.id LIMIT 1";
+    /// The per-candidate check of the download claim, for one chat: $1 chat, $2 a job id, $3 now.
+    pub const PER_CHAT_COUNT: &str = "SELECT COUNT(*) FROM jobs o WHERE o.chat_id = $1 AND o.id <> $2
+                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                         OR o.status IN ('fetched', 'processing'))";
+    /// The per-candidate order check of the message claim, for one chat: $1 chat, $2 an outbox id.
+    pub const CHAT_ORDER_CHECK: &str = "SELECT COUNT(*) FROM outbox e WHERE e.chat_id = $1 AND e.id < $2
+                                            AND e.status IN ('pending', 'sending')";
+    pub const NEXT_WAITING: &str = "SELECT * FROM jobs WHERE status = 'accepted' AND not_before <= $1
+                       AND (lease_until IS NULL OR lease_until <= $1)
+                     ORDER BY not_before, id LIMIT 1";
+    pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
+    pub const JOBS: &str = "SELECT * FROM jobs WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR status = $2)
+                     ORDER BY id DESC LIMIT $3";
+    pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
+    pub const READY_RESULTS: &str =
+        "SELECT * FROM jobs WHERE status = 'ready' AND ($1 IS NULL OR result_expires_at <= $1)
+                     ORDER BY result_expires_at, id";
+    pub const EXPIRE: &str = "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
+                        result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
+                        updated_at = $3
+                     WHERE id = $1 AND status = 'ready'";
+    pub const FILE_OWNERS: &str = "SELECT * FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
+    pub const PRUNE_UPDATES: &str = "SELECT COUNT(*) FROM updates WHERE received_at < $1";
+    pub const PRUNE_MESSAGES: &str =
+        "SELECT COUNT(*) FROM outbox WHERE status IN ('sent', 'dead', 'failed') AND updated_at < $1";
+    pub const PRUNE_JOB_MESSAGES: &str = "SELECT COUNT(*) FROM outbox WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
+    pub const PRUNE_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
+    /// Candidate indexes (not in the migrations).
+    pub const WHATIF_INDEXES: [&str; 2] = [
+        "CREATE INDEX whatif_outbox_open_chat ON outbox (chat_id, id) WHERE status IN ('pending', 'sending')",
+        "CREATE INDEX whatif_jobs_held ON jobs (chat_id) WHERE lease_owner IS NOT NULL OR status IN ('fetched', 'processing')",
+    ];
+    /// The download claim's search with a redundant term in the per-chat count that lets it use
+    /// `whatif_jobs_held` (only the rows a lease holds, and sources on disk). Same result: every
+    /// write that clears `lease_owner` clears `lease_until` too, so `o.status = 'accepted' AND
+    /// o.lease_until > $3` implies `o.lease_owner IS NOT NULL`.
+    pub const WHATIF_SEARCH_DOWNLOAD: &str = "SELECT j.id FROM jobs j WHERE $1 IS NOT NULL AND $2 IS NOT NULL
+                             AND j.status = 'accepted' AND j.not_before <= $3
+                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                             AND COALESCE(j.declared_size, $4) <= $5
+                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
+                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                         OR o.status IN ('fetched', 'processing'))) < $6
+                           ORDER BY j.not_before, j.id LIMIT 1";
+    /// The process claim's search split by state: each branch is one ordered index range that
+    /// stops at its first row, instead of a MULTI-INDEX OR that reads and sorts every candidate.
+    pub const WHATIF_SEARCH_PROCESS: &str = "SELECT id FROM (
+                SELECT * FROM (SELECT id, not_before FROM jobs
+                               WHERE $1 IS NOT NULL AND $2 IS NOT NULL
+                                 AND status = 'fetched' AND not_before <= $3
+                               ORDER BY not_before, id LIMIT 1) AS f
+                UNION ALL
+                SELECT * FROM (SELECT id, not_before FROM jobs
+                               WHERE status = 'processing' AND lease_until <= $3 AND not_before <= $3
+                               ORDER BY not_before, id LIMIT 1) AS p) AS c
+            ORDER BY not_before, id LIMIT 1";
+    pub const WHATIF_CHAT_JOBS: &str = "SELECT id FROM jobs WHERE chat_id = $1 ORDER BY id DESC LIMIT $2";
+    pub const WHATIF_READY_RESULTS: &str = "SELECT id FROM jobs WHERE status = 'ready' AND result_expires_at <= $1
+                     ORDER BY result_expires_at, id";
+    /// Every due result expired by one statement (what-if for the janitor's step 1).
+    pub const WHATIF_EXPIRE_ALL: &str = "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
+                        result_expires_at = CASE WHEN result_expires_at > $1 THEN $1 ELSE result_expires_at END,
+                        updated_at = $1
+                     WHERE status = 'ready' AND result_expires_at <= $1 RETURNING id";
+    /// `file_owners` reading only what the janitor's judgement uses (what-if).
+    pub const WHATIF_FILE_OWNERS: &str =
+        "SELECT id, status, local_path, result_path, lease_owner, lease_token, lease_until
+                     FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
+    pub const RELEASE: &str = "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
+                        attempts = CASE WHEN $7 THEN 0 ELSE attempts END,
+                        local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
+                        lease_owner = NULL, lease_until = NULL, updated_at = $9
+                     WHERE id = $1 AND status = $2 AND lease_token = $3 AND lease_owner IS NOT NULL";
+}
+
+fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
+    use B::{Bool, I, NullI, NullS, S};
+    let claim = |limits: ClaimLimits| {
+        vec![S(OWNER), I(now + 300_000), I(now), I(limits.unknown_size), I(limits.max_size), I(limits.per_chat)]
+    };
+    let lease = vec![S(OWNER), I(now + 300_000), I(now)];
+    let limited = ClaimLimits { unknown_size: 20 << 20, max_size: 1 << 30, per_chat: 2 };
+    let s = |name, sqlite, pg, binds| Stmt { name, sqlite, pg, binds };
+    vec![
+        s(
+            "claim: download (Stage::Download, no limits)",
+            sql::CLAIM_DOWNLOAD,
+            sql::CLAIM_DOWNLOAD_PG,
+            claim(ClaimLimits::NONE),
+        ),
+        s(
+            "claim: download (claim_download, per_chat = 2)",
+            sql::CLAIM_DOWNLOAD,
+            sql::CLAIM_DOWNLOAD_PG,
+            claim(limited),
+        ),
+        s("claim: process (Stage::Process)", sql::CLAIM_PROCESS, sql::CLAIM_PROCESS_PG, lease.clone()),
+        s("claim: message (claim_message)", sql::CLAIM_MESSAGE, sql::CLAIM_MESSAGE_PG, lease),
+        s("next_waiting_download", sql::NEXT_WAITING, sql::NEXT_WAITING, vec![I(now)]),
+        s("job (status, /status <ticket>)", sql::JOB, sql::JOB, vec![I(ticket)]),
+        s("jobs (/jobs: chat, limit 10)", sql::JOBS, sql::JOBS, vec![I(chat), NullS, I(10)]),
+        s("job_by_file (intake)", sql::JOB_BY_FILE, sql::JOB_BY_FILE, vec![I(chat), S("AgAD12345")]),
+        s(
+            "release_job",
+            sql::RELEASE,
+            sql::RELEASE,
+            vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, Bool(true), Bool(true), I(now)],
+        ),
+        s("janitor: ready_results(Some(now))", sql::READY_RESULTS, sql::READY_RESULTS, vec![I(now)]),
+        s("janitor: expire_job", sql::EXPIRE, sql::EXPIRE, vec![I(ticket), I(now), I(now)]),
+        s("janitor: file_owners", sql::FILE_OWNERS, sql::FILE_OWNERS, vec![]),
+        s("janitor: prune updates", sql::PRUNE_UPDATES, sql::PRUNE_UPDATES, vec![I(now - 30 * DAY)]),
+        s("janitor: prune messages", sql::PRUNE_MESSAGES, sql::PRUNE_MESSAGES, vec![I(now - 30 * DAY)]),
+        s(
+            "janitor: prune job messages (prune_jobs)",
+            sql::PRUNE_JOB_MESSAGES,
+            sql::PRUNE_JOB_MESSAGES,
+            vec![I(now - 30 * DAY)],
+        ),
+        s("janitor: prune jobs (prune_jobs)", sql::PRUNE_JOBS, sql::PRUNE_JOBS, vec![I(now - 30 * DAY)]),
+        s(
+            "per-chat count of the download claim (one candidate)",
+            sql::PER_CHAT_COUNT,
+            sql::PER_CHAT_COUNT,
+            vec![I(chat), I(ticket), I(now)],
+        ),
+        s(
+            "order check of the message claim (one candidate)",
+            sql::CHAT_ORDER_CHECK,
+            sql::CHAT_ORDER_CHECK,
+            vec![I(chat), I(message_id)],
+        ),
+        s("jobs with no chat (admin listing: NULL chat)", sql::JOBS, sql::JOBS, vec![NullI, NullS, I(10)]),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    n: usize,
+    median: Duration,
+    p99: Duration,
+    max: Duration,
+}
+
+impl Stats {
+    fn of(mut v: Vec<Duration>) -> Self {
+        v.sort();
+        let n = v.len();
+        let at = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Self { n, median: at(0.5), p99: at(0.99), max: v[n - 1] }
+    }
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 10.0 { format!("{ms:.3}") } else { format!("{ms:.1}") }
+}
+
+fn median(v: &[Duration]) -> Duration {
+    Stats::of(v.to_vec()).median
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The janitor pass
+// ---------------------------------------------------------------------------------------------
+
+/// What a pass over the generated data must report.
+#[derive(Debug, Default, Clone, Copy)]
+struct Expect {
+    files: usize,
+    expired_jobs: usize,
+    removed_expired: usize,
+    removed_orphan: usize,
+    removed_stale: usize,
+    kept_leased: usize,
+    pruned_updates: u64,
+    pruned_messages: u64,
+}
+
+/// A file to create, with how old its mtime is.
+struct FileSpec {
+    path: PathBuf,
+    age: Option<Duration>,
+}
+
+/// The janitor data: job `i` gets a role by `i % 100`.
+///
+/// | i % 100 | share | job | files |
+/// |---|---|---|---|
+/// | 0–9 | 10 % | `ready`, past `result_expires_at` | result → deleted (expired) |
+/// | 10–77 | 68 % | `ready` | result, kept |
+/// | 78–87 | 10 % | `failed`; 78–82 left a result folder behind | 78–82: orphan |
+/// | 88–92 | 5 % | `expired`; 88–89 left a `.source` behind | 88–89: orphan |
+/// | 93 | 1 % | `accepted`, queued | — |
+/// | 94 | 1 % | `accepted`, leased | `.part` 8 h old, kept (leased) |
+/// | 95 | 1 % | `accepted`, lease lapsed | `.part` 7 h old → deleted (stale) |
+/// | 96 | 1 % | `accepted`, not leased | `.part` 10 min old, kept |
+/// | 97–98 | 2 % | `fetched` | source, kept |
+/// | 99 | 1 % | `processing`, leased | source (kept) + work output (kept, leased) |
+///
+/// plus, for i % 100 < 8, a result folder of a ticket that has no job (orphan): N files in all.
+/// Every job has an `updates` row and a sent ticket reply; ended and ready jobs a sent
+/// result or failure message. Ended jobs are spread over 60 days, so about half of their rows are
+/// older than the 30-day history and pruned.
+fn janitor_data(n: usize, now: i64, spool: &Spool, seed: u64) -> (Vec<JobRow>, Vec<MsgRow>, Vec<FileSpec>, Expect) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut jobs = Vec::with_capacity(n);
+    let mut msgs = Vec::with_capacity(2 * n);
+    let mut files = Vec::with_capacity(n);
+    let mut e = Expect::default();
+    let history = now - 30 * DAY;
+    let results = spool.results_root();
+    let downloads = spool.downloads();
+    let work = spool.work_root();
+    let result_file = |id: i64| results.join(id.to_string()).join(format!("scanned-contract-{id}.pdf"));
+    for i in 1..=n as i64 {
+        let chat = 1000 + rng.random_range(0..1000);
+        let role = i % 100;
+        let mut job;
+        match role {
+            0..=77 => {
+                let expires = if role < 10 {
+                    now - rng.random_range(MINUTE..16 * HOUR)
+                } else {
+                    now + rng.random_range(10 * MINUTE..7 * DAY - 16 * HOUR)
+                };
+                let created = expires - 7 * DAY - 2 * MINUTE;
+                job = JobRow::new(i, chat, "ready", created, created + 2 * MINUTE);
+                let path = result_file(i);
+                job.result_path = Some(path.to_string_lossy().into_owned());
+                job.result_expires_at = Some(expires);
+                files.push(FileSpec { path, age: None });
+                if role < 10 {
+                    e.expired_jobs += 1;
+                    e.removed_expired += 1;
+                }
+            }
+            78..=92 => {
+                let mut created = now - rng.random_range(HOUR..60 * DAY);
+                if (created - history).abs() < 2 * HOUR {
+                    // Keep clear of the history boundary, which moves while the benchmark runs.
+                    created -= 4 * HOUR;
+                }
+                let updated = (created + rng.random_range(MINUTE..7 * DAY)).min(now - MINUTE);
+                let status = if role < 88 { "failed" } else { "expired" };
+                job = JobRow::new(i, chat, status, created, updated);
+                if status == "expired" {
+                    job.result_expires_at = Some(updated);
+                }
+                if role <= 82 {
+                    files.push(FileSpec { path: result_file(i), age: Some(Duration::from_secs(86_400)) });
+                    e.removed_orphan += 1;
+                } else if (88..=89).contains(&role) {
+                    let path = downloads.join(format!("{i}-k3j9x2.source"));
+                    files.push(FileSpec { path, age: Some(Duration::from_secs(86_400)) });
+                    e.removed_orphan += 1;
+                }
+                if created < history {
+                    e.pruned_updates += 1;
+                }
+            }
+            93..=96 => {
+                let created = now - rng.random_range(MINUTE..30 * MINUTE);
+                job = JobRow::new(i, chat, "accepted", created, created);
+                let part = downloads.join(format!("{i}-q8v1m4.part"));
+                match role {
+                    94 => {
+                        job.lease_until = Some(now + 4 * MINUTE);
+                        job.lease_token = 1;
+                        job.attempts = 1;
+                        files.push(FileSpec { path: part, age: Some(Duration::from_secs(8 * 3600)) });
+                        e.kept_leased += 1;
+                    }
+                    95 => {
+                        job.lease_until = Some(now - 10 * MINUTE);
+                        job.lease_token = 1;
+                        job.attempts = 1;
+                        files.push(FileSpec { path: part, age: Some(Duration::from_secs(7 * 3600)) });
+                        e.removed_stale += 1;
+                    }
+                    96 => files.push(FileSpec { path: part, age: Some(Duration::from_secs(600)) }),
+                    _ => {}
+                }
+            }
+            _ => {
+                let created = now - rng.random_range(MINUTE..30 * MINUTE);
+                let status = if role == 99 { "processing" } else { "fetched" };
+                job = JobRow::new(i, chat, status, created, created + MINUTE);
+                let source = downloads.join(format!("{i}-z7c2p5.source"));
+                job.local_path = Some(source.to_string_lossy().into_owned());
+                files.push(FileSpec { path: source, age: None });
+                if role == 99 {
+                    job.lease_until = Some(now + 4 * MINUTE);
+                    job.lease_token = 2;
+                    job.attempts = 1;
+                    files.push(FileSpec { path: work.join(i.to_string()).join("optimized.pdf"), age: None });
+                    e.kept_leased += 1;
+                }
+            }
+        }
+        if role < 8 {
+            let ghost = n as i64 + i;
+            files.push(FileSpec { path: result_file(ghost), age: Some(Duration::from_secs(3600)) });
+            e.removed_orphan += 1;
+        }
+        let mut msg = |kind, status, mut updated_at: i64| {
+            let id = msgs.len() as i64 + 1;
+            if (updated_at - history).abs() < 2 * HOUR {
+                updated_at -= 4 * HOUR;
+            }
+            if status == "sent" && updated_at < history {
+                e.pruned_messages += 1;
+            }
+            msgs.push(MsgRow { id, job: job.id, chat: job.chat, kind, status, updated_at });
+        };
+        msg("ticket_reply", "sent", job.created_at + 1000);
+        match job.status {
+            "ready" | "expired" => msg("result", "sent", job.created_at + 2 * MINUTE + 1000),
+            "failed" => msg("failure", "sent", job.updated_at + 1000),
+            _ => {}
+        }
+        jobs.push(job);
+    }
+    e.files = files.len();
+    (jobs, msgs, files, e)
+}
+
+fn make_files(files: &[FileSpec]) -> anyhow::Result<()> {
+    let body = vec![b'%'; 1024];
+    let now = SystemTime::now();
+    for f in files {
+        if let Some(dir) = f.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&f.path, &body)?;
+        if let Some(age) = f.age {
+            std::fs::File::options().write(true).open(&f.path)?.set_modified(now - age)?;
+        }
+    }
+    Ok(())
+}
+
+/// The janitor's own walk of the data folder (`list_files` in src/janitor.rs), copied: the same
+/// `read_dir` and `symlink_metadata` calls, so its time is the listing share of a pass.
+fn list_like_janitor(spool: &Spool) -> usize {
+    let mut count = 0;
+    let mut push = |path: &Path| {
+        if std::fs::symlink_metadata(path).is_ok() {
+            count += 1;
+        }
+    };
+    for (downloads, root) in [(true, spool.downloads()), (false, spool.work_root()), (false, spool.results_root())] {
+        let Ok(entries) = std::fs::read_dir(&root) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if downloads {
+                push(&path);
+            } else if path.is_dir() {
+                for inner in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                    push(&inner.path());
+                }
+            } else {
+                push(&path);
+            }
+        }
+    }
+    count
+}
+
+#[derive(Debug, Default, Clone)]
+struct JanitorRun {
+    /// Load average (1 min) and `some avg10` of /proc/pressure/io when the timing started.
+    load: String,
+    fill: Duration,
+    list: Duration,
+    owners: Duration,
+    ready: Duration,
+    prune_dry: Duration,
+    cold_dry: Option<Duration>,
+    dry: Duration,
+    real: Duration,
+    again: Duration,
+    commit: Duration,
+    expired: usize,
+    removed: usize,
+    files: usize,
+    outbox: usize,
+}
+
+async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
+    println!("\n## 1. Janitor pass\n");
+    let config = Config::from_toml_str("", None, None)?;
+    let mut settings = JanitorSettings::from_config(&config);
+    settings.min_free = 1;
+    let settings = Arc::new(settings);
+    println!(
+        "Settings: the defaults (`part_max_age` {:?}, `history` {:?}, `prune_jobs` {}, `results_bytes` {:?}), \
+         `min_free` lowered to 1 byte. {} runs per size, each on freshly built data.\n",
+        settings.part_max_age, settings.history, settings.prune_jobs, settings.results_bytes, args.runs
+    );
+    let mut medians: Vec<(usize, JanitorRun)> = Vec::new();
+    let mut phase_medians: Vec<(usize, Phases)> = Vec::new();
+    let mut detail = String::new();
+    for &n in &args.sizes {
+        let mut runs = Vec::new();
+        let mut phases = Vec::new();
+        for run in 0..args.runs {
+            eprintln!("janitor: N = {n}, run {}/{}", run + 1, args.runs);
+            let r = janitor_run(args, dir, n, run, &settings).await?;
+            if run < args.phase_runs {
+                eprintln!("janitor: N = {n}, run {}/{}, phases one by one", run + 1, args.phase_runs);
+                phases.push(phases_run(dir, n, run, &settings).await?);
+            }
+            writeln!(
+                detail,
+                "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                run + 1,
+                r.load,
+                ms(r.list),
+                ms(r.owners),
+                ms(r.ready),
+                ms(r.prune_dry),
+                r.cold_dry.map_or("—".into(), ms),
+                ms(r.dry),
+                ms(r.real),
+                ms(r.again),
+                ms(r.commit),
+            )?;
+            runs.push(r);
+        }
+        let phase = |f: fn(&Phases) -> Duration| median(&phases.iter().map(f).collect::<Vec<_>>());
+        phase_medians.push((
+            n,
+            Phases {
+                expire: phase(|p| p.expire),
+                one_expire: phase(|p| p.one_expire),
+                expire_batched: phase(|p| p.expire_batched),
+                dirs_targeted: phase(|p| p.dirs_targeted),
+                owners_narrow: phase(|p| p.owners_narrow),
+                list: phase(|p| p.list),
+                owners: phase(|p| p.owners),
+                unlink: phase(|p| p.unlink),
+                dirs: phase(|p| p.dirs),
+                prune: phase(|p| p.prune),
+            },
+        ));
+        let pick = |f: fn(&JanitorRun) -> Duration| median(&runs.iter().map(f).collect::<Vec<_>>());
+        let cold: Vec<Duration> = runs.iter().filter_map(|r| r.cold_dry).collect();
+        medians.push((
+            n,
+            JanitorRun {
+                fill: pick(|r| r.fill),
+                list: pick(|r| r.list),
+                owners: pick(|r| r.owners),
+                ready: pick(|r| r.ready),
+                prune_dry: pick(|r| r.prune_dry),
+                cold_dry: (!cold.is_empty()).then(|| median(&cold)),
+                dry: pick(|r| r.dry),
+                real: pick(|r| r.real),
+                again: pick(|r| r.again),
+                commit: pick(|r| r.commit),
+                ..runs[0].clone()
+            },
+        ));
+    }
+    println!(
+        "Medians in ms (\"alone\" columns time one part of the pass by itself; commit = one autocommit \
+         one-row UPDATE through the store, synchronous = FULL):\n"
+    );
+    println!(
+        "| N jobs | files | outbox rows | expired jobs | files removed | build data (s) | listing alone | \
+         file_owners alone | ready_results alone | prune (dry) alone | dry-run pass | cold dry-run pass | \
+         **real pass** | next pass (nothing to do) | one commit |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (n, m) in &medians {
+        println!(
+            "| {n} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} |",
+            m.files,
+            m.outbox,
+            m.expired,
+            m.removed,
+            m.fill.as_secs_f64(),
+            ms(m.list),
+            ms(m.owners),
+            ms(m.ready),
+            ms(m.prune_dry),
+            ms(m.dry),
+            m.cold_dry.map_or("—".into(), ms),
+            ms(m.real),
+            ms(m.again),
+            ms(m.commit),
+        );
+    }
+    if let (Some((n0, a)), Some((n1, b))) = (medians.first(), medians.last())
+        && n1 > n0
+    {
+        let r = |x: Duration, y: Duration| y.as_secs_f64() / x.as_secs_f64();
+        println!(
+            "\nRatios {n1}/{n0} (linear = {:.0}): real pass {:.1}, dry-run pass {:.1}, listing {:.1}, \
+             file_owners {:.1}, ready_results {:.1}, prune (dry) {:.1}, next pass {:.1}.",
+            *n1 as f64 / *n0 as f64,
+            r(a.real, b.real),
+            r(a.dry, b.dry),
+            r(a.list, b.list),
+            r(a.owners, b.owners),
+            r(a.ready, b.ready),
+            r(a.prune_dry, b.prune_dry),
+            r(a.again, b.again),
+        );
+        for (n, m) in &medians {
+            let writes = m.real.saturating_sub(m.dry);
+            let expiring = m.commit * u32::try_from(m.expired).unwrap_or(u32::MAX);
+            println!(
+                "\nN = {n}: real − dry = {} ms of writes; {} expiries × one commit ({} ms) ≈ {} ms of it.",
+                ms(writes),
+                m.expired,
+                ms(m.commit),
+                ms(expiring)
+            );
+        }
+    }
+    println!(
+        "\nThe phases of a real pass replayed one by one on a fresh copy of the data (same calls, same \
+         order; medians in ms): expiry = `ready_results` + one `expire_job` transaction per due result; \
+         deletion = `remove_file` of every file the dry run listed; folder sweep = `remove_dir` on every \
+         per-job folder under `work/` and `results/`, as `remove_empty_job_dirs` does (here after the \
+         targeted removal, so nearly every attempt fails with ENOTEMPTY: this is what the sweep costs on \
+         every pass, work or not). Two what-ifs, not in the pass: the expiry as one UPDATE in one \
+         transaction (rolled back), `remove_dir` on the folders of deleted files only, and `file_owners` \
+         selecting only the 7 columns the judgement reads (on a separate connection).\n"
+    );
+    println!(
+        "| N jobs | expiry | one `expire_job` | listing | file_owners | deletion | folder sweep | prune (real) \
+         | sum | what-if: expiry in one UPDATE | what-if: only the emptied folders | what-if: file_owners, 7 \
+         columns |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for (n, p) in &phase_medians {
+        let sum = p.expire + p.list + p.owners + p.unlink + p.dirs_targeted + p.dirs + p.prune;
+        println!(
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            ms(p.expire),
+            ms(p.one_expire),
+            ms(p.list),
+            ms(p.owners),
+            ms(p.unlink),
+            ms(p.dirs),
+            ms(p.prune),
+            ms(sum),
+            ms(p.expire_batched),
+            ms(p.dirs_targeted),
+            ms(p.owners_narrow),
+        );
+    }
+    println!(
+        "\nEvery run (ms; load = 1-min load average / `some avg10` of /proc/pressure/io in % when the run's \
+         timing started):\n\n| N | run | load | listing | file_owners | ready_results | prune (dry) | cold dry | dry \
+         | real | next | commit |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n{detail}"
+    );
+    Ok(())
+}
+
+/// The columns the janitor's judgement reads: id, status, local_path, result_path, lease_owner,
+/// lease_token, lease_until.
+type OwnerRow = (i64, String, Option<String>, Option<String>, Option<String>, i64, Option<i64>);
+
+/// A store and data folder filled with [`janitor_data`].
+struct Built {
+    root: PathBuf,
+    store: Store,
+    spool: Spool,
+    expect: Expect,
+    outbox: usize,
+    failed_ticket: i64,
+    fill: Duration,
+}
+
+async fn build(dir: &Path, n: usize, seed: u64) -> anyhow::Result<Built> {
+    let root = dir.join(format!("janitor-{n}"));
+    fresh_dir(&root)?;
+    let db = root.join("docket.db");
+    let store = Store::open(&DatabaseUrl::Sqlite(db.clone())).await?;
+    let spool = Spool::open(&root.join("data"))?;
+    let now = now_ms();
+    let started = Instant::now();
+    let (jobs, msgs, files, expect) = janitor_data(n, now, &spool, seed);
+    let mut raw = Raw::Sqlite(sqlx::SqliteConnection::connect_with(&raw_sqlite_options(&db)).await?);
+    raw.insert(&jobs, &msgs, true).await?;
+    raw.close().await?;
+    let rows = started.elapsed();
+    let failed_ticket = jobs.iter().find(|j| j.status == "failed").map_or(1, |j| j.id);
+    let made = tokio::task::spawn_blocking(move || make_files(&files).map(|()| files.len())).await??;
+    ensure!(made == expect.files);
+    let made_at = started.elapsed();
+    sync_all();
+    eprintln!(
+        "  built N = {n}: rows {:.1} s, files {:.1} s, sync {:.1} s",
+        rows.as_secs_f64(),
+        (made_at - rows).as_secs_f64(),
+        (started.elapsed() - made_at).as_secs_f64()
+    );
+    Ok(Built { root, store, spool, expect, outbox: msgs.len(), failed_ticket, fill: started.elapsed() })
+}
+
+impl Built {
+    fn deps(&self, settings: &Arc<JanitorSettings>) -> JanitorDeps {
+        JanitorDeps {
+            store: self.store.clone(),
+            clock: Arc::new(SystemClock),
+            spool: self.spool.clone(),
+            settings: settings.clone(),
+            outbox: Arc::new(Notify::new()),
+        }
+    }
+
+    async fn remove(self) -> anyhow::Result<()> {
+        self.store.close().await;
+        std::fs::remove_dir_all(&self.root)?;
+        Ok(())
+    }
+}
+
+async fn janitor_run(
+    args: &Args,
+    dir: &Path,
+    n: usize,
+    run: usize,
+    settings: &Arc<JanitorSettings>,
+) -> anyhow::Result<JanitorRun> {
+    let b = build(dir, n, (n * 31 + run) as u64).await?;
+    let (store, expect) = (b.store.clone(), b.expect);
+    let deps = b.deps(settings);
+    let mut r =
+        JanitorRun { fill: b.fill, files: expect.files, outbox: b.outbox, load: load_now(), ..JanitorRun::default() };
+    if args.cold {
+        sync_all();
+        if std::fs::write("/proc/sys/vm/drop_caches", b"3\n").is_ok() {
+            let t = Instant::now();
+            pass(&deps, true).await?;
+            r.cold_dry = Some(t.elapsed());
+        } else {
+            eprintln!("(--cold: dropping the page cache was refused; no cold pass)");
+        }
+    }
+    let sp = b.spool.clone();
+    let t = Instant::now();
+    let listed = tokio::task::spawn_blocking(move || list_like_janitor(&sp)).await?;
+    r.list = t.elapsed();
+    ensure!(listed == expect.files, "listed {listed} files, expected {}", expect.files);
+    let t = Instant::now();
+    store.file_owners().await?;
+    r.owners = t.elapsed();
+    let t = Instant::now();
+    let due = store.ready_results(Some(SystemClock.now())).await?.len();
+    r.ready = t.elapsed();
+    ensure!(due == expect.expired_jobs, "{due} results due, expected {}", expect.expired_jobs);
+    let t = Instant::now();
+    store.prune(SystemClock.now().minus(settings.history), settings.prune_jobs, true).await?;
+    r.prune_dry = t.elapsed();
+
+    let t = Instant::now();
+    let dry = pass(&deps, true).await?;
+    r.dry = t.elapsed();
+    let t = Instant::now();
+    let real = pass(&deps, false).await?;
+    r.real = t.elapsed();
+    for (what, report) in [("dry", &dry), ("real", &real)] {
+        let by = |c: Cause| report.removed.iter().filter(|x| x.cause == c).count();
+        let got = (
+            report.expired_jobs.len(),
+            by(Cause::Expired),
+            by(Cause::Orphan),
+            by(Cause::StalePart),
+            report.kept_leased,
+            report.pruned.updates,
+            report.pruned.messages,
+        );
+        let want = (
+            expect.expired_jobs,
+            expect.removed_expired,
+            expect.removed_orphan,
+            expect.removed_stale,
+            expect.kept_leased,
+            expect.pruned_updates,
+            expect.pruned_messages,
+        );
+        ensure!(
+            got == want,
+            "{what} pass: (expired, expired files, orphans, stale, leased, updates, messages) = {got:?}, \
+             expected {want:?}"
+        );
+    }
+    r.expired = real.expired_jobs.len();
+    r.removed = real.removed.len();
+    let t = Instant::now();
+    let again = pass(&deps, false).await?;
+    r.again = t.elapsed();
+    ensure!(again.removed.is_empty() && again.expired_jobs.is_empty(), "the second pass found work");
+    let sp = b.spool.clone();
+    let left = tokio::task::spawn_blocking(move || list_like_janitor(&sp)).await?;
+    ensure!(left == expect.files - r.removed, "{left} files left after the pass");
+
+    let mut commits = Vec::new();
+    for _ in 0..100 {
+        let t = Instant::now();
+        store.forget_result_file_id(Ticket(b.failed_ticket), SystemClock.now()).await?;
+        commits.push(t.elapsed());
+    }
+    r.commit = median(&commits);
+    b.remove().await?;
+    Ok(r)
+}
+
+/// The phases of a real pass, replayed one by one through the same public calls on a fresh copy
+/// of the data: what each costs inside the pass.
+#[derive(Debug, Default, Clone)]
+struct Phases {
+    expire: Duration,
+    one_expire: Duration,
+    expire_batched: Duration,
+    dirs_targeted: Duration,
+    owners_narrow: Duration,
+    list: Duration,
+    owners: Duration,
+    unlink: Duration,
+    dirs: Duration,
+    prune: Duration,
+}
+
+async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSettings>) -> anyhow::Result<Phases> {
+    let b = build(dir, n, (n * 31 + run) as u64).await?;
+    let deps = b.deps(settings);
+    // The list of files to delete, from a dry run (untimed).
+    let plan = pass(&deps, true).await?;
+    let mut p = Phases::default();
+    let now = SystemClock.now();
+    // What-if: the same expiry as one statement in one transaction (rolled back, so the store's
+    // loop below still finds the work; a commit costs about one "one commit" more).
+    let mut raw = sqlx::SqliteConnection::connect_with(
+        &raw_sqlite_options(&b.root.join("docket.db")).synchronous(sqlx::sqlite::SqliteSynchronous::Full),
+    )
+    .await?;
+    let t = Instant::now();
+    let mut tx = raw.begin_with("BEGIN IMMEDIATE").await?;
+    let due: Vec<(i64,)> = sqlx::query_as(sql::WHATIF_EXPIRE_ALL).bind(now.as_millis()).fetch_all(&mut *tx).await?;
+    p.expire_batched = t.elapsed();
+    tx.rollback().await?;
+    ensure!(due.len() == b.expect.expired_jobs);
+    let t = Instant::now();
+    let mut each = Vec::new();
+    for job in b.store.ready_results(Some(now)).await? {
+        let t = Instant::now();
+        b.store.expire_job(job.ticket, now, None, now).await?;
+        each.push(t.elapsed());
+    }
+    p.expire = t.elapsed();
+    p.one_expire = median(&each);
+    let sp = b.spool.clone();
+    let t = Instant::now();
+    tokio::task::spawn_blocking(move || list_like_janitor(&sp)).await?;
+    p.list = t.elapsed();
+    let t = Instant::now();
+    let owners = b.store.file_owners().await?.len();
+    p.owners = t.elapsed();
+    // What-if: only the columns the judgement reads.
+    let t = Instant::now();
+    let narrow: Vec<OwnerRow> = sqlx::query_as(sql::WHATIF_FILE_OWNERS).fetch_all(&mut raw).await?;
+    p.owners_narrow = t.elapsed();
+    ensure!(narrow.len() == owners);
+    raw.close().await?;
+    let t = Instant::now();
+    for removal in &plan.removed {
+        std::fs::remove_file(&removal.path)?;
+    }
+    p.unlink = t.elapsed();
+    // What-if: remove only the folders of the files just deleted.
+    let parents: std::collections::BTreeSet<PathBuf> = plan
+        .removed
+        .iter()
+        .filter_map(|r| r.path.parent().map(Path::to_path_buf))
+        .filter(|d| d.starts_with(b.spool.work_root()) || d.starts_with(b.spool.results_root()))
+        .collect();
+    let t = Instant::now();
+    for dir in &parents {
+        let _ = std::fs::remove_dir(dir);
+    }
+    p.dirs_targeted = t.elapsed();
+    let sp = b.spool.clone();
+    let t = Instant::now();
+    tokio::task::spawn_blocking(move || {
+        for root in [sp.work_root(), sp.results_root()] {
+            for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
+    })
+    .await?;
+    p.dirs = t.elapsed();
+    let t = Instant::now();
+    b.store.prune(now.minus(settings.history), settings.prune_jobs, false).await?;
+    p.prune = t.elapsed();
+    let again = pass(&deps, true).await?;
+    ensure!(again.removed.is_empty() && again.expired_jobs.is_empty(), "the replayed phases left work");
+    b.remove().await?;
+    Ok(p)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Query latency at 1M rows
+// ---------------------------------------------------------------------------------------------
+
+/// The 1M-row data. Ids grow with age (the newest job has the highest id); by age:
+///
+/// - newest 2 %: 50 % `accepted` (5 % of those waiting for a retry), 25 % `fetched`, 25 % `ready`;
+///   then, as the default pools would hold them, the newest 4 `accepted` jobs are leased (being
+///   downloaded) and the newest 2 `fetched` ones `processing` (leased);
+/// - next 6 %: 90 % `ready`, 10 % `failed`;
+/// - the rest: 85 % `expired`, 15 % `failed`.
+///
+/// Chats: 10,000 chats of ~100 jobs each, one heavy chat (`HEAVY_CHAT`) with 2 % of all jobs, and
+/// one quiet chat (`QUIET_CHAT`) whose only jobs are the three oldest. One outbox row per job (its
+/// ticket reply): the newest 0.1 % `pending`, 0.5 % `dead`, the rest `sent`.
+fn query_data(n: usize, now: i64) -> (Vec<JobRow>, Vec<MsgRow>) {
+    let mut rng = StdRng::seed_from_u64(1_000_003);
+    let mut jobs = Vec::with_capacity(n);
+    let mut msgs = Vec::with_capacity(n);
+    let span = 365 * DAY;
+    let n64 = n as i64;
+    for i in 1..=n64 {
+        let age = (n64 - i) * span / n64;
+        let created = now - age - MINUTE;
+        let chat = if i <= 3 {
+            QUIET_CHAT
+        } else if rng.random_range(0..100) < 2 {
+            HEAVY_CHAT
+        } else {
+            100_000 + rng.random_range(0..10_000)
+        };
+        let band = (n64 - i) * 100 / n64;
+        let x = rng.random_range(0..100);
+        let status = match band {
+            0..=1 => match x {
+                0..50 => "accepted",
+                50..75 => "fetched",
+                _ => "ready",
+            },
+            2..=7 => {
+                if x < 90 {
+                    "ready"
+                } else {
+                    "failed"
+                }
+            }
+            _ => {
+                if x < 85 {
+                    "expired"
+                } else {
+                    "failed"
+                }
+            }
+        };
+        // The heavy chat is held to `per_chat` like any chat would be: none of its jobs in flight
+        // (the flood below puts 2 there).
+        let status = if chat == HEAVY_CHAT && status == "fetched" { "ready" } else { status };
+        let mut job = JobRow::new(i, chat, status, created, created + MINUTE);
+        match status {
+            "accepted" => {
+                let y = rng.random_range(0..100);
+                if y < 5 {
+                    job.not_before = now + 10 * MINUTE;
+                    job.attempts = 1;
+                }
+                if i % 5 == 0 {
+                    job.declared_size = None;
+                }
+            }
+            "fetched" | "processing" => {
+                job.local_path = Some(format!("/var/lib/docket/downloads/{i}-z7c2p5.source"));
+                if status == "processing" {
+                    job.lease_until = Some(now + 4 * MINUTE);
+                    job.attempts = 1;
+                }
+            }
+            "ready" => {
+                job.result_path = Some(format!("/var/lib/docket/results/{i}/scanned-contract-{i}.pdf"));
+                job.result_expires_at = Some(created + 7 * DAY);
+            }
+            "expired" => job.result_expires_at = Some(created + 7 * DAY),
+            _ => {}
+        }
+        let status = if n64 - i < n64 / 1000 {
+            "pending"
+        } else if rng.random_range(0..1000) < 5 {
+            "dead"
+        } else {
+            "sent"
+        };
+        msgs.push(MsgRow { id: i, job: i, chat, kind: "ticket_reply", status, updated_at: created + 1000 });
+        jobs.push(job);
+    }
+    // What the worker pools hold right now (default pools: 4 downloads, 2 processing): the newest
+    // 4 `accepted` jobs are being downloaded, the newest 2 `fetched` ones processed.
+    let mut held = (0, 0);
+    for job in jobs.iter_mut().rev() {
+        if job.chat == HEAVY_CHAT {
+            continue;
+        }
+        if job.status == "accepted" && held.0 < 4 && job.not_before == 0 {
+            held.0 += 1;
+            job.lease_until = Some(now + 4 * MINUTE);
+            job.attempts = 1;
+        } else if job.status == "fetched" && held.1 < 2 {
+            held.1 += 1;
+            job.status = "processing";
+            job.lease_until = Some(now + 4 * MINUTE);
+            job.attempts = 1;
+        }
+    }
+    (jobs, msgs)
+}
+
+/// Whether a timing loop goes on: fewer than `iters` samples and, after the first, less than
+/// [`BUDGET`] spent (a statement that takes seconds is timed a few times, not a thousand).
+fn more(samples: &[Duration], iters: usize, started: Instant) -> bool {
+    samples.len() < iters && (samples.is_empty() || started.elapsed() < BUDGET)
+}
+
+/// The most one latency row may take.
+const BUDGET: Duration = Duration::from_secs(6);
+
+async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> anyhow::Result<()> {
+    let part = if backend == "SQLite" { "2" } else { "3" };
+    println!("\n## {part}. Query latency at {} job rows and {} outbox rows ({backend})\n", args.rows, args.rows);
+    let now = now_ms();
+    eprintln!("{backend}: building {} jobs and outbox rows", args.rows);
+    let t = Instant::now();
+    let (jobs, msgs) = query_data(args.rows, now);
+    raw.insert(&jobs, &msgs, false).await?;
+    drop((jobs, msgs));
+    println!("Data built in {:.1} s.\n", t.elapsed().as_secs_f64());
+    println!("jobs by state: {:?}\n", raw.counts("jobs").await?);
+    println!("outbox by state: {:?}\n", raw.counts("outbox").await?);
+
+    // Reference rows for the binds.
+    let now_ts = Timestamp::from_millis(now_ms());
+    let mut typical_chat = ChatRef(0);
+    for id in args.rows as i64 / 2.. {
+        let job = store.job(Ticket(id)).await?.context("no job in the middle")?;
+        if job.chat.0 != HEAVY_CHAT {
+            typical_chat = job.chat;
+            break;
+        }
+    }
+    let head = store.next_waiting_download(now_ts).await?.context("no download waiting")?;
+    let last_message = store.messages(Some(typical_chat), None).await?.last().map_or(args.rows as i64, |m| m.id);
+
+    println!("### Plans\n");
+    if backend == "SQLite" {
+        println!(
+            "`EXPLAIN QUERY PLAN` of each statement as the store sends it (SQL copied from src/store), with \
+             the binds it uses; the database has no `sqlite_stat1` (docket never runs `ANALYZE`). `SCAN` is a \
+             full pass over a table or index; `SEARCH` uses an index for a range; `USE TEMP B-TREE FOR ORDER \
+             BY` sorts every row that passes the WHERE clause before `LIMIT 1` can apply.\n"
+        );
+    } else {
+        println!("`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)`, run in a transaction that is rolled back.\n");
+    }
+    let mut flagged = Vec::new();
+    for stmt in statements(now_ts.as_millis(), head.ticket.0, typical_chat.0, last_message) {
+        let plan = raw.plan(&stmt).await?;
+        for line in plan.lines() {
+            let l = line.trim_start_matches([' ', '`', '-']);
+            if l.starts_with("SCAN") || l.contains("Seq Scan") || l.contains("TEMP B-TREE") || l.starts_with("Sort") {
+                flagged.push(format!("{}: `{}`", stmt.name, l.trim()));
+            }
+        }
+        println!("**{}**\n\n```text\n{}```\n", stmt.name, plan);
+    }
+    println!("Flagged plan lines (full scans, sorts):\n");
+    for f in &flagged {
+        println!("- {f}");
+    }
+
+    println!("\n### Latency\n");
+    let iters = args.iters;
+    let claims = (iters / 3).max(10);
+    let mut table = Table::default();
+    let mut rng = StdRng::seed_from_u64(7);
+    let limited = ClaimLimits { unknown_size: 20 << 20, max_size: 1 << 30, per_chat: 2 };
+    let lease = |now: i64| vec![B::S(OWNER), B::I(now + 300_000), B::I(now)];
+    let with_limits = |l: ClaimLimits| {
+        let mut b = lease(now_ms());
+        b.extend([B::I(l.unknown_size), B::I(l.max_size), B::I(l.per_chat)]);
+        b
+    };
+
+    table.start(backend, "claim: download, `claim_job(Stage::Download)`");
+    table.push(time_claim_download(&store, None, claims).await?);
+    table.start(backend, "claim: download, `claim_download` with per_chat = 2");
+    table.push(time_claim_download(&store, Some(limited), claims).await?);
+    table.start(backend, "claim: process, `claim_job(Stage::Process)`");
+    table.push(time_claim_process(&store, claims).await?);
+    table.start(backend, "claim: message, `claim_message`");
+    table.push(time_claim_message(&store, claims).await?);
+    table.start(backend, "download claim's row search alone (SELECT, no limits)");
+    table.push(raw.time_select(sql::SEARCH_DOWNLOAD, &with_limits(ClaimLimits::NONE), iters).await?);
+    table.start(backend, "download claim's row search alone (SELECT, per_chat = 2)");
+    table.push(raw.time_select(sql::SEARCH_DOWNLOAD, &with_limits(limited), iters).await?);
+    table.start(backend, "process claim's row search alone (SELECT)");
+    table.push(raw.time_select(sql::SEARCH_PROCESS, &lease(now_ms()), iters).await?);
+    table.start(backend, "message claim's row search alone (SELECT)");
+    table.push(raw.time_select(sql::SEARCH_MESSAGE, &lease(now_ms()), iters).await?);
+    table.start(backend, "one-row UPDATE by id, autocommit (the floor of any write)");
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while more(&samples, claims, started) {
+        let t = Instant::now();
+        store.forget_result_file_id(Ticket(1), SystemClock.now()).await?;
+        samples.push(t.elapsed());
+    }
+    table.push(Stats::of(samples));
+
+    table.start(backend, "`next_waiting_download`");
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while more(&samples, iters, started) {
+        let t = Instant::now();
+        store.next_waiting_download(SystemClock.now()).await?.context("none waiting")?;
+        samples.push(t.elapsed());
+    }
+    table.push(Stats::of(samples));
+    table.start(backend, "`job(ticket)` (the status query), random tickets");
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while more(&samples, iters, started) {
+        let ticket = Ticket(rng.random_range(1..=args.rows as i64));
+        let t = Instant::now();
+        store.job(ticket).await?.context("job missing")?;
+        samples.push(t.elapsed());
+    }
+    table.push(Stats::of(samples));
+    for (what, chat) in [
+        ("a typical chat (~100 jobs)", typical_chat),
+        ("the heavy chat (2 % of all jobs)", ChatRef(HEAVY_CHAT)),
+        ("a quiet chat (only the 3 oldest jobs)", ChatRef(QUIET_CHAT)),
+    ] {
+        table.start(backend, &format!("`jobs` (/jobs, chat, limit 10): {what}"));
+        let filter = JobFilter { chat: Some(chat), state: None, limit: 10 };
+        let mut samples = Vec::new();
+        let started = Instant::now();
+        while more(&samples, iters, started) {
+            let t = Instant::now();
+            let got = store.jobs(&filter).await?;
+            samples.push(t.elapsed());
+            ensure!(!got.is_empty());
+        }
+        table.push(Stats::of(samples));
+    }
+    table.start(backend, "order check of the message claim, one candidate of the heavy chat");
+    table.push(raw.time_select(sql::CHAT_ORDER_CHECK, &[B::I(HEAVY_CHAT), B::I(args.rows as i64)], iters).await?);
+    table.start(backend, "per-chat count of the download claim, one candidate of the heavy chat");
+    table.push(raw.time_select(sql::PER_CHAT_COUNT, &[B::I(HEAVY_CHAT), B::I(0), B::I(now_ms())], iters).await?);
+
+    // The flood: the heavy chat's oldest jobs queued at the head, 2 of its jobs in flight.
+    eprintln!("{backend}: flood case");
+    let flood_size = (args.rows / 1000).min(1000);
+    let queued = raw
+        .execute(format!(
+            "UPDATE jobs SET status = 'accepted', not_before = 0, lease_owner = NULL, lease_until = NULL,
+                 result_expires_at = NULL, declared_size = 150000
+             WHERE id IN (SELECT id FROM jobs WHERE chat_id = {HEAVY_CHAT} AND status IN ('expired', 'failed')
+                          ORDER BY id LIMIT {flood_size})"
+        ))
+        .await?;
+    raw.execute(format!(
+        "UPDATE jobs SET status = 'fetched', not_before = 0, local_path = '/var/lib/docket/downloads/x.source'
+         WHERE id IN (SELECT id FROM jobs WHERE chat_id = {HEAVY_CHAT} AND status IN ('expired', 'failed')
+                      ORDER BY id DESC LIMIT 2)"
+    ))
+    .await?;
+    ensure!(queued == flood_size as u64, "queued {queued} of {flood_size}");
+    let head = store.next_waiting_download(SystemClock.now()).await?.context("no head")?;
+    ensure!(head.chat == ChatRef(HEAVY_CHAT), "the flood is not at the head of the queue");
+    table.start(
+        backend,
+        &format!("FLOOD ({flood_size} queued jobs of one chat at the head): `claim_download`, per_chat = 2"),
+    );
+    table.push(time_claim_download(&store, Some(limited), claims).await?);
+    table.start(backend, "FLOOD: `claim_job(Stage::Download)` (no limits)");
+    table.push(time_claim_download(&store, None, claims).await?);
+
+    println!(
+        "Milliseconds over n iterations (fewer when a statement is slow: each row stops after {} s). \
+         The claims go through the store (a pool connection, autocommit, synchronous = FULL on SQLite) and \
+         give each job or message back right after, untimed, so the table stays the same; \"row search \
+         alone\" runs the claim's inner SELECT on a separate connection.\n",
+        BUDGET.as_secs()
+    );
+    table.print();
+
+    what_ifs(&mut raw, backend, iters, typical_chat, &with_limits(limited), &lease(now_ms())).await?;
+    store.close().await;
+    Ok(())
+}
+
+/// Latency rows, printed as a table.
+#[derive(Default)]
+struct Table {
+    rows: Vec<(String, Stats)>,
+    current: String,
+}
+
+impl Table {
+    fn start(&mut self, backend: &str, name: &str) {
+        eprintln!("{backend}: {name}");
+        self.current = name.to_owned();
+    }
+    fn push(&mut self, stats: Stats) {
+        self.rows.push((std::mem::take(&mut self.current), stats));
+    }
+    fn print(&self) {
+        println!("| statement | n | median | p99 | max | p99 under 1 ms? |\n|---|---|---|---|---|---|");
+        for (name, s) in &self.rows {
+            let ok = if s.p99 < Duration::from_millis(1) { "yes" } else { "**no**" };
+            println!("| {name} | {} | {} | {} | {} | {ok} |", s.n, ms(s.median), ms(s.p99), ms(s.max));
+        }
+    }
+}
+
+/// Candidate fixes, tried on the same data (still flooded) after the measurements above: extra
+/// indexes (created here, in the benchmark's own database only) and rewritten statements, each
+/// with its plan and latency. Nothing here is in the store.
+async fn what_ifs(
+    raw: &mut Raw,
+    backend: &str,
+    iters: usize,
+    typical_chat: ChatRef,
+    download_binds: &[B],
+    lease_binds: &[B],
+) -> anyhow::Result<()> {
+    println!("\n### What would fix it (tried on this database only)\n");
+    println!(
+        "Each candidate below was applied to the benchmark's database after the measurements above (the \
+         flood still in place), with its plan and latency. Indexes:\n\n```sql\n{}\n```\n",
+        sql::WHATIF_INDEXES.join(";\n")
+    );
+    for stmt in sql::WHATIF_INDEXES {
+        raw.execute((*stmt).to_owned()).await?;
+    }
+    if let Raw::Pg(_) = raw {
+        raw.execute("ANALYZE jobs".into()).await?;
+        raw.execute("ANALYZE outbox".into()).await?;
+    }
+    let now = now_ms();
+    let cases: Vec<(&str, &str, Vec<B>)> = vec![
+        (
+            "message claim's row search, unchanged SQL, with `whatif_outbox_open_chat`",
+            sql::SEARCH_MESSAGE,
+            lease_binds.to_vec(),
+        ),
+        (
+            "download claim's row search, redundant term for `whatif_jobs_held`, per_chat = 2, flood",
+            sql::WHATIF_SEARCH_DOWNLOAD,
+            download_binds.to_vec(),
+        ),
+        (
+            "process claim's row search, split by state (UNION ALL of two LIMIT 1)",
+            sql::WHATIF_SEARCH_PROCESS,
+            lease_binds.to_vec(),
+        ),
+        (
+            "/jobs rewritten without `$1 IS NULL OR`: a quiet chat",
+            sql::WHATIF_CHAT_JOBS,
+            vec![B::I(QUIET_CHAT), B::I(10)],
+        ),
+        (
+            "/jobs rewritten without `$1 IS NULL OR`: a typical chat",
+            sql::WHATIF_CHAT_JOBS,
+            vec![B::I(typical_chat.0), B::I(10)],
+        ),
+        ("janitor's ready_results rewritten without `$1 IS NULL OR`", sql::WHATIF_READY_RESULTS, vec![B::I(now)]),
+    ];
+    let mut table = Table::default();
+    for (name, sql, binds) in cases {
+        let stmt = Stmt { name, sqlite: sql, pg: sql, binds };
+        let plan = raw.plan(&stmt).await?;
+        println!("**{name}**\n\n```sql\n{}\n```\n\n```text\n{plan}```\n", unindent(sql));
+        table.start(backend, name);
+        let iters = if sql == sql::WHATIF_READY_RESULTS { (iters / 20).max(5) } else { iters };
+        table.push(raw.time_select(sql, &stmt.binds, iters).await?);
+    }
+    table.print();
+    Ok(())
+}
+
+fn unindent(sql: &str) -> String {
+    sql.lines().map(str::trim).collect::<Vec<_>>().join("\n")
+}
+
+async fn time_claim_download(store: &Store, limits: Option<ClaimLimits>, iters: usize) -> anyhow::Result<Stats> {
+    let mut samples = Vec::with_capacity(iters);
+    let started = Instant::now();
+    while more(&samples, iters, started) {
+        let now = SystemClock.now();
+        let t = Instant::now();
+        let job = match &limits {
+            None => store.claim_job(Stage::Download, OWNER, now, LEASE).await?,
+            Some(l) => store.claim_download(OWNER, now, LEASE, l).await?,
+        };
+        samples.push(t.elapsed());
+        let job = job.context("nothing to claim for download")?;
+        let lease = job.lease.clone().context("no lease")?;
+        let release = Release {
+            from: JobState::Accepted,
+            event: JobEvent::RetryLater,
+            not_before: job.not_before,
+            detail: None,
+            reset_attempts: true,
+        };
+        ensure!(store.release_job(job.ticket, &lease, &release, now).await?, "release failed");
+    }
+    Ok(Stats::of(samples))
+}
+
+async fn time_claim_process(store: &Store, iters: usize) -> anyhow::Result<Stats> {
+    let mut samples = Vec::with_capacity(iters);
+    let started = Instant::now();
+    while more(&samples, iters, started) {
+        let now = SystemClock.now();
+        let t = Instant::now();
+        let job = store.claim_job(Stage::Process, OWNER, now, LEASE).await?;
+        samples.push(t.elapsed());
+        let job = job.context("nothing to claim for processing")?;
+        let lease = job.lease.clone().context("no lease")?;
+        let release = Release {
+            from: JobState::Processing,
+            event: JobEvent::RetryLater,
+            not_before: job.not_before,
+            detail: None,
+            reset_attempts: true,
+        };
+        ensure!(store.release_job(job.ticket, &lease, &release, now).await?, "release failed");
+    }
+    Ok(Stats::of(samples))
+}
+
+async fn time_claim_message(store: &Store, iters: usize) -> anyhow::Result<Stats> {
+    let mut samples = Vec::with_capacity(iters);
+    let started = Instant::now();
+    while more(&samples, iters, started) {
+        let now = SystemClock.now();
+        let t = Instant::now();
+        let msg = store.claim_message(OWNER, now, LEASE).await?;
+        samples.push(t.elapsed());
+        let msg = msg.context("no message to claim")?;
+        let lease = msg.lease.clone().context("no lease")?;
+        ensure!(
+            store.retry_message(msg.id, &lease, Timestamp::from_millis(0), "benchmark", now).await?,
+            "giving the message back failed"
+        );
+    }
+    Ok(Stats::of(samples))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. PostgreSQL
+// ---------------------------------------------------------------------------------------------
+
+async fn pg_part(args: &Args, url: &str) -> anyhow::Result<()> {
+    const NAME: &str = "docket_bench_janitor";
+    let mut admin = sqlx::PgConnection::connect(url).await.context("connecting to PostgreSQL")?;
+    sqlx::query("DROP DATABASE IF EXISTS docket_bench_janitor WITH (FORCE)").execute(&mut admin).await?;
+    sqlx::query("CREATE DATABASE docket_bench_janitor").execute(&mut admin).await?;
+    let mut bench_url = url::Url::parse(url)?;
+    bench_url.set_path(NAME);
+    let version: String = sqlx::query_scalar("SHOW server_version").fetch_one(&mut admin).await?;
+    let result = async {
+        let store = Store::open(&DatabaseUrl::Postgres(bench_url.to_string())).await?;
+        let raw = Raw::Pg(sqlx::PgConnection::connect(bench_url.as_str()).await?);
+        query_part(args, store, raw, &format!("PostgreSQL {version}")).await
+    }
+    .await;
+    sqlx::query("DROP DATABASE IF EXISTS docket_bench_janitor WITH (FORCE)").execute(&mut admin).await?;
+    result
+}
