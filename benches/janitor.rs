@@ -1,5 +1,5 @@
 //! The janitor and query-latency benchmark (issue "Retention and the janitor"); results and
-//! their reading in BENCHMARKS-janitor.md.
+//! their reading in BENCHMARKS.md.
 //!
 //! 1. **Janitor pass**: `docket::janitor::pass` over N job rows and N files (N = 10,000 and
 //!    100,000 by default), in a realistic mix (see [`janitor_data`]): most jobs `ready` with a
@@ -11,16 +11,13 @@
 //!    `ready_results` alone, `prune` (dry) alone, a dry-run pass, the real pass (its report checked
 //!    against what the data must produce), and a second real pass with nothing left to do. The
 //!    first `--phase-runs` runs also replay the real pass phase by phase on a second fresh copy
-//!    (same public calls, same order), with two what-ifs (expiry as one UPDATE; removing only the
-//!    folders of deleted files).
+//!    (same public calls, same order).
 //! 2. **Query latency** at 1,000,000 job rows and 1,000,000 outbox rows (see [`query_data`]): the
 //!    claims through the store (each claimed job or message is given back at once, untimed, so the
 //!    table stays the same), `next_waiting_download`, `job` (status) and `jobs` (/jobs), with
 //!    median and p99; the row search of each claim alone; a one-row commit (the floor of any
 //!    write); the `EXPLAIN QUERY PLAN` of every statement; a "flood" (one chat with 1,000 queued
-//!    jobs at the head of the queue and 2 in flight, `per_chat` = 2); then candidate fixes (extra
-//!    indexes and rewritten statements, created in the benchmark's database only) with their plans
-//!    and latencies.
+//!    jobs at the head of the queue and 2 in flight, `per_chat` = 2).
 //! 3. **PostgreSQL** (`--pg URL`, optional): the same as 2 with `EXPLAIN (ANALYZE, BUFFERS)`, in a
 //!    database `docket_bench_janitor` the benchmark creates and drops.
 //!
@@ -568,6 +565,7 @@ mod sql {
                              AND (j.lease_until IS NULL OR j.lease_until <= $3)
                              AND COALESCE(j.declared_size, $4) <= $5
                              AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
                                     AND ((o.status = 'accepted' AND o.lease_until > $3)
                                          OR o.status IN ('fetched', 'processing'))) < $6
                            ORDER BY j.not_before, j.id LIMIT 1)
@@ -579,6 +577,7 @@ mod sql {
                              AND (j.lease_until IS NULL OR j.lease_until <= $3)
                              AND COALESCE(j.declared_size, $4) <= $5
                              AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
                                     AND ((o.status = 'accepted' AND o.lease_until > $3)
                                          OR o.status IN ('fetched', 'processing'))) < $6
                            ORDER BY j.not_before, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -589,29 +588,43 @@ mod sql {
                              AND (j.lease_until IS NULL OR j.lease_until <= $3)
                              AND COALESCE(j.declared_size, $4) <= $5
                              AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
                                     AND ((o.status = 'accepted' AND o.lease_until > $3)
                                          OR o.status IN ('fetched', 'processing'))) < $6
                            ORDER BY j.not_before, j.id LIMIT 1";
-    pub const CLAIM_PROCESS: &str =
-        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+    /// The process claim, first statement: a `processing` job whose lease lapsed.
+    pub const CLAIM_PROCESS_LAPSED: &str = "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
                   lease_until = $2, attempts = attempts + 1, updated_at = $3
               WHERE id = (SELECT id FROM jobs
-                          WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
-                            AND not_before <= $3
+                          WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
                           ORDER BY not_before, id LIMIT 1)
               RETURNING *";
-    pub const CLAIM_PROCESS_PG: &str =
-        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+    pub const CLAIM_PROCESS_LAPSED_PG: &str = "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
                   lease_until = $2, attempts = attempts + 1, updated_at = $3
               WHERE id = (SELECT id FROM jobs
-                          WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
-                            AND not_before <= $3
+                          WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
                           ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
               RETURNING *";
+    /// The process claim, second statement: a `fetched` job.
+    pub const CLAIM_PROCESS_FETCHED: &str =
+        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                  lease_until = $2, attempts = attempts + 1, updated_at = $3
+              WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                          ORDER BY not_before, id LIMIT 1)
+              RETURNING *";
+    pub const CLAIM_PROCESS_FETCHED_PG: &str =
+        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                  lease_until = $2, attempts = attempts + 1, updated_at = $3
+              WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                          ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+              RETURNING *";
+    /// The row searches of both process statements, one after the other as the store runs them.
     pub const SEARCH_PROCESS: &str = "SELECT id FROM jobs
                           WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                            AND (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
-                            AND not_before <= $3
+                            AND status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                          ORDER BY not_before, id LIMIT 1";
+    pub const SEARCH_PROCESS_FETCHED: &str = "SELECT id FROM jobs
+                          WHERE $1 IS NOT NULL AND $2 IS NOT NULL AND status = 'fetched' AND not_before <= $3
                           ORDER BY not_before, id LIMIT 1";
     pub const CLAIM_MESSAGE: &str =
         "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
@@ -643,6 +656,7 @@ mod sql {
                           ORDER BY o.priority, o.id LIMIT 1";
     /// The per-candidate check of the download claim, for one chat: $1 chat, $2 a job id, $3 now.
     pub const PER_CHAT_COUNT: &str = "SELECT COUNT(*) FROM jobs o WHERE o.chat_id = $1 AND o.id <> $2
+                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
                                     AND ((o.status = 'accepted' AND o.lease_until > $3)
                                          OR o.status IN ('fetched', 'processing'))";
     /// The per-candidate order check of the message claim, for one chat: $1 chat, $2 an outbox id.
@@ -652,64 +666,22 @@ mod sql {
                        AND (lease_until IS NULL OR lease_until <= $1)
                      ORDER BY not_before, id LIMIT 1";
     pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
-    pub const JOBS: &str = "SELECT * FROM jobs WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR status = $2)
-                     ORDER BY id DESC LIMIT $3";
+    pub const JOBS: &str =
+        "SELECT * FROM jobs WHERE chat_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
     pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
     pub const READY_RESULTS: &str =
-        "SELECT * FROM jobs WHERE status = 'ready' AND ($1 IS NULL OR result_expires_at <= $1)
-                     ORDER BY result_expires_at, id";
-    pub const EXPIRE: &str = "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
-                        result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
-                        updated_at = $3
-                     WHERE id = $1 AND status = 'ready'";
-    pub const FILE_OWNERS: &str = "SELECT * FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
+        "SELECT * FROM jobs WHERE status = 'ready' AND result_expires_at <= $1 ORDER BY result_expires_at, id";
+    pub const EXPIRE_DUE: &str =
+        "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, updated_at = $1
+                     WHERE status = 'ready' AND result_expires_at <= $1
+                     RETURNING id";
+    pub const FILE_OWNERS: &str = "SELECT id, status, lease_owner, lease_token, lease_until, local_path, result_path
+                     FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
     pub const PRUNE_UPDATES: &str = "SELECT COUNT(*) FROM updates WHERE received_at < $1";
     pub const PRUNE_MESSAGES: &str =
         "SELECT COUNT(*) FROM outbox WHERE status IN ('sent', 'dead', 'failed') AND updated_at < $1";
     pub const PRUNE_JOB_MESSAGES: &str = "SELECT COUNT(*) FROM outbox WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
     pub const PRUNE_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
-    /// Candidate indexes (not in the migrations).
-    pub const WHATIF_INDEXES: [&str; 2] = [
-        "CREATE INDEX whatif_outbox_open_chat ON outbox (chat_id, id) WHERE status IN ('pending', 'sending')",
-        "CREATE INDEX whatif_jobs_held ON jobs (chat_id) WHERE lease_owner IS NOT NULL OR status IN ('fetched', 'processing')",
-    ];
-    /// The download claim's search with a redundant term in the per-chat count that lets it use
-    /// `whatif_jobs_held` (only the rows a lease holds, and sources on disk). Same result: every
-    /// write that clears `lease_owner` clears `lease_until` too, so `o.status = 'accepted' AND
-    /// o.lease_until > $3` implies `o.lease_owner IS NOT NULL`.
-    pub const WHATIF_SEARCH_DOWNLOAD: &str = "SELECT j.id FROM jobs j WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                             AND j.status = 'accepted' AND j.not_before <= $3
-                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
-                             AND COALESCE(j.declared_size, $4) <= $5
-                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
-                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))) < $6
-                           ORDER BY j.not_before, j.id LIMIT 1";
-    /// The process claim's search split by state: each branch is one ordered index range that
-    /// stops at its first row, instead of a MULTI-INDEX OR that reads and sorts every candidate.
-    pub const WHATIF_SEARCH_PROCESS: &str = "SELECT id FROM (
-                SELECT * FROM (SELECT id, not_before FROM jobs
-                               WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                                 AND status = 'fetched' AND not_before <= $3
-                               ORDER BY not_before, id LIMIT 1) AS f
-                UNION ALL
-                SELECT * FROM (SELECT id, not_before FROM jobs
-                               WHERE status = 'processing' AND lease_until <= $3 AND not_before <= $3
-                               ORDER BY not_before, id LIMIT 1) AS p) AS c
-            ORDER BY not_before, id LIMIT 1";
-    pub const WHATIF_CHAT_JOBS: &str = "SELECT id FROM jobs WHERE chat_id = $1 ORDER BY id DESC LIMIT $2";
-    pub const WHATIF_READY_RESULTS: &str = "SELECT id FROM jobs WHERE status = 'ready' AND result_expires_at <= $1
-                     ORDER BY result_expires_at, id";
-    /// Every due result expired by one statement (what-if for the janitor's step 1).
-    pub const WHATIF_EXPIRE_ALL: &str = "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
-                        result_expires_at = CASE WHEN result_expires_at > $1 THEN $1 ELSE result_expires_at END,
-                        updated_at = $1
-                     WHERE status = 'ready' AND result_expires_at <= $1 RETURNING id";
-    /// `file_owners` reading only what the janitor's judgement uses (what-if).
-    pub const WHATIF_FILE_OWNERS: &str =
-        "SELECT id, status, local_path, result_path, lease_owner, lease_token, lease_until
-                     FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
     pub const RELEASE: &str = "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
                         attempts = CASE WHEN $7 THEN 0 ELSE attempts END,
                         local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
@@ -738,7 +710,18 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
             sql::CLAIM_DOWNLOAD_PG,
             claim(limited),
         ),
-        s("claim: process (Stage::Process)", sql::CLAIM_PROCESS, sql::CLAIM_PROCESS_PG, lease.clone()),
+        s(
+            "claim: process, first statement (a lapsed `processing` job)",
+            sql::CLAIM_PROCESS_LAPSED,
+            sql::CLAIM_PROCESS_LAPSED_PG,
+            lease.clone(),
+        ),
+        s(
+            "claim: process, second statement (a `fetched` job)",
+            sql::CLAIM_PROCESS_FETCHED,
+            sql::CLAIM_PROCESS_FETCHED_PG,
+            lease.clone(),
+        ),
         s("claim: message (claim_message)", sql::CLAIM_MESSAGE, sql::CLAIM_MESSAGE_PG, lease),
         s("next_waiting_download", sql::NEXT_WAITING, sql::NEXT_WAITING, vec![I(now)]),
         s("job (status, /status <ticket>)", sql::JOB, sql::JOB, vec![I(ticket)]),
@@ -751,7 +734,7 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
             vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, Bool(true), Bool(true), I(now)],
         ),
         s("janitor: ready_results(Some(now))", sql::READY_RESULTS, sql::READY_RESULTS, vec![I(now)]),
-        s("janitor: expire_job", sql::EXPIRE, sql::EXPIRE, vec![I(ticket), I(now), I(now)]),
+        s("janitor: expire_due", sql::EXPIRE_DUE, sql::EXPIRE_DUE, vec![I(now)]),
         s("janitor: file_owners", sql::FILE_OWNERS, sql::FILE_OWNERS, vec![]),
         s("janitor: prune updates", sql::PRUNE_UPDATES, sql::PRUNE_UPDATES, vec![I(now - 30 * DAY)]),
         s("janitor: prune messages", sql::PRUNE_MESSAGES, sql::PRUNE_MESSAGES, vec![I(now - 30 * DAY)]),
@@ -1081,10 +1064,6 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
             n,
             Phases {
                 expire: phase(|p| p.expire),
-                one_expire: phase(|p| p.one_expire),
-                expire_batched: phase(|p| p.expire_batched),
-                dirs_targeted: phase(|p| p.dirs_targeted),
-                owners_narrow: phase(|p| p.owners_narrow),
                 list: phase(|p| p.list),
                 owners: phase(|p| p.owners),
                 unlink: phase(|p| p.unlink),
@@ -1170,34 +1149,25 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
     }
     println!(
         "\nThe phases of a real pass replayed one by one on a fresh copy of the data (same calls, same \
-         order; medians in ms): expiry = `ready_results` + one `expire_job` transaction per due result; \
-         deletion = `remove_file` of every file the dry run listed; folder sweep = `remove_dir` on every \
-         per-job folder under `work/` and `results/`, as `remove_empty_job_dirs` does (here after the \
-         targeted removal, so nearly every attempt fails with ENOTEMPTY: this is what the sweep costs on \
-         every pass, work or not). Two what-ifs, not in the pass: the expiry as one UPDATE in one \
-         transaction (rolled back), `remove_dir` on the folders of deleted files only, and `file_owners` \
-         selecting only the 7 columns the judgement reads (on a separate connection).\n"
+         order; medians in ms): expiry = `expire_due` (one UPDATE); deletion = `remove_file` of every file \
+         the dry run listed, from {DELETERS} threads as the janitor does; folders = `remove_dir` on the \
+         per-job folders of the deleted files.\n"
     );
     println!(
-        "| N jobs | expiry | one `expire_job` | listing | file_owners | deletion | folder sweep | prune (real) \
-         | sum | what-if: expiry in one UPDATE | what-if: only the emptied folders | what-if: file_owners, 7 \
-         columns |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| N jobs | expiry | listing | file_owners | deletion | folders | prune (real) | sum |\n\
+         |---|---|---|---|---|---|---|---|"
     );
     for (n, p) in &phase_medians {
-        let sum = p.expire + p.list + p.owners + p.unlink + p.dirs_targeted + p.dirs + p.prune;
+        let sum = p.expire + p.list + p.owners + p.unlink + p.dirs + p.prune;
         println!(
-            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} | {} |",
             ms(p.expire),
-            ms(p.one_expire),
             ms(p.list),
             ms(p.owners),
             ms(p.unlink),
             ms(p.dirs),
             ms(p.prune),
             ms(sum),
-            ms(p.expire_batched),
-            ms(p.dirs_targeted),
-            ms(p.owners_narrow),
         );
     }
     println!(
@@ -1207,10 +1177,6 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
     );
     Ok(())
 }
-
-/// The columns the janitor's judgement reads: id, status, local_path, result_path, lease_owner,
-/// lease_token, lease_until.
-type OwnerRow = (i64, String, Option<String>, Option<String>, Option<String>, i64, Option<i64>);
 
 /// A store and data folder filled with [`janitor_data`].
 struct Built {
@@ -1364,16 +1330,15 @@ async fn janitor_run(
 #[derive(Debug, Default, Clone)]
 struct Phases {
     expire: Duration,
-    one_expire: Duration,
-    expire_batched: Duration,
-    dirs_targeted: Duration,
-    owners_narrow: Duration,
     list: Duration,
     owners: Duration,
     unlink: Duration,
     dirs: Duration,
     prune: Duration,
 }
+
+/// How many threads the janitor deletes with (`DELETERS` in src/janitor.rs).
+const DELETERS: usize = 4;
 
 async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSettings>) -> anyhow::Result<Phases> {
     let b = build(dir, n, (n * 31 + run) as u64).await?;
@@ -1382,46 +1347,28 @@ async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSett
     let plan = pass(&deps, true).await?;
     let mut p = Phases::default();
     let now = SystemClock.now();
-    // What-if: the same expiry as one statement in one transaction (rolled back, so the store's
-    // loop below still finds the work; a commit costs about one "one commit" more).
-    let mut raw = sqlx::SqliteConnection::connect_with(
-        &raw_sqlite_options(&b.root.join("docket.db")).synchronous(sqlx::sqlite::SqliteSynchronous::Full),
-    )
-    .await?;
     let t = Instant::now();
-    let mut tx = raw.begin_with("BEGIN IMMEDIATE").await?;
-    let due: Vec<(i64,)> = sqlx::query_as(sql::WHATIF_EXPIRE_ALL).bind(now.as_millis()).fetch_all(&mut *tx).await?;
-    p.expire_batched = t.elapsed();
-    tx.rollback().await?;
-    ensure!(due.len() == b.expect.expired_jobs);
-    let t = Instant::now();
-    let mut each = Vec::new();
-    for job in b.store.ready_results(Some(now)).await? {
-        let t = Instant::now();
-        b.store.expire_job(job.ticket, now, None, now).await?;
-        each.push(t.elapsed());
-    }
+    let expired = b.store.expire_due(now).await?;
     p.expire = t.elapsed();
-    p.one_expire = median(&each);
+    ensure!(expired.len() == b.expect.expired_jobs);
     let sp = b.spool.clone();
     let t = Instant::now();
     tokio::task::spawn_blocking(move || list_like_janitor(&sp)).await?;
     p.list = t.elapsed();
     let t = Instant::now();
-    let owners = b.store.file_owners().await?.len();
+    b.store.file_owners().await?;
     p.owners = t.elapsed();
-    // What-if: only the columns the judgement reads.
+    let paths: Vec<PathBuf> = plan.removed.iter().map(|r| r.path.clone()).collect();
     let t = Instant::now();
-    let narrow: Vec<OwnerRow> = sqlx::query_as(sql::WHATIF_FILE_OWNERS).fetch_all(&mut raw).await?;
-    p.owners_narrow = t.elapsed();
-    ensure!(narrow.len() == owners);
-    raw.close().await?;
-    let t = Instant::now();
-    for removal in &plan.removed {
-        std::fs::remove_file(&removal.path)?;
-    }
+    tokio::task::spawn_blocking(move || {
+        std::thread::scope(|scope| {
+            for part in paths.chunks(paths.len().div_ceil(DELETERS).max(1)) {
+                scope.spawn(move || part.iter().try_for_each(std::fs::remove_file));
+            }
+        });
+    })
+    .await?;
     p.unlink = t.elapsed();
-    // What-if: remove only the folders of the files just deleted.
     let parents: std::collections::BTreeSet<PathBuf> = plan
         .removed
         .iter()
@@ -1432,17 +1379,6 @@ async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSett
     for dir in &parents {
         let _ = std::fs::remove_dir(dir);
     }
-    p.dirs_targeted = t.elapsed();
-    let sp = b.spool.clone();
-    let t = Instant::now();
-    tokio::task::spawn_blocking(move || {
-        for root in [sp.work_root(), sp.results_root()] {
-            for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
-                let _ = std::fs::remove_dir(entry.path());
-            }
-        }
-    })
-    .await?;
     p.dirs = t.elapsed();
     let t = Instant::now();
     b.store.prune(now.minus(settings.history), settings.prune_jobs, false).await?;
@@ -1654,8 +1590,10 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     table.push(raw.time_select(sql::SEARCH_DOWNLOAD, &with_limits(ClaimLimits::NONE), iters).await?);
     table.start(backend, "download claim's row search alone (SELECT, per_chat = 2)");
     table.push(raw.time_select(sql::SEARCH_DOWNLOAD, &with_limits(limited), iters).await?);
-    table.start(backend, "process claim's row search alone (SELECT)");
+    table.start(backend, "process claim's row search alone, lapsed `processing` (SELECT)");
     table.push(raw.time_select(sql::SEARCH_PROCESS, &lease(now_ms()), iters).await?);
+    table.start(backend, "process claim's row search alone, `fetched` (SELECT)");
+    table.push(raw.time_select(sql::SEARCH_PROCESS_FETCHED, &lease(now_ms()), iters).await?);
     table.start(backend, "message claim's row search alone (SELECT)");
     table.push(raw.time_select(sql::SEARCH_MESSAGE, &lease(now_ms()), iters).await?);
     table.start(backend, "one-row UPDATE by id, autocommit (the floor of any write)");
@@ -1746,7 +1684,6 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     );
     table.print();
 
-    what_ifs(&mut raw, backend, iters, typical_chat, &with_limits(limited), &lease(now_ms())).await?;
     store.close().await;
     Ok(())
 }
@@ -1773,76 +1710,6 @@ impl Table {
             println!("| {name} | {} | {} | {} | {} | {ok} |", s.n, ms(s.median), ms(s.p99), ms(s.max));
         }
     }
-}
-
-/// Candidate fixes, tried on the same data (still flooded) after the measurements above: extra
-/// indexes (created here, in the benchmark's own database only) and rewritten statements, each
-/// with its plan and latency. Nothing here is in the store.
-async fn what_ifs(
-    raw: &mut Raw,
-    backend: &str,
-    iters: usize,
-    typical_chat: ChatRef,
-    download_binds: &[B],
-    lease_binds: &[B],
-) -> anyhow::Result<()> {
-    println!("\n### What would fix it (tried on this database only)\n");
-    println!(
-        "Each candidate below was applied to the benchmark's database after the measurements above (the \
-         flood still in place), with its plan and latency. Indexes:\n\n```sql\n{}\n```\n",
-        sql::WHATIF_INDEXES.join(";\n")
-    );
-    for stmt in sql::WHATIF_INDEXES {
-        raw.execute((*stmt).to_owned()).await?;
-    }
-    if let Raw::Pg(_) = raw {
-        raw.execute("ANALYZE jobs".into()).await?;
-        raw.execute("ANALYZE outbox".into()).await?;
-    }
-    let now = now_ms();
-    let cases: Vec<(&str, &str, Vec<B>)> = vec![
-        (
-            "message claim's row search, unchanged SQL, with `whatif_outbox_open_chat`",
-            sql::SEARCH_MESSAGE,
-            lease_binds.to_vec(),
-        ),
-        (
-            "download claim's row search, redundant term for `whatif_jobs_held`, per_chat = 2, flood",
-            sql::WHATIF_SEARCH_DOWNLOAD,
-            download_binds.to_vec(),
-        ),
-        (
-            "process claim's row search, split by state (UNION ALL of two LIMIT 1)",
-            sql::WHATIF_SEARCH_PROCESS,
-            lease_binds.to_vec(),
-        ),
-        (
-            "/jobs rewritten without `$1 IS NULL OR`: a quiet chat",
-            sql::WHATIF_CHAT_JOBS,
-            vec![B::I(QUIET_CHAT), B::I(10)],
-        ),
-        (
-            "/jobs rewritten without `$1 IS NULL OR`: a typical chat",
-            sql::WHATIF_CHAT_JOBS,
-            vec![B::I(typical_chat.0), B::I(10)],
-        ),
-        ("janitor's ready_results rewritten without `$1 IS NULL OR`", sql::WHATIF_READY_RESULTS, vec![B::I(now)]),
-    ];
-    let mut table = Table::default();
-    for (name, sql, binds) in cases {
-        let stmt = Stmt { name, sqlite: sql, pg: sql, binds };
-        let plan = raw.plan(&stmt).await?;
-        println!("**{name}**\n\n```sql\n{}\n```\n\n```text\n{plan}```\n", unindent(sql));
-        table.start(backend, name);
-        let iters = if sql == sql::WHATIF_READY_RESULTS { (iters / 20).max(5) } else { iters };
-        table.push(raw.time_select(sql, &stmt.binds, iters).await?);
-    }
-    table.print();
-    Ok(())
-}
-
-fn unindent(sql: &str) -> String {
-    sql.lines().map(str::trim).collect::<Vec<_>>().join("\n")
 }
 
 async fn time_claim_download(store: &Store, limits: Option<ClaimLimits>, iters: usize) -> anyhow::Result<Stats> {

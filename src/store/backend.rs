@@ -7,7 +7,7 @@
 
 use crate::domain::{ChatRef, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
 
-use super::{Job, OutboxMessage, StoreResult};
+use super::{FileOwner, Job, OutboxMessage, StoreResult};
 
 /// A `jobs` row as the databases return it.
 #[derive(Debug, sqlx::FromRow)]
@@ -77,6 +77,30 @@ impl JobRow {
     }
 }
 
+/// The columns of a `jobs` row the janitor judges files by.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct FileOwnerRow {
+    id: i64,
+    status: String,
+    lease_owner: Option<String>,
+    lease_token: i64,
+    lease_until: Option<i64>,
+    local_path: Option<String>,
+    result_path: Option<String>,
+}
+
+impl FileOwnerRow {
+    pub(crate) fn into_owner(self) -> StoreResult<FileOwner> {
+        Ok(FileOwner {
+            ticket: Ticket(self.id),
+            state: self.status.parse()?,
+            lease: lease(self.lease_owner, self.lease_token, self.lease_until),
+            local_path: self.local_path,
+            result_path: self.result_path,
+        })
+    }
+}
+
 /// An `outbox` row as the databases return it.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct OutboxRow {
@@ -125,9 +149,16 @@ pub(crate) struct ClaimSql {
     /// job without a declared size, $5 the largest size that fits the byte budget, $6 how many
     /// jobs of one chat may be in flight.
     pub download: &'static str,
-    /// Claims a `fetched` job, or a `processing` one whose lease lapsed: same binds.
-    pub process: &'static str,
-    /// Claims the next deliverable outbox row: same binds.
+    /// Claims a `processing` job whose lease lapsed (resumed first: it already holds a source on
+    /// disk and a place in the budget): same binds.
+    pub process_lapsed: &'static str,
+    /// Claims a `fetched` job: same binds. Separate from `process_lapsed` so each is one index
+    /// range in order, not an OR of two ranges plus a sort.
+    pub process_fetched: &'static str,
+    /// Claims the next deliverable outbox row: `pending`, due, the first open row of its chat,
+    /// and neither its chat nor the bot as a whole (chat 0) paced or paused. Same first binds.
+    /// A lapsed `sending` row is not claimed here: its outcome is unknown, and
+    /// [`crate::store::Store::lapse_messages`] hands it to the kind's rule first.
     pub message: &'static str,
 }
 
@@ -135,7 +166,10 @@ pub(crate) struct ClaimSql {
 /// (`" FOR UPDATE SKIP LOCKED"` on PostgreSQL, nothing on SQLite, whose single writer already
 /// serialises the claim). The per-chat order check of the message claim reads other rows of the
 /// chat; the status re-check in its outer UPDATE keeps a row from being taken after it left
-/// `pending`.
+/// `pending`. The download claim's per-chat count repeats the predicate of the partial index
+/// `jobs_held` word for word (`o.lease_owner IS NOT NULL OR …`), which is what lets both
+/// databases use it; the term changes nothing, because every write that clears `lease_owner`
+/// clears `lease_until` too.
 macro_rules! claim_statements {
     ($lock:literal) => {
         ClaimSql {
@@ -145,26 +179,33 @@ macro_rules! claim_statements {
                                      AND (j.lease_until IS NULL OR j.lease_until <= $3)
                                      AND COALESCE(j.declared_size, $4) <= $5
                                      AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                            AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
                                             AND ((o.status = 'accepted' AND o.lease_until > $3)
                                                  OR o.status IN ('fetched', 'processing'))) < $6
                                    ORDER BY j.not_before, j.id LIMIT 1", $lock, ")
                        RETURNING *"),
-            process: concat!("UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+            process_lapsed: concat!("UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
                           lease_until = $2, attempts = attempts + 1, updated_at = $3
                       WHERE id = (SELECT id FROM jobs
-                                  WHERE (status = 'fetched' OR (status = 'processing' AND lease_until <= $3))
-                                    AND not_before <= $3
+                                  WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                                  ORDER BY not_before, id LIMIT 1", $lock, ")
+                      RETURNING *"),
+            process_fetched: concat!("UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                          lease_until = $2, attempts = attempts + 1, updated_at = $3
+                      WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
                                   ORDER BY not_before, id LIMIT 1", $lock, ")
                       RETURNING *"),
             message: concat!("UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
                           lease_until = $2, attempts = attempts + 1, updated_at = $3
                       WHERE id = (SELECT o.id FROM outbox o
-                                  WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
-                                    AND o.not_before <= $3
+                                  WHERE o.status = 'pending' AND o.not_before <= $3
                                     AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
                                                     AND e.status IN ('pending', 'sending'))
+                                    AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
+                                                    AND p.not_before > $3)
+                                    AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
                                   ORDER BY o.priority, o.id LIMIT 1", $lock, ")
-                        AND (status = 'pending' OR (status = 'sending' AND lease_until <= $3))
+                        AND status = 'pending'
                       RETURNING *"),
         }
     };
@@ -224,10 +265,14 @@ macro_rules! define_backend {
             }
 
             pub(crate) async fn jobs(c: &mut Conn, chat: Option<ChatRef>, state: Option<JobState>, limit: i64) -> StoreResult<Vec<Job>> {
-                sqlx::query_as::<_, JobRow>(
-                    "SELECT * FROM jobs WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR status = $2)
-                     ORDER BY id DESC LIMIT $3",
-                )
+                // Two statements: with `($1 IS NULL OR chat_id = $1)` SQLite cannot use `jobs_chat`
+                // and scans the table, inside intake's write transaction (/jobs).
+                let sql = if chat.is_some() {
+                    "SELECT * FROM jobs WHERE chat_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3"
+                } else {
+                    "SELECT * FROM jobs WHERE $1 IS NULL AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3"
+                };
+                sqlx::query_as::<_, JobRow>(sql)
                 .bind(chat.map(|c| c.0)).bind(state.map(JobState::as_str)).bind(limit)
                 .fetch_all(&mut *c).await.context("listing jobs")?
                 .into_iter().map(JobRow::into_job).collect()
@@ -374,24 +419,32 @@ macro_rules! define_backend {
             pub async fn claim_job(&self, stage: $crate::store::Stage, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration, limits: &$crate::store::ClaimLimits) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
                 use $crate::store::QueryContext;
                 let claims: &$crate::store::backend::ClaimSql = &$claims;
-                let sql = match stage {
-                    $crate::store::Stage::Download => claims.download,
-                    $crate::store::Stage::Process => claims.process,
+                let statements: &[&str] = match stage {
+                    $crate::store::Stage::Download => &[claims.download],
+                    $crate::store::Stage::Process => &[claims.process_lapsed, claims.process_fetched],
                 };
-                sqlx::query_as::<_, $crate::store::backend::JobRow>(sql)
-                    .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
-                    .bind(limits.unknown_size).bind(limits.max_size).bind(limits.per_chat)
-                    .fetch_optional(&self.pool).await.context("claiming a job")?
-                    .map($crate::store::backend::JobRow::into_job).transpose()
+                for &sql in statements {
+                    let claimed = sqlx::query_as::<_, $crate::store::backend::JobRow>(sql)
+                        .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
+                        .bind(limits.unknown_size).bind(limits.max_size).bind(limits.per_chat)
+                        .fetch_optional(&self.pool).await.context("claiming a job")?;
+                    if let Some(row) = claimed {
+                        return row.into_job().map(Some);
+                    }
+                }
+                Ok(None)
             }
 
             /// See [`crate::store::Store::ready_results`].
             pub async fn ready_results(&self, expired_at: Option<$crate::domain::Timestamp>) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
                 use $crate::store::QueryContext;
-                sqlx::query_as::<_, $crate::store::backend::JobRow>(
-                    "SELECT * FROM jobs WHERE status = 'ready' AND ($1 IS NULL OR result_expires_at <= $1)
-                     ORDER BY result_expires_at, id",
-                )
+                // Two statements, so the due case is a range of the partial index `jobs_expiry`.
+                let sql = if expired_at.is_some() {
+                    "SELECT * FROM jobs WHERE status = 'ready' AND result_expires_at <= $1 ORDER BY result_expires_at, id"
+                } else {
+                    "SELECT * FROM jobs WHERE status = 'ready' AND $1 IS NULL ORDER BY result_expires_at, id"
+                };
+                sqlx::query_as::<_, $crate::store::backend::JobRow>(sql)
                 .bind(expired_at.map($crate::domain::Timestamp::as_millis))
                 .fetch_all(&self.pool).await.context("listing results")?
                 .into_iter().map($crate::store::backend::JobRow::into_job).collect()
@@ -419,14 +472,28 @@ macro_rules! define_backend {
                 Ok(true)
             }
 
-            /// See [`crate::store::Store::file_owners`].
-            pub async fn file_owners(&self) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
+            /// See [`crate::store::Store::expire_due`].
+            pub async fn expire_due(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<$crate::domain::Ticket>> {
                 use $crate::store::QueryContext;
-                sqlx::query_as::<_, $crate::store::backend::JobRow>(
-                    "SELECT * FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')",
+                let ids: Vec<i64> = sqlx::query_scalar(
+                    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, updated_at = $1
+                     WHERE status = 'ready' AND result_expires_at <= $1
+                     RETURNING id",
+                )
+                .bind(now.as_millis())
+                .fetch_all(&self.pool).await.context("expiring results")?;
+                Ok(ids.into_iter().map($crate::domain::Ticket).collect())
+            }
+
+            /// See [`crate::store::Store::file_owners`].
+            pub async fn file_owners(&self) -> $crate::store::StoreResult<Vec<$crate::store::FileOwner>> {
+                use $crate::store::QueryContext;
+                sqlx::query_as::<_, $crate::store::backend::FileOwnerRow>(
+                    "SELECT id, status, lease_owner, lease_token, lease_until, local_path, result_path
+                     FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')",
                 )
                 .fetch_all(&self.pool).await.context("listing jobs that may own files")?
-                .into_iter().map($crate::store::backend::JobRow::into_job).collect()
+                .into_iter().map($crate::store::backend::FileOwnerRow::into_owner).collect()
             }
 
             /// See [`crate::store::Store::prune`].
@@ -453,6 +520,11 @@ macro_rules! define_backend {
                             .bind(before.as_millis()).execute(&mut *tx).await.context("pruning old rows")?.rows_affected()
                     };
                     counts[*slot] += n;
+                }
+                if !dry_run {
+                    // Pacing rows long past are no longer needed (not counted: one row per chat).
+                    sqlx::query("DELETE FROM chat_pacing WHERE not_before < $1")
+                        .bind(before.as_millis()).execute(&mut *tx).await.context("pruning old pacing")?;
                 }
                 tx.commit().await.context("committing the pruning")?;
                 Ok($crate::store::Pruned { updates: counts[0], messages: counts[1], jobs: counts[2] })
@@ -591,6 +663,83 @@ macro_rules! define_backend {
                 .execute(&mut *tx).await.context("closing a dead chat's messages")?;
                 tx.commit().await.context("committing a dead chat")?;
                 Ok(done.rows_affected())
+            }
+
+            /// See [`crate::store::Store::pace_chat`].
+            pub async fn pace_chat(&self, chat: i64, not_before: $crate::domain::Timestamp, reason: &str) -> $crate::store::StoreResult<()> {
+                use $crate::store::QueryContext;
+                sqlx::query(
+                    "INSERT INTO chat_pacing (chat_id, not_before, reason) VALUES ($1, $2, $3)
+                     ON CONFLICT (chat_id) DO UPDATE SET not_before = excluded.not_before, reason = excluded.reason
+                     WHERE chat_pacing.not_before < excluded.not_before",
+                )
+                .bind(chat).bind(not_before.as_millis()).bind(reason)
+                .execute(&self.pool).await.context("pacing a chat")?;
+                Ok(())
+            }
+
+            /// See [`crate::store::Store::pacing`].
+            pub async fn pacing(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<(i64, $crate::domain::Timestamp, String)>> {
+                use $crate::store::QueryContext;
+                let rows: Vec<(i64, i64, String)> = sqlx::query_as(
+                    "SELECT chat_id, not_before, reason FROM chat_pacing WHERE not_before > $1 ORDER BY chat_id",
+                )
+                .bind(now.as_millis()).fetch_all(&self.pool).await.context("reading chat pacing")?;
+                Ok(rows.into_iter().map(|(c, t, r)| (c, $crate::domain::Timestamp::from_millis(t), r)).collect())
+            }
+
+            /// See [`crate::store::Store::next_message_due`].
+            pub async fn next_message_due(&self) -> $crate::store::StoreResult<Option<$crate::domain::Timestamp>> {
+                use $crate::store::QueryContext;
+                let due: Option<i64> = sqlx::query_scalar(
+                    "SELECT CASE WHEN g.not_before > d.first THEN g.not_before ELSE d.first END
+                     FROM (SELECT MIN(CASE WHEN COALESCE(p.not_before, 0) > o.not_before THEN p.not_before
+                                           ELSE o.not_before END) AS first
+                           FROM outbox o LEFT JOIN chat_pacing p ON p.chat_id = o.chat_id
+                           WHERE o.status = 'pending'
+                             AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
+                                             AND e.status IN ('pending', 'sending'))) AS d
+                     LEFT JOIN chat_pacing g ON g.chat_id = 0",
+                )
+                .fetch_one(&self.pool).await.context("finding the next due message")?;
+                Ok(due.map($crate::domain::Timestamp::from_millis))
+            }
+
+            /// See [`crate::store::Store::lapse_messages`].
+            pub async fn lapse_messages(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<$crate::store::OutboxMessage>> {
+                use $crate::store::QueryContext;
+                sqlx::query_as::<_, $crate::store::backend::OutboxRow>(
+                    "UPDATE outbox SET status = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $1,
+                        error = 'the sender stopped while sending (its lease lapsed); the outcome is unknown'
+                     WHERE status = 'sending' AND lease_until <= $1
+                     RETURNING *",
+                )
+                .bind(now.as_millis()).fetch_all(&self.pool).await.context("finding lapsed sends")?
+                .into_iter().map($crate::store::backend::OutboxRow::into_message).collect()
+            }
+
+            /// See [`crate::store::Store::migrate_chat`].
+            pub async fn migrate_chat(&self, from: $crate::domain::ChatRef, to: $crate::domain::ChatRef, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<u64> {
+                use $crate::store::QueryContext;
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                // Replies cannot point at messages of the old chat any more.
+                let moved = sqlx::query(
+                    "UPDATE outbox SET chat_id = $2, reply_to_message_id = NULL, updated_at = $3
+                     WHERE chat_id = $1 AND status IN ('pending', 'sending')",
+                )
+                .bind(from.0).bind(to.0).bind(now.as_millis())
+                .execute(&mut *tx).await.context("moving a chat's messages")?.rows_affected();
+                // Later notices of the chat's jobs follow it. A file the new chat already sent
+                // keeps its old row (the pair must stay unique).
+                sqlx::query(
+                    "UPDATE jobs SET chat_id = $2, updated_at = $3
+                     WHERE chat_id = $1
+                       AND NOT EXISTS (SELECT 1 FROM jobs n WHERE n.chat_id = $2 AND n.file_unique_id = jobs.file_unique_id)",
+                )
+                .bind(from.0).bind(to.0).bind(now.as_millis())
+                .execute(&mut *tx).await.context("moving a chat's jobs")?;
+                tx.commit().await.context("committing a chat migration")?;
+                Ok(moved)
             }
 
             /// See [`crate::store::Store::requeue_unknown`].

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use super::{Completion, Job, JobFilter, NewJob, NewMessage, Release, Stage, Store, StoreError, Tx, UpdateOutcome};
+use super::{
+    ClaimLimits, Completion, Job, JobFilter, NewJob, NewMessage, Release, Stage, Store, StoreError, Tx, UpdateOutcome,
+};
 use crate::config::DatabaseUrl;
 use crate::domain::{
     ChatRef, JobEvent, JobState, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp, TransitionError,
@@ -65,6 +67,12 @@ conformance!(
     large_telegram_ids_round_trip,
     the_schema_rejects_unknown_names,
     the_schema_has_the_expected_indexes,
+    due_results_expire_in_one_statement,
+    file_owners_are_the_live_jobs,
+    a_lapsed_processing_job_is_resumed_before_fetched_ones,
+    downloads_respect_size_and_per_chat_limits,
+    paced_chats_wait_and_others_flow,
+    a_migrated_chat_takes_its_messages_and_jobs,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -357,13 +365,25 @@ async fn expired_leases_are_reclaimable_and_bump_the_token(store: Store) {
     assert_eq!((p2.ticket, p2.state, lease_d.token, p2.attempts), (ticket, JobState::Processing, 4, 2));
     assert_eq!(p2.local_path.as_deref(), Some("/spool/1.pdf"));
 
-    // Outbox: a lapsed `sending` row is claimed again.
+    // Outbox: a lapsed `sending` row is not simply claimed again: its outcome is unknown, so it
+    // becomes `unknown` first and the sender applies the kind's rule.
     assert!(enqueue(&store, &message("reply", CHAT, MessageKind::Reply, Some(ticket)), T0).await);
     let (m1, ml1) = claim_message(&store, "s1", T0).await;
     assert_eq!((m1.state, m1.attempts, ml1.token), (OutboxState::Sending, 1, 1));
     assert!(store.claim_message("s2", just_before, LEASE).await.unwrap().is_none());
+    assert!(store.lapse_messages(just_before).await.unwrap().is_empty(), "the lease still holds");
+    assert!(store.claim_message("s2", T0.plus(LEASE), LEASE).await.unwrap().is_none());
+    let lapsed = store.lapse_messages(T0.plus(LEASE)).await.unwrap();
+    assert_eq!(
+        lapsed.iter().map(|m| (m.id, m.state, m.lease.is_none())).collect::<Vec<_>>(),
+        [(m1.id, OutboxState::Unknown, true)]
+    );
+    assert!(store.lapse_messages(T0.plus(LEASE)).await.unwrap().is_empty(), "once");
+    assert!(store.requeue_unknown(m1.id, T0.plus(LEASE), "sent again", T0.plus(LEASE)).await.unwrap());
     let (m2, ml2) = claim_message(&store, "s2", T0.plus(LEASE)).await;
     assert_eq!((m2.id, m2.attempts, ml2.token, ml2.owner.as_str()), (m1.id, 2, 2, "s2"));
+    // The stale sender's late outcome changes nothing.
+    assert!(!store.mark_message_sent(&m1, &ml1, 1, None, T0.plus(LEASE)).await.unwrap());
 }
 
 async fn a_renewed_lease_is_not_reclaimable(store: Store) {
@@ -387,6 +407,9 @@ async fn a_renewed_lease_is_not_reclaimable(store: Store) {
     assert!(store.renew_message_lease(m.id, &mlease, later, at(30_000)).await.unwrap());
     assert_eq!(store.messages(None, None).await.unwrap()[0].lease.as_ref().map(|l| l.until), Some(later));
     assert!(store.claim_message("s2", T0.plus(LEASE), LEASE).await.unwrap().is_none());
+    assert!(store.lapse_messages(T0.plus(LEASE)).await.unwrap().is_empty(), "renewed, so not lapsed");
+    assert_eq!(store.lapse_messages(later).await.unwrap().len(), 1);
+    assert!(store.requeue_unknown(m.id, later, "sent again", later).await.unwrap());
     let (again, mlease_b) = claim_message(&store, "s2", later).await;
     assert_eq!((again.id, mlease_b.token), (m.id, 2));
     assert!(!store.renew_message_lease(m.id, &mlease, later.plus(LEASE), later).await.unwrap(), "stale");
@@ -432,10 +455,13 @@ async fn stale_owners_cannot_write(store: Store) {
     assert_eq!((held.state, held.lease.as_ref(), held.error_detail), (JobState::Processing, Some(&fresh), None));
     assert!(store.complete_job(ticket, &fresh, &completion(1), &delivery, later).await.unwrap());
 
-    // Outbox: s1's lease lapses, s2 re-claims; s1 can neither mark sent, retry nor close.
+    // Outbox: s1's lease lapses (the row goes through `unknown` and is sent again), s2
+    // re-claims; s1 can neither mark sent, retry nor close.
     let (m, stale) = claim_message(&store, "s1", later).await;
-    let (_, fresh) = claim_message(&store, "s2", later.plus(LEASE)).await;
     let now = later.plus(LEASE);
+    assert_eq!(store.lapse_messages(now).await.unwrap().len(), 1);
+    assert!(store.requeue_unknown(m.id, now, "sent again", now).await.unwrap());
+    let (_, fresh) = claim_message(&store, "s2", now).await;
     assert!(!store.mark_message_sent(&m, &stale, 1, Some("stale-file"), now).await.unwrap());
     assert!(!store.retry_message(m.id, &stale, now, "stale", now).await.unwrap());
     assert!(!store.close_message(m.id, &stale, OutboxState::Failed, "stale", now).await.unwrap());
@@ -1013,7 +1039,10 @@ async fn indexes(store: &Store) -> BTreeSet<(String, Option<String>)> {
         .unwrap(),
     };
     drop(tx);
-    let normalise = |p: String| p.replace("::text", "").replace(['(', ')'], "").trim().to_owned();
+    // PostgreSQL prints `x IN ('a', 'b')` back as `x = ANY (ARRAY['a'::text, 'b'::text])`.
+    let normalise = |p: String| {
+        p.replace("::text", "").replace(" = ANY (ARRAY[", " IN (").replace(['(', ')', ']'], "").trim().to_owned()
+    };
     rows.into_iter().map(|(name, pred)| (name, pred.map(normalise))).collect()
 }
 
@@ -1022,9 +1051,11 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
         ("jobs_chat", None),
         ("jobs_claim", None),
         ("jobs_expiry", Some("status = 'ready'")),
+        ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
         ("outbox_chat", None),
         ("outbox_job", None),
         ("outbox_open", None),
+        ("outbox_open_chat", Some("status IN 'pending', 'sending'")),
         ("updates_received_at", None),
     ]
     .into_iter()
@@ -1160,4 +1191,160 @@ mod schema {
         })
         .await;
     }
+}
+
+async fn due_results_expire_in_one_statement(store: Store) {
+    let mut due = Vec::new();
+    for n in 1..=3 {
+        let (ticket, lease) = processing_job(&store, n, T0).await;
+        let delivery = message(&format!("job:{n}:result"), CHAT, MessageKind::Result, Some(ticket));
+        let done = Completion { expires_at: at(1_000 * n), ..completion(n) };
+        assert!(store.complete_job(ticket, &lease, &done, &delivery, at(1)).await.unwrap());
+        due.push(ticket);
+    }
+    let all = tickets(&store.ready_results(None).await.unwrap());
+    assert_eq!(all, due, "all results, oldest expiry first");
+    assert_eq!(tickets(&store.ready_results(Some(at(2_000))).await.unwrap()), &due[..2]);
+
+    assert_eq!(store.expire_due(at(1_999)).await.unwrap(), &due[..1]);
+    assert_eq!(store.expire_due(at(2_000)).await.unwrap(), &due[1..2], "only what is due and still ready");
+    assert_eq!(store.expire_due(at(2_000)).await.unwrap(), []);
+    let gone = job(&store, due[0]).await;
+    assert_eq!(
+        (gone.state, gone.result_path, gone.result_file_id, gone.result_expires_at, gone.updated_at),
+        (JobState::Expired, None, None, Some(at(1_000)), at(1_999))
+    );
+    let kept = job(&store, due[2]).await;
+    assert_eq!((kept.state, kept.result_path.as_deref()), (JobState::Ready, Some("/spool/results/3.pdf")));
+    assert_eq!(tickets(&store.ready_results(None).await.unwrap()), &due[2..]);
+}
+
+async fn file_owners_are_the_live_jobs(store: Store) {
+    let (processing, lease) = processing_job(&store, 2, T0).await;
+    let (ready, ready_lease) = processing_job(&store, 3, T0).await;
+    let queued = insert(&store, &new_job(CHAT, 1), T0).await;
+    let delivery = message("job:3:result", CHAT, MessageKind::Result, Some(ready));
+    assert!(store.complete_job(ready, &ready_lease, &completion(3), &delivery, at(1)).await.unwrap());
+    let failed = insert(&store, &new_job(CHAT, 4), T0).await;
+    let notice = message("job:4:failure", CHAT, MessageKind::Failure, Some(failed));
+    assert!(store.fail_job(failed, JobState::Accepted, None, "no", "", &notice, at(1)).await.unwrap());
+
+    let mut owners = store.file_owners().await.unwrap();
+    owners.sort_by_key(|o| o.ticket);
+    let seen: Vec<_> = owners
+        .iter()
+        .map(|o| {
+            (o.ticket, o.state, o.lease.as_ref().map(|l| l.token), o.local_path.as_deref(), o.result_path.as_deref())
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (processing, JobState::Processing, Some(lease.token), Some("/spool/2.pdf"), None),
+            (ready, JobState::Ready, None, None, Some("/spool/results/3.pdf")),
+            (queued, JobState::Accepted, None, None, None),
+        ]
+    );
+}
+
+async fn a_lapsed_processing_job_is_resumed_before_fetched_ones(store: Store) {
+    let (stuck, lease) = processing_job(&store, 1, T0).await;
+    // A newer job waits in `fetched`, and is due earlier than the stuck one's lease ends.
+    let waiting = insert(&store, &new_job(CHAT, 2), at(1)).await;
+    let (_, dl) = claim(&store, Stage::Download, "downloader", at(1)).await;
+    assert!(store.mark_fetched(waiting, &dl, "/spool/2.pdf", 10, "ff", at(1)).await.unwrap());
+
+    let lapsed = T0.plus(LEASE);
+    let (first, resumed) = claim(&store, Stage::Process, "p2", lapsed).await;
+    assert_eq!((first.ticket, first.state, first.attempts), (stuck, JobState::Processing, 2));
+    assert_eq!(resumed.token, lease.token + 1);
+    let (second, _) = claim(&store, Stage::Process, "p3", lapsed).await;
+    assert_eq!((second.ticket, second.state), (waiting, JobState::Processing));
+    assert!(store.claim_job(Stage::Process, "p4", lapsed, LEASE).await.unwrap().is_none());
+}
+
+async fn downloads_respect_size_and_per_chat_limits(store: Store) {
+    let limits = ClaimLimits { unknown_size: 5_000, max_size: 4_096, per_chat: 2 };
+    let claim_dl = |owner: &'static str, now: Timestamp| {
+        let store = store.clone();
+        async move { store.claim_download(owner, now, LEASE, &limits).await.unwrap().map(|j| j.ticket) }
+    };
+    // CHAT: a job too big for the budget right now, then three that fit; OTHER_CHAT: one.
+    let big = insert(&store, &new_job(CHAT, 9), T0).await; // 10 KiB declared
+    let a1 = insert(&store, &new_job(CHAT, 1), at(1)).await;
+    let a2 = insert(&store, &new_job(CHAT, 2), at(2)).await;
+    let a3 = insert(&store, &new_job(CHAT, 3), at(3)).await;
+    let unknown = NewJob { declared_size: None, ..new_job(OTHER_CHAT, 4) };
+    let unsized_job = insert(&store, &unknown, at(4)).await;
+    let b1 = insert(&store, &new_job(OTHER_CHAT, 0), at(5)).await;
+
+    assert_eq!(claim_dl("w1", at(10)).await, Some(a1), "the big one waits, without an attempt");
+    assert_eq!(claim_dl("w2", at(10)).await, Some(a2));
+    assert_eq!(claim_dl("w3", at(10)).await, Some(b1), "CHAT is at its bound; a job without a size is assumed too big");
+    assert_eq!(claim_dl("w4", at(10)).await, None);
+    assert_eq!(job(&store, big).await.attempts, 0);
+
+    // One of CHAT's jobs moves on to `fetched`: it still holds its source, so the bound holds.
+    let lease = job(&store, a1).await.lease.unwrap();
+    assert!(store.mark_fetched(a1, &lease, "/spool/1.pdf", 10, "ff", at(11)).await.unwrap());
+    assert_eq!(claim_dl("w5", at(12)).await, None);
+    // Its processing ends: CHAT has room again.
+    let (_, plase) = claim(&store, Stage::Process, "p", at(13)).await;
+    let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(a1));
+    assert!(store.complete_job(a1, &plase, &completion(1), &delivery, at(14)).await.unwrap());
+    assert_eq!(claim_dl("w6", at(15)).await, Some(a3));
+    // A lapsed lease no longer counts against the chat.
+    let wide = ClaimLimits { max_size: i64::MAX, ..limits };
+    let after = at(15).plus(LEASE);
+    let got = store.claim_download("w7", after, LEASE, &wide).await.unwrap().map(|j| j.ticket);
+    assert_eq!(got, Some(big), "the oldest, now that it fits and CHAT's leases lapsed");
+    assert_ne!(unsized_job, big);
+}
+
+async fn paced_chats_wait_and_others_flow(store: Store) {
+    assert_eq!(store.next_message_due().await.unwrap(), None, "nothing pending");
+    assert!(enqueue(&store, &message("a1", CHAT, MessageKind::Reply, None), T0).await);
+    assert!(enqueue(&store, &message("a2", CHAT, MessageKind::Reply, None), T0).await);
+    assert!(enqueue(&store, &message("b1", OTHER_CHAT, MessageKind::Reply, None), T0).await);
+    assert_eq!(store.next_message_due().await.unwrap(), Some(Timestamp::from_millis(0)));
+
+    // CHAT is paused (a 429 for it): OTHER_CHAT still flows.
+    store.pace_chat(CHAT.0, at(3_000), "429").await.unwrap();
+    store.pace_chat(CHAT.0, at(1_000), "rate limit").await.unwrap(); // an earlier pace never shortens it
+    assert_eq!(store.pacing(T0).await.unwrap(), [(CHAT.0, at(3_000), "429".to_owned())]);
+    let (b, bl) = claim_message(&store, "s", T0).await;
+    assert_eq!(b.chat, OTHER_CHAT);
+    assert!(store.claim_message("s", at(2_999), LEASE).await.unwrap().is_none());
+    assert!(store.mark_message_sent(&b, &bl, 1, None, at(1)).await.unwrap());
+    assert_eq!(store.next_message_due().await.unwrap(), Some(at(3_000)), "a2 waits behind a1");
+    let (a, _) = claim_message(&store, "s", at(3_000)).await;
+    assert_eq!(a.idempotency_key, "a1");
+
+    // The bot as a whole paused: nobody is served, and the due time says so.
+    assert!(enqueue(&store, &message("b2", OTHER_CHAT, MessageKind::Reply, None), at(4)).await);
+    store.pace_chat(0, at(9_000), "429 for the bot").await.unwrap();
+    assert!(store.claim_message("s", at(8_999), LEASE).await.unwrap().is_none());
+    assert_eq!(store.next_message_due().await.unwrap(), Some(at(9_000)));
+    let (b2, _) = claim_message(&store, "s", at(9_000)).await;
+    assert_eq!(b2.idempotency_key, "b2");
+    assert!(store.pacing(at(9_000)).await.unwrap().is_empty());
+}
+
+async fn a_migrated_chat_takes_its_messages_and_jobs(store: Store) {
+    const SUPERGROUP: ChatRef = ChatRef(-1_009_999_999_999);
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    assert!(enqueue(&store, &message("t1", CHAT, MessageKind::TicketReply, Some(ticket)), T0).await);
+    assert!(enqueue(&store, &message("t2", CHAT, MessageKind::Reply, None), T0).await);
+    let (first, lease) = claim_message(&store, "s", T0).await;
+    assert_eq!(store.migrate_chat(CHAT, SUPERGROUP, at(1)).await.unwrap(), 2);
+    assert!(store.retry_message(first.id, &lease, at(1), "moved", at(1)).await.unwrap());
+    let moved = store.messages(Some(SUPERGROUP), None).await.unwrap();
+    assert_eq!(
+        moved.iter().map(|m| (m.idempotency_key.as_str(), m.state, m.reply_to_message_id)).collect::<Vec<_>>(),
+        [("t1", OutboxState::Pending, None), ("t2", OutboxState::Pending, None)]
+    );
+    assert!(store.messages(Some(CHAT), None).await.unwrap().is_empty());
+    assert_eq!(job(&store, ticket).await.chat, SUPERGROUP);
+    let (again, _) = claim_message(&store, "s", at(2)).await;
+    assert_eq!((again.id, again.chat), (first.id, SUPERGROUP));
 }

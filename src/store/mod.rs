@@ -114,6 +114,22 @@ impl<T> QueryContext<T> for Result<T, sqlx::Error> {
     }
 }
 
+/// What the janitor needs to know of a job that may own files: which files are its own and
+/// whether a worker holds it right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOwner {
+    /// The job.
+    pub ticket: Ticket,
+    /// Its state.
+    pub state: JobState,
+    /// The lease, if any (possibly lapsed).
+    pub lease: Option<Lease>,
+    /// The downloaded source, once `fetched`.
+    pub local_path: Option<String>,
+    /// The result, once `ready`.
+    pub result_path: Option<String>,
+}
+
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
@@ -457,9 +473,47 @@ impl Store {
         forward!(self, s => s.expire_job(ticket, at, notice, now).await)
     }
 
-    /// Every job that may own files on disk (`accepted` … `ready`).
-    pub async fn file_owners(&self) -> StoreResult<Vec<Job>> {
+    /// Every `ready` job past its `result_expires_at` becomes `expired`, forgetting its result
+    /// file, in one statement; returns their tickets. The caller deletes the files after this
+    /// returns (a crash in between leaves orphans the next pass removes).
+    pub async fn expire_due(&self, now: Timestamp) -> StoreResult<Vec<Ticket>> {
+        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
+        forward!(self, s => s.expire_due(now).await)
+    }
+
+    /// Every job that may own files on disk (`accepted` … `ready`), with only what the janitor
+    /// judges files by.
+    pub async fn file_owners(&self) -> StoreResult<Vec<FileOwner>> {
         forward!(self, s => s.file_owners().await)
+    }
+
+    /// No call to `chat` (0: the bot as a whole) before `not_before`; an existing later pause
+    /// is kept. Shared by every sender and kept across restarts.
+    pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+        forward!(self, s => s.pace_chat(chat, not_before, reason).await)
+    }
+
+    /// Chats (0: the bot) paced or paused beyond `now`, with until when and why.
+    pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(i64, Timestamp, String)>> {
+        forward!(self, s => s.pacing(now).await)
+    }
+
+    /// The earliest time a `pending` message may become claimable, counting its own
+    /// `not_before` and its chat's and the bot's pacing; `None` with nothing pending.
+    pub async fn next_message_due(&self) -> StoreResult<Option<Timestamp>> {
+        forward!(self, s => s.next_message_due().await)
+    }
+
+    /// `sending` rows whose lease lapsed (their sender died mid-call) become `unknown`; they are
+    /// returned so the sender can apply each kind's rule.
+    pub async fn lapse_messages(&self, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
+        forward!(self, s => s.lapse_messages(now).await)
+    }
+
+    /// A group became a supergroup: its open messages (reply links dropped) and its jobs move
+    /// to the new chat id. Returns how many messages moved.
+    pub async fn migrate_chat(&self, from: ChatRef, to: ChatRef, now: Timestamp) -> StoreResult<u64> {
+        forward!(self, s => s.migrate_chat(from, to, now).await)
     }
 
     /// Deletes (or, with `dry_run`, counts) rows older than `before`: registered updates,
