@@ -18,7 +18,7 @@ use crate::domain::JobState;
 use crate::domain::{SharedClock, SystemClock};
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
-use crate::outbox::{OutboxDeps, OutboxSettings};
+use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings, Shutdown, Wakeups};
 use crate::spool::Spool;
@@ -182,16 +182,17 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
         settings: Arc::new(OutboxSettings {
-            senders: 2,
+            limits: config.outbox,
             // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
             // short as the job lease; long uploads renew it.
             lease: config.workers.lease,
-            max_attempts: 8,
+            admins: config.access.admins.clone(),
             idle_poll: options.idle_poll,
             retry_base: options.retry_base,
             upload_limit: config.upload_limit(),
         }),
         wake: Arc::clone(&wake.outbox),
+        global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
     };
 
     let janitor = JanitorDeps {

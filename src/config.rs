@@ -41,6 +41,30 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// `[metrics]`
     pub metrics: MetricsConfig,
+    /// `[outbox]`
+    pub outbox: OutboxConfig,
+}
+
+/// `[outbox]`: how messages to people go out, within Telegram's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct OutboxConfig {
+    /// `senders`: concurrent senders (one message in flight each).
+    pub senders: usize,
+    /// `global_per_second`: messages per second to everyone together (this process).
+    pub global_per_second: u32,
+    /// `private_interval`: least time between two messages to one private chat.
+    pub private_interval: Duration,
+    /// `group_per_minute`: messages per minute to one group, spread evenly.
+    pub group_per_minute: u32,
+    /// `max_attempts`: attempts of one message before it is `failed` and admins are alerted.
+    pub max_attempts: u32,
+}
+
+impl OutboxConfig {
+    /// The least time between two messages to `chat`: Telegram's group chats have negative ids.
+    pub fn interval(&self, chat: i64) -> Duration {
+        if chat < 0 { Duration::from_secs(60) / self.group_per_minute.max(1) } else { self.private_interval }
+    }
 }
 
 /// `[metrics]`: the Prometheus endpoint.
@@ -351,7 +375,7 @@ impl Config {
         let mut r = Reader::default();
         r.only_sections(
             &table,
-            &["telegram", "storage", "limits", "workers", "retention", "access", "budget", "metrics"],
+            &["telegram", "storage", "limits", "workers", "retention", "access", "budget", "metrics", "outbox"],
         );
 
         let t = r.section(&table, "telegram", &["mode", "api_url", "local_api", "poll_timeout", "local_files_url"]);
@@ -492,8 +516,23 @@ impl Config {
             }),
         };
 
+        let o = r.section(
+            &table,
+            "outbox",
+            &["senders", "global_per_second", "private_interval", "group_per_minute", "max_attempts"],
+        );
+        let outbox = OutboxConfig {
+            senders: r.count(&o, "outbox", "senders", 1, 64).unwrap_or(4),
+            global_per_second: r.count(&o, "outbox", "global_per_second", 1, 1000).map_or(25, |n| n as u32),
+            private_interval: r
+                .duration(&o, "outbox", "private_interval", Duration::ZERO, Duration::from_secs(60))
+                .unwrap_or(Duration::from_secs(1)),
+            group_per_minute: r.count(&o, "outbox", "group_per_minute", 1, 6000).map_or(20, |n| n as u32),
+            max_attempts: r.count(&o, "outbox", "max_attempts", 1, 100).map_or(8, |n| n as u32),
+        };
+
         if r.problems.is_empty() {
-            Ok(Self { telegram, storage, limits, workers, retention, access, budget, metrics })
+            Ok(Self { telegram, storage, limits, workers, retention, access, budget, metrics, outbox })
         } else {
             Err(ConfigError::Invalid { path: path.map(Path::to_path_buf), problems: r.problems })
         }

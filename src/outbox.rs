@@ -1,14 +1,26 @@
-//! The outbox sender: delivers every queued message to Telegram, in order per chat.
+//! The outbox sender: delivers every queued message to Telegram, in order per chat, within
+//! Telegram's limits.
 //!
 //! Rows are claimed under a lease (so two senders never take the same row), and the outcome is
-//! written back conditionally on that lease. What each Bot API answer means:
+//! written back conditionally on that lease. Limits are kept *before* each call:
+//!
+//! - **per chat**: after every call to a chat, the chat is paced (`chat_pacing`, in the
+//!   database, so every sender and every restart sees it) for `[outbox] private_interval`, or
+//!   60 s / `group_per_minute` for groups. The pace is written before the row leaves `sending`,
+//!   and a chat's next row is claimable only once its earlier row left `sending`, so no two
+//!   calls to one chat come closer than that;
+//! - **globally**: a GCRA limiter (`governor`) spaces all calls of this process to
+//!   `global_per_second`, without bursts.
+//!
+//! What each Bot API answer means:
 //!
 //! | answer | row becomes |
 //! |---|---|
 //! | ok | `sent`, with Telegram's message id (and a document's file_id, stored on the job) |
-//! | 429 `retry_after` | `pending`, not before exactly that long |
-//! | 5xx, network error before sending | `pending` with exponential backoff; `failed` after `max_attempts` |
-//! | outcome lost (timeout after sending, connection cut) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
+//! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits (chat 0) |
+//! | 400 `migrate_to_chat_id` | the chat's open messages and jobs move to the supergroup; sent again there |
+//! | 5xx, network error before sending | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
+//! | outcome lost (timeout after sending, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
 //! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
 //! | any other refusal | `failed`, with the reason |
@@ -20,23 +32,27 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tracing::{Instrument, error, info, info_span, warn};
 
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+
+use crate::config::OutboxConfig;
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{AfterUnknown, JobState, Lease, MessageKind, OutboxState, SharedClock};
+use crate::domain::{AfterUnknown, ChatRef, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
 use crate::pipeline::Shutdown;
 use crate::spool::result_file_name;
-use crate::store::{OutboxMessage, Store, StoreResult};
+use crate::store::{NewMessage, OutboxMessage, Store, StoreResult};
 use crate::telegram::client::Sent;
+use crate::telegram::texts;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
 
 /// The sender's settings.
 #[derive(Debug, Clone)]
 pub struct OutboxSettings {
-    /// Concurrent senders.
-    pub senders: usize,
+    /// `[outbox]`: senders, limits, attempts.
+    pub limits: OutboxConfig,
     /// How long a claim holds a row without renewal.
     pub lease: Duration,
-    /// Attempts before a message is `failed`.
-    pub max_attempts: u32,
+    /// Who hears about messages that could not be delivered.
+    pub admins: Vec<i64>,
     /// How often an idle sender looks for due retries without being woken.
     pub idle_poll: Duration,
     /// First retry delay.
@@ -58,13 +74,33 @@ pub struct OutboxDeps {
     pub settings: Arc<OutboxSettings>,
     /// Woken when a message is queued.
     pub wake: Arc<Notify>,
+    /// Spaces every call of this process to `global_per_second`.
+    pub global: Arc<GlobalLimit>,
+}
+
+/// The global rate limit: `per_second` calls a second, evenly spaced (a burst of one, so no
+/// one-second window ever holds more than `per_second` + 1).
+#[derive(Debug)]
+pub struct GlobalLimit(DefaultDirectRateLimiter);
+
+impl GlobalLimit {
+    /// A limit of `per_second` calls a second.
+    pub fn new(per_second: u32) -> Self {
+        let per_second = std::num::NonZeroU32::new(per_second.max(1)).unwrap_or(std::num::NonZeroU32::MIN);
+        Self(RateLimiter::direct(Quota::per_second(per_second).allow_burst(std::num::NonZeroU32::MIN)))
+    }
+
+    /// Waits for the next slot.
+    pub async fn until_ready(&self) {
+        self.0.until_ready().await;
+    }
 }
 
 /// Runs the senders. After `stop` they deliver what is due and then end; `abort` ends them at
 /// once (a send in progress is dropped and its row resumed after its lease lapses).
 pub async fn run(deps: OutboxDeps, cancel: Shutdown) {
     let mut senders = JoinSet::new();
-    for n in 0..deps.settings.senders.max(1) {
+    for n in 0..deps.settings.limits.senders.max(1) {
         let owner = format!("{}:sender-{n}", std::process::id());
         senders.spawn(sender(owner, deps.clone(), cancel.clone()));
     }
@@ -77,10 +113,15 @@ pub async fn run(deps: OutboxDeps, cancel: Shutdown) {
 
 async fn sender(owner: String, deps: OutboxDeps, cancel: Shutdown) {
     let mut errors = 0u32;
+    let mut next_lapse_check = tokio::time::Instant::now();
     while !cancel.abort.is_cancelled() {
         let notified = deps.wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        if tokio::time::Instant::now() >= next_lapse_check {
+            next_lapse_check = tokio::time::Instant::now() + (deps.settings.lease / 4).max(Duration::from_millis(250));
+            resolve_lapsed(&deps).await;
+        }
         match deps.store.claim_message(&owner, deps.clock.now(), deps.settings.lease).await {
             Ok(Some(message)) => {
                 errors = 0;
@@ -91,7 +132,10 @@ async fn sender(owner: String, deps: OutboxDeps, cancel: Shutdown) {
                     kind = message.kind.as_str()
                 );
                 tokio::select! {
-                    () = deliver(&deps, message).instrument(span) => {}
+                    () = async {
+                        deps.global.until_ready().await;
+                        deliver(&deps, message).await;
+                    }.instrument(span) => {}
                     () = cancel.abort.cancelled() => break,
                 }
                 continue;
@@ -106,13 +150,53 @@ async fn sender(owner: String, deps: OutboxDeps, cancel: Shutdown) {
         let wait = if errors > 0 {
             backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10))
         } else {
-            deps.settings.idle_poll
+            until_next_due(&deps).await
         };
         tokio::select! {
             () = cancel.abort.cancelled() => break,
             () = cancel.stop.cancelled() => {}
             () = &mut notified => {}
             () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// How long an idle sender sleeps: until the next paced or delayed message is due, at most
+/// `idle_poll` (a new message wakes it anyway).
+async fn until_next_due(deps: &OutboxDeps) -> Duration {
+    let idle = deps.settings.idle_poll;
+    match deps.store.next_message_due().await {
+        Ok(Some(due)) => {
+            let ms = u64::try_from(due.as_millis() - deps.clock.now().as_millis()).unwrap_or(0);
+            Duration::from_millis(ms).clamp(Duration::from_millis(2), idle)
+        }
+        Ok(None) => idle,
+        Err(e) => {
+            warn!(error = %e, "cannot tell when the next message is due");
+            idle
+        }
+    }
+}
+
+/// Rows left in `sending` by a sender that died mid-call: their outcome is unknown.
+async fn resolve_lapsed(deps: &OutboxDeps) {
+    let lapsed = match deps.store.lapse_messages(deps.clock.now()).await {
+        Ok(lapsed) => lapsed,
+        Err(e) => {
+            warn!(error = %e, "cannot look for interrupted sends");
+            return;
+        }
+    };
+    for message in lapsed {
+        let span = info_span!(
+            "send",
+            message.id = message.id,
+            ticket = message.job.map(|t| t.0),
+            kind = message.kind.as_str()
+        );
+        let why = "the sender stopped while sending (its lease lapsed)";
+        if let Err(e) = apply_unknown_rule(deps, &message, why).instrument(span).await {
+            warn!(error = %e, "cannot apply the rule for an unknown outcome; the row stays unknown");
         }
     }
 }
@@ -127,6 +211,14 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     };
     let now = deps.clock.now();
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
+    // Whatever the answer, a call went to this chat: pace it before the row leaves `sending`,
+    // so the chat's next message (claimable only after that) keeps the interval.
+    let interval = deps.settings.limits.interval(message.chat.0);
+    if !interval.is_zero()
+        && let Err(e) = deps.store.pace_chat(message.chat.0, now.plus(interval), "rate limit").await
+    {
+        warn!(error = %e, "cannot record the chat's pace; sending on");
+    }
     let written = match result {
         Ok(sent) => {
             let ok =
@@ -138,8 +230,21 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             ok
         }
         Err(TelegramError::RetryAfter(wait)) => {
-            warn!(wait_ms = wait.as_millis() as u64, "flood control; waiting exactly as told");
-            deps.store.retry_message(message.id, &lease, now.plus(wait), "429: flood control", now).await
+            let until = now.plus(wait);
+            let why = format!("429: retry after {} s", wait.as_secs());
+            warn!(wait_ms = wait.as_millis() as u64, "flood control; this chat waits exactly as told");
+            metrics::counter!("docket_messages_flood_waits_total").increment(1);
+            match pause_for_429(deps, message.chat, until, &why).await {
+                Ok(()) => deps.store.retry_message(message.id, &lease, until, &why, now).await,
+                Err(e) => Err(e),
+            }
+        }
+        Err(TelegramError::Migrated(to)) => {
+            info!(to, "the group became a supergroup; moving its messages and jobs");
+            match deps.store.migrate_chat(message.chat, ChatRef(to), now).await {
+                Ok(_) => deps.store.retry_message(message.id, &lease, now, "moved to the supergroup", now).await,
+                Err(e) => Err(e),
+            }
         }
         Err(TelegramError::ChatGone(why)) => {
             warn!(reason = %why, "the chat is gone; not sending to it");
@@ -153,7 +258,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             deps.store.close_message(message.id, &lease, OutboxState::Dead, &why, now).await
         }
         Err(TelegramError::Lost(why)) => after_unknown(deps, &message, &lease, &why).await,
-        Err(e @ TelegramError::Transient(_)) if attempts < deps.settings.max_attempts => {
+        Err(e @ TelegramError::Transient(_)) if attempts < deps.settings.limits.max_attempts => {
             let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
             warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "sending failed; will retry");
             deps.store.retry_message(message.id, &lease, now.plus(wait), &e.to_string(), now).await
@@ -161,7 +266,11 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         Err(e) => {
             error!(error = %e, "giving up on a message");
             metrics::counter!("docket_messages_failed_total", "kind" => message.kind.as_str()).increment(1);
-            deps.store.close_message(message.id, &lease, OutboxState::Failed, &e.to_string(), now).await
+            let closed = deps.store.close_message(message.id, &lease, OutboxState::Failed, &e.to_string(), now).await;
+            if matches!(closed, Ok(true)) {
+                alert_admins(deps, &message, &e.to_string(), now).await;
+            }
+            closed
         }
     };
     match written {
@@ -171,15 +280,64 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     }
 }
 
-/// Records a lost outcome as `unknown`, then applies the kind's rule
-/// ([`MessageKind::after_unknown`]).
+/// Pauses `chat` until `until` for a 429. When another chat is paused by a 429 at the same
+/// time, the limit is the bot's, not the chat's: everyone waits (chat 0).
+async fn pause_for_429(deps: &OutboxDeps, chat: ChatRef, until: Timestamp, why: &str) -> StoreResult<()> {
+    deps.store.pace_chat(chat.0, until, why).await?;
+    let now = deps.clock.now();
+    let others = deps.store.pacing(now).await?;
+    if others.iter().any(|(other, _, reason)| *other != chat.0 && *other != 0 && reason.starts_with("429")) {
+        warn!("429s for several chats at once: the bot as a whole is limited; every chat waits");
+        deps.store.pace_chat(0, until, &format!("{why} (the bot as a whole)")).await?;
+    }
+    Ok(())
+}
+
+/// Tells the admins that a message could not be delivered: one alert per admin per hour
+/// (the idempotency key holds the hour), so a failing Telegram never floods them.
+async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now: Timestamp) {
+    if failed.idempotency_key.starts_with("alert:") || deps.settings.admins.is_empty() {
+        return;
+    }
+    let hour = now.as_millis() / 3_600_000;
+    let body = texts::delivery_alert(failed.id, failed.chat.0, failed.job, why);
+    let result: StoreResult<()> = async {
+        let mut tx = deps.store.begin().await?;
+        for admin in &deps.settings.admins {
+            let alert = NewMessage {
+                idempotency_key: format!("alert:{admin}:undelivered:{hour}"),
+                job: None,
+                chat: ChatRef(*admin),
+                kind: MessageKind::Reply,
+                body: body.clone(),
+                reply_to_message_id: None,
+            };
+            tx.enqueue(&alert, now).await?;
+        }
+        tx.commit().await
+    }
+    .await;
+    match result {
+        Ok(()) => deps.wake.notify_waiters(),
+        Err(e) => warn!(error = %e, "cannot queue the admins' alert"),
+    }
+}
+
+/// Records a lost outcome as `unknown`, then applies the kind's rule.
 async fn after_unknown(deps: &OutboxDeps, message: &OutboxMessage, lease: &Lease, why: &str) -> StoreResult<bool> {
     let now = deps.clock.now();
     if !deps.store.close_message(message.id, lease, OutboxState::Unknown, why, now).await? {
         return Ok(false);
     }
+    apply_unknown_rule(deps, message, why).await
+}
+
+/// What happens to an `unknown` row: the kind's rule ([`MessageKind::after_unknown`]).
+async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &str) -> StoreResult<bool> {
+    let now = deps.clock.now();
+    metrics::counter!("docket_messages_unknown_total", "kind" => message.kind.as_str()).increment(1);
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
-    if attempts >= deps.settings.max_attempts {
+    if attempts >= deps.settings.limits.max_attempts {
         warn!(reason = %why, "outcome unknown and out of attempts; leaving the message unknown");
         return Ok(true);
     }
@@ -241,8 +399,20 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage, lease: &Lease) 
             }
         }
     };
+    // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
+    // once the upload takes longer than a moment.
+    let action = async {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Err(e) = deps.telegram.send_upload_action(message.chat.0).await {
+                warn!(error = %e, "sendChatAction failed; uploading anyway");
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+    };
     tokio::select! {
         res = deps.telegram.send_document(message.chat.0, &upload, &message.body, message.reply_to_message_id) => res,
         () = renew => Err(TelegramError::Lost("lost the lease on the message during the upload".into())),
+        () = action => unreachable!("the chat action loop never ends"),
     }
 }

@@ -16,7 +16,7 @@ use teloxide::Bot;
 use teloxide::RequestError;
 use teloxide::payloads::{SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{ChatId, FileId, InputFile, MessageId, ReplyParameters};
+use teloxide::types::{ChatAction, ChatId, FileId, InputFile, MessageId, ReplyParameters};
 use url::Url;
 
 use crate::config::BotToken;
@@ -314,6 +314,16 @@ impl TelegramClient {
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         Ok(Sent { message_id: i64::from(msg.id.0), file_id: None })
+    }
+
+    /// sendChatAction "upload_document": the person sees "sending a file…" while a result
+    /// uploads. Telegram shows it for about 5 s, so the caller repeats it.
+    pub async fn send_upload_action(&self, chat_id: i64) -> Result<(), TelegramError> {
+        self.bot
+            .send_chat_action(ChatId(chat_id), ChatAction::UploadDocument)
+            .await
+            .map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// sendDocument with a caption; an upload streams the file from disk.

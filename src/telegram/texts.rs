@@ -113,6 +113,16 @@ pub fn expired_early(job: &Job, at: Timestamp) -> String {
 }
 
 /// The notice of a failed job.
+/// The admins' alert when a message could not be delivered (one per hour at most).
+pub fn delivery_alert(message_id: i64, chat_id: i64, ticket: Option<Ticket>, why: &str) -> String {
+    let about = ticket.map(|t| format!(" about ticket #{}", t.0)).unwrap_or_default();
+    format!(
+        "docket: a message to chat {chat_id}{about} could not be delivered (outbox #{message_id}): {why}. \
+         Further failures this hour are not announced; `docket status` and the \
+         docket_messages_failed_total metric count them."
+    )
+}
+
 pub fn failed_notice(ticket: Ticket, reason_text: &str) -> String {
     format!("{ticket} failed: {reason_text}.")
 }
