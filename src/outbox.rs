@@ -203,11 +203,30 @@ async fn resolve_lapsed(deps: &OutboxDeps) {
 
 async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     let Some(lease) = message.lease.clone() else { return };
-    let result = match message.kind {
-        MessageKind::Result => send_result(deps, &message, &lease).await,
-        MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
-            deps.telegram.send_text(message.chat.0, &message.body, message.reply_to_message_id).await
+    let call = async {
+        match message.kind {
+            MessageKind::Result => send_result(deps, &message).await,
+            MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
+                deps.telegram.send_text(message.chat.0, &message.body, message.reply_to_message_id).await
+            }
         }
+    };
+    // A call can outlast the lease (an upload; teloxide alone waits 10 s after any 5xx before
+    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned.
+    let renew = async {
+        loop {
+            tokio::time::sleep(deps.settings.lease / 3).await;
+            let now = deps.clock.now();
+            match deps.store.renew_message_lease(message.id, &lease, now.plus(deps.settings.lease), now).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => warn!(error = %e, "could not renew the send lease"),
+            }
+        }
+    };
+    let result = tokio::select! {
+        res = call => res,
+        () = renew => Err(TelegramError::Lost("lost the lease on the message during the call".into())),
     };
     let now = deps.clock.now();
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
@@ -362,7 +381,7 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
 
 /// Sends a result document: by its stored Telegram file_id when there is one (no upload), else
 /// streamed from disk. A refused file_id is forgotten and the upload done at once.
-async fn send_result(deps: &OutboxDeps, message: &OutboxMessage, lease: &Lease) -> Result<Sent, TelegramError> {
+async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent, TelegramError> {
     let ticket = message.job.ok_or_else(|| TelegramError::Permanent("a result message without a job".into()))?;
     let job = deps.store.job(ticket).await.map_err(|e| TelegramError::Transient(e.to_string()))?;
     let Some(job) = job.filter(|j| j.state == JobState::Ready) else {
@@ -387,18 +406,6 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage, lease: &Lease) 
         return Err(TelegramError::Permanent(format!("result of {size} bytes is over the upload limit")));
     }
     let upload = DocumentSource::Path { path: path.into(), file_name: result_file_name(job.declared_name.as_deref()) };
-    // An upload can outlast the lease: renew it while the bytes go out.
-    let renew = async {
-        loop {
-            tokio::time::sleep(deps.settings.lease / 3).await;
-            let now = deps.clock.now();
-            match deps.store.renew_message_lease(message.id, lease, now.plus(deps.settings.lease), now).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => warn!(error = %e, "could not renew the send lease"),
-            }
-        }
-    };
     // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
     // once the upload takes longer than a moment.
     let action = async {
@@ -412,7 +419,6 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage, lease: &Lease) 
     };
     tokio::select! {
         res = deps.telegram.send_document(message.chat.0, &upload, &message.body, message.reply_to_message_id) => res,
-        () = renew => Err(TelegramError::Lost("lost the lease on the message during the upload".into())),
         () = action => unreachable!("the chat action loop never ends"),
     }
 }

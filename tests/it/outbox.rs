@@ -1,5 +1,8 @@
 //! The outbox: dead chats get one call, lost outcomes follow the per-kind rule.
 
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
 use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
 use docket::store::NewMessage;
 
@@ -11,6 +14,10 @@ per_backend!(
     a_blocked_chat_gets_one_call_and_its_other_messages_are_dead,
     a_lost_reply_is_unknown_and_then_sent_again,
     a_lost_result_is_sent_again_when_nothing_newer_went_out,
+    a_429_pauses_only_its_chat_even_across_a_restart,
+    server_errors_twice_then_one_delivery,
+    a_migrated_group_is_answered_in_the_supergroup,
+    two_senders_on_one_database_send_nothing_twice,
 );
 
 fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
@@ -97,4 +104,120 @@ async fn a_lost_result_is_sent_again_when_nothing_newer_went_out(backend: Backen
     assert_eq!(calls[0].params["caption"], calls[1].params["caption"]);
     let job = app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some()).await;
     assert_eq!(job.state, JobState::Ready);
+}
+
+/// Successful message calls (sendMessage, sendDocument) in the order they arrived.
+fn delivered(app: &TestApp) -> Vec<Call> {
+    app.fake
+        .calls()
+        .into_iter()
+        .filter(|c| (c.method == "sendMessage" || c.method == "sendDocument") && c.status == 200)
+        .collect()
+}
+
+async fn a_429_pauses_only_its_chat_even_across_a_restart(backend: Backend) {
+    let mut app = TestApp::spawn_with(backend, |_| {}).await;
+    app.fake.fail_next_for_chat("sendMessage", 40, Fault::RetryAfter(3));
+    app.send_text(40, "/help");
+    let limited = app.fake.wait_for_call("sendMessage", |c| to_chat(40)(c) && c.status == 429, DEADLINE).await;
+
+    // Another chat is served while chat 40 waits.
+    app.send_text(41, "/help");
+    let other = app.fake.wait_for_call("sendMessage", |c| to_chat(41)(c) && c.status == 200, DEADLINE).await;
+    assert!(other.at.duration_since(limited.at) < Duration::from_secs(3), "chat 41 waited for chat 40's pause");
+
+    // A crash and a restart in the middle of the pause: it still holds.
+    app.kill().await;
+    app.start().await;
+    assert!(limited.at.elapsed() < Duration::from_secs(3), "the restart took the whole pause; nothing was shown");
+    app.send_text(40, "/help"); // a second message for the paused chat, queued after the restart
+    let calls = app.fake.wait_for_calls("sendMessage", |c| to_chat(40)(c) && c.status == 200, 2, DEADLINE).await;
+    let first_after = calls[0].at.duration_since(limited.at);
+    assert!(first_after >= Duration::from_secs(3), "chat 40 was called {first_after:?} after a 429 of 3 s");
+    let to_40: Vec<Call> = app.fake.calls().into_iter().filter(to_chat(40)).collect();
+    assert_eq!(to_40.len(), 3, "one 429, then exactly two deliveries: {to_40:?}");
+    assert!(app.fake.violations().is_empty(), "{:?}", app.fake.violations());
+    app.stop().await;
+}
+
+async fn server_errors_twice_then_one_delivery(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.fake.fail_next_for_chat("sendMessage", 50, Fault::ServerError(502));
+    app.fake.fail_next_for_chat("sendMessage", 50, Fault::ServerError(503));
+    app.enqueue("five-hundreds", 50, "after two server errors").await;
+    // teloxide itself waits 10 s after each 5xx before it reports it.
+    let sent = app.wait_until_all_sent(1, Duration::from_secs(60)).await;
+    assert_eq!(sent[0].attempts, 3);
+    let statuses: Vec<u16> = app.fake.calls().into_iter().filter(to_chat(50)).map(|c| c.status).collect();
+    assert_eq!(statuses, [502, 503, 200]);
+    assert_eq!(delivered(&app).len(), 1);
+}
+
+async fn a_migrated_group_is_answered_in_the_supergroup(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    const GROUP: i64 = -4_000_000_001;
+    const SUPERGROUP: i64 = -1_004_000_000_001;
+    app.fake.fail_next_for_chat("sendMessage", GROUP, Fault::MigrateTo(SUPERGROUP));
+    app.enqueue("first", GROUP, "first").await;
+    app.enqueue("second", GROUP, "second").await;
+    let sent = app.wait_until_all_sent(2, DEADLINE).await;
+    assert!(sent.iter().all(|m| m.chat == ChatRef(SUPERGROUP)), "{sent:#?}");
+    let to_new: Vec<String> = delivered(&app)
+        .into_iter()
+        .filter(to_chat(SUPERGROUP))
+        .map(|c| c.params["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(to_new, ["first", "second"], "in order, in the new chat");
+    let to_old: Vec<u16> = app.fake.calls().into_iter().filter(to_chat(GROUP)).map(|c| c.status).collect();
+    assert_eq!(to_old, [400], "one refused call to the old id");
+}
+
+async fn two_senders_on_one_database_send_nothing_twice(backend: Backend) {
+    let mut app = TestApp::create(backend, |_| {}).await;
+    for n in 0..40 {
+        app.enqueue(&format!("m{n}"), 600 + n % 20, &format!("message {n}")).await;
+    }
+    app.start().await;
+    let other = app.start_another().await;
+    app.wait_until_all_sent(40, Duration::from_secs(60)).await;
+    let texts: Vec<String> =
+        delivered(&app).iter().map(|c| c.params["text"].as_str().unwrap_or_default().to_owned()).collect();
+    let distinct: HashSet<&String> = texts.iter().collect();
+    assert_eq!((texts.len(), distinct.len()), (40, 40), "each message exactly once: {texts:?}");
+    assert!(app.fake.violations().is_empty(), "{:?}", app.fake.violations());
+    other.stop().await;
+    app.stop().await;
+}
+
+/// 100 documents from 20 chats: every ticket reply and result delivered once, per chat in the
+/// order queued, and not one of Telegram's limits broken (the fake counts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_jobs_from_twenty_chats_keep_every_limit_and_order() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| c.workers.per_chat = 5).await;
+    let pdf = fixture("pdf/text-1page.pdf");
+    for n in 0..100u32 {
+        let chat = 700 + i64::from(n % 20);
+        // Distinct bytes per document, so each is its own file (and job).
+        let mut bytes = pdf.clone();
+        bytes.extend_from_slice(format!("\n% copy {n}\n").as_bytes());
+        app.send_document(chat, bytes, &format!("doc-{n}.pdf"), "application/pdf");
+    }
+    let sent = app.wait_until_all_sent(200, Duration::from_secs(120)).await;
+    assert!(app.fake.violations().is_empty(), "limits broken: {:?}", app.fake.violations());
+
+    // Per chat, Telegram got exactly the outbox's messages, in the outbox's order.
+    let mut queued: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for m in &sent {
+        queued.entry(m.chat.0).or_default().push(m.body.clone());
+    }
+    let mut got: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for c in delivered(&app) {
+        let body = c.params.get("text").or_else(|| c.params.get("caption")).and_then(|v| v.as_str());
+        got.entry(c.params["chat_id"].as_i64().unwrap_or_default())
+            .or_default()
+            .push(body.unwrap_or_default().to_owned());
+    }
+    assert_eq!(got, queued);
+    let results = sent.iter().filter(|m| m.kind == MessageKind::Result).count();
+    assert_eq!(results, 100);
 }

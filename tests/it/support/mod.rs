@@ -129,6 +129,48 @@ impl TestApp {
         self.running = Some(running);
     }
 
+    /// A second docket on the same database, data folder and fake (another machine, say).
+    pub async fn start_another(&self) -> Running {
+        let options = Options {
+            clock: Arc::new(SystemClock),
+            idle_poll: Duration::from_millis(100),
+            retry_base: Duration::from_millis(100),
+        };
+        docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("a second docket starts")
+    }
+
+    /// Queues `body` for `chat` straight into the outbox, as any stage would.
+    pub async fn enqueue(&self, key: &str, chat: i64, body: &str) {
+        let m = docket::store::NewMessage {
+            idempotency_key: key.to_owned(),
+            job: None,
+            chat: docket::domain::ChatRef(chat),
+            kind: docket::domain::MessageKind::Reply,
+            body: body.to_owned(),
+            reply_to_message_id: None,
+        };
+        let now = docket::domain::Clock::now(&SystemClock);
+        let mut tx = self.store.begin().await.expect("tx");
+        tx.enqueue(&m, now).await.expect("enqueue");
+        tx.commit().await.expect("commit");
+    }
+
+    /// Waits until every message in the outbox is `sent`, with `expected` rows in all.
+    pub async fn wait_until_all_sent(&self, expected: usize, deadline: Duration) -> Vec<docket::store::OutboxMessage> {
+        let deadline = tokio::time::Instant::now() + deadline;
+        loop {
+            let m = self.store.messages(None, None).await.expect("store reads");
+            if m.len() == expected && m.iter().all(|m| m.state == docket::domain::OutboxState::Sent) {
+                return m;
+            }
+            if tokio::time::Instant::now() > deadline {
+                let open: Vec<_> = m.iter().filter(|m| m.state != docket::domain::OutboxState::Sent).collect();
+                panic!("{} of {expected} messages, not all sent: {open:#?}", m.len());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Stops docket in order, as SIGTERM would.
     pub async fn stop(&mut self) {
         if let Some(r) = self.running.take() {
