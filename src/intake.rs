@@ -235,7 +235,8 @@ impl Intake {
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
             let ticket = tx.insert_job(&new_job, now).await?;
-            let text = texts::ticket_reply(&name, facts.size, ticket);
+            let ahead = tx.jobs_ahead(ticket).await?;
+            let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
             self.queue(tx, format!("job:{}:ticket", ticket.0), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
             info!(ticket = ticket.0, update.id = update_id, declared_size_bytes = facts.size, "accepted a document");

@@ -209,6 +209,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
                 deps.telegram.send_text(message.chat.0, &message.body, message.reply_to_message_id).await
             }
+            MessageKind::Progress => edit_status(deps, &message).await,
         }
     };
     // A call can outlast the lease (an upload; teloxide alone waits 10 s after any 5xx before
@@ -286,7 +287,8 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             error!(error = %e, "giving up on a message");
             metrics::counter!("docket_messages_failed_total", "kind" => message.kind.as_str()).increment(1);
             let closed = deps.store.close_message(message.id, &lease, OutboxState::Failed, &e.to_string(), now).await;
-            if matches!(closed, Ok(true)) {
+            // A status edit that cannot be made (the person deleted the message) is no incident.
+            if matches!(closed, Ok(true)) && message.kind != MessageKind::Progress {
                 alert_admins(deps, &message, &e.to_string(), now).await;
             }
             closed
@@ -361,6 +363,7 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
         return Ok(true);
     }
     let send_again = match message.kind.after_unknown() {
+        AfterUnknown::Drop => false,
         AfterUnknown::SendAgain => true,
         AfterUnknown::SendAgainUnlessSuperseded => {
             // A later delivery of the same job's result (a /get, the same file again) already
@@ -377,6 +380,17 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
     let note = format!("outcome unknown ({why}); sent again, a duplicate is possible");
     warn!(reason = %why, retry_in_ms = wait.as_millis() as u64, "outcome unknown; sending again");
     deps.store.requeue_unknown(message.id, now.plus(wait), &note, now).await
+}
+
+/// Edits the job's status message (its ticket reply) to the row's text.
+async fn edit_status(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent, TelegramError> {
+    let ticket = message.job.ok_or_else(|| TelegramError::Permanent("a progress edit without a job".into()))?;
+    let target = deps.store.status_message(ticket).await.map_err(|e| TelegramError::Transient(e.to_string()))?;
+    // The ticket reply goes first (a chat's messages keep their order), so a missing one was
+    // never delivered (dead chat, lost outcome): there is nothing to edit.
+    let target =
+        target.ok_or_else(|| TelegramError::Permanent("the job's status message was never delivered".into()))?;
+    deps.telegram.edit_text(message.chat.0, target, &message.body).await
 }
 
 /// Sends a result document: by its stored Telegram file_id when there is one (no upload), else

@@ -20,11 +20,14 @@ pub enum MessageKind {
     Result,
     /// The notice that a job failed, with its reason.
     Failure,
+    /// An edit of the job's status message (its ticket reply) to the job's current state. One
+    /// row per job, re-armed and coalesced in place: only the latest state is ever sent.
+    Progress,
 }
 
 impl MessageKind {
     /// Every kind.
-    pub const ALL: [MessageKind; 4] = [Self::TicketReply, Self::Reply, Self::Result, Self::Failure];
+    pub const ALL: [MessageKind; 5] = [Self::TicketReply, Self::Reply, Self::Result, Self::Failure, Self::Progress];
 
     /// The stable name stored in the database.
     pub const fn as_str(self) -> &'static str {
@@ -33,15 +36,24 @@ impl MessageKind {
             Self::Reply => "reply",
             Self::Result => "result",
             Self::Failure => "failure",
+            Self::Progress => "progress",
         }
     }
 
-    /// Lower goes first. Replies and results before anything slower.
+    /// Lower goes first. Replies and results before anything slower; progress edits last (a
+    /// later state supersedes them anyway).
     pub const fn priority(self) -> i32 {
         match self {
             Self::TicketReply | Self::Reply => 0,
             Self::Result | Self::Failure => 1,
+            Self::Progress => 2,
         }
+    }
+
+    /// Whether rows of this kind hold back the later messages of their chat while they wait.
+    /// Progress edits do not: a result never waits behind an edit.
+    pub const fn keeps_chat_order(self) -> bool {
+        !matches!(self, Self::Progress)
     }
 }
 
@@ -62,6 +74,8 @@ pub enum AfterUnknown {
     SendAgain,
     /// Send again only if no newer delivery of the same result went out since; record the repeat.
     SendAgainUnlessSuperseded,
+    /// Drop it: the job's next state re-arms the row with newer text anyway.
+    Drop,
 }
 
 impl MessageKind {
@@ -70,6 +84,7 @@ impl MessageKind {
         match self {
             Self::TicketReply | Self::Reply | Self::Failure => AfterUnknown::SendAgain,
             Self::Result => AfterUnknown::SendAgainUnlessSuperseded,
+            Self::Progress => AfterUnknown::Drop,
         }
     }
 }
@@ -138,7 +153,18 @@ mod tests {
     }
 
     #[test]
-    fn replies_go_before_results() {
+    fn replies_go_before_results_and_results_before_progress_edits() {
         assert!(MessageKind::TicketReply.priority() < MessageKind::Result.priority());
+        assert!(MessageKind::Result.priority() < MessageKind::Progress.priority());
+        assert!(MessageKind::Failure.priority() < MessageKind::Progress.priority());
+    }
+
+    #[test]
+    fn only_progress_edits_neither_repeat_nor_hold_the_chat_back() {
+        for kind in MessageKind::ALL {
+            let progress = kind == MessageKind::Progress;
+            assert_eq!(kind.after_unknown() == AfterUnknown::Drop, progress, "{kind:?}");
+            assert_eq!(kind.keeps_chat_order(), !progress, "{kind:?}");
+        }
     }
 }

@@ -24,7 +24,8 @@ use crate::domain::retry::backoff_jittered;
 use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock};
 use crate::spool::Spool;
 use crate::store::{Completion, Job, NewMessage, Release, Stage, Store};
-use crate::telegram::{TelegramClient, texts};
+use crate::telegram::TelegramClient;
+use crate::telegram::texts::{self, Progress};
 
 /// What a stage reports when it did not finish its work.
 #[derive(Debug)]
@@ -262,6 +263,13 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             return;
         }
         info!(declared_size_bytes = job.declared_size, "working on job");
+        let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
+        let step = match stage {
+            Stage::Download => Progress::Downloading { done: 0, total: declared },
+            Stage::Process => Progress::Processing,
+        };
+        report(deps, &job, &step).await;
+        let reporter = (stage == Stage::Download).then(|| tokio::spawn(report_download(deps.clone(), job.clone())));
         let job_cancel = cancel.child_token();
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = tokio::spawn(renew_lease(deps.clone(), job.ticket, lease.clone(), job_cancel.clone(), Arc::clone(&lost)));
@@ -270,6 +278,12 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             () = job_cancel.cancelled() => Err(if lost.load(Ordering::SeqCst) { Interrupted::LeaseLost } else { Interrupted::Shutdown }),
         };
         renewer.abort();
+        if let Some(reporter) = reporter {
+            // Stopped for good before the outcome is recorded, so no stale percentage can
+            // overwrite the state that follows.
+            reporter.abort();
+            let _ = reporter.await;
+        }
         match outcome {
             Ok(Ok(produced)) => advance(deps, &job, &lease, produced).await,
             Ok(Err(e)) => handle_error(deps, &job, &lease, e).await,
@@ -349,6 +363,7 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                     metrics::counter!("docket_downloads_total").increment(1);
                     metrics::counter!("docket_download_bytes_total").increment(f.size);
                     deps.wake.processing.notify_waiters();
+                    report(deps, job, &Progress::WaitingToProcess).await;
                 }
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the download; discarding it");
@@ -374,7 +389,8 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 body: texts::ready_caption(&finished),
                 reply_to_message_id: Some(job.message_id),
             };
-            match deps.store.complete_job(job.ticket, lease, &done, &delivery, now).await {
+            let status = progress_edit(&finished, &Progress::Ready { until: done.expires_at });
+            match deps.store.complete_job(job.ticket, lease, &done, &[delivery, status], now).await {
                 Ok(true) => {
                     info!(size_bytes = out.size, source_size_bytes = job.real_size, "ready");
                     metrics::counter!("docket_jobs_ready_total").increment(1);
@@ -420,6 +436,7 @@ async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageE
                 Ok(true) => {
                     warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
                     metrics::counter!("docket_job_retries_total").increment(1);
+                    report(deps, job, &Progress::WaitingToRetry).await;
                 }
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
@@ -462,7 +479,8 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReas
         body: texts::failed_notice(job.ticket, &reason_text),
         reply_to_message_id: Some(job.message_id),
     };
-    match deps.store.fail_job(job.ticket, job.state, Some(lease), &reason_text, &detail, &notice, now).await {
+    let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
+    match deps.store.fail_job(job.ticket, job.state, Some(lease), &reason_text, &detail, &[notice, status], now).await {
         Ok(true) => {
             warn!(reason = ?reason, error = %detail, "job failed");
             metrics::counter!("docket_jobs_failed_total").increment(1);
@@ -476,6 +494,47 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReas
         }
         outcome => {
             warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the failure (someone else moved the job?)")
+        }
+    }
+}
+
+/// How often a running download updates its status message. Telegram allows about one message
+/// a second per chat, and every other job of the chat shares that.
+const PROGRESS_EVERY: Duration = Duration::from_secs(3);
+
+/// The edit of `job`'s status message to `step`: one outbox row per job, coalesced.
+fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
+    NewMessage {
+        idempotency_key: format!("job:{}:progress", job.ticket.0),
+        job: Some(job.ticket),
+        chat: job.chat,
+        kind: MessageKind::Progress,
+        body: texts::progress(job, step),
+        reply_to_message_id: None,
+    }
+}
+
+/// Queues a progress edit. Best effort: the next state supersedes a lost one.
+async fn report(deps: &PipelineDeps, job: &Job, step: &Progress) {
+    match deps.store.enqueue(&progress_edit(job, step), deps.clock.now()).await {
+        Ok(true) => deps.wake.outbox.notify_waiters(),
+        Ok(false) => {}
+        Err(e) => warn!(error = %e, "could not queue a progress edit"),
+    }
+}
+
+/// Reports a running download's bytes every [`PROGRESS_EVERY`], read off its `.part` file.
+async fn report_download(deps: PipelineDeps, job: Job) {
+    let total = job.declared_size.and_then(|s| u64::try_from(s).ok());
+    let mut last = 0;
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY).await;
+        let spool = deps.spool.clone();
+        let ticket = job.ticket;
+        let done = tokio::task::spawn_blocking(move || spool.part_bytes(ticket)).await.ok().flatten();
+        if let Some(done) = done.filter(|d| *d != last) {
+            last = done;
+            report(&deps, &job, &Progress::Downloading { done, total }).await;
         }
     }
 }

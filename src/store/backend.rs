@@ -160,6 +160,10 @@ pub(crate) struct ClaimSql {
     /// A lapsed `sending` row is not claimed here: its outcome is unknown, and
     /// [`crate::store::Store::lapse_messages`] hands it to the kind's rule first.
     pub message: &'static str,
+    /// Run first, in the same transaction, to serialise message claims: a chat may have one
+    /// message in flight, and on PostgreSQL two concurrent claims could otherwise both see the
+    /// chat idle. Empty on SQLite, whose single writer already serialises them.
+    pub message_lock: &'static str,
 }
 
 /// The claim statements of both backends; `$lock` is what locks the chosen row in the subquery
@@ -171,7 +175,7 @@ pub(crate) struct ClaimSql {
 /// databases use it; the term changes nothing, because every write that clears `lease_owner`
 /// clears `lease_until` too.
 macro_rules! claim_statements {
-    ($lock:literal) => {
+    ($lock:literal, $message_lock:literal) => {
         ClaimSql {
             download: concat!("UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
                            attempts = attempts + 1, updated_at = $3
@@ -199,14 +203,16 @@ macro_rules! claim_statements {
                           lease_until = $2, attempts = attempts + 1, updated_at = $3
                       WHERE id = (SELECT o.id FROM outbox o
                                   WHERE o.status = 'pending' AND o.not_before <= $3
-                                    AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                                    AND e.status IN ('pending', 'sending'))
+                                    AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                                    AND e.status IN ('pending', 'sending')
+                                                    AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
                                     AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
                                                     AND p.not_before > $3)
                                     AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
                                   ORDER BY o.priority, o.id LIMIT 1", $lock, ")
                         AND status = 'pending'
                       RETURNING *"),
+            message_lock: $message_lock,
         }
     };
 }
@@ -278,6 +284,13 @@ macro_rules! define_backend {
                 .into_iter().map(JobRow::into_job).collect()
             }
 
+            pub(crate) async fn jobs_ahead(c: &mut Conn, ticket: Ticket) -> StoreResult<i64> {
+                sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM jobs WHERE status IN ('accepted', 'fetched', 'processing') AND id < $1",
+                )
+                .bind(ticket.0).fetch_one(&mut *c).await.context("counting the jobs ahead")
+            }
+
             pub(crate) async fn insert_job(c: &mut Conn, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
                 let id: i64 = sqlx::query_scalar(
                     "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
@@ -307,6 +320,9 @@ macro_rules! define_backend {
             }
 
             pub(crate) async fn enqueue(c: &mut Conn, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+                if m.kind == $crate::domain::MessageKind::Progress {
+                    return upsert_progress(c, m, now).await;
+                }
                 let done = sqlx::query(
                     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
                                          status, created_at, updated_at)
@@ -318,6 +334,31 @@ macro_rules! define_backend {
                 .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
                 .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())
                 .execute(&mut *c).await.context("queueing a message")?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            /// A progress edit re-arms the job's one progress row: a waiting row takes the new
+            /// text (coalesced: only the latest state goes out); a delivered or dropped one is
+            /// replaced by a new row, so it queues behind what its chat has waiting; a row being
+            /// sent takes the text too, and goes out again once the send ends.
+            async fn upsert_progress(c: &mut Conn, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+                sqlx::query(
+                    "DELETE FROM outbox WHERE idempotency_key = $1 AND kind = 'progress'
+                       AND status IN ('sent', 'unknown', 'failed')",
+                )
+                .bind(&m.idempotency_key).execute(&mut *c).await.context("re-arming a progress edit")?;
+                let done = sqlx::query(
+                    "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
+                                         status, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7,
+                             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
+                             $8, $8)
+                     ON CONFLICT (idempotency_key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
+                     WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending') AND outbox.body <> excluded.body",
+                )
+                .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
+                .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())
+                .execute(&mut *c).await.context("queueing a progress edit")?;
                 Ok(done.rows_affected() == 1)
             }
 
@@ -346,11 +387,14 @@ macro_rules! define_backend {
 
             pub(crate) async fn mark_message_sent(c: &mut Conn, m: &OutboxMessage, lease: &Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: Timestamp) -> StoreResult<bool> {
                 let done = sqlx::query(
-                    "UPDATE outbox SET status = 'sent', telegram_message_id = $3, telegram_file_id = $4, error = NULL,
+                    // A progress row whose text changed while it was being sent goes out again.
+                    "UPDATE outbox SET status = CASE WHEN body = $6 THEN 'sent' ELSE 'pending' END,
+                        telegram_message_id = $3, telegram_file_id = $4, error = NULL,
                         lease_owner = NULL, lease_until = NULL, updated_at = $5
                      WHERE id = $1 AND status = 'sending' AND lease_token = $2",
                 )
                 .bind(m.id).bind(lease.token).bind(telegram_message_id).bind(telegram_file_id).bind(now.as_millis())
+                .bind(&m.body)
                 .execute(&mut *c).await.context("recording a delivery")?;
                 if let (true, Some(ticket), Some(file_id)) = (done.rows_affected() == 1, m.job, telegram_file_id) {
                     sqlx::query("UPDATE jobs SET result_file_id = $2, updated_at = $3 WHERE id = $1 AND status = 'ready'")
@@ -583,25 +627,29 @@ macro_rules! define_backend {
 
             /// See [`crate::store::Store::fail_job`].
             #[expect(clippy::too_many_arguments, reason = "mirrors Store::fail_job")]
-            pub async fn fail_job(&self, ticket: $crate::domain::Ticket, from: $crate::domain::JobState, lease: Option<&$crate::domain::Lease>, reason: &str, detail: &str, notice: &$crate::store::NewMessage, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+            pub async fn fail_job(&self, ticket: $crate::domain::Ticket, from: $crate::domain::JobState, lease: Option<&$crate::domain::Lease>, reason: &str, detail: &str, notices: &[$crate::store::NewMessage], now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
                 let mut tx = self.begin_write().await.context("starting a transaction")?;
                 if !$conn_mod::fail_job(&mut tx, ticket, from, lease, reason, detail, now).await? {
                     return Ok(false);
                 }
-                $conn_mod::enqueue(&mut tx, notice, now).await?;
+                for notice in notices {
+                    $conn_mod::enqueue(&mut tx, notice, now).await?;
+                }
                 tx.commit().await.context("committing a failure")?;
                 Ok(true)
             }
 
             /// See [`crate::store::Store::complete_job`].
-            pub async fn complete_job(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, done: &$crate::store::Completion, delivery: &$crate::store::NewMessage, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+            pub async fn complete_job(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, done: &$crate::store::Completion, deliveries: &[$crate::store::NewMessage], now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
                 let mut tx = self.begin_write().await.context("starting a transaction")?;
                 if !$conn_mod::complete_job(&mut tx, ticket, lease, done, now).await? {
                     return Ok(false);
                 }
-                $conn_mod::enqueue(&mut tx, delivery, now).await?;
+                for delivery in deliveries {
+                    $conn_mod::enqueue(&mut tx, delivery, now).await?;
+                }
                 tx.commit().await.context("committing a completion")?;
                 Ok(true)
             }
@@ -610,10 +658,15 @@ macro_rules! define_backend {
             pub async fn claim_message(&self, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::store::OutboxMessage>> {
                 use $crate::store::QueryContext;
                 let claims: &$crate::store::backend::ClaimSql = &$claims;
-                sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
+                let mut tx = self.begin_write().await.context("starting a transaction")?;
+                if !claims.message_lock.is_empty() {
+                    sqlx::query(claims.message_lock).execute(&mut *tx).await.context("serialising message claims")?;
+                }
+                let row = sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
                     .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
-                    .fetch_optional(&self.pool).await.context("claiming a message")?
-                    .map($crate::store::backend::OutboxRow::into_message).transpose()
+                    .fetch_optional(&mut *tx).await.context("claiming a message")?;
+                tx.commit().await.context("committing a message claim")?;
+                row.map($crate::store::backend::OutboxRow::into_message).transpose()
             }
 
             /// See [`crate::store::Store::mark_message_sent`].
@@ -665,6 +718,18 @@ macro_rules! define_backend {
                 Ok(done.rows_affected())
             }
 
+            /// See [`crate::store::Store::status_message`].
+            pub async fn status_message(&self, ticket: $crate::domain::Ticket) -> $crate::store::StoreResult<Option<i64>> {
+                use $crate::store::QueryContext;
+                let id: Option<Option<i64>> = sqlx::query_scalar(
+                    "SELECT telegram_message_id FROM outbox
+                     WHERE job_id = $1 AND kind = 'ticket_reply' AND status = 'sent'
+                     ORDER BY id DESC LIMIT 1",
+                )
+                .bind(ticket.0).fetch_optional(&self.pool).await.context("finding a job's status message")?;
+                Ok(id.flatten())
+            }
+
             /// See [`crate::store::Store::pace_chat`].
             pub async fn pace_chat(&self, chat: i64, not_before: $crate::domain::Timestamp, reason: &str) -> $crate::store::StoreResult<()> {
                 use $crate::store::QueryContext;
@@ -697,8 +762,9 @@ macro_rules! define_backend {
                                            ELSE o.not_before END) AS first
                            FROM outbox o LEFT JOIN chat_pacing p ON p.chat_id = o.chat_id
                            WHERE o.status = 'pending'
-                             AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                             AND e.status IN ('pending', 'sending'))) AS d
+                             AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                             AND e.status IN ('pending', 'sending')
+                                             AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))) AS d
                      LEFT JOIN chat_pacing g ON g.chat_id = 0",
                 )
                 .fetch_one(&self.pool).await.context("finding the next due message")?;
@@ -822,6 +888,9 @@ pub(crate) mod tx {
     }
     pub(crate) async fn chat_jobs(tx: &mut Tx, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
         on_tx!(tx, jobs(Some(chat), None, limit))
+    }
+    pub(crate) async fn jobs_ahead(tx: &mut Tx, ticket: Ticket) -> StoreResult<i64> {
+        on_tx!(tx, jobs_ahead(ticket))
     }
     pub(crate) async fn insert_job(tx: &mut Tx, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
         on_tx!(tx, insert_job(job, now))

@@ -73,6 +73,7 @@ conformance!(
     downloads_respect_size_and_per_chat_limits,
     paced_chats_wait_and_others_flow,
     a_migrated_chat_takes_its_messages_and_jobs,
+    progress_edits_coalesce_and_never_hold_a_chat_back,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -426,7 +427,12 @@ async fn stale_owners_cannot_write(store: Store) {
     assert!(!store.mark_fetched(ticket, &stale, "/spool/a", 1, "aa", now).await.unwrap());
     assert!(!store.renew_job_lease(ticket, &stale, now.plus(LEASE), now).await.unwrap());
     let notice = message("job:1:failure", CHAT, MessageKind::Failure, Some(ticket));
-    assert!(!store.fail_job(ticket, JobState::Accepted, Some(&stale), "no", "stale", &notice, now).await.unwrap());
+    assert!(
+        !store
+            .fail_job(ticket, JobState::Accepted, Some(&stale), "no", "stale", std::slice::from_ref(&notice), now)
+            .await
+            .unwrap()
+    );
     assert!(store.messages(None, Some(ticket)).await.unwrap().is_empty(), "a refused failure queues no notice");
     let held = job(&store, ticket).await;
     assert_eq!((held.state, held.lease.as_ref()), (JobState::Accepted, Some(&fresh)));
@@ -447,13 +453,18 @@ async fn stale_owners_cannot_write(store: Store) {
     };
     assert!(!store.release_job(ticket, &stale, &retry, later).await.unwrap());
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
-    assert!(!store.complete_job(ticket, &stale, &completion(1), &delivery, later).await.unwrap());
-    assert!(!store.fail_job(ticket, JobState::Processing, Some(&stale), "no", "stale", &notice, later).await.unwrap());
+    assert!(!store.complete_job(ticket, &stale, &completion(1), std::slice::from_ref(&delivery), later).await.unwrap());
+    assert!(
+        !store
+            .fail_job(ticket, JobState::Processing, Some(&stale), "no", "stale", std::slice::from_ref(&notice), later)
+            .await
+            .unwrap()
+    );
     assert!(!store.renew_job_lease(ticket, &stale, later.plus(LEASE), later).await.unwrap());
     assert!(store.messages(None, Some(ticket)).await.unwrap().is_empty(), "nothing was queued by the stale owner");
     let held = job(&store, ticket).await;
     assert_eq!((held.state, held.lease.as_ref(), held.error_detail), (JobState::Processing, Some(&fresh), None));
-    assert!(store.complete_job(ticket, &fresh, &completion(1), &delivery, later).await.unwrap());
+    assert!(store.complete_job(ticket, &fresh, &completion(1), std::slice::from_ref(&delivery), later).await.unwrap());
 
     // Outbox: s1's lease lapses (the row goes through `unknown` and is sent again), s2
     // re-claims; s1 can neither mark sent, retry nor close.
@@ -670,7 +681,12 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
     let t1 = insert(&store, &new_job(CHAT, 1), T0).await;
     let (_, lease) = claim(&store, Stage::Download, "d", T0).await;
     let notice = message("job:1:failure", CHAT, MessageKind::Failure, Some(t1));
-    assert!(store.fail_job(t1, JobState::Accepted, Some(&lease), "not a PDF", "png", &notice, at(1)).await.unwrap());
+    assert!(
+        store
+            .fail_job(t1, JobState::Accepted, Some(&lease), "not a PDF", "png", std::slice::from_ref(&notice), at(1))
+            .await
+            .unwrap()
+    );
     let failed = job(&store, t1).await;
     assert_eq!(
         (failed.state, failed.error.as_deref(), failed.error_detail.as_deref()),
@@ -683,15 +699,30 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
 
     // The conditional update matches nothing: no notice.
     let other = message("job:1:failure-again", CHAT, MessageKind::Failure, Some(t1));
-    assert!(!store.fail_job(t1, JobState::Accepted, None, "again", "again", &other, at(2)).await.unwrap());
+    assert!(
+        !store
+            .fail_job(t1, JobState::Accepted, None, "again", "again", std::slice::from_ref(&other), at(2))
+            .await
+            .unwrap()
+    );
     let t2 = insert(&store, &new_job(CHAT, 2), T0).await;
     let notice2 = message("job:2:failure", CHAT, MessageKind::Failure, Some(t2));
-    assert!(!store.fail_job(t2, JobState::Fetched, None, "wrong state", "", &notice2, at(2)).await.unwrap());
+    assert!(
+        !store
+            .fail_job(t2, JobState::Fetched, None, "wrong state", "", std::slice::from_ref(&notice2), at(2))
+            .await
+            .unwrap()
+    );
     assert_eq!(store.messages(Some(CHAT), None).await.unwrap().len(), 1, "no notice for failures that did not happen");
     assert_eq!(job(&store, t2).await.state, JobState::Accepted);
 
     // Without a lease (intake, admin), an unclaimed job fails too.
-    assert!(store.fail_job(t2, JobState::Accepted, None, "too big", "", &notice2, at(3)).await.unwrap());
+    assert!(
+        store
+            .fail_job(t2, JobState::Accepted, None, "too big", "", std::slice::from_ref(&notice2), at(3))
+            .await
+            .unwrap()
+    );
     assert_eq!(job(&store, t2).await.state, JobState::Failed);
     assert_eq!(store.messages(None, Some(t2)).await.unwrap().len(), 1);
 
@@ -699,7 +730,7 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
     let t3 = insert(&store, &new_job(CHAT, 3), T0).await;
     let broken = message("job:3:failure", CHAT, MessageKind::Failure, Some(Ticket(i64::MAX)));
     store
-        .fail_job(t3, JobState::Accepted, None, "x", "y", &broken, at(4))
+        .fail_job(t3, JobState::Accepted, None, "x", "y", std::slice::from_ref(&broken), at(4))
         .await
         .expect_err("the notice violates a foreign key");
     let kept = job(&store, t3).await;
@@ -710,7 +741,7 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
 async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
     let (ticket, lease) = processing_job(&store, 1, T0).await;
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
-    assert!(store.complete_job(ticket, &lease, &completion(1), &delivery, at(5)).await.unwrap());
+    assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(5)).await.unwrap());
     let ready = job(&store, ticket).await;
     assert_eq!(ready.state, JobState::Ready);
     assert_eq!((ready.result_path.as_deref(), ready.result_size), (Some("/spool/results/1.pdf"), Some(777)));
@@ -722,14 +753,14 @@ async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
     assert_eq!((queued[0].kind, queued[0].state, queued[0].chat), (MessageKind::Result, OutboxState::Pending, CHAT));
 
     // Completing twice does nothing the second time.
-    assert!(!store.complete_job(ticket, &lease, &completion(1), &delivery, at(6)).await.unwrap());
+    assert!(!store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(6)).await.unwrap());
     assert_eq!(store.messages(None, Some(ticket)).await.unwrap().len(), 1);
 
     // The delivery cannot be queued: the job stays in processing with its lease.
     let (t2, lease2) = processing_job(&store, 2, at(10)).await;
     let broken = message("job:2:result", CHAT, MessageKind::Result, Some(Ticket(i64::MAX)));
     store
-        .complete_job(t2, &lease2, &completion(2), &broken, at(11))
+        .complete_job(t2, &lease2, &completion(2), std::slice::from_ref(&broken), at(11))
         .await
         .expect_err("the delivery violates a foreign key");
     let kept = job(&store, t2).await;
@@ -739,7 +770,7 @@ async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
 async fn a_sent_result_keeps_its_file_id(store: Store) {
     let (ticket, lease) = processing_job(&store, 1, T0).await;
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
-    assert!(store.complete_job(ticket, &lease, &completion(1), &delivery, at(1)).await.unwrap());
+    assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(1)).await.unwrap());
     let (m, mlease) = claim_message(&store, "s", at(2)).await;
     assert_eq!((m.kind, m.job), (MessageKind::Result, Some(ticket)));
     assert!(store.mark_message_sent(&m, &mlease, 9_001, Some("BQACAgIAAxkBAAI"), at(3)).await.unwrap());
@@ -781,7 +812,7 @@ async fn illegal_transitions_are_rejected_before_sql(store: Store) {
 
     is_refused(store.release_job(ticket, &lease, &skip, at(1)).await, JobState::Accepted, JobEvent::Completed);
     is_refused(
-        store.fail_job(ticket, JobState::Ready, Some(&lease), "x", "y", &notice, at(1)).await,
+        store.fail_job(ticket, JobState::Ready, Some(&lease), "x", "y", std::slice::from_ref(&notice), at(1)).await,
         JobState::Ready,
         JobEvent::Failed,
     );
@@ -804,7 +835,7 @@ async fn illegal_transitions_are_rejected_before_sql(store: Store) {
     store.close().await;
     is_refused(store.release_job(ticket, &lease, &skip, at(2)).await, JobState::Accepted, JobEvent::Completed);
     is_refused(
-        store.fail_job(ticket, JobState::Expired, None, "x", "y", &notice, at(2)).await,
+        store.fail_job(ticket, JobState::Expired, None, "x", "y", std::slice::from_ref(&notice), at(2)).await,
         JobState::Expired,
         JobEvent::Failed,
     );
@@ -815,7 +846,7 @@ async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
     // A job that went all the way and whose result expired.
     let (ticket, lease) = processing_job(&store, 1, T0).await;
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
-    assert!(store.complete_job(ticket, &lease, &completion(1), &delivery, at(1)).await.unwrap());
+    assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(1)).await.unwrap());
     let (m, mlease) = claim_message(&store, "s", at(2)).await;
     assert!(store.mark_message_sent(&m, &mlease, 1, Some("result-file"), at(3)).await.unwrap());
     let done = job(&store, ticket).await;
@@ -859,7 +890,12 @@ async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
     // A failed job comes back the same way.
     let t2 = insert(&store, &new_job(CHAT, 2), at(20)).await;
     let notice = message("job:2:failure", CHAT, MessageKind::Failure, Some(t2));
-    assert!(store.fail_job(t2, JobState::Accepted, None, "gone", "404", &notice, at(21)).await.unwrap());
+    assert!(
+        store
+            .fail_job(t2, JobState::Accepted, None, "gone", "404", std::slice::from_ref(&notice), at(21))
+            .await
+            .unwrap()
+    );
     let mut tx = store.begin().await.unwrap();
     assert!(tx.resubmit_job(t2, JobState::Failed, &new_job(CHAT, 2), at(22)).await.unwrap());
     tx.commit().await.unwrap();
@@ -874,7 +910,9 @@ async fn job_listing_filters_newest_first(store: Store) {
     let b1 = insert(&store, &new_job(OTHER_CHAT, 4), at(3)).await;
     let b2 = insert(&store, &new_job(OTHER_CHAT, 5), at(4)).await;
     let notice = message("job:2:failure", CHAT, MessageKind::Failure, Some(a2));
-    assert!(store.fail_job(a2, JobState::Accepted, None, "no", "", &notice, at(5)).await.unwrap());
+    assert!(
+        store.fail_job(a2, JobState::Accepted, None, "no", "", std::slice::from_ref(&notice), at(5)).await.unwrap()
+    );
 
     let list = |chat: Option<ChatRef>, state: Option<JobState>, limit: i64| {
         let store = store.clone();
@@ -1199,7 +1237,7 @@ async fn due_results_expire_in_one_statement(store: Store) {
         let (ticket, lease) = processing_job(&store, n, T0).await;
         let delivery = message(&format!("job:{n}:result"), CHAT, MessageKind::Result, Some(ticket));
         let done = Completion { expires_at: at(1_000 * n), ..completion(n) };
-        assert!(store.complete_job(ticket, &lease, &done, &delivery, at(1)).await.unwrap());
+        assert!(store.complete_job(ticket, &lease, &done, std::slice::from_ref(&delivery), at(1)).await.unwrap());
         due.push(ticket);
     }
     let all = tickets(&store.ready_results(None).await.unwrap());
@@ -1224,10 +1262,14 @@ async fn file_owners_are_the_live_jobs(store: Store) {
     let (ready, ready_lease) = processing_job(&store, 3, T0).await;
     let queued = insert(&store, &new_job(CHAT, 1), T0).await;
     let delivery = message("job:3:result", CHAT, MessageKind::Result, Some(ready));
-    assert!(store.complete_job(ready, &ready_lease, &completion(3), &delivery, at(1)).await.unwrap());
+    assert!(
+        store.complete_job(ready, &ready_lease, &completion(3), std::slice::from_ref(&delivery), at(1)).await.unwrap()
+    );
     let failed = insert(&store, &new_job(CHAT, 4), T0).await;
     let notice = message("job:4:failure", CHAT, MessageKind::Failure, Some(failed));
-    assert!(store.fail_job(failed, JobState::Accepted, None, "no", "", &notice, at(1)).await.unwrap());
+    assert!(
+        store.fail_job(failed, JobState::Accepted, None, "no", "", std::slice::from_ref(&notice), at(1)).await.unwrap()
+    );
 
     let mut owners = store.file_owners().await.unwrap();
     owners.sort_by_key(|o| o.ticket);
@@ -1291,7 +1333,7 @@ async fn downloads_respect_size_and_per_chat_limits(store: Store) {
     // Its processing ends: CHAT has room again.
     let (_, plase) = claim(&store, Stage::Process, "p", at(13)).await;
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(a1));
-    assert!(store.complete_job(a1, &plase, &completion(1), &delivery, at(14)).await.unwrap());
+    assert!(store.complete_job(a1, &plase, &completion(1), std::slice::from_ref(&delivery), at(14)).await.unwrap());
     assert_eq!(claim_dl("w6", at(15)).await, Some(a3));
     // A lapsed lease no longer counts against the chat.
     let wide = ClaimLimits { max_size: i64::MAX, ..limits };
@@ -1347,4 +1389,56 @@ async fn a_migrated_chat_takes_its_messages_and_jobs(store: Store) {
     assert_eq!(job(&store, ticket).await.chat, SUPERGROUP);
     let (again, _) = claim_message(&store, "s", at(2)).await;
     assert_eq!((again.id, again.chat), (first.id, SUPERGROUP));
+}
+
+async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let progress = |body: &str| NewMessage {
+        body: body.to_owned(),
+        reply_to_message_id: None,
+        ..message("job:1:progress", CHAT, MessageKind::Progress, Some(ticket))
+    };
+    let bodies = |store: Store| async move {
+        let all = store.messages(Some(CHAT), None).await.unwrap();
+        all.iter().map(|m| (m.kind, m.state, m.body.clone())).collect::<Vec<_>>()
+    };
+    assert!(enqueue(&store, &message("job:1:ticket", CHAT, MessageKind::TicketReply, Some(ticket)), T0).await);
+    assert!(enqueue(&store, &progress("downloading"), at(1)).await);
+    assert!(enqueue(&store, &progress("processing"), at(2)).await, "coalesced into the waiting row");
+    assert!(!enqueue(&store, &progress("processing"), at(2)).await, "the same text changes nothing");
+    assert!(enqueue(&store, &message("job:1:result", CHAT, MessageKind::Result, Some(ticket)), at(3)).await);
+    assert_eq!(store.messages(Some(CHAT), None).await.unwrap().len(), 3);
+
+    // The ticket reply first; while it is in flight nothing else of the chat is claimable.
+    let (reply, reply_lease) = claim_message(&store, "s", at(4)).await;
+    assert_eq!(reply.kind, MessageKind::TicketReply);
+    assert!(store.claim_message("s", at(4), LEASE).await.unwrap().is_none(), "one call per chat at a time");
+    assert_eq!(store.status_message(ticket).await.unwrap(), None, "not delivered yet");
+    assert!(store.mark_message_sent(&reply, &reply_lease, 77, None, at(5)).await.unwrap());
+    assert_eq!(store.status_message(ticket).await.unwrap(), Some(77));
+
+    // The result overtakes the older progress edit.
+    let (result, result_lease) = claim_message(&store, "s", at(6)).await;
+    assert_eq!(result.kind, MessageKind::Result);
+    assert!(store.mark_message_sent(&result, &result_lease, 78, None, at(7)).await.unwrap());
+
+    // A new state arrives while the edit is in flight: it goes out again with the newest text.
+    let (edit, edit_lease) = claim_message(&store, "s", at(8)).await;
+    assert_eq!((edit.kind, edit.body.as_str()), (MessageKind::Progress, "processing"));
+    assert!(enqueue(&store, &progress("ready"), at(9)).await);
+    assert!(store.mark_message_sent(&edit, &edit_lease, 77, None, at(10)).await.unwrap());
+    let (again, again_lease) = claim_message(&store, "s", at(11)).await;
+    assert_eq!((again.id, again.body.as_str()), (edit.id, "ready"));
+    assert!(store.mark_message_sent(&again, &again_lease, 77, None, at(12)).await.unwrap());
+    assert!(bodies(store.clone()).await.iter().all(|(_, state, _)| *state == OutboxState::Sent));
+
+    // A delivered edit is re-armed as a new row, behind what the chat has waiting.
+    assert!(enqueue(&store, &message("later", CHAT, MessageKind::Reply, None), at(13)).await);
+    assert!(enqueue(&store, &progress("expired"), at(14)).await);
+    let rows = store.messages(Some(CHAT), None).await.unwrap();
+    let progress_rows: Vec<_> = rows.iter().filter(|m| m.kind == MessageKind::Progress).collect();
+    assert_eq!(progress_rows.len(), 1, "still one row per job");
+    assert!(progress_rows[0].id > edit.id && progress_rows[0].state == OutboxState::Pending);
+    let later_id = rows.iter().find(|m| m.idempotency_key == "later").map(|m| m.id);
+    assert!(Some(progress_rows[0].id) > later_id);
 }

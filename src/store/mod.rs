@@ -487,6 +487,21 @@ impl Store {
         forward!(self, s => s.file_owners().await)
     }
 
+    /// Queues one message in its own transaction (for messages not tied to a state change,
+    /// such as progress edits).
+    pub async fn enqueue(&self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        let mut tx = self.begin().await?;
+        let queued = tx.enqueue(message, now).await?;
+        tx.commit().await?;
+        Ok(queued)
+    }
+
+    /// The Telegram message id of job `ticket`'s status message (its latest delivered ticket
+    /// reply), which progress edits change.
+    pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<i64>> {
+        forward!(self, s => s.status_message(ticket).await)
+    }
+
     /// No call to `chat` (0: the bot as a whole) before `not_before`; an existing later pause
     /// is kept. Shared by every sender and kept across restarts.
     pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
@@ -564,7 +579,8 @@ impl Store {
         forward!(self, s => s.release_job(ticket, lease, release, to, now).await)
     }
 
-    /// Fails a job (as the lease holder when `lease` is given) and queues the notice, atomically.
+    /// Fails a job (as the lease holder when `lease` is given) and queues the notices (the
+    /// failure notice, the status message's last edit), atomically.
     #[expect(clippy::too_many_arguments, reason = "each argument is a distinct fact of the failure")]
     pub async fn fail_job(
         &self,
@@ -573,24 +589,25 @@ impl Store {
         lease: Option<&Lease>,
         reason: &str,
         detail: &str,
-        notice: &NewMessage,
+        notices: &[NewMessage],
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(from, JobEvent::Failed)?;
-        forward!(self, s => s.fail_job(ticket, from, lease, reason, detail, notice, now).await)
+        forward!(self, s => s.fail_job(ticket, from, lease, reason, detail, notices, now).await)
     }
 
-    /// `processing` → `ready` with the result, and queues its delivery, atomically.
+    /// `processing` → `ready` with the result, and queues its delivery (and the status
+    /// message's last edit), atomically.
     pub async fn complete_job(
         &self,
         ticket: Ticket,
         lease: &Lease,
         done: &Completion,
-        delivery: &NewMessage,
+        deliveries: &[NewMessage],
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Processing, JobEvent::Completed)?;
-        forward!(self, s => s.complete_job(ticket, lease, done, delivery, now).await)
+        forward!(self, s => s.complete_job(ticket, lease, done, deliveries, now).await)
     }
 
     /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
@@ -724,6 +741,11 @@ impl Tx {
     /// One job by ticket, inside the transaction.
     pub async fn job(&mut self, ticket: Ticket) -> StoreResult<Option<Job>> {
         backend::tx::job(self, ticket).await
+    }
+
+    /// How many unfinished jobs came before `ticket` (its place in the queue).
+    pub async fn jobs_ahead(&mut self, ticket: Ticket) -> StoreResult<u64> {
+        Ok(u64::try_from(backend::tx::jobs_ahead(self, ticket).await?).unwrap_or(0))
     }
 
     /// The chat's latest jobs, newest first.

@@ -17,7 +17,7 @@ pub struct PostgresStore {
     pool: PgPool,
 }
 
-const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED");
+const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED", "SELECT pg_advisory_xact_lock(7246001)");
 
 define_backend!(PostgresStore, sqlx::Postgres, conn, CLAIMS);
 

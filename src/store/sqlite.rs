@@ -20,7 +20,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-const CLAIMS: ClaimSql = claim_statements!("");
+const CLAIMS: ClaimSql = claim_statements!("", "");
 
 define_backend!(SqliteStore, sqlx::Sqlite, conn, CLAIMS);
 

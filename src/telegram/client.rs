@@ -316,6 +316,22 @@ impl TelegramClient {
         Ok(Sent { message_id: i64::from(msg.id.0), file_id: None })
     }
 
+    /// editMessageText: a status message shows its job's new state. "Message is not modified"
+    /// (the text is already there) counts as done.
+    pub async fn edit_text(&self, chat_id: i64, message_id: i64, text: &str) -> Result<Sent, TelegramError> {
+        let id = i32::try_from(message_id)
+            .map_err(|_| TelegramError::Permanent(format!("message id {message_id} is out of range")))?;
+        match self
+            .bot
+            .edit_message_text(ChatId(chat_id), MessageId(id), text)
+            .await
+            .map_err(TelegramError::from_request)
+        {
+            Ok(_) | Err(TelegramError::NotModified) => Ok(Sent { message_id, file_id: None }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// sendChatAction "upload_document": the person sees "sending a file…" while a result
     /// uploads. Telegram shows it for about 5 s, so the caller repeats it.
     pub async fn send_upload_action(&self, chat_id: i64) -> Result<(), TelegramError> {

@@ -35,9 +35,62 @@ fn known_size(bytes: Option<u64>) -> String {
     bytes.map(size).unwrap_or_else(|| "size unknown".to_owned())
 }
 
-/// The immediate answer to a new document.
-pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket) -> String {
-    format!("Got {} ({}) — ticket {ticket}, queued.", display_name(name), known_size(declared_size))
+/// The immediate answer to a new document, with how many jobs are ahead of it. It becomes the
+/// job's status message, which [`progress`] edits as the job moves.
+pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
+    let queued = match ahead {
+        0 => "queued.".to_owned(),
+        1 => "queued, 1 job ahead of it.".to_owned(),
+        n => format!("queued, {n} jobs ahead of it."),
+    };
+    format!("Got {} ({}) — ticket {ticket}, {queued}", display_name(name), known_size(declared_size))
+}
+
+/// Where a job is, for its status message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Bytes received so far, of the size Telegram announced when it did.
+    Downloading {
+        /// Received.
+        done: u64,
+        /// Announced.
+        total: Option<u64>,
+    },
+    /// Downloaded and checked; no processing slot free yet.
+    WaitingToProcess,
+    /// The operation runs.
+    Processing,
+    /// An attempt failed for a passing reason; another follows.
+    WaitingToRetry,
+    /// The result went out (as a document below the status message).
+    Ready {
+        /// Kept until.
+        until: Timestamp,
+    },
+    /// The job ended without a result.
+    Failed {
+        /// Why, as [`failure_reason`] words it.
+        reason: String,
+    },
+}
+
+/// A job's status message: the ticket line, then where the job is now.
+pub fn progress(job: &Job, step: &Progress) -> String {
+    let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
+    let header = format!("Got {} ({}) — ticket {}.", display_name(job.name()), known_size(declared), job.ticket);
+    let line = match step {
+        Progress::Downloading { done: 0, .. } => "Downloading…".to_owned(),
+        Progress::Downloading { done, total: Some(total) } if *total > 0 => {
+            format!("Downloading: {}% ({} of {}).", done.saturating_mul(100) / total, size(*done), size(*total))
+        }
+        Progress::Downloading { done, .. } => format!("Downloading: {} so far.", size(*done)),
+        Progress::WaitingToProcess => "Downloaded; waiting for a free processing slot.".to_owned(),
+        Progress::Processing => "Processing…".to_owned(),
+        Progress::WaitingToRetry => "Interrupted; trying again shortly.".to_owned(),
+        Progress::Ready { until } => format!("Ready: the result is below, kept until {}.", until.date_utc()),
+        Progress::Failed { reason } => format!("Failed: {reason}."),
+    };
+    format!("{header}\n{line}")
 }
 
 /// The answer to a file this chat already sent, while its job is still running (or failed and
@@ -112,7 +165,6 @@ pub fn expired_early(job: &Job, at: Timestamp) -> String {
     )
 }
 
-/// The notice of a failed job.
 /// The admins' alert when a message could not be delivered (one per hour at most).
 pub fn delivery_alert(message_id: i64, chat_id: i64, ticket: Option<Ticket>, why: &str) -> String {
     let about = ticket.map(|t| format!(" about ticket #{}", t.0)).unwrap_or_default();
@@ -123,6 +175,7 @@ pub fn delivery_alert(message_id: i64, chat_id: i64, ticket: Option<Ticket>, why
     )
 }
 
+/// The notice of a failed job.
 pub fn failed_notice(ticket: Ticket, reason_text: &str) -> String {
     format!("{ticket} failed: {reason_text}.")
 }
@@ -268,10 +321,70 @@ mod tests {
     #[test]
     fn the_ticket_reply_has_name_size_and_ticket() {
         assert_eq!(
-            ticket_reply("report.pdf", Some(12_300_000), Ticket(4812)),
+            ticket_reply("report.pdf", Some(12_300_000), Ticket(4812), 0),
             "Got report.pdf (12.3 MB) — ticket #4812, queued."
         );
-        assert_eq!(ticket_reply("", None, Ticket(1)), "Got your file (size unknown) — ticket #1, queued.");
+        assert_eq!(
+            ticket_reply("", None, Ticket(1), 1),
+            "Got your file (size unknown) — ticket #1, queued, 1 job ahead of it."
+        );
+        assert_eq!(
+            ticket_reply("a.pdf", None, Ticket(9), 7),
+            "Got a.pdf (size unknown) — ticket #9, queued, 7 jobs ahead of it."
+        );
+    }
+
+    fn job(ticket: i64, name: &str, size: Option<i64>) -> Job {
+        let t0 = Timestamp::from_millis(1_796_000_000_000);
+        Job {
+            ticket: Ticket(ticket),
+            update_id: 1,
+            chat: crate::domain::ChatRef(7),
+            user_id: Some(7),
+            message_id: 3,
+            file_id: "f".into(),
+            file_unique_id: "u".into(),
+            declared_name: Some(name.into()),
+            declared_mime: Some("application/pdf".into()),
+            declared_size: size,
+            operation: crate::domain::Operation::Optimize,
+            state: JobState::Accepted,
+            local_path: None,
+            real_size: None,
+            sha256: None,
+            detected_format: None,
+            lease: None,
+            attempts: 0,
+            not_before: t0,
+            error: None,
+            error_detail: None,
+            result_path: None,
+            result_size: None,
+            result_file_id: None,
+            result_expires_at: None,
+            created_at: t0,
+            updated_at: t0,
+        }
+    }
+
+    #[test]
+    fn the_status_message_shows_where_the_job_is() {
+        let job = job(4812, "contract.pdf", Some(182_000_000));
+        let line = |step: Progress| progress(&job, &step).lines().nth(1).unwrap_or_default().to_owned();
+        assert!(progress(&job, &Progress::Processing).starts_with("Got contract.pdf (182.0 MB) — ticket #4812.\n"));
+        assert_eq!(line(Progress::Downloading { done: 0, total: Some(182_000_000) }), "Downloading…");
+        assert_eq!(
+            line(Progress::Downloading { done: 81_900_000, total: Some(182_000_000) }),
+            "Downloading: 45% (81.9 MB of 182.0 MB)."
+        );
+        assert_eq!(line(Progress::Downloading { done: 5_000_000, total: None }), "Downloading: 5.0 MB so far.");
+        assert_eq!(line(Progress::WaitingToProcess), "Downloaded; waiting for a free processing slot.");
+        let until = Timestamp::from_millis(1_796_601_600_000);
+        assert_eq!(
+            line(Progress::Ready { until }),
+            format!("Ready: the result is below, kept until {}.", until.date_utc())
+        );
+        assert_eq!(line(Progress::Failed { reason: "x is damaged".into() }), "Failed: x is damaged.");
     }
 
     #[test]

@@ -536,7 +536,7 @@ enum Kind {
 }
 
 /// Ticket numbers in texts: the `N` of `#N ready:` / `#N failed:` at the start, or of
-/// `ticket #N, queued.` in a ticket reply.
+/// `ticket #N, queued…` in a ticket reply.
 fn ticket_in(text: &str, kind: MessageKind) -> Option<i64> {
     let digits = |s: &str| -> Option<(i64, usize)> {
         let n: String = s.chars().take_while(char::is_ascii_digit).collect();
@@ -552,9 +552,9 @@ fn ticket_in(text: &str, kind: MessageKind) -> Option<i64> {
         MessageKind::TicketReply => {
             let (_, after) = text.rsplit_once("ticket #")?;
             let (n, len) = digits(after)?;
-            after[len..].starts_with(", queued.").then_some(n)
+            after[len..].starts_with(", queued").then_some(n)
         }
-        MessageKind::Reply => None,
+        MessageKind::Reply | MessageKind::Progress => None,
     }
 }
 

@@ -7,7 +7,7 @@ use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
 use docket::store::NewMessage;
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, Fault};
+use crate::support::fake_telegram::{Call, DownloadFault, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, fixture};
 
 per_backend!(
@@ -202,12 +202,13 @@ async fn a_hundred_jobs_from_twenty_chats_keep_every_limit_and_order() {
         bytes.extend_from_slice(format!("\n% copy {n}\n").as_bytes());
         app.send_document(chat, bytes, &format!("doc-{n}.pdf"), "application/pdf");
     }
-    let sent = app.wait_until_all_sent(200, Duration::from_secs(120)).await;
+    // A ticket reply, a result and the status message's progress row for each job.
+    let sent = app.wait_until_all_sent(300, Duration::from_secs(120)).await;
     assert!(app.fake.violations().is_empty(), "limits broken: {:?}", app.fake.violations());
 
     // Per chat, Telegram got exactly the outbox's messages, in the outbox's order.
     let mut queued: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for m in &sent {
+    for m in sent.iter().filter(|m| m.kind != MessageKind::Progress) {
         queued.entry(m.chat.0).or_default().push(m.body.clone());
     }
     let mut got: BTreeMap<i64, Vec<String>> = BTreeMap::new();
@@ -220,4 +221,88 @@ async fn a_hundred_jobs_from_twenty_chats_keep_every_limit_and_order() {
     assert_eq!(got, queued);
     let results = sent.iter().filter(|m| m.kind == MessageKind::Result).count();
     assert_eq!(results, 100);
+    // Every status message ends on its job's final state.
+    for reply in sent.iter().filter(|m| m.kind == MessageKind::TicketReply) {
+        let shown = app.fake.message(reply.chat.0, reply.telegram_message_id.unwrap_or_default());
+        let text = shown.and_then(|m| m["text"].as_str().map(str::to_owned)).unwrap_or_default();
+        assert!(text.contains("\nReady: the result is below, kept until "), "{text}");
+    }
+}
+
+/// The ticket reply is the job's status message: edited as the job moves (downloading with a
+/// percentage, processing, ready), in that order, within the chat's rate limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_message_follows_its_job() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    // About 7 s of download, so the running download reports its progress.
+    app.fake.fail_downloads(DownloadFault::Throttle { bytes_per_sec: 6_000 }, Some(1));
+    app.send_document(80, fixture("pdf/scan-2pages.pdf"), "scan.pdf", "application/pdf");
+    app.wait_until_messages(ChatRef(80), |m| {
+        m.iter()
+            .any(|m| m.kind == MessageKind::Progress && m.state == OutboxState::Sent && m.body.contains("\nReady: "))
+    })
+    .await;
+    let messages = app.store.messages(Some(ChatRef(80)), None).await.expect("read");
+    let reply = messages.iter().find(|m| m.kind == MessageKind::TicketReply).expect("a ticket reply");
+    let reply_id = reply.telegram_message_id.expect("delivered");
+    let edits: Vec<Call> =
+        app.fake.calls_to("editMessageText").into_iter().filter(|c| to_chat(80)(c) && c.status == 200).collect();
+    assert!(
+        edits.iter().all(|c| c.params["message_id"].as_i64() == Some(reply_id)),
+        "only the status message is edited"
+    );
+    let texts: Vec<&str> = edits.iter().map(|c| c.params["text"].as_str().unwrap_or_default()).collect();
+    assert!(
+        texts.iter().any(|t| t.contains("\nDownloading: ") && t.contains("% (")),
+        "a percentage was shown: {texts:#?}"
+    );
+    let rank =
+        |t: &str| ["\nDownloading", "\nDownloaded;", "\nProcessing", "\nReady: "].iter().position(|p| t.contains(p));
+    let ranks: Vec<Option<usize>> = texts.iter().map(|t| rank(t)).collect();
+    assert!(ranks.iter().all(Option::is_some) && ranks.is_sorted(), "states in order: {texts:#?}");
+    let shown = app.fake.message(80, reply_id).and_then(|m| m["text"].as_str().map(str::to_owned)).unwrap_or_default();
+    assert!(
+        shown.starts_with("Got scan.pdf (41.5 kB) — ticket #1.\nReady: the result is below, kept until "),
+        "{shown}"
+    );
+    assert!(app.fake.violations().is_empty(), "{:?}", app.fake.violations());
+}
+
+/// "Message is not modified" means the text is already there: the edit counts as delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_changes_nothing_counts_as_delivered() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.fake.fail_next_for_chat(
+        "editMessageText",
+        81,
+        Fault::BadRequest(
+            "Bad Request: message is not modified: specified new message content and reply markup are \
+                           exactly the same as a current content and reply markup of the message"
+                .into(),
+        ),
+    );
+    app.send_document(81, fixture("pdf/text-1page.pdf"), "same.pdf", "application/pdf");
+    app.wait_until_messages(ChatRef(81), |m| {
+        m.iter()
+            .any(|m| m.kind == MessageKind::Progress && m.state == OutboxState::Sent && m.body.contains("\nReady: "))
+    })
+    .await;
+    let refused =
+        app.fake.calls_to("editMessageText").into_iter().filter(|c| to_chat(81)(c) && c.status == 400).count();
+    assert_eq!(refused, 1, "the scripted answer was given");
+    let messages = app.store.messages(Some(ChatRef(81)), None).await.expect("read");
+    assert!(messages.iter().all(|m| m.state == OutboxState::Sent), "{messages:#?}");
+}
+
+/// While a result uploads for longer than a moment, the person sees "sending a file…".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_upload_shows_the_upload_action() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.fake.fail_next_for_chat("sendDocument", 82, Fault::Delay(Duration::from_millis(2_500)));
+    app.send_document(82, fixture("pdf/text-1page.pdf"), "slow.pdf", "application/pdf");
+    let sent = app.fake.wait_for_call("sendDocument", |c| to_chat(82)(c) && c.status == 200, DEADLINE).await;
+    let actions = app.fake.calls_to("sendChatAction");
+    let action = actions.iter().find(|c| to_chat(82)(c)).expect("a chat action during the upload");
+    assert_eq!(action.params["action"], "upload_document");
+    assert!(action.at > sent.at, "sent while the upload was under way (the fake records the document on arrival)");
 }
