@@ -11,5 +11,5 @@ pub mod time;
 
 pub use job::{ChatRef, FailureReason, JobEvent, JobState, Operation, Ticket, TransitionError, UserId};
 pub use lease::Lease;
-pub use outbox::{AfterUnknown, MessageKind, OutboxState};
+pub use outbox::{AfterUnknown, MessageKind, OutboxState, PROGRESS_SETTLE};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

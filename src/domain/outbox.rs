@@ -65,6 +65,12 @@ impl FromStr for MessageKind {
     }
 }
 
+/// How long a new progress edit waits before it may go out. A state that lasts less (a small
+/// file downloads and is processed in well under a second) is replaced before it is shown, so
+/// a quick job costs its chat one edit, not four, and the result is never held back behind an
+/// edit of a state that is already over.
+pub const PROGRESS_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What to do with a message whose send went out but whose outcome was lost (a timeout after
 /// the request was sent, a cut connection). The Bot API has no idempotency key, so this is the
 /// one place that decides between a possible duplicate and a possible loss.

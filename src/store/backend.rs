@@ -347,17 +347,20 @@ macro_rules! define_backend {
                        AND status IN ('sent', 'unknown', 'failed')",
                 )
                 .bind(&m.idempotency_key).execute(&mut *c).await.context("re-arming a progress edit")?;
+                // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before
+                // it is shown (a waiting row keeps its time: updates do not postpone it).
                 let done = sqlx::query(
                     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                                         status, created_at, updated_at)
+                                         status, not_before, created_at, updated_at)
                      VALUES ($1, $2, $3, $4, $5, $6, $7,
                              CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-                             $8, $8)
+                             $9, $8, $8)
                      ON CONFLICT (idempotency_key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
                      WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending') AND outbox.body <> excluded.body",
                 )
                 .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
                 .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())
+                .bind(now.plus($crate::domain::PROGRESS_SETTLE).as_millis())
                 .execute(&mut *c).await.context("queueing a progress edit")?;
                 Ok(done.rows_affected() == 1)
             }

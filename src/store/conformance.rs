@@ -1423,13 +1423,16 @@ async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
     assert!(store.mark_message_sent(&result, &result_lease, 78, None, at(7)).await.unwrap());
 
     // A new state arrives while the edit is in flight: it goes out again with the newest text.
-    let (edit, edit_lease) = claim_message(&store, "s", at(8)).await;
+    // (A new edit waits PROGRESS_SETTLE first, so a state over in less is never shown.)
+    let settled = at(1).plus(crate::domain::PROGRESS_SETTLE);
+    assert!(store.claim_message("s", settled.minus(Duration::from_millis(1)), LEASE).await.unwrap().is_none());
+    let (edit, edit_lease) = claim_message(&store, "s", settled).await;
     assert_eq!((edit.kind, edit.body.as_str()), (MessageKind::Progress, "processing"));
-    assert!(enqueue(&store, &progress("ready"), at(9)).await);
-    assert!(store.mark_message_sent(&edit, &edit_lease, 77, None, at(10)).await.unwrap());
-    let (again, again_lease) = claim_message(&store, "s", at(11)).await;
+    assert!(enqueue(&store, &progress("ready"), settled).await);
+    assert!(store.mark_message_sent(&edit, &edit_lease, 77, None, settled).await.unwrap());
+    let (again, again_lease) = claim_message(&store, "s", settled).await;
     assert_eq!((again.id, again.body.as_str()), (edit.id, "ready"));
-    assert!(store.mark_message_sent(&again, &again_lease, 77, None, at(12)).await.unwrap());
+    assert!(store.mark_message_sent(&again, &again_lease, 77, None, settled).await.unwrap());
     assert!(bodies(store.clone()).await.iter().all(|(_, state, _)| *state == OutboxState::Sent));
 
     // A delivered edit is re-armed as a new row, behind what the chat has waiting.
