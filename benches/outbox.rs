@@ -1,0 +1,236 @@
+//! The outbox benchmark (issue "The outbox"): the real `docket::app::start` against the fake
+//! Bot API of the integration tests, which enforces Telegram's flood limits (about 30 calls a
+//! second in all, one a second per private chat, 20 a minute per group) and answers 429 when
+//! one is broken.
+//!
+//! 1. **Throughput**: N messages queued for N/2 private chats (two each, interleaved), sent by
+//!    a fresh docket; the rate of successful sends (first to last arrival at the fake) against
+//!    the configured `[outbox] global_per_second`, as a ratio, and the 429s the fake answered.
+//! 2. **Ready → sendDocument**: documents from fresh chats, each download throttled to about
+//!    2.5 s so the chat is idle (its ticket reply and first progress edit paced out) when the
+//!    job turns `ready`; the time from the `ready` commit (`updated_at`) to the sendDocument
+//!    request reaching the fake. Also the same for a quick job (no throttle), where the result
+//!    has to wait for the chat's one-second pace after the ticket reply.
+//!
+//! `cargo bench --bench outbox` prints markdown on stdout (progress on stderr). Options after
+//! `--`: `--runs N` (5), `--messages N` (500), `--rate N` (25), `--jobs N` (15),
+//! `--dir PATH` (default `target/docket-bench-outbox`).
+
+#![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
+
+#[path = "../tests/it/support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail, ensure};
+use docket::app::Options;
+use docket::config::{BotToken, Config, DatabaseUrl};
+use docket::domain::{ChatRef, Clock, JobState, MessageKind, SystemClock};
+use docket::store::{JobFilter, NewMessage, Store};
+use serde_json::Value;
+
+use fake_telegram::{Call, DownloadFault, FakeTelegram};
+
+struct Args {
+    runs: usize,
+    messages: usize,
+    rate: u32,
+    jobs: usize,
+    dir: PathBuf,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        runs: 5,
+        messages: 500,
+        rate: 25,
+        jobs: 15,
+        dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-outbox"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--runs" => a.runs = value()?.parse()?,
+            "--messages" => a.messages = value()?.parse()?,
+            "--rate" => a.rate = value()?.parse()?,
+            "--jobs" => a.jobs = value()?.parse()?,
+            "--dir" => a.dir = value()?.into(),
+            "--bench" => {}
+            other => bail!("unknown option {other}"),
+        }
+    }
+    Ok(a)
+}
+
+/// A fresh docket on a fresh SQLite database against `fake`.
+async fn docket(fake: &FakeTelegram, dir: &Path, tune: impl FnOnce(&mut Config)) -> anyhow::Result<(Config, Store)> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let mut config = Config::from_toml_str("", None, Some(fake.api_url().as_str()))?;
+    config.storage.database_url = DatabaseUrl::Sqlite(dir.join("docket.db"));
+    config.storage.data_dir = dir.join("data");
+    tune(&mut config);
+    let store = Store::open(&config.storage.database_url).await?;
+    Ok((config, store))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { f64::NAN } else { v[((v.len() - 1) as f64 * p).round() as usize] }
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|l| l.split(' ').next().unwrap_or("?").to_owned()).unwrap_or_default()
+}
+
+fn is_send(c: &Call) -> bool {
+    c.method == "sendMessage" || c.method == "sendDocument" || c.method == "editMessageText"
+}
+
+struct Throughput {
+    rate: f64,
+    ratio: f64,
+    answered_429: usize,
+    violations: usize,
+    seconds: f64,
+}
+
+async fn throughput(args: &Args, run: usize) -> anyhow::Result<Throughput> {
+    let fake = FakeTelegram::start().await;
+    let dir = args.dir.join(format!("throughput-{run}"));
+    let rate = args.rate;
+    let (config, store) = docket(&fake, &dir, |c| c.outbox.global_per_second = rate).await?;
+    let now = SystemClock.now();
+    let chats = (args.messages / 2).max(1);
+    let mut tx = store.begin().await?;
+    for n in 0..args.messages {
+        let m = NewMessage {
+            idempotency_key: format!("bench:{n}"),
+            job: None,
+            chat: ChatRef(1_000 + (n % chats) as i64),
+            kind: MessageKind::Reply,
+            body: format!("message {n}"),
+            reply_to_message_id: None,
+        };
+        tx.enqueue(&m, now).await?;
+    }
+    tx.commit().await?;
+    let running = docket::app::start(&config, BotToken::new(fake.token()), Options::default()).await?;
+    let deadline = Instant::now() + Duration::from_secs(60 + 3 * args.messages as u64 / u64::from(rate));
+    loop {
+        let ok = fake.calls_to("sendMessage").iter().filter(|c| c.status == 200).count();
+        if ok >= args.messages {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "only {ok} of {} messages sent", args.messages);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.stop().await;
+    store.close().await;
+    let calls: Vec<Call> = fake.calls().into_iter().filter(is_send).collect();
+    let delivered: Vec<&Call> = calls.iter().filter(|c| c.status == 200).collect();
+    let (first, last) = (delivered.first().context("nothing sent")?.at, delivered.last().context("nothing")?.at);
+    let seconds = last.duration_since(first).as_secs_f64();
+    let achieved = (delivered.len() - 1) as f64 / seconds;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Throughput {
+        rate: achieved,
+        ratio: achieved / f64::from(rate),
+        answered_429: calls.iter().filter(|c| c.status == 429).count(),
+        violations: fake.violations().len(),
+        seconds,
+    })
+}
+
+/// Ready → sendDocument, in ms, for `jobs` documents from fresh chats.
+async fn ready_to_send(args: &Args, throttle: Option<u64>) -> anyhow::Result<Vec<f64>> {
+    let fake = FakeTelegram::start().await;
+    let dir = args.dir.join("latency");
+    let (config, store) = docket(&fake, &dir, |_| {}).await?;
+    let running = docket::app::start(&config, BotToken::new(fake.token()), Options::default()).await?;
+    // Instants (the fake's clock) → Unix milliseconds (the store's clock).
+    let anchor = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64() * 1e3);
+    let unix_ms = |i: Instant| anchor.1 + i.saturating_duration_since(anchor.0).as_secs_f64() * 1e3;
+    let pdf = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pdf/text-1page.pdf"))?;
+    let mut samples = Vec::new();
+    for n in 0..args.jobs {
+        let chat = 50_000 + n as i64;
+        let file = fake.add_file(pdf.clone());
+        if let Some(bytes_per_sec) = throttle {
+            fake.fail_downloads_for(&file.file_id, DownloadFault::Throttle { bytes_per_sec }, Some(1));
+        }
+        fake.push_update(fake.document_update(chat, chat, &file, Some("contract.pdf"), Some("application/pdf")));
+        let to_chat = move |c: &Call| c.params.get("chat_id").and_then(Value::as_i64) == Some(chat);
+        let sent = fake.wait_for_call("sendDocument", to_chat, Duration::from_secs(30)).await;
+        let jobs = store.jobs(&JobFilter { chat: Some(ChatRef(chat)), state: None, limit: 1 }).await?;
+        let job = jobs.first().context("no job")?;
+        ensure!(job.state == JobState::Ready, "job {} is {:?}", job.ticket, job.state);
+        let ready_at = job.result_expires_at.context("no expiry")?.as_millis() as f64
+            - config.retention.result_ttl.as_secs_f64() * 1e3;
+        samples.push(unix_ms(sent.at) - ready_at);
+        tokio::time::sleep(Duration::from_millis(rand::random_range(300..900))).await;
+    }
+    ensure!(fake.violations().is_empty(), "limits broken: {:?}", fake.violations());
+    running.stop().await;
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(samples)
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    println!("## Outbox throughput under Telegram's limits\n");
+    println!(
+        "{} messages to {} private chats (two each), `global_per_second = {}`, `senders = 4`, the fake \
+         enforcing ~30/s in all and 1/s per chat and answering 429 to a broken limit. Rate = (sends − 1) / \
+         (last − first arrival at the fake).\n",
+        args.messages,
+        args.messages / 2,
+        args.rate
+    );
+    println!("| run | load | seconds | messages/s | ratio to the limit | 429s answered | violations |\n|---|---|---|---|---|---|---|");
+    let mut ratios = Vec::new();
+    for run in 0..args.runs {
+        eprintln!("throughput run {}/{}", run + 1, args.runs);
+        let l = load();
+        let t = throughput(&args, run).await?;
+        println!(
+            "| {} | {l} | {:.2} | {:.2} | {:.3} | {} | {} |",
+            run + 1,
+            t.seconds,
+            t.rate,
+            t.ratio,
+            t.answered_429,
+            t.violations
+        );
+        ratios.push(t.ratio);
+    }
+    let (lo, hi) = (ratios.iter().copied().fold(f64::MAX, f64::min), ratios.iter().copied().fold(0.0, f64::max));
+    println!("\n**Median ratio {:.3}** (range {lo:.3}–{hi:.3}; goal ≥ 0.95 with zero 429s).\n", median(&mut ratios));
+
+    println!("## Ready → sendDocument on an idle bot\n");
+    for (label, throttle) in
+        [("chat idle when the job turns ready (download throttled to ~2.5 s)", Some(1_200)), ("quick job", None)]
+    {
+        eprintln!("latency: {label}");
+        let l = load();
+        let mut s = ready_to_send(&args, throttle).await?;
+        println!(
+            "- {label}, {} jobs, load {l}: median **{:.1} ms**, p95 {:.1} ms, max {:.1} ms",
+            s.len(),
+            median(&mut s),
+            percentile(&mut s, 0.95),
+            percentile(&mut s, 1.0)
+        );
+    }
+    Ok(())
+}
