@@ -197,7 +197,9 @@ async fn main() -> anyhow::Result<()> {
         args.messages / 2,
         args.rate
     );
-    println!("| run | load | seconds | messages/s | ratio to the limit | 429s answered | violations |\n|---|---|---|---|---|---|---|");
+    println!(
+        "| run | load | seconds | messages/s | ratio to the limit | 429s answered | violations |\n|---|---|---|---|---|---|---|"
+    );
     let mut ratios = Vec::new();
     for run in 0..args.runs {
         eprintln!("throughput run {}/{}", run + 1, args.runs);

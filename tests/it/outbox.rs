@@ -306,3 +306,49 @@ async fn a_slow_upload_shows_the_upload_action() {
     assert_eq!(action.params["action"], "upload_document");
     assert!(action.at > sent.at, "sent while the upload was under way (the fake records the document on arrival)");
 }
+
+/// A message Telegram refuses for good ends `failed`, and the admins hear of it once an hour,
+/// however many fail: one alert, not a flood.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_messages_alert_the_admins_once() {
+    const ADMIN: i64 = 999;
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| c.access.admins = vec![ADMIN]).await;
+    for n in 0..3 {
+        app.fake.fail_next_for_chat("sendMessage", 90, Fault::BadRequest("Bad Request: PEER_ID_INVALID".into()));
+        app.enqueue(&format!("doomed-{n}"), 90, &format!("doomed {n}")).await;
+    }
+    let alert = app.fake.wait_for_call("sendMessage", |c| to_chat(ADMIN)(c) && c.status == 200, DEADLINE).await;
+    let text = alert.params["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.starts_with("docket: a message to chat 90 could not be delivered"), "{text}");
+    assert!(text.contains("PEER_ID_INVALID"), "{text}");
+    app.wait_until_messages(ChatRef(90), |m| m.len() == 3 && m.iter().all(|m| m.state == OutboxState::Failed)).await;
+    // Every failure has been handled (and would have queued its alert) by now.
+    let alerts = app.store.messages(Some(ChatRef(ADMIN)), None).await.expect("read");
+    assert_eq!(alerts.len(), 1, "one alert for three failures: {alerts:#?}");
+    let to_admin = app.fake.calls().into_iter().filter(to_chat(ADMIN)).count();
+    assert_eq!(to_admin, 1);
+}
+
+/// A result over the upload limit of the current mode is never attempted: the job fails and the
+/// person reads both sizes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_the_upload_limit_is_never_sent() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| c.limits.cloud_upload = 1_000).await;
+    app.send_document(91, fixture("pdf/text-20pages.pdf"), "big.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
+    let reason = job.error.unwrap_or_default();
+    assert!(
+        reason.starts_with("the result for big.pdf is ") && reason.ends_with(", over the 1.0 kB this bot can send"),
+        "{reason}"
+    );
+    let notice = app
+        .fake
+        .wait_for_call(
+            "sendMessage",
+            |c| to_chat(91)(c) && c.params["text"].as_str().is_some_and(|t| t.contains("failed:")),
+            DEADLINE,
+        )
+        .await;
+    assert!(notice.params["text"].as_str().unwrap_or_default().contains(&reason));
+    assert!(app.fake.calls_to("sendDocument").is_empty(), "no upload was attempted");
+}
