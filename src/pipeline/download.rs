@@ -1,7 +1,9 @@
 //! The download stage: getFile right before streaming, the body to a `.part` file while hashing,
 //! size checks, fsync, rename. The `.part` file removes itself if the attempt ends early.
 
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
 use futures_util::StreamExt;
@@ -110,43 +112,79 @@ async fn stream_to_file(mut body: ByteStream, file: std::fs::File, limit: u64) -
     Ok((total, sha256))
 }
 
-/// Copies a local Bot API server's file into `file` (the `.part`) with plain blocking I/O, the
-/// hashing on a second thread (buffers go there after being written and come back for reuse),
-/// stopping as soon as more than `limit` bytes are read; syncs the file.
-fn copy_local(source: &Path, mut file: std::fs::File, limit: u64) -> Result<(u64, String), StageError> {
-    const CHUNK: usize = 1024 * 1024;
-    let mut src = std::fs::File::open(source)
+/// Copies a local Bot API server's file into `file` (the `.part`), stopping as soon as more than
+/// `limit` bytes are copied; syncs the file. Returns the size and the hex sha256.
+///
+/// The copy runs inside the kernel (`copy_file_range`, as `cp` does: no trip through user memory),
+/// in chunks; after each chunk, a second thread hashes it by reading it back from the source,
+/// whose pages the copy has just brought into the page cache, so hashing overlaps the copy of the
+/// next chunk, on two cores. The write-back of each copied chunk is started at once, so the disk
+/// works during the copy and the final `fsync` is short. Where the kernel cannot copy between
+/// these two files (`EXDEV`, `ENOSYS`, `EINVAL`, `EOPNOTSUPP`: other filesystems, old kernels,
+/// other systems), the rest is copied with plain reads and writes, with the same result.
+fn copy_local(source: &Path, file: std::fs::File, limit: u64) -> Result<(u64, String), StageError> {
+    copy_local_with(source, file, limit, kernel_copy)
+}
+
+/// What a local copy copies at a time (measured here: 4 and 16 MiB do the same).
+const CHUNK: u64 = 8 * 1024 * 1024;
+
+/// A copy of `len` bytes at `offset` from one file to the same offset in another, which may copy
+/// fewer bytes (as `copy_file_range`; 0 at the end of the source) and returns how many.
+type CopyRange = fn(&File, &File, u64, usize) -> io::Result<usize>;
+
+/// [`copy_local`] with the in-kernel copy given, so tests can force the fallback.
+fn copy_local_with(source: &Path, file: File, limit: u64, copy_range: CopyRange) -> Result<(u64, String), StageError> {
+    let src = File::open(source)
         .map_err(|e| StageError::retry(format!("cannot open the local Bot API server's copy: {}", e.kind())))?;
-    let (to_hasher, written) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
-    let (give_back, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-    let hasher = std::thread::spawn(move || {
+    read_sequentially(&src);
+    let for_hasher = src.try_clone().map_err(read_error)?;
+    // Byte ranges already copied; the hasher reads them back from the source's page cache.
+    let (to_hasher, copied_ranges) = std::sync::mpsc::sync_channel::<(u64, u64)>(2);
+    let hasher = std::thread::spawn(move || -> io::Result<String> {
         let mut hasher = Sha256::new();
-        for buf in written {
-            hasher.update(&buf);
-            let _ = give_back.send(buf);
+        let mut buf = vec![0; 1024 * 1024];
+        for (offset, len) in copied_ranges {
+            let mut done = 0;
+            while done < len {
+                let want = buf.len().min(usize::try_from(len - done).unwrap_or(usize::MAX));
+                let n = read_full_at(&for_hasher, &mut buf[..want], offset + done)?;
+                if n < want {
+                    // The source shrank after its copy.
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+                hasher.update(&buf[..n]);
+                done += n as u64;
+            }
         }
-        hex::encode(hasher.finalize())
+        Ok(hex::encode(hasher.finalize()))
     });
+    let mut in_kernel = true;
     let mut total: u64 = 0;
     let copied = (|| {
         loop {
-            let mut buf = recycled.try_recv().unwrap_or_default();
-            buf.resize(CHUNK, 0);
-            let n = read_full(&mut src, &mut buf)
-                .map_err(|e| StageError::retry(format!("reading the local Bot API server's copy: {}", e.kind())))?;
-            if n == 0 {
+            // Never more than one byte past the limit.
+            let want = CHUNK.min(limit.saturating_add(1) - total);
+            let mut done = 0;
+            if in_kernel {
+                let (copied, supported) = copy_chunk(copy_range, &src, &file, total, want)?;
+                done = copied;
+                in_kernel = supported;
+            }
+            if !in_kernel && done < want {
+                done += copy_through_memory(&src, &file, total + done, want - done)?;
+            }
+            if done == 0 {
                 return Ok(());
             }
-            buf.truncate(n);
-            total += n as u64;
+            start_write_back(&file, total, done);
+            let offset = total;
+            total += done;
             if total > limit {
-                return Err(StageError::fail(
-                    FailureReason::TooBig { size: total, limit },
-                    "the local file passed the limit",
-                ));
+                let size = src.metadata().map_or(total, |m| m.len().max(total));
+                return Err(StageError::fail(FailureReason::TooBig { size, limit }, "the local file passed the limit"));
             }
-            file.write_all(&buf).map_err(|e| disk_error("writing the download", &e))?;
-            if to_hasher.send(buf).is_err() {
+            if to_hasher.send((offset, done)).is_err() {
                 return Err(StageError::retry("the hashing thread stopped"));
             }
         }
@@ -154,15 +192,100 @@ fn copy_local(source: &Path, mut file: std::fs::File, limit: u64) -> Result<(u64
     drop(to_hasher);
     let sha256 = hasher.join().map_err(|_| StageError::retry("the hashing thread panicked"))?;
     copied?;
+    let sha256 = sha256.map_err(read_error)?;
     file.sync_all().map_err(|e| disk_error("syncing the download", &e))?;
     Ok((total, sha256))
 }
 
-/// Reads until `buf` is full or the file ends; returns the bytes read.
-fn read_full(src: &mut std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
+fn read_error(e: io::Error) -> StageError {
+    StageError::retry(format!("reading the local Bot API server's copy: {}", e.kind()))
+}
+
+/// Copies up to `len` bytes at `offset` with `copy_range`, until the end of the source. Returns
+/// the bytes copied, and `false` when the kernel said it cannot copy between these files.
+fn copy_chunk(copy_range: CopyRange, src: &File, dst: &File, offset: u64, len: u64) -> Result<(u64, bool), StageError> {
+    let mut done = 0;
+    while done < len {
+        match copy_range(src, dst, offset + done, usize::try_from(len - done).unwrap_or(usize::MAX)) {
+            Ok(0) => break,
+            Ok(n) => done += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if cannot_copy_in_kernel(&e) => return Ok((done, false)),
+            Err(e) => return Err(disk_error("writing the download", &e)),
+        }
+    }
+    Ok((done, true))
+}
+
+/// Copies up to `len` bytes at `offset` with reads and writes, until the end of the source;
+/// returns the bytes copied.
+fn copy_through_memory(src: &File, dst: &File, offset: u64, len: u64) -> Result<u64, StageError> {
+    let mut buf = vec![0; usize::try_from(len.min(1024 * 1024)).unwrap_or(1024 * 1024)];
+    let mut done = 0;
+    while done < len {
+        let want = buf.len().min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let n = read_full_at(src, &mut buf[..want], offset + done).map_err(read_error)?;
+        dst.write_all_at(&buf[..n], offset + done).map_err(|e| disk_error("writing the download", &e))?;
+        done += n as u64;
+        if n < want {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// `copy_file_range` errors that mean "not between these files", not "failed".
+fn cannot_copy_in_kernel(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::io::Errno;
+        let errno = Errno::from_io_error(e);
+        [Errno::XDEV, Errno::NOSYS, Errno::INVAL, Errno::OPNOTSUPP].into_iter().any(|c| errno == Some(c))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        e.kind() == io::ErrorKind::Unsupported
+    }
+}
+
+/// `copy_file_range` from `offset` to the same offset, file positions untouched.
+#[cfg(target_os = "linux")]
+fn kernel_copy(src: &File, dst: &File, offset: u64, len: usize) -> io::Result<usize> {
+    let (mut from, mut to) = (offset, offset);
+    Ok(rustix::fs::copy_file_range(src, Some(&mut from), dst, Some(&mut to), len)?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_copy(_: &File, _: &File, _: u64, _: usize) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// Asks for aggressive readahead, as `cp` does.
+fn read_sequentially(src: &File) {
+    #[cfg(target_os = "linux")]
+    // Only advice: a refusal changes nothing but the speed.
+    let _ = rustix::fs::fadvise(src, 0, None, rustix::fs::Advice::Sequential);
+    #[cfg(not(target_os = "linux"))]
+    let _ = src;
+}
+
+/// Starts writing a copied range to the disk without waiting for it (`POSIX_FADV_DONTNEED` starts
+/// the write-back of dirty pages; it drops only pages already clean, and a range just copied is
+/// dirty), so
+/// the disk works during the copy instead of during the final `fsync`.
+fn start_write_back(dst: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    // Only advice, as above.
+    let _ = rustix::fs::fadvise(dst, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::DontNeed);
+    #[cfg(not(target_os = "linux"))]
+    let _ = (dst, offset, len);
+}
+
+/// Reads at `offset` until `buf` is full or the file ends; returns the bytes read.
+fn read_full_at(src: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
-        match src.read(&mut buf[filled..]) {
+        match src.read_at(&mut buf[filled..], offset + filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -195,4 +318,98 @@ fn transfer_error(e: TelegramError) -> StageError {
 fn disk_error(what: &str, e: &io::Error) -> StageError {
     // A full disk is transient: the janitor frees space, and the job must wait, not fail.
     StageError::retry(format!("{what}: {e}"))
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod tests {
+    use rustix::io::Errno;
+
+    use super::*;
+
+    /// A file of `len` pseudo-random bytes in `dir`.
+    fn source(dir: &Path, len: usize) -> (std::path::PathBuf, Vec<u8>) {
+        let mut state: u32 = 0x9E37_79B9;
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        let path = dir.join("source.bin");
+        std::fs::write(&path, &bytes).unwrap();
+        (path, bytes)
+    }
+
+    /// Copies `src` into a new file of `dir` with `copy`; returns the outcome and what was written.
+    fn copy_into(src: &Path, dir: &Path, limit: u64, copy: CopyRange) -> (Result<(u64, String), StageError>, Vec<u8>) {
+        let out = dir.join("copy.part");
+        let _ = std::fs::remove_file(&out);
+        let file = File::options().read(true).write(true).create_new(true).open(&out).unwrap();
+        let result = copy_local_with(src, file, limit, copy);
+        (result, std::fs::read(&out).unwrap())
+    }
+
+    #[test]
+    fn the_fallbacks_give_the_bytes_and_hash_of_the_kernel_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        // Several chunks and a partial last one.
+        let (src, bytes) = source(dir.path(), 2 * CHUNK as usize + 12_345);
+        let expected = (bytes.len() as u64, hex::encode(Sha256::digest(&bytes)));
+        let copies: [(&str, CopyRange); 3] = [
+            ("copy_file_range", kernel_copy),
+            ("no copy_file_range between these files", |_, _, _, _| Err(Errno::XDEV.into())),
+            // Short copies, then refused in the middle of a chunk: the rest goes through write.
+            ("copy_file_range refused halfway", |src, dst, offset, len| {
+                if offset >= 300_000 {
+                    Err(Errno::NOSYS.into())
+                } else {
+                    kernel_copy(src, dst, offset, len.min(100_000))
+                }
+            }),
+        ];
+        for (what, copy) in copies {
+            let (result, written) = copy_into(&src, dir.path(), u64::MAX, copy);
+            assert_eq!(result.unwrap(), expected, "{what}");
+            assert!(written == bytes, "{what}: the copy differs from the source");
+        }
+    }
+
+    #[test]
+    fn an_empty_file_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, _) = source(dir.path(), 0);
+        let (result, written) = copy_into(&src, dir.path(), 10, kernel_copy);
+        assert_eq!(result.unwrap(), (0, hex::encode(Sha256::digest(b""))));
+        assert!(written.is_empty());
+    }
+
+    #[test]
+    fn a_file_over_the_limit_stops_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, bytes) = source(dir.path(), CHUNK as usize + 1000);
+        let limit = CHUNK + 10;
+        let (result, written) = copy_into(&src, dir.path(), limit, kernel_copy);
+        match result {
+            Err(StageError::Fail { reason: FailureReason::TooBig { size, limit: l }, .. }) => {
+                assert_eq!((size, l), (bytes.len() as u64, limit));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Never more than one byte past the limit.
+        assert_eq!(written.len() as u64, limit + 1);
+    }
+
+    #[test]
+    fn other_copy_errors_are_reported_as_disk_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, _) = source(dir.path(), 1000);
+        let (result, _) = copy_into(&src, dir.path(), u64::MAX, |_, _, _, _| Err(Errno::NOSPC.into()));
+        match result {
+            Err(StageError::Retry { detail, .. }) => assert!(detail.starts_with("writing the download: "), "{detail}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
