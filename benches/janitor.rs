@@ -630,29 +630,36 @@ mod sql {
         "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
                   lease_until = $2, attempts = attempts + 1, updated_at = $3
               WHERE id = (SELECT o.id FROM outbox o
-                          WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
-                            AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                            AND e.status IN ('pending', 'sending'))
+                          WHERE o.status = 'pending' AND o.not_before <= $3
+                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                            AND e.status IN ('pending', 'sending')
+                                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
+                            AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id AND p.not_before > $3)
+                            AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
                           ORDER BY o.priority, o.id LIMIT 1)
+                AND status = 'pending'
               RETURNING *";
     pub const CLAIM_MESSAGE_PG: &str =
         "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
                   lease_until = $2, attempts = attempts + 1, updated_at = $3
               WHERE id = (SELECT o.id FROM outbox o
-                          WHERE (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
-                            AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                            AND e.status IN ('pending', 'sending'))
+                          WHERE o.status = 'pending' AND o.not_before <= $3
+                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                            AND e.status IN ('pending', 'sending')
+                                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
+                            AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id AND p.not_before > $3)
+                            AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
                           ORDER BY o.priority, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                AND (status = 'pending' OR (status = 'sending' AND lease_until <= $3))
+                AND status = 'pending'
               RETURNING *";
     pub const SEARCH_MESSAGE: &str = "SELECT o.id FROM outbox o
                           WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                            AND (o.status = 'pending' OR (o.status = 'sending' AND o.lease_until <= $3))
-                            AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id < o.id
-                                            AND e.status IN ('pending', 'sending'))
+                            AND o.status = 'pending' AND o.not_before <= $3
+                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                            AND e.status IN ('pending', 'sending')
+                                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
+                            AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id AND p.not_before > $3)
+                            AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
                           ORDER BY o.priority, o.id LIMIT 1";
     /// The per-candidate check of the download claim, for one chat: $1 chat, $2 a job id, $3 now.
     pub const PER_CHAT_COUNT: &str = "SELECT COUNT(*) FROM jobs o WHERE o.chat_id = $1 AND o.id <> $2
@@ -660,8 +667,9 @@ mod sql {
                                     AND ((o.status = 'accepted' AND o.lease_until > $3)
                                          OR o.status IN ('fetched', 'processing'))";
     /// The per-candidate order check of the message claim, for one chat: $1 chat, $2 an outbox id.
-    pub const CHAT_ORDER_CHECK: &str = "SELECT COUNT(*) FROM outbox e WHERE e.chat_id = $1 AND e.id < $2
-                                            AND e.status IN ('pending', 'sending')";
+    pub const CHAT_ORDER_CHECK: &str = "SELECT COUNT(*) FROM outbox e WHERE e.chat_id = $1 AND e.id <> $2
+                                            AND e.status IN ('pending', 'sending')
+                                            AND (e.status = 'sending' OR (e.id < $2 AND e.kind <> 'progress'))";
     pub const NEXT_WAITING: &str = "SELECT * FROM jobs WHERE status = 'accepted' AND not_before <= $1
                        AND (lease_until IS NULL OR lease_until <= $1)
                      ORDER BY not_before, id LIMIT 1";
@@ -1151,7 +1159,7 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
         "\nThe phases of a real pass replayed one by one on a fresh copy of the data (same calls, same \
          order; medians in ms): expiry = `expire_due` (one UPDATE); deletion = `remove_file` of every file \
          the dry run listed, from {DELETERS} threads as the janitor does; folders = `remove_dir` on the \
-         per-job folders of the deleted files.\n"
+         per-job folders of the deleted files, from as many threads.\n"
     );
     println!(
         "| N jobs | expiry | listing | file_owners | deletion | folders | prune (real) | sum |\n\
@@ -1375,10 +1383,17 @@ async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSett
         .filter_map(|r| r.path.parent().map(Path::to_path_buf))
         .filter(|d| d.starts_with(b.spool.work_root()) || d.starts_with(b.spool.results_root()))
         .collect();
+    let parents: Vec<PathBuf> = parents.into_iter().collect();
     let t = Instant::now();
-    for dir in &parents {
-        let _ = std::fs::remove_dir(dir);
-    }
+    std::thread::scope(|scope| {
+        for part in parents.chunks(parents.len().div_ceil(DELETERS).max(1)) {
+            scope.spawn(move || {
+                for dir in part {
+                    let _ = std::fs::remove_dir(dir);
+                }
+            });
+        }
+    });
     p.dirs = t.elapsed();
     let t = Instant::now();
     b.store.prune(now.minus(settings.history), settings.prune_jobs, false).await?;

@@ -450,8 +450,15 @@ fn remove_all(doomed: Vec<Removal>, mut folders: Vec<PathBuf>) -> Vec<Removal> {
     });
     folders.sort();
     folders.dedup();
-    for folder in folders {
-        let _ = std::fs::remove_dir(folder);
-    }
+    let chunk = folders.len().div_ceil(DELETERS).max(1);
+    std::thread::scope(|scope| {
+        for part in folders.chunks(chunk) {
+            scope.spawn(move || {
+                for folder in part {
+                    let _ = std::fs::remove_dir(folder);
+                }
+            });
+        }
+    });
     removed
 }

@@ -661,14 +661,17 @@ macro_rules! define_backend {
             pub async fn claim_message(&self, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::store::OutboxMessage>> {
                 use $crate::store::QueryContext;
                 let claims: &$crate::store::backend::ClaimSql = &$claims;
-                let mut tx = self.begin_write().await.context("starting a transaction")?;
-                if !claims.message_lock.is_empty() {
+                let claim = sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
+                    .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis());
+                let row = if claims.message_lock.is_empty() {
+                    claim.fetch_optional(&self.pool).await.context("claiming a message")?
+                } else {
+                    let mut tx = self.begin_write().await.context("starting a transaction")?;
                     sqlx::query(claims.message_lock).execute(&mut *tx).await.context("serialising message claims")?;
-                }
-                let row = sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
-                    .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis())
-                    .fetch_optional(&mut *tx).await.context("claiming a message")?;
-                tx.commit().await.context("committing a message claim")?;
+                    let row = claim.fetch_optional(&mut *tx).await.context("claiming a message")?;
+                    tx.commit().await.context("committing a message claim")?;
+                    row
+                };
                 row.map($crate::store::backend::OutboxRow::into_message).transpose()
             }
 
