@@ -431,8 +431,29 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
             tokio::time::sleep(Duration::from_secs(3)).await;
         }
     };
+    let limit = upload_timeout(u64::try_from(size).unwrap_or(0));
     tokio::select! {
         res = deps.telegram.send_document(message.chat.0, &upload, &message.body, message.reply_to_message_id) => res,
         () = action => unreachable!("the chat action loop never ends"),
+        // The bytes may have arrived although the answer did not: the outcome is unknown.
+        () = tokio::time::sleep(limit) => Err(TelegramError::Lost(format!("the upload took longer than {} s", limit.as_secs()))),
+    }
+}
+
+/// The longest an upload of `bytes` may take: a minute, plus the time at 256 KiB/s (a slow
+/// but working link). A stalled connection is given up on instead of holding the chat forever.
+fn upload_timeout(bytes: u64) -> Duration {
+    Duration::from_secs(60) + Duration::from_secs(bytes / (256 * 1024))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upload_gets_time_for_its_size() {
+        assert_eq!(upload_timeout(0), Duration::from_secs(60));
+        assert_eq!(upload_timeout(50_000_000), Duration::from_secs(60 + 190));
+        assert_eq!(upload_timeout(2_000_000_000), Duration::from_secs(60 + 7_629));
     }
 }

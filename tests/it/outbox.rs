@@ -352,3 +352,24 @@ async fn a_result_over_the_upload_limit_is_never_sent() {
     assert!(notice.params["text"].as_str().unwrap_or_default().contains(&reason));
     assert!(app.fake.calls_to("sendDocument").is_empty(), "no upload was attempted");
 }
+
+/// 429s for two chats at the same moment mean the bot as a whole is limited: a third chat waits
+/// too, until the pause ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flood_waits_for_two_chats_pause_the_whole_bot() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.fake.fail_next_for_chat("sendMessage", 60, Fault::RetryAfter(3));
+    app.fake.fail_next_for_chat("sendMessage", 61, Fault::RetryAfter(3));
+    app.enqueue("a", 60, "to chat 60").await;
+    app.enqueue("b", 61, "to chat 61").await;
+    let calls = app.fake.wait_for_calls("sendMessage", |c| c.status == 429, 2, DEADLINE).await;
+    let second_429 = calls[1].at;
+    app.enqueue("c", 62, "to chat 62").await;
+    let third = app.fake.wait_for_call("sendMessage", |c| to_chat(62)(c) && c.status == 200, DEADLINE).await;
+    let waited = third.at.duration_since(calls[0].at);
+    assert!(waited >= Duration::from_secs(3), "chat 62 was called {waited:?} after the first 429");
+    assert!(third.at > second_429);
+    app.wait_until_all_sent(3, DEADLINE).await;
+    let pacing = app.store.pacing(docket::domain::Timestamp::from_millis(0)).await.expect("read");
+    assert!(pacing.iter().any(|(chat, _, reason)| *chat == 0 && reason.contains("the bot as a whole")), "{pacing:?}");
+}
