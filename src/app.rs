@@ -163,17 +163,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
         spool: spool.clone(),
-        settings: Arc::new(PipelineSettings {
-            lease: config.workers.lease,
-            max_attempts: config.workers.max_attempts,
-            download_limit: config.download_limit(),
-            upload_limit: config.upload_limit(),
-            result_ttl: config.retention.result_ttl,
-            idle_poll: options.idle_poll,
-            retry_base: options.retry_base,
-            per_chat: config.workers.per_chat,
-            min_free: config.storage.min_free,
-        }),
+        settings: Arc::new(PipelineSettings::from_config(config, options.idle_poll, options.retry_base)),
         wake: wake.clone(),
         budget: Arc::clone(&budget),
     };

@@ -183,17 +183,7 @@ fn pipeline_deps(store: &Store, spool: &Spool, api: &FileApi, files_url: Option<
         clock: Arc::new(SystemClock),
         telegram,
         spool: spool.clone(),
-        settings: Arc::new(PipelineSettings {
-            lease: config.workers.lease,
-            max_attempts: config.workers.max_attempts,
-            download_limit: config.download_limit(),
-            upload_limit: config.upload_limit(),
-            result_ttl: config.retention.result_ttl,
-            idle_poll: options.idle_poll,
-            retry_base: options.retry_base,
-            per_chat: config.workers.per_chat,
-            min_free: config.storage.min_free,
-        }),
+        settings: Arc::new(PipelineSettings::from_config(&config, options.idle_poll, options.retry_base)),
         wake,
         budget,
     })

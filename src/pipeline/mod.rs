@@ -106,6 +106,24 @@ pub struct PipelineSettings {
     pub min_free: u64,
 }
 
+impl PipelineSettings {
+    /// The pipeline's slice of the configuration, with the pacing of idle polls and retries
+    /// (`docket::app::Options`).
+    pub fn from_config(config: &crate::config::Config, idle_poll: Duration, retry_base: Duration) -> Self {
+        Self {
+            lease: config.workers.lease,
+            max_attempts: config.workers.max_attempts,
+            download_limit: config.download_limit(),
+            upload_limit: config.upload_limit(),
+            result_ttl: config.retention.result_ttl,
+            idle_poll,
+            retry_base,
+            per_chat: config.workers.per_chat,
+            min_free: config.storage.min_free,
+        }
+    }
+}
+
 /// What the workers share. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct PipelineDeps {
