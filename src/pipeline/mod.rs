@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock};
+use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock, Timestamp};
 use crate::spool::Spool;
 use crate::store::{Completion, Job, NewMessage, Release, Stage, Store};
 use crate::telegram::TelegramClient;
@@ -286,7 +286,7 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             Stage::Download => Progress::Downloading { done: 0, total: declared },
             Stage::Process => Progress::Processing,
         };
-        report(deps, &job, &step).await;
+        report(deps, &job, &step, job.updated_at).await;
         let reporter = (stage == Stage::Download).then(|| tokio::spawn(report_download(deps.clone(), job.clone())));
         let job_cancel = cancel.child_token();
         let lost = Arc::new(AtomicBool::new(false));
@@ -381,7 +381,7 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                     metrics::counter!("docket_downloads_total").increment(1);
                     metrics::counter!("docket_download_bytes_total").increment(f.size);
                     deps.wake.processing.notify_waiters();
-                    report(deps, job, &Progress::WaitingToProcess).await;
+                    report(deps, job, &Progress::WaitingToProcess, now).await;
                 }
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the download; discarding it");
@@ -454,7 +454,7 @@ async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageE
                 Ok(true) => {
                     warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
                     metrics::counter!("docket_job_retries_total").increment(1);
-                    report(deps, job, &Progress::WaitingToRetry).await;
+                    report(deps, job, &Progress::WaitingToRetry, now).await;
                 }
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
@@ -532,9 +532,10 @@ fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
     }
 }
 
-/// Queues a progress edit. Best effort: the next state supersedes a lost one.
-async fn report(deps: &PipelineDeps, job: &Job, step: &Progress) {
-    match deps.store.enqueue(&progress_edit(job, step), deps.clock.now()).await {
+/// Queues a progress edit for a state reached at `at`. Best effort: the next state supersedes a
+/// lost one, and a report that arrives after a newer state's (workers race) is dropped.
+async fn report(deps: &PipelineDeps, job: &Job, step: &Progress, at: Timestamp) {
+    match deps.store.enqueue(&progress_edit(job, step), at).await {
         Ok(true) => deps.wake.outbox.notify_waiters(),
         Ok(false) => {}
         Err(e) => warn!(error = %e, "could not queue a progress edit"),
@@ -552,7 +553,7 @@ async fn report_download(deps: PipelineDeps, job: Job) {
         let done = tokio::task::spawn_blocking(move || spool.part_bytes(ticket)).await.ok().flatten();
         if let Some(done) = done.filter(|d| *d != last) {
             last = done;
-            report(&deps, &job, &Progress::Downloading { done, total }).await;
+            report(&deps, &job, &Progress::Downloading { done, total }, deps.clock.now()).await;
         }
     }
 }

@@ -337,26 +337,31 @@ macro_rules! define_backend {
                 Ok(done.rows_affected() == 1)
             }
 
-            /// A progress edit re-arms the job's one progress row: a waiting row takes the new
+            /// A progress edit (`now`: when its state happened) re-arms the job's one progress row: a waiting row takes the new
             /// text (coalesced: only the latest state goes out); a delivered or dropped one is
             /// replaced by a new row, so it queues behind what its chat has waiting; a row being
             /// sent takes the text too, and goes out again once the send ends.
             async fn upsert_progress(c: &mut Conn, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+                // `now` is when the reported state happened: a report older than what the row
+                // shows (or showed) is stale and changes nothing.
                 sqlx::query(
                     "DELETE FROM outbox WHERE idempotency_key = $1 AND kind = 'progress'
-                       AND status IN ('sent', 'unknown', 'failed')",
+                       AND status IN ('sent', 'unknown', 'failed') AND COALESCE(state_at, 0) <= $2",
                 )
-                .bind(&m.idempotency_key).execute(&mut *c).await.context("re-arming a progress edit")?;
+                .bind(&m.idempotency_key).bind(now.as_millis())
+                .execute(&mut *c).await.context("re-arming a progress edit")?;
                 // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before
                 // it is shown (a waiting row keeps its time: updates do not postpone it).
                 let done = sqlx::query(
                     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                                         status, not_before, created_at, updated_at)
+                                         status, not_before, created_at, updated_at, state_at)
                      VALUES ($1, $2, $3, $4, $5, $6, $7,
                              CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-                             $9, $8, $8)
-                     ON CONFLICT (idempotency_key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
-                     WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending') AND outbox.body <> excluded.body",
+                             $9, $8, $8, $8)
+                     ON CONFLICT (idempotency_key) DO UPDATE
+                       SET body = excluded.body, updated_at = excluded.updated_at, state_at = excluded.state_at
+                     WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending')
+                       AND outbox.body <> excluded.body AND COALESCE(outbox.state_at, 0) <= excluded.state_at",
                 )
                 .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
                 .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())

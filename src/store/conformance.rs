@@ -1435,9 +1435,16 @@ async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
     assert!(store.mark_message_sent(&again, &again_lease, 77, None, settled).await.unwrap());
     assert!(bodies(store.clone()).await.iter().all(|(_, state, _)| *state == OutboxState::Sent));
 
+    // A report of an older state arriving late (workers race) changes nothing, sent or not.
+    assert!(!enqueue(&store, &progress("downloaded"), at(500)).await, "older than the state shown");
+    let shown = store.messages(Some(CHAT), None).await.unwrap();
+    let shown = shown.iter().find(|m| m.kind == MessageKind::Progress).map(|m| (m.state, m.body.clone()));
+    assert_eq!(shown, Some((OutboxState::Sent, "ready".to_owned())));
+
     // A delivered edit is re-armed as a new row, behind what the chat has waiting.
-    assert!(enqueue(&store, &message("later", CHAT, MessageKind::Reply, None), at(13)).await);
-    assert!(enqueue(&store, &progress("expired"), at(14)).await);
+    let later = settled.plus(Duration::from_millis(1));
+    assert!(enqueue(&store, &message("later", CHAT, MessageKind::Reply, None), later).await);
+    assert!(enqueue(&store, &progress("expired"), later).await);
     let rows = store.messages(Some(CHAT), None).await.unwrap();
     let progress_rows: Vec<_> = rows.iter().filter(|m| m.kind == MessageKind::Progress).collect();
     assert_eq!(progress_rows.len(), 1, "still one row per job");
