@@ -262,7 +262,9 @@ fn describe(c: &Config) -> String {
          [storage]  database_url = {}, data_dir = {}\n\
          [limits]   download = {}, upload = {} (current mode)\n\
          [workers]  download = {}, process = {}, lease = {}, max_attempts = {}, shutdown_grace = {}\n\
-         [retention] result_ttl = {}\n\
+         [budget]   bytes = {}, multiplier = {}, max_wait = {}\n\
+         [retention] result_ttl = {}, janitor_interval = {}, history = {}, results_bytes = {}\n\
+         [outbox]   senders = {}, global_per_second = {}, private_interval = {}, group_per_minute = {}, max_attempts = {}\n\
          [access]   allowed_users = {}, admins = {:?}",
         c.telegram.api_url,
         c.telegram.local_api,
@@ -276,7 +278,18 @@ fn describe(c: &Config) -> String {
         humantime::format_duration(c.workers.lease),
         c.workers.max_attempts,
         humantime::format_duration(c.workers.shutdown_grace),
+        texts::size(c.budget.bytes),
+        c.budget.multiplier,
+        humantime::format_duration(c.budget.max_wait),
         humantime::format_duration(c.retention.result_ttl),
+        humantime::format_duration(c.retention.janitor_interval),
+        humantime::format_duration(c.retention.history),
+        c.retention.results_bytes.map_or_else(|| "none".to_owned(), texts::size),
+        c.outbox.senders,
+        c.outbox.global_per_second,
+        humantime::format_duration(c.outbox.private_interval),
+        c.outbox.group_per_minute,
+        c.outbox.max_attempts,
         if c.access.allowed_users.is_empty() { "everyone".to_owned() } else { format!("{:?}", c.access.allowed_users) },
         c.access.admins,
     )

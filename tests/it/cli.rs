@@ -37,7 +37,11 @@ fn check_config_accepts_the_documented_example() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/docket.toml");
     let out = docket(&["check-config"], Some(&example));
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("configuration is valid"));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.starts_with("configuration is valid"), "{shown}");
+    // The effective settings, including the sections added later.
+    assert!(shown.contains("\n[outbox]   senders = 4, global_per_second = 25, private_interval = 1s"), "{shown}");
+    assert!(shown.contains("\n[budget]   bytes = "), "{shown}");
 }
 
 #[test]
