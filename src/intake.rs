@@ -235,7 +235,7 @@ impl Intake {
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
             let ticket = tx.insert_job(&new_job, now).await?;
-            let ahead = tx.jobs_ahead(ticket).await?;
+            let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
             let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
             self.queue(tx, format!("job:{}:ticket", ticket.0), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;

@@ -86,7 +86,7 @@ pub struct GlobalLimit(DefaultDirectRateLimiter);
 impl GlobalLimit {
     /// A limit of `per_second` calls a second.
     pub fn new(per_second: u32) -> Self {
-        let per_second = std::num::NonZeroU32::new(per_second.max(1)).unwrap_or(std::num::NonZeroU32::MIN);
+        let per_second = std::num::NonZeroU32::new(per_second).unwrap_or(std::num::NonZeroU32::MIN);
         Self(RateLimiter::direct(Quota::per_second(per_second).allow_burst(std::num::NonZeroU32::MIN)))
     }
 

@@ -49,12 +49,6 @@ impl MessageKind {
             Self::Progress => 2,
         }
     }
-
-    /// Whether rows of this kind hold back the later messages of their chat while they wait.
-    /// Progress edits do not: a result never waits behind an edit.
-    pub const fn keeps_chat_order(self) -> bool {
-        !matches!(self, Self::Progress)
-    }
 }
 
 impl FromStr for MessageKind {
@@ -166,11 +160,9 @@ mod tests {
     }
 
     #[test]
-    fn only_progress_edits_neither_repeat_nor_hold_the_chat_back() {
+    fn only_lost_progress_edits_are_dropped() {
         for kind in MessageKind::ALL {
-            let progress = kind == MessageKind::Progress;
-            assert_eq!(kind.after_unknown() == AfterUnknown::Drop, progress, "{kind:?}");
-            assert_eq!(kind.keeps_chat_order(), !progress, "{kind:?}");
+            assert_eq!(kind.after_unknown() == AfterUnknown::Drop, kind == MessageKind::Progress, "{kind:?}");
         }
     }
 }

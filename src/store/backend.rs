@@ -284,11 +284,14 @@ macro_rules! define_backend {
                 .into_iter().map(JobRow::into_job).collect()
             }
 
-            pub(crate) async fn jobs_ahead(c: &mut Conn, ticket: Ticket) -> StoreResult<i64> {
+            /// Counts at most `cap` + 1: intake runs this inside its write transaction, so its cost
+            /// must not grow with the backlog.
+            pub(crate) async fn jobs_ahead(c: &mut Conn, ticket: Ticket, cap: i64) -> StoreResult<i64> {
                 sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM jobs WHERE status IN ('accepted', 'fetched', 'processing') AND id < $1",
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE status IN ('accepted', 'fetched', 'processing')
+                                             AND id < $1 LIMIT $2) AS ahead",
                 )
-                .bind(ticket.0).fetch_one(&mut *c).await.context("counting the jobs ahead")
+                .bind(ticket.0).bind(cap + 1).fetch_one(&mut *c).await.context("counting the jobs ahead")
             }
 
             pub(crate) async fn insert_job(c: &mut Conn, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
@@ -900,8 +903,8 @@ pub(crate) mod tx {
     pub(crate) async fn chat_jobs(tx: &mut Tx, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
         on_tx!(tx, jobs(Some(chat), None, limit))
     }
-    pub(crate) async fn jobs_ahead(tx: &mut Tx, ticket: Ticket) -> StoreResult<i64> {
-        on_tx!(tx, jobs_ahead(ticket))
+    pub(crate) async fn jobs_ahead(tx: &mut Tx, ticket: Ticket, cap: i64) -> StoreResult<i64> {
+        on_tx!(tx, jobs_ahead(ticket, cap))
     }
     pub(crate) async fn insert_job(tx: &mut Tx, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
         on_tx!(tx, insert_job(job, now))

@@ -931,6 +931,10 @@ async fn job_listing_filters_newest_first(store: Store) {
     let mut tx = store.begin().await.unwrap();
     assert_eq!(tickets(&tx.chat_jobs(OTHER_CHAT, 1).await.unwrap()), [b2]);
     assert_eq!(tickets(&tx.chat_jobs(CHAT, 10).await.unwrap()), [a3, a2, a1]);
+    // The queue ahead of a ticket: unfinished jobs before it (a2 failed), counted to cap + 1.
+    assert_eq!(tx.jobs_ahead(a3, 10).await.unwrap(), 1);
+    assert_eq!(tx.jobs_ahead(b2, 10).await.unwrap(), 3);
+    assert_eq!(tx.jobs_ahead(b2, 1).await.unwrap(), 2, "stops counting past the cap");
     tx.commit().await.unwrap();
 }
 

@@ -743,9 +743,11 @@ impl Tx {
         backend::tx::job(self, ticket).await
     }
 
-    /// How many unfinished jobs came before `ticket` (its place in the queue).
-    pub async fn jobs_ahead(&mut self, ticket: Ticket) -> StoreResult<u64> {
-        Ok(u64::try_from(backend::tx::jobs_ahead(self, ticket).await?).unwrap_or(0))
+    /// How many unfinished jobs came before `ticket` (its place in the queue), counted up to
+    /// `cap` + 1 at most, so the cost stays bounded however long the queue is.
+    pub async fn jobs_ahead(&mut self, ticket: Ticket, cap: u64) -> StoreResult<u64> {
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX - 1);
+        Ok(u64::try_from(backend::tx::jobs_ahead(self, ticket, cap).await?).unwrap_or(0))
     }
 
     /// The chat's latest jobs, newest first.

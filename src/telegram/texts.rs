@@ -35,15 +35,25 @@ fn known_size(bytes: Option<u64>) -> String {
     bytes.map(size).unwrap_or_else(|| "size unknown".to_owned())
 }
 
-/// The immediate answer to a new document, with how many jobs are ahead of it. It becomes the
-/// job's status message, which [`progress`] edits as the job moves.
+/// The queue is counted up to this many jobs ahead; beyond it the ticket reply says "more than".
+pub const QUEUE_COUNT_CAP: u64 = 1000;
+
+/// The first words of a job's status message: what arrived, and its ticket.
+fn ticket_line(name: &str, declared_size: Option<u64>, ticket: Ticket) -> String {
+    format!("Got {} ({}) — ticket {ticket}", display_name(name), known_size(declared_size))
+}
+
+/// The immediate answer to a new document, with how many jobs are ahead of it (counted up to
+/// [`QUEUE_COUNT_CAP`]). It becomes the job's status message, which [`progress`] edits as the
+/// job moves.
 pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
     let queued = match ahead {
         0 => "queued.".to_owned(),
         1 => "queued, 1 job ahead of it.".to_owned(),
+        n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
         n => format!("queued, {n} jobs ahead of it."),
     };
-    format!("Got {} ({}) — ticket {ticket}, {queued}", display_name(name), known_size(declared_size))
+    format!("{}, {queued}", ticket_line(name, declared_size, ticket))
 }
 
 /// Where a job is, for its status message.
@@ -77,7 +87,7 @@ pub enum Progress {
 /// A job's status message: the ticket line, then where the job is now.
 pub fn progress(job: &Job, step: &Progress) -> String {
     let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
-    let header = format!("Got {} ({}) — ticket {}.", display_name(job.name()), known_size(declared), job.ticket);
+    let header = format!("{}.", ticket_line(job.name(), declared, job.ticket));
     let line = match step {
         Progress::Downloading { done: 0, .. } => "Downloading…".to_owned(),
         Progress::Downloading { done, total: Some(total) } if *total > 0 => {
@@ -331,6 +341,10 @@ mod tests {
         assert_eq!(
             ticket_reply("a.pdf", None, Ticket(9), 7),
             "Got a.pdf (size unknown) — ticket #9, queued, 7 jobs ahead of it."
+        );
+        assert_eq!(
+            ticket_reply("a.pdf", None, Ticket(9), QUEUE_COUNT_CAP + 1),
+            "Got a.pdf (size unknown) — ticket #9, queued, more than 1000 jobs ahead of it."
         );
     }
 
