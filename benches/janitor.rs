@@ -43,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail, ensure};
 use docket::config::{Config, DatabaseUrl};
-use docket::domain::{ChatRef, Clock, JobEvent, JobState, SystemClock, Ticket, Timestamp};
+use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
 use docket::spool::Spool;
 use docket::store::{ClaimLimits, JobFilter, Release, Stage, Store};
@@ -1594,11 +1594,11 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     };
 
     table.start(backend, "claim: download, `claim_job(Stage::Download)`");
-    table.push(time_claim_download(&store, None, claims).await?);
+    table.push(time_claim_job(&store, Stage::Download, None, claims).await?);
     table.start(backend, "claim: download, `claim_download` with per_chat = 2");
-    table.push(time_claim_download(&store, Some(limited), claims).await?);
+    table.push(time_claim_job(&store, Stage::Download, Some(limited), claims).await?);
     table.start(backend, "claim: process, `claim_job(Stage::Process)`");
-    table.push(time_claim_process(&store, claims).await?);
+    table.push(time_claim_job(&store, Stage::Process, None, claims).await?);
     table.start(backend, "claim: message, `claim_message`");
     table.push(time_claim_message(&store, claims).await?);
     table.start(backend, "download claim's row search alone (SELECT, no limits)");
@@ -1686,9 +1686,9 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
         backend,
         &format!("FLOOD ({flood_size} queued jobs of one chat at the head): `claim_download`, per_chat = 2"),
     );
-    table.push(time_claim_download(&store, Some(limited), claims).await?);
+    table.push(time_claim_job(&store, Stage::Download, Some(limited), claims).await?);
     table.start(backend, "FLOOD: `claim_job(Stage::Download)` (no limits)");
-    table.push(time_claim_download(&store, None, claims).await?);
+    table.push(time_claim_job(&store, Stage::Download, None, claims).await?);
 
     println!(
         "Milliseconds over n iterations (fewer when a statement is slow: each row stops after {} s). \
@@ -1727,43 +1727,28 @@ impl Table {
     }
 }
 
-async fn time_claim_download(store: &Store, limits: Option<ClaimLimits>, iters: usize) -> anyhow::Result<Stats> {
+/// Claims of `stage` through the store (`claim_download` when `limits` are given), each job
+/// given back at once, untimed, in the state it was claimed in.
+async fn time_claim_job(
+    store: &Store,
+    stage: Stage,
+    limits: Option<ClaimLimits>,
+    iters: usize,
+) -> anyhow::Result<Stats> {
     let mut samples = Vec::with_capacity(iters);
     let started = Instant::now();
     while more(&samples, iters, started) {
         let now = SystemClock.now();
         let t = Instant::now();
         let job = match &limits {
-            None => store.claim_job(Stage::Download, OWNER, now, LEASE).await?,
             Some(l) => store.claim_download(OWNER, now, LEASE, l).await?,
+            None => store.claim_job(stage, OWNER, now, LEASE).await?,
         };
         samples.push(t.elapsed());
-        let job = job.context("nothing to claim for download")?;
+        let job = job.context("nothing to claim")?;
         let lease = job.lease.clone().context("no lease")?;
         let release = Release {
-            from: JobState::Accepted,
-            event: JobEvent::RetryLater,
-            not_before: job.not_before,
-            detail: None,
-            reset_attempts: true,
-        };
-        ensure!(store.release_job(job.ticket, &lease, &release, now).await?, "release failed");
-    }
-    Ok(Stats::of(samples))
-}
-
-async fn time_claim_process(store: &Store, iters: usize) -> anyhow::Result<Stats> {
-    let mut samples = Vec::with_capacity(iters);
-    let started = Instant::now();
-    while more(&samples, iters, started) {
-        let now = SystemClock.now();
-        let t = Instant::now();
-        let job = store.claim_job(Stage::Process, OWNER, now, LEASE).await?;
-        samples.push(t.elapsed());
-        let job = job.context("nothing to claim for processing")?;
-        let lease = job.lease.clone().context("no lease")?;
-        let release = Release {
-            from: JobState::Processing,
+            from: job.state,
             event: JobEvent::RetryLater,
             not_before: job.not_before,
             detail: None,
