@@ -362,12 +362,26 @@ async fn flood_waits_for_two_chats_pause_the_whole_bot() {
     app.enqueue("b", 61, "to chat 61").await;
     let calls = app.fake.wait_for_calls("sendMessage", |c| c.status == 429, 2, DEADLINE).await;
     let second_429 = calls[1].at;
+    // The fake records a 429 before docket has read it; the third chat's message is queued only
+    // once docket has drawn its conclusion, so the test checks the pause and not a race with it.
+    wait_until_bot_paused(&app).await;
     app.enqueue("c", 62, "to chat 62").await;
     let third = app.fake.wait_for_call("sendMessage", |c| to_chat(62)(c) && c.status == 200, DEADLINE).await;
     let waited = third.at.duration_since(calls[0].at);
     assert!(waited >= Duration::from_secs(3), "chat 62 was called {waited:?} after the first 429");
     assert!(third.at > second_429);
     app.wait_until_all_sent(3, DEADLINE).await;
-    let pacing = app.store.pacing(docket::domain::Timestamp::from_millis(0)).await.expect("read");
-    assert!(pacing.iter().any(|(chat, _, reason)| *chat == 0 && reason.contains("the bot as a whole")), "{pacing:?}");
+}
+
+/// Waits until docket has paused the whole bot (chat 0) for a 429.
+async fn wait_until_bot_paused(app: &TestApp) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let pacing = app.store.pacing(docket::domain::Timestamp::from_millis(0)).await.expect("read");
+        if pacing.iter().any(|(chat, _, reason)| *chat == 0 && reason.contains("the bot as a whole")) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the bot was never paused as a whole: {pacing:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
