@@ -1,5 +1,11 @@
 //! The download stage: getFile right before streaming, the body to a `.part` file while hashing,
-//! size checks, fsync, rename. The `.part` file removes itself if the attempt ends early.
+//! size checks, rename. The `.part` file removes itself if the attempt ends early.
+//!
+//! The source is not `fsync`ed: it is a copy that can always be fetched again, and the processing
+//! stage checks its size and sha256 in full before every use (`process::verify_source`), so bytes a
+//! power cut takes back are found there and downloaded again. A sync would make every download
+//! wait for the disk to protect against a rare event that the check already covers; results,
+//! which are not copies of anything, are synced (`pdf.rs`).
 
 use std::fs::File;
 use std::io;
@@ -79,7 +85,7 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job) -> Result<Fetched, StageError
 }
 
 /// Streams `body` into `file` (the `.part`), hashing on a separate thread, stopping as soon as
-/// more than `limit` bytes arrive; syncs the file. Returns the size and the hex sha256.
+/// more than `limit` bytes arrive. Returns the size and the hex sha256.
 async fn stream_to_file(mut body: ByteStream, file: std::fs::File, limit: u64) -> Result<(u64, String), StageError> {
     let mut file = tokio::fs::File::from_std(file);
     // SHA-256 runs on its own thread, fed chunk by chunk, so hashing overlaps the transfer and
@@ -107,19 +113,18 @@ async fn stream_to_file(mut body: ByteStream, file: std::fs::File, limit: u64) -
     }
     drop(to_hasher);
     let sha256 = hashing.await.map_err(|e| StageError::retry(format!("hashing the download failed: {e}")))?;
-    file.flush().await.map_err(|e| disk_error("flushing the download", &e))?;
-    file.sync_all().await.map_err(|e| disk_error("syncing the download", &e))?;
+    // Hands the last buffered bytes to the kernel (a write error, a full disk, shows up here).
+    file.flush().await.map_err(|e| disk_error("writing the download", &e))?;
     Ok((total, sha256))
 }
 
 /// Copies a local Bot API server's file into `file` (the `.part`), stopping as soon as more than
-/// `limit` bytes are copied; syncs the file. Returns the size and the hex sha256.
+/// `limit` bytes are copied. Returns the size and the hex sha256.
 ///
 /// The copy runs inside the kernel (`copy_file_range`, as `cp` does: no trip through user memory),
 /// in chunks; after each chunk, a second thread hashes it by reading it back from the source,
 /// whose pages the copy has just brought into the page cache, so hashing overlaps the copy of the
-/// next chunk, on two cores. The write-back of each copied chunk is started at once, so the disk
-/// works during the copy and the final `fsync` is short. Where the kernel cannot copy between
+/// next chunk, on two cores. Where the kernel cannot copy between
 /// these two files (`EXDEV`, `ENOSYS`, `EINVAL`, `EOPNOTSUPP`: other filesystems, old kernels,
 /// other systems), the rest is copied with plain reads and writes, with the same result.
 fn copy_local(source: &Path, file: std::fs::File, limit: u64) -> Result<(u64, String), StageError> {
@@ -177,7 +182,6 @@ fn copy_local_with(source: &Path, file: File, limit: u64, copy_range: CopyRange)
             if done == 0 {
                 return Ok(());
             }
-            start_write_back(&file, total, done);
             let offset = total;
             total += done;
             if total > limit {
@@ -193,7 +197,6 @@ fn copy_local_with(source: &Path, file: File, limit: u64, copy_range: CopyRange)
     let sha256 = hasher.join().map_err(|_| StageError::retry("the hashing thread panicked"))?;
     copied?;
     let sha256 = sha256.map_err(read_error)?;
-    file.sync_all().map_err(|e| disk_error("syncing the download", &e))?;
     Ok((total, sha256))
 }
 
@@ -267,18 +270,6 @@ fn read_sequentially(src: &File) {
     let _ = rustix::fs::fadvise(src, 0, None, rustix::fs::Advice::Sequential);
     #[cfg(not(target_os = "linux"))]
     let _ = src;
-}
-
-/// Starts writing a copied range to the disk without waiting for it (`POSIX_FADV_DONTNEED` starts
-/// the write-back of dirty pages; it drops only pages already clean, and a range just copied is
-/// dirty), so
-/// the disk works during the copy instead of during the final `fsync`.
-fn start_write_back(dst: &File, offset: u64, len: u64) {
-    #[cfg(target_os = "linux")]
-    // Only advice, as above.
-    let _ = rustix::fs::fadvise(dst, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::DontNeed);
-    #[cfg(not(target_os = "linux"))]
-    let _ = (dst, offset, len);
 }
 
 /// Reads at `offset` until `buf` is full or the file ends; returns the bytes read.

@@ -28,11 +28,11 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     let Some(source) = job.local_path.clone().map(PathBuf::from) else {
         return Err(StageError::SourceLost { detail: "no source recorded".into() });
     };
-    // A resumed job (its last attempt died) re-checks the whole file; a fresh one its size.
-    let full_check = job.attempts > 1;
+    // Size and sha256 in full, every time: downloads are not synced (see `download`), so after a
+    // power cut this is where bytes the disk never got are found, and fetched again.
     let expected = (job.real_size.unwrap_or(-1), job.sha256.clone().unwrap_or_default());
     let src = source.clone();
-    tokio::task::spawn_blocking(move || verify_source(&src, expected.0, &expected.1, full_check))
+    tokio::task::spawn_blocking(move || verify_source(&src, expected.0, &expected.1))
         .await
         .map_err(|e| StageError::retry(format!("verifying the source panicked: {e}")))??;
 
@@ -79,6 +79,13 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         deps.spool.result_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
     let result = result_dir.join(format!("{:016x}.pdf", rand::random::<u64>()));
     work_file.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
+    // The file's bytes are synced (`pdf.rs`); its name in `results/<ticket>/`, and that folder's
+    // in `results/`, must survive a power cut too, since `ready` deletes the source.
+    for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
+        std::fs::File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
+    }
     Ok(Output {
         path: result.to_string_lossy().into_owned(),
         size: report.output_bytes,
@@ -86,26 +93,26 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     })
 }
 
-fn verify_source(path: &Path, size: i64, sha256: &str, full: bool) -> Result<(), StageError> {
+/// The source must be on disk with the recorded size and sha256; otherwise it is lost, and the
+/// job goes back to be downloaded again.
+fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError> {
     let lost = |detail: String| StageError::SourceLost { detail };
-    let meta = std::fs::metadata(path).map_err(|e| lost(format!("source missing: {e}")))?;
-    if i64::try_from(meta.len()).ok() != Some(size) {
-        return Err(lost(format!("source has {} bytes, {size} recorded", meta.len())));
+    let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source missing: {e}")))?;
+    let len = file.metadata().map_err(|e| lost(format!("source unreadable: {e}")))?.len();
+    if i64::try_from(len).ok() != Some(size) {
+        return Err(lost(format!("source has {len} bytes, {size} recorded")));
     }
-    if full {
-        let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source unreadable: {e}")))?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = file.read(&mut buf).map_err(|e| lost(format!("source unreadable: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1024 * 1024];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| lost(format!("source unreadable: {e}")))?;
+        if n == 0 {
+            break;
         }
-        if hex::encode(hasher.finalize()) != sha256 {
-            return Err(lost("source does not match its recorded sha256".into()));
-        }
+        hasher.update(&buf[..n]);
+    }
+    if hex::encode(hasher.finalize()) != sha256 {
+        return Err(lost("source does not match its recorded sha256".into()));
     }
     Ok(())
 }

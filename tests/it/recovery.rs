@@ -13,6 +13,7 @@ per_backend!(
     a_restart_continues_from_the_stored_offset,
     a_429_on_get_file_waits_exactly_retry_after,
     a_wrong_file_id_fails_at_once_with_a_reason,
+    a_source_whose_bytes_were_lost_is_downloaded_again,
 );
 
 /// Stop the bot between receiving an update and recording it; on restart the update is polled
@@ -141,4 +142,61 @@ async fn a_local_bot_api_server_file_is_read_from_its_absolute_path() {
     assert_eq!(job.sha256.as_deref(), Some(expected.as_str()));
     assert_eq!(app.fake.downloads(), 0, "nothing was downloaded over HTTP");
     app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(87), DEADLINE).await;
+}
+
+/// Downloads are not synced to disk; a power cut can leave a `fetched` job's source with its size
+/// but not its bytes (zeros where the data never reached the disk). The processing stage checks
+/// the sha256 before any use, finds it, and the job is downloaded again instead of failing as
+/// "not a PDF".
+async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
+    let mut app = TestApp::create(backend, |_| {}).await;
+    let pdf = fixture("pdf/text-20pages.pdf");
+    let file = app.fake.add_file(pdf.clone());
+    let now = docket::domain::Clock::now(&docket::domain::SystemClock);
+    let mut tx = app.store.begin().await.expect("tx");
+    tx.insert_job(
+        &docket::store::NewJob {
+            update_id: 1,
+            chat: docket::domain::ChatRef(70),
+            user_id: Some(70),
+            message_id: 1,
+            file_id: file.file_id.clone(),
+            file_unique_id: file.file_unique_id.clone(),
+            declared_name: Some("lost.pdf".to_owned()),
+            declared_mime: Some("application/pdf".to_owned()),
+            declared_size: Some(pdf.len() as i64),
+            operation: docket::domain::Operation::Optimize,
+        },
+        now,
+    )
+    .await
+    .expect("insert");
+    tx.commit().await.expect("commit");
+    let job = app
+        .store
+        .claim_job(docket::store::Stage::Download, "before-the-power-cut", now, std::time::Duration::from_secs(60))
+        .await
+        .expect("claim")
+        .expect("the job is claimable");
+    // What a power cut leaves of a download that was never synced: the length, but zeros.
+    let downloads = app.data_dir().join("downloads");
+    std::fs::create_dir_all(&downloads).expect("downloads folder");
+    let source = downloads.join("1-lost.source");
+    std::fs::write(&source, vec![0u8; pdf.len()]).expect("write the source");
+    let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&pdf));
+    let lease = job.lease.expect("a claimed job holds a lease");
+    let marked = app
+        .store
+        .mark_fetched(Ticket(1), &lease, &source.to_string_lossy(), pdf.len() as i64, &sha256, now)
+        .await
+        .expect("mark fetched");
+    assert!(marked);
+
+    app.start().await;
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    assert_eq!(job.sha256.as_deref(), Some(sha256.as_str()));
+    assert_eq!(app.fake.calls_to("getFile").len(), 1, "downloaded again, with a fresh getFile");
+    assert_eq!(app.fake.downloads(), 1);
+    assert!(!source.exists(), "the damaged source was removed");
 }
