@@ -30,8 +30,9 @@
 //! `echo 3 > /proc/sys/vm/drop_caches`; needs root), `--keep` (keep the 1M-row SQLite file),
 //! `--dir PATH` (default `target/docket-bench-janitor`; on the disk, not tmpfs, so commits fsync).
 //!
-//! The SQL in [`sql`] is copied from `src/store/sqlite.rs`, `src/store/postgres.rs` (CLAIMS) and
-//! `src/store/backend.rs`; keep it in sync when those change.
+//! The claim statements are the store's own (`docket::store::{sqlite, postgres}::CLAIMS`), and
+//! each "row search alone" is cut out of them ([`row_search`]). The other SQL in [`sql`] is copied
+//! from `src/store/backend.rs`; keep it in sync when that changes.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
@@ -46,7 +47,7 @@ use docket::config::{Config, DatabaseUrl};
 use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
 use docket::spool::Spool;
-use docket::store::{ClaimLimits, JobFilter, Release, Stage, Store};
+use docket::store::{ClaimLimits, ClaimSql, JobFilter, Release, Stage, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sqlx::Connection;
@@ -556,111 +557,34 @@ struct Stmt {
     binds: Vec<B>,
 }
 
-/// The store's SQL, copied (see the module documentation).
+/// The store's claim statements on each backend.
+const SQLITE: &ClaimSql = &docket::store::sqlite::CLAIMS;
+const PG: &ClaimSql = &docket::store::postgres::CLAIMS;
+
+/// The row search of a claim statement alone: its `WHERE id = (SELECT …)` subquery, as a SELECT
+/// that mentions `$1` and `$2` (the owner and lease binds, unused by the search) so the claim's
+/// binds number the same.
+fn row_search(claim: &str) -> String {
+    const OPEN: &str = "WHERE id = (";
+    let start = claim.find(OPEN).expect("a claim selects its row in a subquery") + OPEN.len();
+    let mut depth = 1;
+    let len = claim[start..]
+        .char_indices()
+        .find(|&(_, c)| {
+            depth += match c {
+                '(' => 1,
+                ')' => -1,
+                _ => 0,
+            };
+            depth == 0
+        })
+        .expect("the subquery closes")
+        .0;
+    claim[start..start + len].replacen("WHERE ", "WHERE $1 IS NOT NULL AND $2 IS NOT NULL AND ", 1)
+}
+
+/// The store's other SQL, copied (see the module documentation).
 mod sql {
-    pub const CLAIM_DOWNLOAD: &str =
-        "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
-                   attempts = attempts + 1, updated_at = $3
-               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
-                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
-                             AND COALESCE(j.declared_size, $4) <= $5
-                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
-                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))) < $6
-                           ORDER BY j.not_before, j.id LIMIT 1)
-               RETURNING *";
-    pub const CLAIM_DOWNLOAD_PG: &str =
-        "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
-                   attempts = attempts + 1, updated_at = $3
-               WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
-                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
-                             AND COALESCE(j.declared_size, $4) <= $5
-                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
-                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))) < $6
-                           ORDER BY j.not_before, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-               RETURNING *";
-    /// The row search of the download claim alone ($1, $2 unused but bound for the same numbering).
-    pub const SEARCH_DOWNLOAD: &str = "SELECT j.id FROM jobs j WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                             AND j.status = 'accepted' AND j.not_before <= $3
-                             AND (j.lease_until IS NULL OR j.lease_until <= $3)
-                             AND COALESCE(j.declared_size, $4) <= $5
-                             AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
-                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))) < $6
-                           ORDER BY j.not_before, j.id LIMIT 1";
-    /// The process claim, first statement: a `processing` job whose lease lapsed.
-    pub const CLAIM_PROCESS_LAPSED: &str = "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT id FROM jobs
-                          WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
-                          ORDER BY not_before, id LIMIT 1)
-              RETURNING *";
-    pub const CLAIM_PROCESS_LAPSED_PG: &str = "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT id FROM jobs
-                          WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
-                          ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-              RETURNING *";
-    /// The process claim, second statement: a `fetched` job.
-    pub const CLAIM_PROCESS_FETCHED: &str =
-        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
-                          ORDER BY not_before, id LIMIT 1)
-              RETURNING *";
-    pub const CLAIM_PROCESS_FETCHED_PG: &str =
-        "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
-                          ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-              RETURNING *";
-    /// The row searches of both process statements, one after the other as the store runs them.
-    pub const SEARCH_PROCESS: &str = "SELECT id FROM jobs
-                          WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                            AND status = 'processing' AND not_before <= $3 AND lease_until <= $3
-                          ORDER BY not_before, id LIMIT 1";
-    pub const SEARCH_PROCESS_FETCHED: &str = "SELECT id FROM jobs
-                          WHERE $1 IS NOT NULL AND $2 IS NOT NULL AND status = 'fetched' AND not_before <= $3
-                          ORDER BY not_before, id LIMIT 1";
-    pub const CLAIM_MESSAGE: &str =
-        "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT o.id FROM outbox o
-                          WHERE o.status = 'pending' AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
-                                            AND e.status IN ('pending', 'sending')
-                                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
-                            AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id AND p.not_before > $3)
-                            AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
-                          ORDER BY o.priority, o.id LIMIT 1)
-                AND status = 'pending'
-              RETURNING *";
-    pub const CLAIM_MESSAGE_PG: &str =
-        "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
-                  lease_until = $2, attempts = attempts + 1, updated_at = $3
-              WHERE id = (SELECT o.id FROM outbox o
-                          WHERE o.status = 'pending' AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
-                                            AND e.status IN ('pending', 'sending')
-                                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
-                            AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id AND p.not_before > $3)
-                            AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
-                          ORDER BY o.priority, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                AND status = 'pending'
-              RETURNING *";
-    pub const SEARCH_MESSAGE: &str = "SELECT o.id FROM outbox o
-                          WHERE $1 IS NOT NULL AND $2 IS NOT NULL
-                            AND o.status = 'pending' AND o.not_before <= $3
-                            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
-                                            AND e.status IN ('pending', 'sending')
-                                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
-                            AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id AND p.not_before > $3)
-                            AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
-                          ORDER BY o.priority, o.id LIMIT 1";
     /// The per-candidate check of the download claim, for one chat: $1 chat, $2 a job id, $3 now.
     pub const PER_CHAT_COUNT: &str = "SELECT COUNT(*) FROM jobs o WHERE o.chat_id = $1 AND o.id <> $2
                                     AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
@@ -706,31 +630,21 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
     let limited = ClaimLimits { unknown_size: 20 << 20, max_size: 1 << 30, per_chat: 2 };
     let s = |name, sqlite, pg, binds| Stmt { name, sqlite, pg, binds };
     vec![
-        s(
-            "claim: download (Stage::Download, no limits)",
-            sql::CLAIM_DOWNLOAD,
-            sql::CLAIM_DOWNLOAD_PG,
-            claim(ClaimLimits::NONE),
-        ),
-        s(
-            "claim: download (claim_download, per_chat = 2)",
-            sql::CLAIM_DOWNLOAD,
-            sql::CLAIM_DOWNLOAD_PG,
-            claim(limited),
-        ),
+        s("claim: download (Stage::Download, no limits)", SQLITE.download, PG.download, claim(ClaimLimits::NONE)),
+        s("claim: download (claim_download, per_chat = 2)", SQLITE.download, PG.download, claim(limited)),
         s(
             "claim: process, first statement (a lapsed `processing` job)",
-            sql::CLAIM_PROCESS_LAPSED,
-            sql::CLAIM_PROCESS_LAPSED_PG,
+            SQLITE.process_lapsed,
+            PG.process_lapsed,
             lease.clone(),
         ),
         s(
             "claim: process, second statement (a `fetched` job)",
-            sql::CLAIM_PROCESS_FETCHED,
-            sql::CLAIM_PROCESS_FETCHED_PG,
+            SQLITE.process_fetched,
+            PG.process_fetched,
             lease.clone(),
         ),
-        s("claim: message (claim_message)", sql::CLAIM_MESSAGE, sql::CLAIM_MESSAGE_PG, lease),
+        s("claim: message (claim_message)", SQLITE.message, PG.message, lease),
         s("next_waiting_download", sql::NEXT_WAITING, sql::NEXT_WAITING, vec![I(now)]),
         s("job (status, /status <ticket>)", sql::JOB, sql::JOB, vec![I(ticket)]),
         s("jobs (/jobs: chat, limit 10)", sql::JOBS, sql::JOBS, vec![I(chat), NullS, I(10)]),
@@ -1602,15 +1516,15 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     table.start(backend, "claim: message, `claim_message`");
     table.push(time_claim_message(&store, claims).await?);
     table.start(backend, "download claim's row search alone (SELECT, no limits)");
-    table.push(raw.time_select(sql::SEARCH_DOWNLOAD, &with_limits(ClaimLimits::NONE), iters).await?);
+    table.push(raw.time_select(&row_search(SQLITE.download), &with_limits(ClaimLimits::NONE), iters).await?);
     table.start(backend, "download claim's row search alone (SELECT, per_chat = 2)");
-    table.push(raw.time_select(sql::SEARCH_DOWNLOAD, &with_limits(limited), iters).await?);
+    table.push(raw.time_select(&row_search(SQLITE.download), &with_limits(limited), iters).await?);
     table.start(backend, "process claim's row search alone, lapsed `processing` (SELECT)");
-    table.push(raw.time_select(sql::SEARCH_PROCESS, &lease(now_ms()), iters).await?);
+    table.push(raw.time_select(&row_search(SQLITE.process_lapsed), &lease(now_ms()), iters).await?);
     table.start(backend, "process claim's row search alone, `fetched` (SELECT)");
-    table.push(raw.time_select(sql::SEARCH_PROCESS_FETCHED, &lease(now_ms()), iters).await?);
+    table.push(raw.time_select(&row_search(SQLITE.process_fetched), &lease(now_ms()), iters).await?);
     table.start(backend, "message claim's row search alone (SELECT)");
-    table.push(raw.time_select(sql::SEARCH_MESSAGE, &lease(now_ms()), iters).await?);
+    table.push(raw.time_select(&row_search(SQLITE.message), &lease(now_ms()), iters).await?);
     table.start(backend, "one-row UPDATE by id, autocommit (the floor of any write)");
     let mut samples = Vec::new();
     let started = Instant::now();

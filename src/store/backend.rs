@@ -143,8 +143,11 @@ fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease>
     Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
 }
 
-/// The claim statements, which differ per backend in how they lock.
-pub(crate) struct ClaimSql {
+/// The claim statements, which differ per backend in how they lock. Public (as
+/// [`crate::store::sqlite::CLAIMS`] and [`crate::store::postgres::CLAIMS`]) so that the benchmarks
+/// EXPLAIN and time the statements the store really runs.
+#[derive(Debug)]
+pub struct ClaimSql {
     /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now, $4 the size assumed for a
     /// job without a declared size, $5 the largest size that fits the byte budget, $6 how many
     /// jobs of one chat may be in flight.

@@ -16,6 +16,8 @@ mod conformance;
 pub mod postgres;
 pub mod sqlite;
 
+pub use backend::ClaimSql;
+
 use std::time::Duration;
 
 use crate::config::DatabaseUrl;

@@ -17,7 +17,8 @@ pub struct PostgresStore {
     pool: PgPool,
 }
 
-const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED", "SELECT pg_advisory_xact_lock(7246001)");
+/// The claim statements as PostgreSQL runs them.
+pub const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED", "SELECT pg_advisory_xact_lock(7246001)");
 
 define_backend!(PostgresStore, sqlx::Postgres, conn, CLAIMS);
 

@@ -20,7 +20,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-const CLAIMS: ClaimSql = claim_statements!("", "");
+/// The claim statements as SQLite runs them.
+pub const CLAIMS: ClaimSql = claim_statements!("", "");
 
 define_backend!(SqliteStore, sqlx::Sqlite, conn, CLAIMS);
 
