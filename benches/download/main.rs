@@ -241,7 +241,8 @@ struct Pair {
     docket: f64,
     /// `curl -s -o` / `cp` alone: the data may still be dirty in the page cache.
     base: f64,
-    /// … plus `sync FILE` right after: the data on disk, as docket leaves it (it fsyncs).
+    /// … plus `sync FILE` right after: the data on disk (docket does not sync a source; this is
+    /// the stricter baseline, kept for comparison with the measurements of the fsync era).
     base_synced: f64,
 }
 
