@@ -50,7 +50,8 @@ pub struct Config {
 pub struct OutboxConfig {
     /// `senders`: concurrent senders (one message in flight each).
     pub senders: usize,
-    /// `global_per_second`: messages per second to everyone together (this process).
+    /// `global_per_second`: messages per second to everyone together (every process on the
+    /// database: the send slots are reserved there).
     pub global_per_second: u32,
     /// `private_interval`: least time between two messages to one private chat.
     pub private_interval: Duration,

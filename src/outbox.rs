@@ -9,8 +9,11 @@
 //!   60 s / `group_per_minute` for groups. The pace is written before the row leaves `sending`,
 //!   and a chat's next row is claimable only once its earlier row left `sending`, so no two
 //!   calls to one chat come closer than that;
-//! - **globally**: a GCRA limiter (`governor`) spaces all calls of this process to
-//!   `global_per_second`, without bursts.
+//! - **globally**: every call first reserves a send slot in the database (`reserve_send_slot`:
+//!   1 s / `global_per_second` after the last slot reserved by any sender of any docket on the
+//!   database) and waits for it, so all instances together keep `global_per_second`, without
+//!   bursts. If the database cannot be reached for that, this process's own limiter
+//!   (`governor`) spaces its calls instead.
 //!
 //! What each Bot API answer means:
 //!
@@ -36,7 +39,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use crate::config::OutboxConfig;
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{AfterUnknown, ChatRef, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
+use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
 use crate::pipeline::Shutdown;
 use crate::spool::result_file_name;
 use crate::store::{NewMessage, OutboxMessage, Store, StoreResult};
@@ -74,25 +77,48 @@ pub struct OutboxDeps {
     pub settings: Arc<OutboxSettings>,
     /// Woken when a message is queued.
     pub wake: Arc<Notify>,
-    /// Spaces every call of this process to `global_per_second`.
+    /// The global rate limit (shared through the database; this process's own limiter when the
+    /// database cannot be reached).
     pub global: Arc<GlobalLimit>,
 }
 
 /// The global rate limit: `per_second` calls a second, evenly spaced (a burst of one, so no
 /// one-second window ever holds more than `per_second` + 1).
 #[derive(Debug)]
-pub struct GlobalLimit(DefaultDirectRateLimiter);
+pub struct GlobalLimit {
+    /// Between two send slots: 1 s / `per_second`, rounded up to the millisecond (the store's
+    /// resolution), so rounding never makes the rate higher than configured.
+    spacing: Duration,
+    /// This process alone, for when the database cannot reserve a slot.
+    fallback: DefaultDirectRateLimiter,
+}
 
 impl GlobalLimit {
     /// A limit of `per_second` calls a second.
     pub fn new(per_second: u32) -> Self {
         let per_second = std::num::NonZeroU32::new(per_second).unwrap_or(std::num::NonZeroU32::MIN);
-        Self(RateLimiter::direct(Quota::per_second(per_second).allow_burst(std::num::NonZeroU32::MIN)))
+        Self {
+            spacing: Duration::from_millis(1000_u64.div_ceil(u64::from(per_second.get()))),
+            fallback: RateLimiter::direct(Quota::per_second(per_second).allow_burst(std::num::NonZeroU32::MIN)),
+        }
     }
 
-    /// Waits for the next slot.
-    pub async fn until_ready(&self) {
-        self.0.until_ready().await;
+    /// Waits for this call's slot: reserved in the store, shared by every docket on the
+    /// database; spaced by this process alone if the store cannot be reached.
+    pub async fn until_ready(&self, store: &Store, clock: &dyn Clock) {
+        let now = clock.now();
+        match store.reserve_send_slot(now, self.spacing).await {
+            Ok(slot) => {
+                let wait = u64::try_from(slot.as_millis() - now.as_millis()).unwrap_or(0);
+                if wait > 0 {
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot reserve a send slot; spacing this process's calls alone");
+                self.fallback.until_ready().await;
+            }
+        }
     }
 }
 
@@ -133,7 +159,7 @@ async fn sender(owner: String, deps: OutboxDeps, cancel: Shutdown) {
                 );
                 tokio::select! {
                     () = async {
-                        deps.global.until_ready().await;
+                        deps.global.until_ready(&deps.store, deps.clock.as_ref()).await;
                         deliver(&deps, message).await;
                     }.instrument(span) => {}
                     () = cancel.abort.cancelled() => break,

@@ -760,6 +760,27 @@ macro_rules! define_backend {
                 Ok(())
             }
 
+            /// See [`crate::store::Store::reserve_send_slot`].
+            pub async fn reserve_send_slot(&self, now: $crate::domain::Timestamp, spacing: std::time::Duration) -> $crate::store::StoreResult<$crate::domain::Timestamp> {
+                use $crate::store::QueryContext;
+                let spacing = i64::try_from(spacing.as_millis()).unwrap_or(i64::MAX);
+                // A last slot further ahead than any queue of senders could reserve means the
+                // clock went back (an NTP step): the slots start again from now, instead of
+                // every call waiting out the step.
+                let horizon = now.as_millis().saturating_add(60_000);
+                let slot: i64 = sqlx::query_scalar(
+                    "INSERT INTO chat_pacing (chat_id, not_before, reason) VALUES ($1, $2, $4)
+                     ON CONFLICT (chat_id) DO UPDATE
+                        SET not_before = CASE WHEN chat_pacing.not_before + $3 > $2 AND chat_pacing.not_before <= $5
+                                              THEN chat_pacing.not_before + $3 ELSE $2 END
+                     RETURNING not_before",
+                )
+                .bind($crate::store::SEND_SLOTS).bind(now.as_millis()).bind(spacing)
+                .bind("the last reserved send slot (global rate limit)").bind(horizon)
+                .fetch_one(&self.pool).await.context("reserving a send slot")?;
+                Ok($crate::domain::Timestamp::from_millis(slot))
+            }
+
             /// See [`crate::store::Store::pacing`].
             pub async fn pacing(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<(i64, $crate::domain::Timestamp, String)>> {
                 use $crate::store::QueryContext;

@@ -72,6 +72,7 @@ conformance!(
     a_lapsed_processing_job_is_resumed_before_fetched_ones,
     downloads_respect_size_and_per_chat_limits,
     paced_chats_wait_and_others_flow,
+    send_slots_are_spaced_for_every_sender,
     a_migrated_chat_takes_its_messages_and_jobs,
     progress_edits_coalesce_and_never_hold_a_chat_back,
 );
@@ -1374,6 +1375,36 @@ async fn paced_chats_wait_and_others_flow(store: Store) {
     let (b2, _) = claim_message(&store, "s", at(9_000)).await;
     assert_eq!(b2.idempotency_key, "b2");
     assert!(store.pacing(at(9_000)).await.unwrap().is_empty());
+}
+
+async fn send_slots_are_spaced_for_every_sender(store: Store) {
+    let spacing = Duration::from_millis(40);
+    // The first slot is now; the next ones queue up behind it, 40 ms apart, whoever asks.
+    assert_eq!(store.reserve_send_slot(T0, spacing).await.unwrap(), T0);
+    assert_eq!(store.reserve_send_slot(T0, spacing).await.unwrap(), at(40));
+    assert_eq!(store.reserve_send_slot(at(10), spacing).await.unwrap(), at(80));
+    // After a quiet spell the next slot is now again: no credit for the idle time (no burst).
+    assert_eq!(store.reserve_send_slot(at(5_000), spacing).await.unwrap(), at(5_000));
+    assert_eq!(store.reserve_send_slot(at(5_000), spacing).await.unwrap(), at(5_040));
+    // A clock stepped back by an hour does not make every call wait out the hour.
+    assert_eq!(
+        store.reserve_send_slot(at(5_000).minus(Duration::from_secs(3_600)), spacing).await.unwrap(),
+        at(5_000).minus(Duration::from_secs(3_600))
+    );
+
+    // Concurrent reservations never get the same slot.
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let store = store.clone();
+        tasks.spawn(async move { store.reserve_send_slot(at(100_000), spacing).await.unwrap() });
+    }
+    let mut slots: Vec<i64> = tasks.join_all().await.into_iter().map(|t| t.as_millis()).collect();
+    slots.sort_unstable();
+    let expected: Vec<i64> = (0..20).map(|n| at(100_000).as_millis() + 40 * n).collect();
+    assert_eq!(slots, expected);
+    // The slot row is no chat: it holds nobody's messages back.
+    assert!(enqueue(&store, &message("m", CHAT, MessageKind::Reply, None), T0).await);
+    assert!(store.claim_message("s", at(100_000), LEASE).await.unwrap().is_some());
 }
 
 async fn a_migrated_chat_takes_its_messages_and_jobs(store: Store) {

@@ -18,6 +18,10 @@ pub mod sqlite;
 
 pub use backend::ClaimSql;
 
+/// The `chat_pacing` row that holds the last reserved send slot of the global rate limit; no
+/// Telegram chat has this id.
+pub const SEND_SLOTS: i64 = i64::MIN;
+
 use std::time::Duration;
 
 use crate::config::DatabaseUrl;
@@ -508,6 +512,14 @@ impl Store {
     /// is kept. Shared by every sender and kept across restarts.
     pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
         forward!(self, s => s.pace_chat(chat, not_before, reason).await)
+    }
+
+    /// Reserves the next moment a call to Telegram may be made under the global rate limit, for
+    /// every docket on this database together: `spacing` after the last slot reserved, or `now`
+    /// if that is later. The caller waits until the returned moment, then calls. Kept in
+    /// `chat_pacing` under the pseudo-chat [`SEND_SLOTS`].
+    pub async fn reserve_send_slot(&self, now: Timestamp, spacing: Duration) -> StoreResult<Timestamp> {
+        forward!(self, s => s.reserve_send_slot(now, spacing).await)
     }
 
     /// Chats (0: the bot) paced or paused beyond `now`, with until when and why.

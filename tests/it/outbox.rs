@@ -18,6 +18,7 @@ per_backend!(
     server_errors_twice_then_one_delivery,
     a_migrated_group_is_answered_in_the_supergroup,
     two_senders_on_one_database_send_nothing_twice,
+    two_dockets_on_one_database_share_the_global_limit,
 );
 
 fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
@@ -167,6 +168,29 @@ async fn two_senders_on_one_database_send_nothing_twice(backend: Backend) {
         delivered(&app).iter().map(|c| c.params["text"].as_str().unwrap_or_default().to_owned()).collect();
     let distinct: HashSet<&String> = texts.iter().collect();
     assert_eq!((texts.len(), distinct.len()), (40, 40), "each message exactly once: {texts:?}");
+    assert!(app.fake.violations().is_empty(), "{:?}", app.fake.violations());
+    other.stop().await;
+    app.stop().await;
+}
+
+/// The global limit holds for every docket on the database together: two instances with
+/// `global_per_second = 5` and 30 messages for 30 chats (no per-chat waits) take at least
+/// 29 × 200 ms between the first and the last call, not half of that as two separate limiters
+/// would. Load can only make it slower, so the bound cannot fail for that reason.
+async fn two_dockets_on_one_database_share_the_global_limit(backend: Backend) {
+    const MESSAGES: i64 = 30;
+    let mut app = TestApp::create(backend, |c| c.outbox.global_per_second = 5).await;
+    for n in 0..MESSAGES {
+        app.enqueue(&format!("m{n}"), 700 + n, &format!("message {n}")).await;
+    }
+    app.start().await;
+    let other = app.start_another().await;
+    app.wait_until_all_sent(MESSAGES as usize, Duration::from_secs(60)).await;
+    let calls = delivered(&app);
+    assert_eq!(calls.len(), MESSAGES as usize, "each message once: {calls:?}");
+    let span = calls[calls.len() - 1].at.duration_since(calls[0].at);
+    // 29 gaps of 200 ms, less a margin for the jitter between a slot and the call's arrival.
+    assert!(span >= Duration::from_millis(29 * 200 - 300), "30 calls within {span:?}: faster than 5 a second");
     assert!(app.fake.violations().is_empty(), "{:?}", app.fake.violations());
     other.stop().await;
     app.stop().await;
