@@ -69,16 +69,6 @@ impl Spool {
         format!("{}-", ticket.0)
     }
 
-    /// Bytes in the job's `.part` right now (a download in progress), if there is one.
-    pub fn part_bytes(&self, ticket: Ticket) -> Option<u64> {
-        let prefix = Self::download_prefix(ticket);
-        std::fs::read_dir(self.downloads()).ok()?.flatten().find_map(|entry| {
-            let name = entry.file_name();
-            let name = name.to_str()?;
-            (name.starts_with(&prefix) && name.ends_with(".part")).then(|| entry.metadata().ok().map(|m| m.len()))?
-        })
-    }
-
     /// The verified source of a job, next to its `.part`: `downloads/<ticket>-<random>.source`.
     pub fn source_path_for(&self, part: &Path) -> PathBuf {
         part.with_extension("source")

@@ -219,7 +219,8 @@ async fn claimed_job(store: &Store, size: u64) -> anyhow::Result<Job> {
 /// One `fetch`: seconds, and the path it produced (already checked against size and hash).
 async fn fetch_once(deps: &PipelineDeps, job: &Job, size: u64, sha256: &str) -> anyhow::Result<(f64, PathBuf)> {
     let start = Instant::now();
-    let fetched = download::fetch(deps, job).await.map_err(|e| anyhow::anyhow!("fetch failed: {e:?}"))?;
+    let fetched =
+        download::fetch(deps, job, &Arc::default()).await.map_err(|e| anyhow::anyhow!("fetch failed: {e:?}"))?;
     let secs = start.elapsed().as_secs_f64();
     ensure!(fetched.size == size, "fetched {} bytes, expected {size}", fetched.size);
     ensure!(fetched.sha256 == sha256, "fetched sha256 {} differs from the source's {sha256}", fetched.sha256);

@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
@@ -34,8 +36,9 @@ pub struct Fetched {
     pub sha256: String,
 }
 
-/// Downloads the job's file and verifies it.
-pub async fn fetch(deps: &PipelineDeps, job: &Job) -> Result<Fetched, StageError> {
+/// Downloads the job's file and verifies it. `received` follows the bytes written to the `.part`
+/// so far (for the person's status message).
+pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) -> Result<Fetched, StageError> {
     // The file must fit the mode's download limit and, with its intermediate output, the budget.
     let limit = deps.settings.download_limit.min(deps.budget.largest_source());
     // An attempt that died (a crash, a lost lease) may have left a .part or an unrecorded source.
@@ -62,12 +65,15 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job) -> Result<Fetched, StageError
     let (std_file, part_path) = part.into_parts();
     let (total, sha256) = match deps.telegram.local_source(&remote) {
         // A local Bot API server's own disk: one blocking copy loop, no async hops per chunk.
-        Some(source) => tokio::task::spawn_blocking(move || copy_local(&source, std_file, limit))
-            .await
-            .map_err(|e| StageError::retry(format!("the local copy panicked: {e}")))??,
+        Some(source) => {
+            let received = Arc::clone(received);
+            tokio::task::spawn_blocking(move || copy_local(&source, std_file, limit, &received))
+                .await
+                .map_err(|e| StageError::retry(format!("the local copy panicked: {e}")))??
+        }
         None => {
             let body = deps.telegram.open_file(&remote).await.map_err(transfer_error)?;
-            stream_to_file(body, std_file, limit).await?
+            stream_to_file(body, std_file, limit, received).await?
         }
     };
 
@@ -86,7 +92,12 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job) -> Result<Fetched, StageError
 
 /// Streams `body` into `file` (the `.part`), hashing on a separate thread, stopping as soon as
 /// more than `limit` bytes arrive. Returns the size and the hex sha256.
-async fn stream_to_file(mut body: ByteStream, file: std::fs::File, limit: u64) -> Result<(u64, String), StageError> {
+async fn stream_to_file(
+    mut body: ByteStream,
+    file: std::fs::File,
+    limit: u64,
+    received: &AtomicU64,
+) -> Result<(u64, String), StageError> {
     let mut file = tokio::fs::File::from_std(file);
     // SHA-256 runs on its own thread, fed chunk by chunk, so hashing overlaps the transfer and
     // the write instead of adding to them.
@@ -110,6 +121,7 @@ async fn stream_to_file(mut body: ByteStream, file: std::fs::File, limit: u64) -
         // the join below reports.
         let _ = to_hasher.send(chunk.clone()).await;
         file.write_all(&chunk).await.map_err(|e| disk_error("writing the download", &e))?;
+        received.store(total, Ordering::Relaxed);
     }
     drop(to_hasher);
     let sha256 = hashing.await.map_err(|e| StageError::retry(format!("hashing the download failed: {e}")))?;
@@ -127,8 +139,13 @@ async fn stream_to_file(mut body: ByteStream, file: std::fs::File, limit: u64) -
 /// next chunk, on two cores. Where the kernel cannot copy between
 /// these two files (`EXDEV`, `ENOSYS`, `EINVAL`, `EOPNOTSUPP`: other filesystems, old kernels,
 /// other systems), the rest is copied with plain reads and writes, with the same result.
-fn copy_local(source: &Path, file: std::fs::File, limit: u64) -> Result<(u64, String), StageError> {
-    copy_local_with(source, file, limit, kernel_copy)
+fn copy_local(
+    source: &Path,
+    file: std::fs::File,
+    limit: u64,
+    received: &AtomicU64,
+) -> Result<(u64, String), StageError> {
+    copy_local_with(source, file, limit, kernel_copy, received)
 }
 
 /// What a local copy copies at a time (measured here: 4 and 16 MiB do the same).
@@ -139,7 +156,13 @@ const CHUNK: u64 = 8 * 1024 * 1024;
 type CopyRange = fn(&File, &File, u64, usize) -> io::Result<usize>;
 
 /// [`copy_local`] with the in-kernel copy given, so tests can force the fallback.
-fn copy_local_with(source: &Path, file: File, limit: u64, copy_range: CopyRange) -> Result<(u64, String), StageError> {
+fn copy_local_with(
+    source: &Path,
+    file: File,
+    limit: u64,
+    copy_range: CopyRange,
+    received: &AtomicU64,
+) -> Result<(u64, String), StageError> {
     let src = File::open(source)
         .map_err(|e| StageError::retry(format!("cannot open the local Bot API server's copy: {}", e.kind())))?;
     read_sequentially(&src);
@@ -184,6 +207,7 @@ fn copy_local_with(source: &Path, file: File, limit: u64, copy_range: CopyRange)
             }
             let offset = total;
             total += done;
+            received.store(total, Ordering::Relaxed);
             if total > limit {
                 let size = src.metadata().map_or(total, |m| m.len().max(total));
                 return Err(StageError::fail(FailureReason::TooBig { size, limit }, "the local file passed the limit"));
@@ -339,7 +363,7 @@ mod tests {
         let out = dir.join("copy.part");
         let _ = std::fs::remove_file(&out);
         let file = File::options().read(true).write(true).create_new(true).open(&out).unwrap();
-        let result = copy_local_with(src, file, limit, copy);
+        let result = copy_local_with(src, file, limit, copy, &AtomicU64::new(0));
         (result, std::fs::read(&out).unwrap())
     }
 

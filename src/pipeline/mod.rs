@@ -12,7 +12,7 @@ pub mod download;
 pub mod process;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -287,12 +287,14 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             Stage::Process => Progress::Processing,
         };
         report(deps, &job, &step, job.updated_at).await;
-        let reporter = (stage == Stage::Download).then(|| tokio::spawn(report_download(deps.clone(), job.clone())));
+        let received = Arc::new(AtomicU64::new(0));
+        let reporter = (stage == Stage::Download)
+            .then(|| tokio::spawn(report_download(deps.clone(), job.clone(), Arc::clone(&received))));
         let job_cancel = cancel.child_token();
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = tokio::spawn(renew_lease(deps.clone(), job.ticket, lease.clone(), job_cancel.clone(), Arc::clone(&lost)));
         let outcome = tokio::select! {
-            res = run_stage(stage, deps, &job) => Ok(res),
+            res = run_stage(stage, deps, &job, &received) => Ok(res),
             () = job_cancel.cancelled() => Err(if lost.load(Ordering::SeqCst) { Interrupted::LeaseLost } else { Interrupted::Shutdown }),
         };
         renewer.abort();
@@ -328,9 +330,15 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
     .await;
 }
 
-async fn run_stage(stage: Stage, deps: &PipelineDeps, job: &Job) -> Result<Produced, StageError> {
+/// Runs the stage's work; a download counts the bytes it has written in `received`.
+async fn run_stage(
+    stage: Stage,
+    deps: &PipelineDeps,
+    job: &Job,
+    received: &Arc<AtomicU64>,
+) -> Result<Produced, StageError> {
     match stage {
-        Stage::Download => download::fetch(deps, job).await.map(Produced::Fetched),
+        Stage::Download => download::fetch(deps, job, received).await.map(Produced::Fetched),
         Stage::Process => process::produce(deps, job).await.map(Produced::Result),
     }
 }
@@ -542,16 +550,15 @@ async fn report(deps: &PipelineDeps, job: &Job, step: &Progress, at: Timestamp) 
     }
 }
 
-/// Reports a running download's bytes every [`PROGRESS_EVERY`], read off its `.part` file.
-async fn report_download(deps: PipelineDeps, job: Job) {
+/// Reports a running download's bytes (`received`, kept by the download stage) every
+/// [`PROGRESS_EVERY`].
+async fn report_download(deps: PipelineDeps, job: Job, received: Arc<AtomicU64>) {
     let total = job.declared_size.and_then(|s| u64::try_from(s).ok());
     let mut last = 0;
     loop {
         tokio::time::sleep(PROGRESS_EVERY).await;
-        let spool = deps.spool.clone();
-        let ticket = job.ticket;
-        let done = tokio::task::spawn_blocking(move || spool.part_bytes(ticket)).await.ok().flatten();
-        if let Some(done) = done.filter(|d| *d != last) {
+        let done = received.load(Ordering::Relaxed);
+        if done != last {
             last = done;
             report(&deps, &job, &Progress::Downloading { done, total }, deps.clock.now()).await;
         }
