@@ -42,7 +42,7 @@ use crate::domain::retry::backoff_jittered;
 use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
 use crate::pipeline::Shutdown;
 use crate::spool::result_file_name;
-use crate::store::{NewMessage, OutboxMessage, Store, StoreResult};
+use crate::store::{NewMessage, OutboxMessage, Store, StoreResult, WHOLE_BOT};
 use crate::telegram::client::Sent;
 use crate::telegram::texts;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
@@ -277,7 +277,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         }
         Err(TelegramError::RetryAfter(wait)) => {
             let until = now.plus(wait);
-            let why = format!("429: retry after {} s", wait.as_secs());
+            let why = format!("{FLOOD_WAIT}: retry after {} s", wait.as_secs());
             warn!(wait_ms = wait.as_millis() as u64, "flood control; this chat waits exactly as told");
             metrics::counter!("docket_messages_flood_waits_total").increment(1);
             match pause_for_429(deps, message.chat, until, &why).await {
@@ -328,17 +328,22 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
 }
 
 /// Pauses `chat` until `until` for a 429. When another chat is paused by a 429 at the same
-/// time, the limit is the bot's, not the chat's: everyone waits (chat 0).
+/// time, the limit is the bot's, not the chat's: everyone waits ([`WHOLE_BOT`]).
 async fn pause_for_429(deps: &OutboxDeps, chat: ChatRef, until: Timestamp, why: &str) -> StoreResult<()> {
     deps.store.pace_chat(chat.0, until, why).await?;
     let now = deps.clock.now();
     let others = deps.store.pacing(now).await?;
-    if others.iter().any(|(other, _, reason)| *other != chat.0 && *other != 0 && reason.starts_with("429")) {
+    if others.iter().any(|(other, _, reason)| *other != chat.0 && *other != WHOLE_BOT && reason.starts_with(FLOOD_WAIT))
+    {
         warn!("429s for several chats at once: the bot as a whole is limited; every chat waits");
-        deps.store.pace_chat(0, until, &format!("{why} (the bot as a whole)")).await?;
+        deps.store.pace_chat(WHOLE_BOT, until, &format!("{why} (the bot as a whole)")).await?;
     }
     Ok(())
 }
+
+/// How a pause for a 429 begins its reason in `chat_pacing`: [`pause_for_429`] tells such pauses
+/// from ordinary pacing by it.
+const FLOOD_WAIT: &str = "429";
 
 /// Tells the admins that a message could not be delivered: one alert per admin per hour
 /// (the idempotency key holds the hour), so a failing Telegram never floods them.

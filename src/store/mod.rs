@@ -18,6 +18,10 @@ pub mod sqlite;
 
 pub use backend::ClaimSql;
 
+/// The `chat_pacing` row that pauses the bot as a whole (every chat waits); no Telegram chat has
+/// this id. The claim statements name it as the literal `0`.
+pub const WHOLE_BOT: i64 = 0;
+
 /// The `chat_pacing` row that holds the last reserved send slot of the global rate limit; no
 /// Telegram chat has this id.
 pub const SEND_SLOTS: i64 = i64::MIN;
@@ -508,8 +512,8 @@ impl Store {
         forward!(self, s => s.status_message(ticket).await)
     }
 
-    /// No call to `chat` (0: the bot as a whole) before `not_before`; an existing later pause
-    /// is kept. Shared by every sender and kept across restarts.
+    /// No call to `chat` ([`WHOLE_BOT`]: the bot as a whole) before `not_before`; an existing
+    /// later pause is kept. Shared by every sender and kept across restarts.
     pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
         forward!(self, s => s.pace_chat(chat, not_before, reason).await)
     }
@@ -522,7 +526,8 @@ impl Store {
         forward!(self, s => s.reserve_send_slot(now, spacing).await)
     }
 
-    /// Chats (0: the bot) paced or paused beyond `now`, with until when and why.
+    /// Chats ([`WHOLE_BOT`]: the bot) paced or paused beyond `now`, with until when and why; also
+    /// the [`SEND_SLOTS`] row while its last reserved slot is ahead of `now`.
     pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(i64, Timestamp, String)>> {
         forward!(self, s => s.pacing(now).await)
     }
