@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 
 use docket::domain::{JobState, Ticket};
 
-use crate::support::{Backend, TestApp, fixture};
+use crate::support::{Backend, TestApp, eventually, fixture};
 
 fn docket(args: &[&str], config: Option<&Path>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
@@ -174,14 +174,10 @@ async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
     fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), crate::support::DEADLINE).await;
 
-    let deadline = tokio::time::Instant::now() + crate::support::DEADLINE;
-    let body = loop {
-        if let Some(body) = scrape(bot.metrics).await.filter(|b| b.contains("docket_messages_sent_total")) {
-            break body;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no metrics served");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let body = eventually(crate::support::DEADLINE, async || {
+        scrape(bot.metrics).await.filter(|b| b.contains("docket_messages_sent_total")).ok_or("no metrics served".into())
+    })
+    .await;
     for name in ["docket_janitor_passes_total", "docket_jobs_accepted_total", "docket_jobs_ready_total"] {
         assert!(body.contains(name), "{name} missing from:\n{body}");
     }
@@ -193,14 +189,10 @@ async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
 async fn sigterm(bot: &mut Running) -> std::process::ExitStatus {
     let status = Command::new("kill").args(["-TERM", &bot.child.id().to_string()]).status().expect("kill runs");
     assert!(status.success());
-    let deadline = std::time::Instant::now() + crate::support::DEADLINE;
-    loop {
-        if let Some(exit) = bot.child.try_wait().expect("wait") {
-            return exit;
-        }
-        assert!(std::time::Instant::now() < deadline, "docket did not stop after SIGTERM");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(crate::support::DEADLINE, async || {
+        bot.child.try_wait().expect("wait").ok_or("docket did not stop after SIGTERM".into())
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

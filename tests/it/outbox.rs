@@ -8,7 +8,7 @@ use docket::store::NewMessage;
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, DownloadFault, Fault};
-use crate::support::{Backend, DEADLINE, TestApp, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(
     a_blocked_chat_gets_one_call_and_its_other_messages_are_dead,
@@ -62,17 +62,13 @@ async fn a_lost_reply_is_unknown_and_then_sent_again(backend: Backend) {
     app.send_text(20, "/help");
     let calls = app.fake.wait_for_calls("sendMessage", to_chat(20), 2, DEADLINE).await;
     assert_eq!(calls[0].params["text"], calls[1].params["text"], "the same reply, sent again");
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let m = app.store.messages(Some(docket::domain::ChatRef(20)), None).await.expect("read");
-        if m.first().is_some_and(|m| m.state == OutboxState::Sent) {
-            assert!(m[0].error.is_none(), "a delivery clears the error");
-            assert_eq!(m[0].attempts, 2);
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never sent: {m:#?}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let sent = eventually(DEADLINE, async || {
+        let m = app.store.messages(Some(ChatRef(20)), None).await.expect("read");
+        m.into_iter().next().filter(|m| m.state == OutboxState::Sent).ok_or_else(|| "never sent".to_owned())
+    })
+    .await;
+    assert!(sent.error.is_none(), "a delivery clears the error");
+    assert_eq!(sent.attempts, 2);
     assert!(crate::support::logs::captured().contains("outcome unknown; sending again"));
 }
 
@@ -401,13 +397,13 @@ async fn flood_waits_for_two_chats_pause_the_whole_bot() {
 
 /// Waits until docket has stored a 429 pause for `chat` (0: the bot as a whole).
 async fn wait_until_paused(app: &TestApp, chat: i64) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    eventually(DEADLINE, async || {
         let pacing = app.store.pacing(docket::domain::Timestamp::from_millis(0)).await.expect("read");
         if pacing.iter().any(|(c, _, reason)| *c == chat && reason.starts_with("429")) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("chat {chat} was never paused for a 429: {pacing:?}"))
         }
-        assert!(tokio::time::Instant::now() < deadline, "chat {chat} was never paused for a 429: {pacing:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }

@@ -14,7 +14,7 @@ use docket::store::{NewJob, Stage, UpdateOutcome};
 use tokio::sync::Notify;
 
 use crate::support::fake_telegram::{Call, Fault};
-use crate::support::{Backend, DEADLINE, TestApp, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
     move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
@@ -283,11 +283,11 @@ async fn below_min_free_downloads_wait_instead_of_failing() {
     app.send_document(60, fixture("pdf/text-1page.pdf"), "wait.pdf", "application/pdf");
     app.fake.wait_for_call("sendMessage", to_chat(60), DEADLINE).await;
     // Wait until a download worker has looked at the job and declined it for lack of space.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !crate::support::logs::captured().contains("too little free space; not starting downloads") {
-        assert!(tokio::time::Instant::now() < deadline, "no worker declined the download");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(DEADLINE, async || {
+        let declined = crate::support::logs::captured().contains("too little free space; not starting downloads");
+        if declined { Ok(()) } else { Err("no worker declined the download".to_owned()) }
+    })
+    .await;
     let job = app.store.job(Ticket(1)).await.expect("read").expect("exists");
     assert_eq!((job.state, job.attempts), (JobState::Accepted, 0), "waiting, not failing, no attempt spent");
     assert!(app.fake.calls_to("getFile").is_empty());

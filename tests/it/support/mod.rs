@@ -119,24 +119,16 @@ impl TestApp {
     /// Starts docket (again) on the same database and data folder.
     pub async fn start(&mut self) {
         assert!(self.running.is_none(), "already running");
-        let options = Options {
-            clock: Arc::new(SystemClock),
-            idle_poll: Duration::from_millis(100),
-            retry_base: Duration::from_millis(100),
-        };
         let running =
-            docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("docket starts");
+            docket::app::start(&self.config, BotToken::new(TEST_TOKEN), test_options()).await.expect("docket starts");
         self.running = Some(running);
     }
 
     /// A second docket on the same database, data folder and fake (another machine, say).
     pub async fn start_another(&self) -> Running {
-        let options = Options {
-            clock: Arc::new(SystemClock),
-            idle_poll: Duration::from_millis(100),
-            retry_base: Duration::from_millis(100),
-        };
-        docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("a second docket starts")
+        docket::app::start(&self.config, BotToken::new(TEST_TOKEN), test_options())
+            .await
+            .expect("a second docket starts")
     }
 
     /// Queues `body` for `chat` straight into the outbox, as any stage would.
@@ -149,26 +141,20 @@ impl TestApp {
             body: body.to_owned(),
             reply_to_message_id: None,
         };
-        let now = docket::domain::Clock::now(&SystemClock);
-        let mut tx = self.store.begin().await.expect("tx");
-        tx.enqueue(&m, now).await.expect("enqueue");
-        tx.commit().await.expect("commit");
+        self.store.enqueue(&m, docket::domain::Clock::now(&SystemClock)).await.expect("enqueue");
     }
 
     /// Waits until every message in the outbox is `sent`, with `expected` rows in all.
     pub async fn wait_until_all_sent(&self, expected: usize, deadline: Duration) -> Vec<docket::store::OutboxMessage> {
-        let deadline = tokio::time::Instant::now() + deadline;
-        loop {
+        eventually(deadline, async || {
             let m = self.store.messages(None, None).await.expect("store reads");
             if m.len() == expected && m.iter().all(|m| m.state == docket::domain::OutboxState::Sent) {
-                return m;
+                return Ok(m);
             }
-            if tokio::time::Instant::now() > deadline {
-                let open: Vec<_> = m.iter().filter(|m| m.state != docket::domain::OutboxState::Sent).collect();
-                panic!("{} of {expected} messages, not all sent: {open:#?}", m.len());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            let open: Vec<_> = m.iter().filter(|m| m.state != docket::domain::OutboxState::Sent).collect();
+            Err(format!("{} of {expected} messages, not all sent: {open:#?}", m.len()))
+        })
+        .await
     }
 
     /// Stops docket in order, as SIGTERM would.
@@ -205,17 +191,11 @@ impl TestApp {
 
     /// Waits until job `ticket` satisfies `pred`; panics with the job's last state otherwise.
     pub async fn wait_for_job(&self, ticket: Ticket, pred: impl Fn(&Job) -> bool) -> Job {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            let job = self.store.job(ticket).await.expect("store reads");
-            if let Some(job) = job.as_ref().filter(|j| pred(j)) {
-                return job.clone();
-            }
-            if tokio::time::Instant::now() > deadline {
-                panic!("job {ticket} never reached the expected condition; last seen: {job:#?}");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually(DEADLINE, async || match self.store.job(ticket).await.expect("store reads") {
+            Some(job) if pred(&job) => Ok(job),
+            job => Err(format!("job {ticket} never reached the expected condition; last seen: {job:#?}")),
+        })
+        .await
     }
 }
 
@@ -226,15 +206,11 @@ impl TestApp {
         chat: docket::domain::ChatRef,
         pred: impl Fn(&Vec<docket::store::OutboxMessage>) -> bool,
     ) {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
+        eventually(DEADLINE, async || {
             let m = self.store.messages(Some(chat), None).await.expect("store reads");
-            if pred(&m) {
-                return;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "messages of chat {} never matched: {m:#?}", chat.0);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            if pred(&m) { Ok(()) } else { Err(format!("messages of chat {} never matched: {m:#?}", chat.0)) }
+        })
+        .await;
     }
 }
 
@@ -242,6 +218,28 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         // Whatever the test did, the token must never have reached the logs.
         logs::assert_no_secrets();
+    }
+}
+
+/// The options every test docket runs with: the real clock, quick idle polls and retries.
+fn test_options() -> Options {
+    Options {
+        clock: Arc::new(SystemClock),
+        idle_poll: Duration::from_millis(100),
+        retry_base: Duration::from_millis(100),
+    }
+}
+
+/// Polls `probe` every 20 ms until it gives `Ok`; once `deadline` has passed, panics with what
+/// its last `Err` said (the state the test waited in vain to see change).
+pub async fn eventually<T>(deadline: Duration, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = tokio::time::Instant::now() + deadline;
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(last) if tokio::time::Instant::now() > deadline => panic!("{last}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
     }
 }
 
