@@ -1666,7 +1666,7 @@ async fn time_claim_job(
             event: JobEvent::RetryLater,
             not_before: job.not_before,
             detail: None,
-            reset_attempts: true,
+            attempts: docket::store::AttemptRule::Restarted,
         };
         ensure!(store.release_job(job.ticket, &lease, &release, now).await?, "release failed");
     }

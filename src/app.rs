@@ -49,10 +49,13 @@ impl Default for Options {
 pub struct Running {
     shutdown: Shutdown,
     poll_stop: CancellationToken,
-    senders_stop: CancellationToken,
+    /// The senders' own shutdown: they outlive the workers' abort, so what is due (a result that
+    /// became ready during the grace period) still goes out.
+    senders_shutdown: Shutdown,
     workers: JoinSet<()>,
     senders: JoinSet<()>,
     store: Store,
+    budget: Arc<Budget>,
     grace: Duration,
 }
 
@@ -62,8 +65,17 @@ impl Running {
         &self.store
     }
 
+    /// Bytes of this process's byte budget reserved right now.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.budget.in_use()
+    }
+
     /// Stops in order: no new updates or claims, running work gets the grace period, then the
-    /// rest is interrupted and released.
+    /// rest is interrupted and released. The senders keep delivering what is due meanwhile, and
+    /// for a few seconds after the workers are done; the whole stop takes at most the grace
+    /// period plus [`SENDERS_AFTER_WORKERS`] (and whatever a database call in flight needs).
+    /// Blocking work that cannot be interrupted (lopdf, a local copy) is left behind: its worker
+    /// has already released the job, and the process's exit does not wait for it.
     pub async fn stop(mut self) {
         let deadline = tokio::time::Instant::now() + self.grace;
         self.poll_stop.cancel();
@@ -75,10 +87,10 @@ impl Running {
         }
         // The workers are done: the senders deliver what is due (results of work finished
         // during the grace period included), then stop.
-        self.senders_stop.cancel();
-        let senders_deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(5));
+        self.senders_shutdown.stop.cancel();
+        let senders_deadline = deadline.max(tokio::time::Instant::now() + SENDERS_AFTER_WORKERS);
         if tokio::time::timeout_at(senders_deadline, drain(&mut self.senders)).await.is_err() {
-            self.shutdown.abort.cancel();
+            self.senders_shutdown.abort.cancel();
             drain(&mut self.senders).await;
         }
         self.store.close().await;
@@ -94,6 +106,10 @@ impl Running {
         self.store.close().await;
     }
 }
+
+/// How long the senders may still deliver after the workers stopped, when the grace period is
+/// already over.
+pub const SENDERS_AFTER_WORKERS: Duration = Duration::from_secs(5);
 
 async fn drain(set: &mut JoinSet<()>) {
     while set.join_next().await.is_some() {}
@@ -141,7 +157,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             .await
             .context("while reading jobs in flight")?;
         for job in held {
-            budget.hold(job.ticket, job.real_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+            // No download claim made this reservation (token 0): only the job's end gives it back.
+            budget.hold(job.ticket, 0, job.real_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
         }
     }
     let intake = Intake::new(
@@ -212,16 +229,25 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     ));
     workers.spawn(crate::pipeline::run_pool(Stage::Process, config.workers.process, pipeline, shutdown.clone()));
     workers.spawn(crate::janitor::run(janitor, shutdown.stop.clone()));
-    let senders_stop = CancellationToken::new();
+    let senders_shutdown = Shutdown::default();
     let mut senders = JoinSet::new();
-    senders.spawn(crate::outbox::run(outbox, Shutdown { stop: senders_stop.clone(), abort: shutdown.abort.clone() }));
+    senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));
     info!(
         download_workers = config.workers.download,
         process_workers = config.workers.process,
         database = %config.storage.database_url.redacted(),
         "docket is running"
     );
-    Ok(Running { shutdown, poll_stop, senders_stop, workers, senders, store, grace: config.workers.shutdown_grace })
+    Ok(Running {
+        shutdown,
+        poll_stop,
+        senders_shutdown,
+        workers,
+        senders,
+        store,
+        budget,
+        grace: config.workers.shutdown_grace,
+    })
 }
 
 /// `docket run`: starts, waits for SIGTERM or SIGINT, stops in order.

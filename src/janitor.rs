@@ -143,8 +143,13 @@ pub async fn run(deps: JanitorDeps, cancel: CancellationToken) {
             () = cancel.cancelled() => return,
             () = tokio::time::sleep(deps.settings.interval) => {}
         }
-        if let Err(e) = pass(&deps, false).await {
-            error!(error = %e, "janitor pass failed; will try again next interval");
+        // A pass in progress is dropped at shutdown: each statement commits on its own and
+        // the next pass redoes what is left.
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            result = pass(&deps, false) => if let Err(e) = result {
+                error!(error = %e, "janitor pass failed; will try again next interval");
+            }
         }
     }
 }
@@ -202,10 +207,30 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     let owners: HashMap<Ticket, FileOwner> =
         deps.store.file_owners().await?.into_iter().map(|j| (j.ticket, j)).collect();
     let now_sys = SystemTime::now();
-    let mut doomed = Vec::new();
-    for file in listing.files {
+    let part_max_age = deps.settings.part_max_age;
+    let verdict = |file: &Found, owners: &HashMap<Ticket, FileOwner>, now: Timestamp| {
         let ticket = file.ticket.unwrap_or(Ticket(-1));
-        match judge(&file, owners.get(&ticket), gone.get(&ticket).copied(), now, now_sys, deps.settings.part_max_age) {
+        judge(file, owners.get(&ticket), gone.get(&ticket).copied(), now, now_sys, part_max_age)
+    };
+    let mut candidates = Vec::new();
+    for file in listing.files {
+        match verdict(&file, &owners, now) {
+            Verdict::Keep => {}
+            Verdict::KeepLeased => report.kept_leased += 1,
+            Verdict::Delete(_) => candidates.push(file),
+        }
+    }
+    // A job may have been claimed (or have recorded a file) since the owners were read: judge
+    // the candidates again against the jobs as they are now, right before deleting.
+    let owners = if candidates.is_empty() || dry_run {
+        owners
+    } else {
+        deps.store.file_owners().await?.into_iter().map(|j| (j.ticket, j)).collect()
+    };
+    let now = deps.clock.now();
+    let mut doomed = Vec::new();
+    for file in candidates {
+        match verdict(&file, &owners, now) {
             Verdict::Keep => {}
             Verdict::KeepLeased => report.kept_leased += 1,
             Verdict::Delete(cause) => doomed.push(Removal { path: file.path, bytes: file.bytes, cause }),
@@ -215,14 +240,19 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
         report.removed = doomed;
     } else {
         // Folders to try afterwards: those of deleted files, and job folders already empty
-        // (left by a crash between deleting a file and its folder) of jobs no worker holds.
-        let mut folders: Vec<PathBuf> = listing
-            .empty_dirs
-            .into_iter()
-            .filter(|(_, t)| !t.and_then(|t| owners.get(&t)).is_some_and(|o| holds_lease(o, now)))
-            .map(|(dir, _)| dir)
-            .collect();
+        // (left by a crash between deleting a file and its folder). Only folders of jobs that
+        // ended: a job that can still be claimed keeps its folder, so a worker that claims it
+        // while this pass runs never finds the folder it just made gone.
+        let ended = |dir: &Path| {
+            let ticket = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).map(Ticket);
+            match ticket.and_then(|t| owners.get(&t)) {
+                None => true,
+                Some(owner) => owner.state == JobState::Ready && dir.starts_with(deps.spool.work_root()),
+            }
+        };
+        let mut folders: Vec<PathBuf> = listing.empty_dirs.into_iter().map(|(dir, _)| dir).collect();
         folders.extend(doomed.iter().filter_map(|r| job_folder(&deps.spool, &r.path)));
+        folders.retain(|dir| ended(dir));
         report.removed = tokio::task::spawn_blocking(move || remove_all(doomed, folders))
             .await
             .map_err(|e| StoreError::Corrupt(format!("deleting files panicked: {e}")))?;

@@ -6,6 +6,13 @@
 //!
 //! Every name is derived from the ticket plus random characters, never from anything a user
 //! sent, so a file name like `../../etc/passwd` is only ever text in a message.
+//!
+//! Every file an attempt writes also carries the lease token of its claim (`<ticket>-<token>-…`
+//! in `downloads/`, `<token>-…` in the per-job folders). Before it starts, an attempt removes
+//! what earlier attempts (smaller tokens) left, and nothing else: a former holder that stalled
+//! past its lease cannot delete the files, or the committed result, of the worker that holds the
+//! job after it. Per-job folders themselves are only removed once the job ended, so a new
+//! holder never finds its folder gone.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -69,6 +76,16 @@ impl Spool {
         format!("{}-", ticket.0)
     }
 
+    /// The prefix of the download files of the attempt with lease `token`: `<ticket>-<token>-`.
+    pub fn download_attempt_prefix(ticket: Ticket, token: i64) -> String {
+        format!("{}-{token}-", ticket.0)
+    }
+
+    /// The prefix of the files the attempt with lease `token` writes into a per-job folder.
+    pub fn attempt_prefix(token: i64) -> String {
+        format!("{token}-")
+    }
+
     /// The verified source of a job, next to its `.part`: `downloads/<ticket>-<random>.source`.
     pub fn source_path_for(&self, part: &Path) -> PathBuf {
         part.with_extension("source")
@@ -88,27 +105,25 @@ impl Spool {
         Ok(dir)
     }
 
-    /// Removes every file of `ticket` in `downloads/` (a `.part` or an unrecorded source left by
-    /// an attempt that died). Only the lease holder calls this, right before downloading again.
-    pub fn remove_downloads_of(&self, ticket: Ticket) -> io::Result<usize> {
+    /// Removes the files of `ticket` that download attempts before the one with lease `token`
+    /// left in `downloads/` (a `.part`, an unrecorded source). Only the lease holder calls this,
+    /// right before it downloads; files of its own or of later attempts stay. Returns how many
+    /// files were removed.
+    pub fn remove_earlier_downloads(&self, ticket: Ticket, token: i64) -> io::Result<usize> {
         let prefix = Self::download_prefix(ticket);
-        let mut removed = 0;
-        for entry in std::fs::read_dir(self.downloads())? {
-            let entry = entry?;
-            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
-                match std::fs::remove_file(entry.path()) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                    _ => removed += 1,
-                }
-            }
-        }
-        Ok(removed)
+        remove_older(&self.downloads(), token, |name| name.strip_prefix(&prefix))
     }
 
-    /// Removes `results/<ticket>/`: before a job is `ready`, anything there is a result an attempt
-    /// wrote but never recorded (it died between the move and the commit).
-    pub fn remove_unrecorded_results(&self, ticket: Ticket) -> io::Result<()> {
-        remove_dir_if_exists(&self.results_root().join(ticket.0.to_string()))
+    /// Removes what processing attempts before the one with lease `token` left in
+    /// `work/<ticket>/` and `results/<ticket>/` (intermediate output, a result written but never
+    /// recorded). Only the lease holder calls this, right before its own attempt; the recorded
+    /// source in `downloads/` is not touched. Returns how many files were removed.
+    pub fn remove_earlier_output(&self, ticket: Ticket, token: i64) -> io::Result<usize> {
+        let mut removed = 0;
+        for dir in [self.work_root(), self.results_root()] {
+            removed += remove_older(&dir.join(ticket.0.to_string()), token, |name| Some(name))?;
+        }
+        Ok(removed)
     }
 
     /// Removes a job's intermediate output. Missing is fine.
@@ -139,6 +154,32 @@ impl Spool {
             }
         }
     }
+}
+
+/// Removes the files in `dir` that `attempt_part` (the part of the name after any ticket, or
+/// `None` for another job's file) says an attempt before `token` wrote: a name that does not
+/// start with a token is older than every attempt that names its files. A missing `dir` is fine.
+fn remove_older(dir: &Path, token: i64, attempt_part: impl Fn(&str) -> Option<&str>) -> io::Result<usize> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(&attempt_part) else { continue };
+        let written_by = rest.split('-').next().and_then(|t| t.parse::<i64>().ok());
+        if written_by.is_some_and(|t| t >= token) {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => removed += 1,
+        }
+    }
+    Ok(removed)
 }
 
 fn remove_dir_if_exists(dir: &Path) -> io::Result<()> {
@@ -195,5 +236,34 @@ mod tests {
         std::fs::write(&file, b"x").expect("write");
         let err = Spool::open(&file).expect_err("a file is not a data folder");
         assert!(err.to_string().contains("not-a-dir"), "{err}");
+    }
+
+    #[test]
+    fn an_attempt_removes_only_what_earlier_attempts_of_its_stage_left() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::open(&tmp.path().join("data")).expect("open");
+        let t = Ticket(12);
+        let work = spool.work_dir(t).expect("work");
+        let results = spool.result_dir(t).expect("results");
+        let files = [
+            spool.downloads().join("12-3-abc.part"),
+            spool.downloads().join("12-old.part"),
+            spool.downloads().join("12-5-def.source"),
+            spool.downloads().join("120-1-other.part"),
+            work.join("3-optimize-x.pdf"),
+            work.join("5-optimize-y.pdf"),
+            results.join("4-0123.pdf"),
+            results.join("7-4567.pdf"),
+        ];
+        for f in &files {
+            std::fs::write(f, b"x").expect("write");
+        }
+        // The attempt with token 5: tokens 3 and 4 and the unnumbered file go; its own (5), a
+        // later attempt's (7) and another job's (ticket 120) stay.
+        assert_eq!(spool.remove_earlier_downloads(t, 5).expect("remove"), 2);
+        assert_eq!(spool.remove_earlier_output(t, 5).expect("remove"), 2);
+        let left: Vec<bool> = files.iter().map(|f| f.exists()).collect();
+        assert_eq!(left, [false, false, true, true, false, true, false, true]);
+        assert!(work.is_dir() && results.is_dir(), "the folders stay");
     }
 }

@@ -223,6 +223,12 @@ pub enum FailureReason {
         /// Attempts made.
         attempts: u32,
     },
+    /// The downloaded source kept going missing or changing on this machine's disk before it
+    /// could be processed.
+    SourceKeptVanishing {
+        /// How often it was lost.
+        times: u32,
+    },
 }
 
 #[cfg(test)]

@@ -1,17 +1,27 @@
 //! The byte budget: concurrency is bounded by bytes on disk, not by a count of jobs.
 //!
 //! A job reserves `size × multiplier` (its source plus the operation's intermediate output)
-//! before its download starts, and keeps the reservation while it has files in `downloads/` or
+//! when its download is claimed, and keeps the reservation while it has files in `downloads/` or
 //! `work/`; results kept for retention are not counted. A job without a declared size reserves
-//! the download limit × multiplier until its real size is known. Reservations live in this
-//! process: the budget is per machine, and at startup the jobs whose files are still on disk
-//! reserve again before anything new starts.
+//! the download limit × multiplier until its real size is known (getFile's answer, then the bytes
+//! received), and then only its real size × multiplier. Reservations live in this process: the
+//! budget is per machine, and at startup the jobs whose files are still on disk reserve again
+//! before anything new starts.
+//!
+//! Every way a job leaves the stages gives its reservation back, and the reservations are also
+//! checked against durable state ([`Budget::reconcile`]): a reservation whose job holds no files
+//! of this machine any more (ended, given back, moved on by another worker) is dropped, so no
+//! path, present or future, can keep room reserved for long. A download's reservation carries the
+//! lease token of its claim, so an attempt that lost its job can only give back its own claim,
+//! never the reservation of the worker that holds the job now.
 //!
 //! Fairness: small jobs may pass a big one waiting for room, but once the head of the queue has
-//! waited `max_wait`, nothing new is admitted until it fits, so it starts within `max_wait` plus
-//! the time the jobs in flight take to finish.
+//! waited `max_wait` since it became due, nothing new is admitted until it fits, so it starts
+//! within `max_wait` plus the time the jobs in flight take to finish. A job that can never fit
+//! (the budget was lowered after it was accepted) is failed with a reason instead of holding
+//! everyone back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,14 +30,24 @@ use tokio::sync::Notify;
 use crate::domain::{Ticket, Timestamp};
 use crate::store::{ClaimLimits, Job};
 
+/// One job's place in the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reservation {
+    /// The lease token of the download claim that reserved it.
+    token: i64,
+    /// Bytes reserved.
+    bytes: u64,
+}
+
 /// The reservations of this process.
 #[derive(Debug)]
 pub struct Budget {
     capacity: u64,
     multiplier: f64,
     max_wait: Duration,
-    held: Mutex<HashMap<Ticket, u64>>,
-    /// Claim and reserve happen under this lock, so two workers cannot both take the last room.
+    held: Mutex<HashMap<Ticket, Reservation>>,
+    /// Claim and reserve happen under this lock, so two workers cannot both take the last room,
+    /// and a reconciliation never misses a claim made while it reads the store.
     pub(crate) claim_lock: tokio::sync::Mutex<()>,
     /// Woken when room is freed.
     freed: Arc<Notify>,
@@ -58,10 +78,17 @@ impl Budget {
 
     /// Bytes reserved now.
     pub fn in_use(&self) -> u64 {
-        self.lock().values().sum()
+        self.lock().values().map(|r| r.bytes).sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Ticket, u64>> {
+    /// The tickets holding a reservation now.
+    pub fn holders(&self) -> Vec<Ticket> {
+        let mut tickets: Vec<Ticket> = self.lock().keys().copied().collect();
+        tickets.sort();
+        tickets
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Ticket, Reservation>> {
         // A panic while holding this plain map cannot leave it half-updated.
         self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -83,40 +110,95 @@ impl Budget {
         download_limit.min(self.largest_source())
     }
 
-    /// Whether `head` (the oldest waiting download) has waited so long that nothing may pass it.
-    pub fn must_wait_for(&self, head: &Job, now: Timestamp, download_limit: u64) -> bool {
-        let size =
-            head.declared_size.and_then(|s| u64::try_from(s).ok()).unwrap_or_else(|| self.unknown_size(download_limit));
-        let free = self.capacity.saturating_sub(self.in_use());
-        let waiting_since = head.created_at.max(head.not_before);
-        self.need(size) > free && waiting_since.until(now) >= self.max_wait
+    /// The size `job` is assumed to need room for before its real size is known.
+    pub fn assumed_size(&self, job: &Job, download_limit: u64) -> u64 {
+        job.declared_size.and_then(|s| u64::try_from(s).ok()).unwrap_or_else(|| self.unknown_size(download_limit))
     }
 
-    /// Reserves (or corrects the reservation of) `ticket` for a source of `size` bytes.
-    pub fn hold(&self, ticket: Ticket, size: u64) {
-        let need = self.need(size);
-        let previous = {
-            let mut held = self.lock();
-            let previous = held.insert(ticket, need);
-            metrics::gauge!("docket_budget_reserved_bytes").set(held.values().sum::<u64>() as f64);
-            previous
-        };
-        if previous.is_some_and(|p| p > need) {
+    /// Whether `job` needs more room than the whole budget has: it can never start.
+    pub fn can_never_fit(&self, job: &Job) -> bool {
+        job.declared_size.and_then(|s| u64::try_from(s).ok()).is_some_and(|size| self.need(size) > self.capacity)
+    }
+
+    /// Whether `head` (the next waiting download) needs more room than is free now.
+    pub fn lacks_room_for(&self, head: &Job, download_limit: u64) -> bool {
+        self.need(self.assumed_size(head, download_limit)) > self.capacity.saturating_sub(self.in_use())
+    }
+
+    /// Whether `head` (the next waiting download) has waited so long since it became due that
+    /// nothing may pass it.
+    pub fn must_wait_for(&self, head: &Job, now: Timestamp, download_limit: u64) -> bool {
+        self.lacks_room_for(head, download_limit) && head.not_before.until(now) >= self.max_wait
+    }
+
+    /// Reserves room for `ticket`'s source of `size` bytes, for the download claim with lease
+    /// `token` (any value for a job re-reserved at startup).
+    pub fn hold(&self, ticket: Ticket, token: i64, size: u64) {
+        let bytes = self.need(size);
+        let previous = self.update(|held| held.insert(ticket, Reservation { token, bytes }));
+        if previous.is_some_and(|p| p.bytes > bytes) {
             self.freed.notify_waiters();
         }
     }
 
-    /// Releases `ticket`'s reservation (its files are gone).
+    /// Corrects `ticket`'s reservation once the real size of its source is known. Does nothing
+    /// when the job holds no reservation (it was given back meanwhile).
+    pub fn resize(&self, ticket: Ticket, size: u64) {
+        let bytes = self.need(size);
+        let shrunk = self.update(|held| {
+            let reservation = held.get_mut(&ticket)?;
+            let before = reservation.bytes;
+            reservation.bytes = bytes;
+            Some(before > bytes)
+        });
+        if shrunk == Some(true) {
+            self.freed.notify_waiters();
+        }
+    }
+
+    /// Gives back `ticket`'s reservation: its files are gone (ready, failed, source lost).
     pub fn release(&self, ticket: Ticket) {
-        let removed = {
-            let mut held = self.lock();
-            let removed = held.remove(&ticket);
-            metrics::gauge!("docket_budget_reserved_bytes").set(held.values().sum::<u64>() as f64);
-            removed
-        };
+        if self.update(|held| held.remove(&ticket)).is_some() {
+            self.freed.notify_waiters();
+        }
+    }
+
+    /// Gives back the reservation the download claim with lease `token` made, if it is still
+    /// that claim's: an attempt that ended without a source (a retry, a lost lease, a shutdown).
+    pub fn release_claim(&self, ticket: Ticket, token: i64) {
+        let removed = self.update(|held| match held.get(&ticket) {
+            Some(r) if r.token == token => held.remove(&ticket),
+            _ => None,
+        });
         if removed.is_some() {
             self.freed.notify_waiters();
         }
+    }
+
+    /// Drops every reservation whose job is not in `holding` (the jobs that, by the store, may
+    /// hold files of this machine). Call it under [`Budget::claim_lock`], with `holding` read
+    /// under that lock, so no claim made meanwhile is missed. Returns the tickets released.
+    pub fn reconcile(&self, holding: &HashSet<Ticket>) -> Vec<Ticket> {
+        let mut released = self.update(|held| {
+            let stale: Vec<Ticket> = held.keys().filter(|t| !holding.contains(t)).copied().collect();
+            for ticket in &stale {
+                held.remove(ticket);
+            }
+            stale
+        });
+        if !released.is_empty() {
+            released.sort();
+            self.freed.notify_waiters();
+        }
+        released
+    }
+
+    /// Applies `change` to the reservations and publishes the total.
+    fn update<T>(&self, change: impl FnOnce(&mut HashMap<Ticket, Reservation>) -> T) -> T {
+        let mut held = self.lock();
+        let out = change(&mut held);
+        metrics::gauge!("docket_budget_reserved_bytes").set(held.values().map(|r| r.bytes).sum::<u64>() as f64);
+        out
     }
 }
 
@@ -136,10 +218,10 @@ mod tests {
     fn limits_shrink_as_room_is_reserved_and_grow_when_released() {
         let b = budget(100);
         assert_eq!(b.limits(1_000, 2).max_size, 50);
-        b.hold(Ticket(1), 30);
+        b.hold(Ticket(1), 7, 30);
         assert_eq!(b.in_use(), 60);
         assert_eq!(b.limits(1_000, 2).max_size, 20);
-        b.hold(Ticket(1), 10); // corrected once the real size is known
+        b.resize(Ticket(1), 10); // corrected once the real size is known
         assert_eq!(b.limits(1_000, 2).max_size, 40);
         b.release(Ticket(1));
         assert_eq!(b.in_use(), 0);
@@ -150,5 +232,35 @@ mod tests {
         let b = budget(100);
         assert_eq!(b.unknown_size(20), 20);
         assert_eq!(b.unknown_size(1_000), 50);
+    }
+
+    #[test]
+    fn a_claim_gives_back_only_its_own_reservation() {
+        let b = budget(100);
+        b.hold(Ticket(1), 7, 10);
+        // An attempt whose lease was lost (token 6) must not free the current claim's room.
+        b.release_claim(Ticket(1), 6);
+        assert_eq!(b.in_use(), 20);
+        b.release_claim(Ticket(1), 7);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn resizing_a_released_job_reserves_nothing() {
+        let b = budget(100);
+        b.resize(Ticket(3), 10);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn reconciling_drops_the_reservations_of_jobs_that_hold_no_files() {
+        let b = budget(100);
+        b.hold(Ticket(1), 1, 10);
+        b.hold(Ticket(2), 1, 10);
+        b.hold(Ticket(3), 1, 10);
+        let holding: HashSet<Ticket> = [Ticket(2)].into_iter().collect();
+        assert_eq!(b.reconcile(&holding), vec![Ticket(1), Ticket(3)]);
+        assert_eq!(b.holders(), vec![Ticket(2)]);
+        assert_eq!(b.in_use(), 20);
     }
 }

@@ -42,7 +42,8 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
     // The file must fit the mode's download limit and, with its intermediate output, the budget.
     let limit = deps.settings.download_limit.min(deps.budget.largest_source());
     // An attempt that died (a crash, a lost lease) may have left a .part or an unrecorded source.
-    match deps.spool.remove_downloads_of(job.ticket) {
+    let token = job.lease.as_ref().map_or(0, |l| l.token);
+    match deps.spool.remove_earlier_downloads(job.ticket, token) {
         Ok(0) => {}
         Ok(n) => tracing::info!(files = n, "removed files of an earlier, unfinished attempt"),
         Err(e) => return Err(disk_error("cleaning up an earlier attempt", &e)),
@@ -57,8 +58,18 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
     if let Some(size) = remote.size.filter(|s| *s > limit) {
         return Err(StageError::fail(FailureReason::TooBig { size, limit }, "getFile size over the download limit"));
     }
+    if let Some(size) = remote.size {
+        // Known at last for a file Telegram did not size: reserve what it really needs.
+        deps.budget.resize(job.ticket, size);
+    }
+    // Telegram's two announcements must agree with the bytes; stop soon after the smaller.
+    let expected = match (remote.size, declared) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let bound = SizeBound { limit, expected };
     let part = tempfile::Builder::new()
-        .prefix(&Spool::download_prefix(job.ticket))
+        .prefix(&Spool::download_attempt_prefix(job.ticket, token))
         .suffix(".part")
         .tempfile_in(deps.spool.downloads())
         .map_err(|e| disk_error("creating the .part file", &e))?;
@@ -67,13 +78,13 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
         // A local Bot API server's own disk: one blocking copy loop, no async hops per chunk.
         Some(source) => {
             let received = Arc::clone(received);
-            tokio::task::spawn_blocking(move || copy_local(&source, std_file, limit, &received))
+            tokio::task::spawn_blocking(move || copy_local(&source, std_file, bound, &received))
                 .await
                 .map_err(|e| StageError::retry(format!("the local copy panicked: {e}")))??
         }
         None => {
             let body = deps.telegram.open_file(&remote).await.map_err(transfer_error)?;
-            stream_to_file(body, std_file, limit, received).await?
+            stream_to_file(body, std_file, bound, received).await?
         }
     };
 
@@ -90,12 +101,44 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
     Ok(Fetched { path: source.to_string_lossy().into_owned(), size: total, sha256 })
 }
 
+/// How far past the size Telegram announced a download may run before it is stopped. The final
+/// check still wants the exact size; this bound only keeps a file that is longer than announced
+/// from being read to the mode's limit (2000 MB with a local Bot API server).
+const SIZE_TOLERANCE: u64 = 64 * 1024;
+
+/// Where a download stops: past the mode's limit, or well past the size Telegram announced.
+#[derive(Debug, Clone, Copy)]
+struct SizeBound {
+    /// The largest file the mode and the budget allow.
+    limit: u64,
+    /// The size getFile or the update announced, when one did.
+    expected: Option<u64>,
+}
+
+impl SizeBound {
+    /// The most bytes to accept.
+    fn stop_after(self) -> u64 {
+        self.expected.map_or(self.limit, |e| e.saturating_add(SIZE_TOLERANCE).min(self.limit))
+    }
+
+    /// The failure for a file found to have at least `seen` bytes, more than [`Self::stop_after`].
+    fn exceeded(self, seen: u64) -> StageError {
+        match self.expected {
+            Some(declared) if seen <= self.limit => StageError::fail(
+                FailureReason::SizeMismatch { declared, real: seen },
+                format!("received more than the announced {declared} bytes; stopped at {seen}"),
+            ),
+            _ => StageError::fail(FailureReason::TooBig { size: seen, limit: self.limit }, "download passed the limit"),
+        }
+    }
+}
+
 /// Streams `body` into `file` (the `.part`), hashing on a separate thread, stopping as soon as
-/// more than `limit` bytes arrive. Returns the size and the hex sha256.
+/// more than `bound` allows arrives. Returns the size and the hex sha256.
 async fn stream_to_file(
     mut body: ByteStream,
     file: std::fs::File,
-    limit: u64,
+    bound: SizeBound,
     received: &AtomicU64,
 ) -> Result<(u64, String), StageError> {
     let mut file = tokio::fs::File::from_std(file);
@@ -113,9 +156,9 @@ async fn stream_to_file(
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(transfer_error)?;
         total += chunk.len() as u64;
-        if total > limit {
+        if total > bound.stop_after() {
             // Stop reading at once: a lying size must not fill the disk.
-            return Err(StageError::fail(FailureReason::TooBig { size: total, limit }, "download passed the limit"));
+            return Err(bound.exceeded(total));
         }
         // Cheap: `Bytes` clones share the buffer. A closed channel means the hasher died, which
         // the join below reports.
@@ -131,7 +174,7 @@ async fn stream_to_file(
 }
 
 /// Copies a local Bot API server's file into `file` (the `.part`), stopping as soon as more than
-/// `limit` bytes are copied. Returns the size and the hex sha256.
+/// `bound` allows is copied. Returns the size and the hex sha256.
 ///
 /// The copy runs inside the kernel (`copy_file_range`, as `cp` does: no trip through user memory),
 /// in chunks; after each chunk, a second thread hashes it by reading it back from the source,
@@ -142,10 +185,10 @@ async fn stream_to_file(
 fn copy_local(
     source: &Path,
     file: std::fs::File,
-    limit: u64,
+    bound: SizeBound,
     received: &AtomicU64,
 ) -> Result<(u64, String), StageError> {
-    copy_local_with(source, file, limit, kernel_copy, received)
+    copy_local_with(source, file, bound, kernel_copy, received)
 }
 
 /// What a local copy copies at a time (measured here: 4 and 16 MiB do the same).
@@ -159,10 +202,11 @@ type CopyRange = fn(&File, &File, u64, usize) -> io::Result<usize>;
 fn copy_local_with(
     source: &Path,
     file: File,
-    limit: u64,
+    bound: SizeBound,
     copy_range: CopyRange,
     received: &AtomicU64,
 ) -> Result<(u64, String), StageError> {
+    let limit = bound.stop_after();
     let src = File::open(source)
         .map_err(|e| StageError::retry(format!("cannot open the local Bot API server's copy: {}", e.kind())))?;
     read_sequentially(&src);
@@ -210,7 +254,7 @@ fn copy_local_with(
             received.store(total, Ordering::Relaxed);
             if total > limit {
                 let size = src.metadata().map_or(total, |m| m.len().max(total));
-                return Err(StageError::fail(FailureReason::TooBig { size, limit }, "the local file passed the limit"));
+                return Err(bound.exceeded(size));
             }
             if to_hasher.send((offset, done)).is_err() {
                 return Err(StageError::retry("the hashing thread stopped"));
@@ -312,7 +356,7 @@ fn read_full_at(src: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 
 fn get_file_error(e: TelegramError, declared: u64, limit: u64) -> StageError {
     match e {
-        TelegramError::RetryAfter(d) => StageError::Retry { after: Some(d), detail: "getFile: flood control".into() },
+        TelegramError::RetryAfter(d) => StageError::FloodWait { after: d, detail: "getFile: flood control".into() },
         TelegramError::Permanent(text) if text.contains("file is too big") => {
             StageError::fail(FailureReason::TooBig { size: declared.max(limit + 1), limit }, format!("getFile: {text}"))
         }
@@ -325,7 +369,7 @@ fn get_file_error(e: TelegramError, declared: u64, limit: u64) -> StageError {
 
 fn transfer_error(e: TelegramError) -> StageError {
     match e {
-        TelegramError::RetryAfter(d) => StageError::Retry { after: Some(d), detail: "download: flood control".into() },
+        TelegramError::RetryAfter(d) => StageError::FloodWait { after: d, detail: "download: flood control".into() },
         other => StageError::retry(format!("download: {other}")),
     }
 }
@@ -363,7 +407,7 @@ mod tests {
         let out = dir.join("copy.part");
         let _ = std::fs::remove_file(&out);
         let file = File::options().read(true).write(true).create_new(true).open(&out).unwrap();
-        let result = copy_local_with(src, file, limit, copy, &AtomicU64::new(0));
+        let result = copy_local_with(src, file, SizeBound { limit, expected: None }, copy, &AtomicU64::new(0));
         (result, std::fs::read(&out).unwrap())
     }
 
@@ -426,5 +470,21 @@ mod tests {
             Err(StageError::Retry { detail, .. }) => assert!(detail.starts_with("writing the download: "), "{detail}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_file_longer_than_announced_stops_soon_after_the_announced_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, _) = source(dir.path(), 4 * CHUNK as usize);
+        let out = dir.path().join("copy.part");
+        let file = File::options().read(true).write(true).create_new(true).open(&out).unwrap();
+        let bound = SizeBound { limit: u64::MAX, expected: Some(1000) };
+        match copy_local_with(&src, file, bound, kernel_copy, &AtomicU64::new(0)) {
+            Err(StageError::Fail { reason: FailureReason::SizeMismatch { declared: 1000, real }, .. }) => {
+                assert_eq!(real, 4 * CHUNK, "reports the real size");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::metadata(&out).unwrap().len(), 1000 + SIZE_TOLERANCE + 1, "stopped right after the bound");
     }
 }

@@ -23,17 +23,24 @@ use tracing::{Instrument, error, info, info_span, warn};
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock, Timestamp};
 use crate::spool::Spool;
-use crate::store::{Completion, Job, NewMessage, Release, Stage, Store};
+use crate::store::{AttemptRule, Completion, Job, NewMessage, Release, Stage, Store};
 use crate::telegram::TelegramClient;
 use crate::telegram::texts::{self, Progress};
 
 /// What a stage reports when it did not finish its work.
 #[derive(Debug)]
 pub enum StageError {
-    /// Worth another attempt later (network, 5xx, 429, a cut download, a full disk).
+    /// Worth another attempt later (network, 5xx, a cut download, a full disk): the attempt
+    /// counts, and the job backs off.
     Retry {
-        /// Wait exactly this long (Telegram's `retry_after`); otherwise back off.
-        after: Option<Duration>,
+        /// What happened, for admins.
+        detail: String,
+    },
+    /// Telegram's flood control (429): wait exactly `after`. Not the job's fault, so the attempt
+    /// is given back.
+    FloodWait {
+        /// Telegram's `retry_after`.
+        after: Duration,
         /// What happened, for admins.
         detail: String,
     },
@@ -54,7 +61,7 @@ pub enum StageError {
 impl StageError {
     /// A transient failure with backoff.
     pub fn retry(detail: impl Into<String>) -> Self {
-        Self::Retry { after: None, detail: detail.into() }
+        Self::Retry { detail: detail.into() }
     }
 
     /// A permanent failure.
@@ -104,6 +111,9 @@ pub struct PipelineSettings {
     pub per_chat: usize,
     /// Below this much free space on the data folder, no download starts.
     pub min_free: u64,
+    /// How often a job's source may be lost (missing or changed before processing) before the
+    /// job fails instead of being downloaded again.
+    pub max_source_losses: u32,
 }
 
 impl PipelineSettings {
@@ -120,9 +130,14 @@ impl PipelineSettings {
             retry_base,
             per_chat: config.workers.per_chat,
             min_free: config.storage.min_free,
+            max_source_losses: MAX_SOURCE_LOSSES,
         }
     }
 }
+
+/// How often a job's source may be lost before the job fails: a disk that keeps losing or
+/// corrupting files must end in a reason, not in downloads without end.
+pub const MAX_SOURCE_LOSSES: u32 = 3;
 
 /// What the workers share. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -162,10 +177,9 @@ pub struct Shutdown {
 
 /// Runs `size` workers of `stage` until told to stop; each finishes (or releases) its job.
 pub async fn run_pool(stage: Stage, size: usize, deps: PipelineDeps, cancel: Shutdown) {
-    let host = hostname();
     let mut workers = JoinSet::new();
     for n in 0..size {
-        let owner = format!("{host}:{}:{}-{n}", std::process::id(), stage_name(stage));
+        let owner = format!("{}{}-{n}", owner_prefix(), stage_name(stage));
         workers.spawn(worker(stage, owner, deps.clone(), cancel.clone()));
     }
     while let Some(res) = workers.join_next().await {
@@ -180,6 +194,11 @@ fn stage_name(stage: Stage) -> &'static str {
         Stage::Download => "download",
         Stage::Process => "process",
     }
+}
+
+/// What every lease owner of this process starts with: `<host>:<pid>:`.
+pub fn owner_prefix() -> String {
+    format!("{}:{}:", hostname(), std::process::id())
 }
 
 fn hostname() -> String {
@@ -231,7 +250,21 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
     let _claiming = deps.budget.claim_lock.lock().await;
     let now = deps.clock.now();
     let limit = deps.settings.download_limit;
-    let Some(head) = deps.store.next_waiting_download(now).await? else { return Ok(None) };
+    let head = loop {
+        let Some(head) = deps.store.next_waiting_download(now).await? else { return Ok(None) };
+        if !deps.budget.can_never_fit(&head) {
+            break head;
+        }
+        // The budget was lowered after the job was accepted: it would hold every other
+        // download back (through `max_wait`) forever.
+        let size = deps.budget.assumed_size(&head, limit);
+        let reason = FailureReason::TooBig { size, limit: deps.budget.largest_source() };
+        let detail = format!("needs {} bytes, more than the whole budget", deps.budget.need(size));
+        if !fail(deps, &head, None, reason, detail).await {
+            // Someone else moved it; do not spin on it.
+            return Ok(None);
+        }
+    };
     if let Ok(free) = fs4::available_space(deps.spool.downloads())
         && free < deps.settings.min_free
     {
@@ -244,6 +277,11 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
         );
         return Ok(None);
     }
+    if deps.budget.lacks_room_for(&head, limit) {
+        // Before anyone waits for room, make sure the room is really taken: drop reservations
+        // whose jobs hold no files any more, whatever path forgot them.
+        reconcile_budget(deps, now).await?;
+    }
     if deps.budget.must_wait_for(&head, now, limit) {
         // The head of the queue waited long enough: let the room it needs free up.
         tracing::debug!(ticket = head.ticket.0, "holding new downloads back for a job waiting for room");
@@ -251,12 +289,27 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
     }
     let limits = deps.budget.limits(limit, deps.settings.per_chat);
     let job = deps.store.claim_download(owner, now, deps.settings.lease, &limits).await?;
-    if let Some(job) = &job {
-        let size =
-            job.declared_size.and_then(|s| u64::try_from(s).ok()).unwrap_or_else(|| deps.budget.unknown_size(limit));
-        deps.budget.hold(job.ticket, size);
+    if let Some(job) = &job
+        && let Some(lease) = &job.lease
+    {
+        deps.budget.hold(job.ticket, lease.token, deps.budget.assumed_size(job, limit));
     }
     Ok(job)
+}
+
+/// Drops the reservations of jobs that, by the store, hold no files of this machine. The caller
+/// holds the budget's claim lock.
+async fn reconcile_budget(deps: &PipelineDeps, now: Timestamp) -> crate::store::StoreResult<()> {
+    let holding: std::collections::HashSet<_> =
+        deps.store.jobs_holding_files(&owner_prefix(), now).await?.into_iter().collect();
+    let released = deps.budget.reconcile(&holding);
+    if !released.is_empty() {
+        warn!(
+            tickets = ?released.iter().map(|t| t.0).collect::<Vec<_>>(),
+            "released byte-budget reservations of jobs that hold no files any more"
+        );
+    }
+    Ok(())
 }
 
 /// Why a stage did not report an outcome.
@@ -277,7 +330,7 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             // Earlier attempts died without reporting (a crash, an OOM kill): stop the loop.
             let attempts = u32::try_from(job.attempts - 1).unwrap_or(u32::MAX);
             let detail = format!("{attempts} attempts ended without an outcome");
-            fail(deps, &job, &lease, FailureReason::GaveUp { attempts }, detail).await;
+            fail(deps, &job, Some(&lease), FailureReason::GaveUp { attempts }, detail).await;
             return;
         }
         info!(declared_size_bytes = job.declared_size, "working on job");
@@ -310,18 +363,25 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             Err(Interrupted::LeaseLost) => {
                 warn!("lost the lease; another worker owns the job now, dropping this attempt");
                 if stage == Stage::Download {
-                    deps.budget.release(job.ticket);
+                    deps.budget.release_claim(job.ticket, lease.token);
                 }
             }
             Err(Interrupted::Shutdown) => {
-                // Give the job back now instead of letting the lease run out.
-                let release = Release { from: job.state, event: JobEvent::RetryLater, not_before: deps.clock.now(), detail: Some("released at shutdown".into()), reset_attempts: false };
+                // Give the job back now instead of letting the lease run out. It keeps its place
+                // in the queue (when it became due) and the attempt is not its fault.
+                let release = Release {
+                    from: job.state,
+                    event: JobEvent::RetryLater,
+                    not_before: job.not_before,
+                    detail: Some("released at shutdown".into()),
+                    attempts: AttemptRule::Refunded,
+                };
                 match deps.store.release_job(job.ticket, &lease, &release, deps.clock.now()).await {
                     Ok(_) => info!("released the job at shutdown"),
                     Err(e) => warn!(error = %e, "could not release the job at shutdown; its lease will lapse"),
                 }
                 if stage == Stage::Download {
-                    deps.budget.release(job.ticket);
+                    deps.budget.release_claim(job.ticket, lease.token);
                 }
             }
         }
@@ -386,6 +446,9 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
             match deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await {
                 Ok(true) => {
                     info!(size_bytes = f.size, "downloaded and verified");
+                    // The real size is known now: a file Telegram did not size gives back the
+                    // room it was assumed to need.
+                    deps.budget.resize(job.ticket, f.size);
                     metrics::counter!("docket_downloads_total").increment(1);
                     metrics::counter!("docket_download_bytes_total").increment(f.size);
                     deps.wake.processing.notify_waiters();
@@ -394,6 +457,7 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 outcome => {
                     warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the download; discarding it");
                     remove_quietly(deps, &f.path);
+                    deps.budget.release_claim(job.ticket, lease.token);
                 }
             }
         }
@@ -441,60 +505,80 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
 
 async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageError) {
     let now = deps.clock.now();
-    match err {
-        StageError::Fail { reason, detail } => fail(deps, job, lease, reason, detail).await,
-        StageError::Retry { after, detail } => {
+    let (wait, detail, attempts) = match err {
+        StageError::Fail { reason, detail } => {
+            fail(deps, job, Some(lease), reason, detail).await;
+            return;
+        }
+        StageError::SourceLost { detail } => return source_lost(deps, job, lease, detail).await,
+        StageError::FloodWait { after, detail } => (after, detail, AttemptRule::Refunded),
+        StageError::Retry { detail } => {
             let attempts = u32::try_from(job.attempts).unwrap_or(u32::MAX);
             if attempts >= deps.settings.max_attempts {
-                fail(deps, job, lease, FailureReason::GaveUp { attempts }, detail).await;
+                fail(deps, job, Some(lease), FailureReason::GaveUp { attempts }, detail).await;
                 return;
             }
-            let wait =
-                after.unwrap_or_else(|| backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(600)));
-            let release = Release {
-                from: job.state,
-                event: JobEvent::RetryLater,
-                not_before: now.plus(wait),
-                detail: Some(detail.clone()),
-                reset_attempts: false,
-            };
-            match deps.store.release_job(job.ticket, lease, &release, now).await {
-                Ok(true) => {
-                    warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
-                    metrics::counter!("docket_job_retries_total").increment(1);
-                    report(deps, job, &Progress::WaitingToRetry, now).await;
-                }
-                outcome => {
-                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
-                }
-            }
+            (backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(600)), detail, AttemptRule::Spent)
         }
-        StageError::SourceLost { detail } => {
-            let release = Release {
-                from: job.state,
-                event: JobEvent::SourceLost,
-                not_before: now,
-                detail: Some(detail.clone()),
-                reset_attempts: true,
-            };
-            match deps.store.release_job(job.ticket, lease, &release, now).await {
-                Ok(true) => {
-                    warn!(error = %detail, "the source is gone; downloading it again");
-                    if let Some(source) = &job.local_path {
-                        remove_quietly(deps, source);
-                    }
-                    deps.budget.release(job.ticket);
-                    deps.wake.downloads.notify_waiters();
-                }
-                outcome => {
-                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not send the job back to download")
-                }
+    };
+    let release = Release {
+        from: job.state,
+        event: JobEvent::RetryLater,
+        not_before: now.plus(wait),
+        detail: Some(detail.clone()),
+        attempts,
+    };
+    match deps.store.release_job(job.ticket, lease, &release, now).await {
+        Ok(true) => {
+            warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
+            metrics::counter!("docket_job_retries_total").increment(1);
+            report(deps, job, &Progress::WaitingToRetry, now).await;
+        }
+        outcome => {
+            warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
+        }
+    }
+    if job.state == crate::domain::JobState::Accepted {
+        // A download that will be tried again has no files until then.
+        deps.budget.release_claim(job.ticket, lease.token);
+    }
+}
+
+/// The source of a `fetched` job is missing or changed: download it again, a bounded number of
+/// times.
+async fn source_lost(deps: &PipelineDeps, job: &Job, lease: &Lease, detail: String) {
+    let now = deps.clock.now();
+    let losses = u32::try_from(job.source_losses).unwrap_or(u32::MAX).saturating_add(1);
+    if losses >= deps.settings.max_source_losses {
+        let detail = format!("{detail} (the source was lost {losses} times)");
+        fail(deps, job, Some(lease), FailureReason::SourceKeptVanishing { times: losses }, detail).await;
+        return;
+    }
+    let release = Release {
+        from: job.state,
+        event: JobEvent::SourceLost,
+        not_before: now,
+        detail: Some(detail.clone()),
+        attempts: AttemptRule::Restarted,
+    };
+    match deps.store.release_job(job.ticket, lease, &release, now).await {
+        Ok(true) => {
+            warn!(error = %detail, losses, "the source is gone; downloading it again");
+            if let Some(source) = &job.local_path {
+                remove_quietly(deps, source);
             }
+            deps.budget.release(job.ticket);
+            deps.wake.downloads.notify_waiters();
+        }
+        outcome => {
+            warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not send the job back to download")
         }
     }
 }
 
-async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReason, detail: String) {
+/// Ends `job` as failed with `reason`, told to its chat, and removes its files; `lease` is the
+/// holder's (none for a job no worker holds). Returns whether the failure was recorded.
+async fn fail(deps: &PipelineDeps, job: &Job, lease: Option<&Lease>, reason: FailureReason, detail: String) -> bool {
     let now = deps.clock.now();
     let reason_text = texts::failure_reason(job.name(), &reason);
     let notice = NewMessage {
@@ -506,9 +590,9 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReas
         reply_to_message_id: Some(job.message_id),
     };
     let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
-    match deps.store.fail_job(job.ticket, job.state, Some(lease), &reason_text, &detail, &[notice, status], now).await {
+    match deps.store.fail_job(job.ticket, job.state, lease, &reason_text, &detail, &[notice, status], now).await {
         Ok(true) => {
-            warn!(reason = ?reason, error = %detail, "job failed");
+            warn!(ticket = job.ticket.0, reason = ?reason, error = %detail, "job failed");
             metrics::counter!("docket_jobs_failed_total").increment(1);
             deps.wake.outbox.notify_waiters();
             if let Some(source) = &job.local_path {
@@ -517,9 +601,18 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: &Lease, reason: FailureReas
             if let Err(e) = deps.spool.remove_work(job.ticket) {
                 warn!(error = %e, "could not remove intermediate files; the janitor will");
             }
+            // Its files are gone: so is its place in the budget.
+            deps.budget.release(job.ticket);
+            true
         }
         outcome => {
-            warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the failure (someone else moved the job?)")
+            warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the failure (someone else moved the job?)");
+            if let Some(lease) = lease
+                && job.state == crate::domain::JobState::Accepted
+            {
+                deps.budget.release_claim(job.ticket, lease.token);
+            }
+            false
         }
     }
 }

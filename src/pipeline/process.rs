@@ -10,6 +10,7 @@ use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
 use crate::domain::FailureReason;
 use crate::pdf::{self, PdfError};
+use crate::spool::Spool;
 use crate::store::Job;
 
 /// A result on disk, ready to be committed.
@@ -48,16 +49,17 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         ));
     }
 
-    // Output of an attempt that died is invalid: start from clean work and result folders.
-    deps.spool.remove_work(job.ticket).map_err(|e| StageError::retry(format!("cleaning the work folder: {e}")))?;
+    // Output of an attempt that died is invalid: remove what earlier attempts left (and only
+    // that: a stalled former holder must not touch what a later one wrote).
+    let token = job.lease.as_ref().map_or(0, |l| l.token);
     deps.spool
-        .remove_unrecorded_results(job.ticket)
-        .map_err(|e| StageError::retry(format!("cleaning the result folder: {e}")))?;
+        .remove_earlier_output(job.ticket, token)
+        .map_err(|e| StageError::retry(format!("cleaning up earlier attempts: {e}")))?;
     // Intermediate output lives in work/<ticket>/ and vanishes if this attempt ends early.
     let work_dir =
         deps.spool.work_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
     let work_file = tempfile::Builder::new()
-        .prefix("optimize-")
+        .prefix(&format!("{}optimize-", Spool::attempt_prefix(token)))
         .suffix(".pdf")
         .tempfile_in(&work_dir)
         .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
@@ -77,7 +79,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     }
     let result_dir =
         deps.spool.result_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
-    let result = result_dir.join(format!("{:016x}.pdf", rand::random::<u64>()));
+    let result = result_dir.join(format!("{}{:016x}.pdf", Spool::attempt_prefix(token), rand::random::<u64>()));
     work_file.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
     // The file's bytes are synced (`pdf.rs`); its name in `results/<ticket>/`, and that folder's
     // in `results/`, must survive a power cut too, since `ready` deletes the source.

@@ -33,6 +33,7 @@ pub(crate) struct JobRow {
     lease_until: Option<i64>,
     attempts: i64,
     not_before: i64,
+    source_losses: i64,
     error: Option<String>,
     error_detail: Option<String>,
     result_path: Option<String>,
@@ -65,6 +66,7 @@ impl JobRow {
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
             attempts: self.attempts,
             not_before: Timestamp::from_millis(self.not_before),
+            source_losses: self.source_losses,
             error: self.error,
             error_detail: self.error_detail,
             result_path: self.result_path,
@@ -300,8 +302,8 @@ macro_rules! define_backend {
             pub(crate) async fn insert_job(c: &mut Conn, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
                 let id: i64 = sqlx::query_scalar(
                     "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
-                                       declared_mime, declared_size, operation, status, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11) RETURNING id",
+                                       declared_mime, declared_size, operation, status, not_before, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11) RETURNING id",
                 )
                 .bind(job.update_id).bind(job.chat.0).bind(job.user_id).bind(job.message_id).bind(&job.file_id)
                 .bind(&job.file_unique_id).bind(&job.declared_name).bind(&job.declared_mime).bind(job.declared_size)
@@ -314,8 +316,8 @@ macro_rules! define_backend {
                 let done = sqlx::query(
                     "UPDATE jobs SET status = 'accepted', update_id = $3, message_id = $4, file_id = $5, declared_name = $6,
                         declared_mime = $7, declared_size = $8, local_path = NULL, real_size = NULL, sha256 = NULL,
-                        detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = 0,
-                        error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
+                        detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = $9,
+                        source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
                         result_expires_at = NULL, updated_at = $9
                      WHERE id = $1 AND status = $2",
                 )
@@ -378,8 +380,8 @@ macro_rules! define_backend {
 
             pub(crate) async fn fail_job(c: &mut Conn, ticket: Ticket, from: JobState, lease: Option<&Lease>, reason: &str, detail: &str, now: Timestamp) -> StoreResult<bool> {
                 let done = sqlx::query(
-                    "UPDATE jobs SET status = 'failed', error = $4, error_detail = $5, lease_owner = NULL,
-                        lease_until = NULL, updated_at = $6
+                    "UPDATE jobs SET status = 'failed', error = $4, error_detail = $5, local_path = NULL,
+                        lease_owner = NULL, lease_until = NULL, updated_at = $6
                      WHERE id = $1 AND status = $2 AND ($3 IS NULL OR (lease_token = $3 AND lease_owner IS NOT NULL))",
                 )
                 .bind(ticket.0).bind(from.as_str()).bind(lease.map(|l| l.token)).bind(reason).bind(detail).bind(now.as_millis())
@@ -600,6 +602,17 @@ macro_rules! define_backend {
                 .map($crate::store::backend::JobRow::into_job).transpose()
             }
 
+            /// See [`crate::store::Store::jobs_holding_files`].
+            pub async fn jobs_holding_files(&self, owner_prefix: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<$crate::domain::Ticket>> {
+                use $crate::store::QueryContext;
+                let ids: Vec<i64> = sqlx::query_scalar(
+                    "SELECT id FROM jobs WHERE status IN ('fetched', 'processing')
+                        OR (status = 'accepted' AND lease_until > $2 AND substr(lease_owner, 1, length($1)) = $1)",
+                )
+                .bind(owner_prefix).bind(now.as_millis()).fetch_all(&self.pool).await.context("listing the jobs that hold files")?;
+                Ok(ids.into_iter().map($crate::domain::Ticket).collect())
+            }
+
             /// See [`crate::store::Store::renew_job_lease`].
             pub async fn renew_job_lease(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, until: $crate::domain::Timestamp, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
@@ -614,7 +627,7 @@ macro_rules! define_backend {
                 use $crate::store::QueryContext;
                 let done = sqlx::query(
                     "UPDATE jobs SET status = 'fetched', local_path = $3, real_size = $4, sha256 = $5, attempts = 0,
-                        lease_owner = NULL, lease_until = NULL, error_detail = NULL, updated_at = $6
+                        not_before = $6, lease_owner = NULL, lease_until = NULL, error_detail = NULL, updated_at = $6
                      WHERE id = $1 AND status = 'accepted' AND lease_token = $2 AND lease_owner IS NOT NULL",
                 )
                 .bind(ticket.0).bind(lease.token).bind(path).bind(size).bind(sha256).bind(now.as_millis())
@@ -628,13 +641,15 @@ macro_rules! define_backend {
                 let clear_source = to == $crate::domain::JobState::Accepted;
                 let done = sqlx::query(
                     "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
-                        attempts = CASE WHEN $7 THEN 0 ELSE attempts END,
+                        attempts = CASE WHEN $7 = 2 THEN 0 WHEN $7 = 1 AND attempts > 0 THEN attempts - 1 ELSE attempts END,
                         local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
+                        source_losses = source_losses + CASE WHEN $10 THEN 1 ELSE 0 END,
                         lease_owner = NULL, lease_until = NULL, updated_at = $9
                      WHERE id = $1 AND status = $2 AND lease_token = $3 AND lease_owner IS NOT NULL",
                 )
                 .bind(ticket.0).bind(r.from.as_str()).bind(lease.token).bind(to.as_str()).bind(r.not_before.as_millis())
-                .bind(r.detail.as_deref()).bind(r.reset_attempts).bind(clear_source).bind(now.as_millis())
+                .bind(r.detail.as_deref()).bind(r.attempts.code()).bind(clear_source).bind(now.as_millis())
+                .bind(r.event == $crate::domain::JobEvent::SourceLost)
                 .execute(&self.pool).await.context("releasing a job")?;
                 Ok(done.rows_affected() == 1)
             }

@@ -12,7 +12,8 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::{
-    ClaimLimits, Completion, Job, JobFilter, NewJob, NewMessage, Release, Stage, Store, StoreError, Tx, UpdateOutcome,
+    AttemptRule, ClaimLimits, Completion, Job, JobFilter, NewJob, NewMessage, Release, Stage, Store, StoreError, Tx,
+    UpdateOutcome,
 };
 use crate::config::DatabaseUrl;
 use crate::domain::{
@@ -75,6 +76,10 @@ conformance!(
     send_slots_are_spaced_for_every_sender,
     a_migrated_chat_takes_its_messages_and_jobs,
     progress_edits_coalesce_and_never_hold_a_chat_back,
+    the_queue_is_ordered_by_when_jobs_became_due,
+    releases_refund_or_count_attempts_and_count_lost_sources,
+    a_failed_job_points_at_no_source,
+    the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -450,7 +455,7 @@ async fn stale_owners_cannot_write(store: Store) {
         event: JobEvent::RetryLater,
         not_before: later,
         detail: Some("stale".into()),
-        reset_attempts: false,
+        attempts: AttemptRule::Spent,
     };
     assert!(!store.release_job(ticket, &stale, &retry, later).await.unwrap());
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
@@ -803,7 +808,7 @@ async fn illegal_transitions_are_rejected_before_sql(store: Store) {
         event: JobEvent::Completed,
         not_before: at(1),
         detail: Some("skip".into()),
-        reset_attempts: true,
+        attempts: AttemptRule::Restarted,
     };
     let notice = message("job:1:failure", CHAT, MessageKind::Failure, Some(ticket));
     let is_refused = |r: Result<bool, StoreError>, from: JobState, event: JobEvent| match r {
@@ -880,7 +885,8 @@ async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
         (None, None, None, None)
     );
     assert_eq!((fresh.error, fresh.error_detail, fresh.lease), (None, None, None));
-    assert_eq!((fresh.attempts, fresh.not_before), (0, Timestamp::from_millis(0)));
+    // Due from its resubmission: it queues behind what arrived before it.
+    assert_eq!((fresh.attempts, fresh.not_before, fresh.source_losses), (0, at(10), 0));
     assert_eq!((fresh.created_at, fresh.updated_at), (done.created_at, at(10)));
 
     // Claimable again, with a token above every earlier one.
@@ -951,7 +957,7 @@ async fn claims_respect_not_before(store: Store) {
         event: JobEvent::RetryLater,
         not_before: at(30_000),
         detail: Some("timeout".into()),
-        reset_attempts: false,
+        attempts: AttemptRule::Spent,
     };
     assert!(store.release_job(ticket, &lease, &retry, at(1)).await.unwrap());
     let waiting = job(&store, ticket).await;
@@ -970,7 +976,7 @@ async fn claims_respect_not_before(store: Store) {
         event: JobEvent::SourceLost,
         not_before: at(60_000),
         detail: None,
-        reset_attempts: true,
+        attempts: AttemptRule::Restarted,
     };
     assert!(store.release_job(ticket, &lease, &lost, at(30_001)).await.unwrap());
     let back = job(&store, ticket).await;
@@ -1008,7 +1014,7 @@ async fn large_telegram_ids_round_trip(store: Store) {
     let stored = job(&store, ticket).await;
     assert_eq!((stored.update_id, stored.chat, stored.user_id), (big.update_id, big.chat, big.user_id));
     assert_eq!((stored.message_id, stored.declared_size), (big.message_id, big.declared_size));
-    assert_eq!((stored.created_at, stored.not_before), (T0, Timestamp::from_millis(0)));
+    assert_eq!((stored.created_at, stored.not_before), (T0, T0), "due from its arrival");
     let mut tx = store.begin().await.unwrap();
     assert!(tx.register_update(-9_000_000_000, 9_000_000_000, UpdateOutcome::Recorded, None, T0).await.unwrap());
     tx.commit().await.unwrap();
@@ -1486,4 +1492,109 @@ async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
     assert!(progress_rows[0].id > edit.id && progress_rows[0].state == OutboxState::Pending);
     let later_id = rows.iter().find(|m| m.idempotency_key == "later").map(|m| m.id);
     assert!(Some(progress_rows[0].id) > later_id);
+}
+
+async fn the_queue_is_ordered_by_when_jobs_became_due(store: Store) {
+    // Job 1 arrives first, fails a getFile and waits 10 s; jobs 2 and 3 arrive meanwhile, job 4
+    // after its delay ended. Due order: 2, 3 (arrived before job 1 became due again), 1, 4.
+    let first = insert(&store, &new_job(CHAT, 1), at(0)).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", at(1)).await;
+    let retry = Release {
+        from: JobState::Accepted,
+        event: JobEvent::RetryLater,
+        not_before: at(10_000),
+        detail: None,
+        attempts: AttemptRule::Spent,
+    };
+    assert!(store.release_job(first, &lease, &retry, at(2)).await.unwrap());
+    let second = insert(&store, &new_job(OTHER_CHAT, 2), at(3)).await;
+    let third = insert(&store, &new_job(OTHER_CHAT, 3), at(9_000)).await;
+    let fourth = insert(&store, &new_job(ChatRef(77), 4), at(10_001)).await;
+    let mut order = Vec::new();
+    for n in 0..4 {
+        let (job, lease) = claim(&store, Stage::Download, "d", at(20_000 + n)).await;
+        order.push(job.ticket);
+        let detail = "done";
+        assert!(
+            store.fail_job(job.ticket, JobState::Accepted, Some(&lease), "x", detail, &[], at(20_000)).await.unwrap()
+        );
+    }
+    assert_eq!(order, [second, third, first, fourth]);
+
+    // A resubmitted job counts from its resubmission, not from its first arrival.
+    let fifth = insert(&store, &new_job(ChatRef(78), 5), at(30_000)).await;
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.resubmit_job(first, JobState::Failed, &new_job(CHAT, 1), at(30_001)).await.unwrap());
+    tx.commit().await.unwrap();
+    let (next, _) = claim(&store, Stage::Download, "d", at(30_002)).await;
+    assert_eq!(next.ticket, fifth, "the resubmitted job does not jump the queue");
+    assert_eq!(job(&store, first).await.not_before, at(30_001));
+}
+
+async fn releases_refund_or_count_attempts_and_count_lost_sources(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let release = |attempts, event, from| Release { from, event, not_before: at(5), detail: None, attempts };
+    let (claimed, lease) = claim(&store, Stage::Download, "d", at(1)).await;
+    assert_eq!(claimed.attempts, 1);
+    // A shutdown or a flood wait is not the job's fault: the claim's attempt is given back.
+    let refund = release(AttemptRule::Refunded, JobEvent::RetryLater, JobState::Accepted);
+    assert!(store.release_job(ticket, &lease, &refund, at(2)).await.unwrap());
+    assert_eq!(job(&store, ticket).await.attempts, 0);
+    let (_, lease) = claim(&store, Stage::Download, "d", at(5)).await;
+    let spent = release(AttemptRule::Spent, JobEvent::RetryLater, JobState::Accepted);
+    assert!(store.release_job(ticket, &lease, &spent, at(6)).await.unwrap());
+    assert_eq!(job(&store, ticket).await.attempts, 1, "a failure of its own counts");
+
+    // Each lost source is counted, across the restarted download attempts, until resubmission.
+    for losses in 1..=2 {
+        let (_, lease) = claim(&store, Stage::Download, "d", at(10 * losses)).await;
+        assert!(store.mark_fetched(ticket, &lease, "/spool/1.source", 10, "ff", at(10 * losses)).await.unwrap());
+        let (_, lease) = claim(&store, Stage::Process, "p", at(10 * losses + 1)).await;
+        let lost = release(AttemptRule::Restarted, JobEvent::SourceLost, JobState::Processing);
+        let lost = Release { not_before: at(10 * losses + 2), ..lost };
+        assert!(store.release_job(ticket, &lease, &lost, at(10 * losses + 2)).await.unwrap());
+        let back = job(&store, ticket).await;
+        assert_eq!((back.state, back.attempts, back.source_losses), (JobState::Accepted, 0, losses));
+    }
+    let (_, lease) = claim(&store, Stage::Download, "d", at(100)).await;
+    assert!(store.fail_job(ticket, JobState::Accepted, Some(&lease), "x", "y", &[], at(101)).await.unwrap());
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.resubmit_job(ticket, JobState::Failed, &new_job(CHAT, 1), at(102)).await.unwrap());
+    tx.commit().await.unwrap();
+    assert_eq!(job(&store, ticket).await.source_losses, 0, "a resubmission starts afresh");
+}
+
+async fn a_failed_job_points_at_no_source(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", at(1)).await;
+    assert!(store.mark_fetched(ticket, &lease, "/spool/1.source", 10, "ff", at(2)).await.unwrap());
+    let (_, lease) = claim(&store, Stage::Process, "p", at(3)).await;
+    assert!(store.fail_job(ticket, JobState::Processing, Some(&lease), "x", "y", &[], at(4)).await.unwrap());
+    let failed = job(&store, ticket).await;
+    assert_eq!((failed.state, failed.local_path), (JobState::Failed, None), "the source is deleted with the failure");
+}
+
+async fn the_jobs_holding_files_are_in_flight_or_leased_by_this_process(store: Store) {
+    // Claimed in ticket order: this process's live download, another process's, a download that
+    // became `fetched`, one whose lease lapsed, one that failed; the last never claimed.
+    let claims = [("h:1:download-0", LEASE), ("h:2:download-0", LEASE), ("h:1:download-1", LEASE)];
+    let claims = claims.into_iter().chain([("h:1:download-0", Duration::from_millis(1)), ("h:1:download-1", LEASE)]);
+    let mut tickets = Vec::new();
+    for (n, (owner, lease_len)) in claims.enumerate() {
+        let ticket = insert(&store, &new_job(CHAT, n as i64), T0).await;
+        let job = store.claim_download(owner, T0, lease_len, &ClaimLimits::NONE).await.unwrap().expect("claimable");
+        assert_eq!(job.ticket, ticket);
+        let lease = job.lease.expect("leased");
+        if n == 2 {
+            assert!(store.mark_fetched(ticket, &lease, "/spool/3.source", 10, "ff", at(1)).await.unwrap());
+        }
+        if n == 4 {
+            assert!(store.fail_job(ticket, JobState::Accepted, Some(&lease), "x", "y", &[], at(1)).await.unwrap());
+        }
+        tickets.push(ticket);
+    }
+    let _waiting = insert(&store, &new_job(CHAT, 9), T0).await;
+    let mut holding = store.jobs_holding_files("h:1:", at(10)).await.unwrap();
+    holding.sort();
+    assert_eq!(holding, [tickets[0], tickets[2]], "this process's live downloads and every job with a source");
 }

@@ -179,8 +179,11 @@ pub struct Job {
     pub lease: Option<Lease>,
     /// Attempts at the current stage.
     pub attempts: i64,
-    /// The job is not claimed before this moment.
+    /// When the job became due at its stage (its arrival, resubmission, download, or the end of
+    /// a delay): claims take the earliest first, and it is not claimed before then.
     pub not_before: Timestamp,
+    /// How often its verified source went missing or changed before processing.
+    pub source_losses: i64,
     /// The reason a person reads, when failed.
     pub error: Option<String>,
     /// Detail for admins.
@@ -342,8 +345,31 @@ pub struct Release {
     pub not_before: Timestamp,
     /// Detail for admins (the error that caused it).
     pub detail: Option<String>,
-    /// Whether the attempt counter restarts (a new stage begins).
-    pub reset_attempts: bool,
+    /// What the release does to the attempt counter.
+    pub attempts: AttemptRule,
+}
+
+/// What a release does to the job's attempt counter (a claim counts one attempt in advance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptRule {
+    /// The attempt failed through the job's own fault (or a passing error): it counts.
+    Spent,
+    /// Not the job's fault (a graceful release at shutdown, a flood wait): the claim's attempt
+    /// is given back.
+    Refunded,
+    /// A new stage begins (the source was lost): the counter starts again.
+    Restarted,
+}
+
+impl AttemptRule {
+    /// The code the release statement binds.
+    pub(crate) const fn code(self) -> i32 {
+        match self {
+            Self::Spent => 0,
+            Self::Refunded => 1,
+            Self::Restarted => 2,
+        }
+    }
 }
 
 /// The facts recorded when a job turns `ready`.
@@ -559,6 +585,13 @@ impl Store {
     /// The job a download claim would take next if nothing limited it (head of the queue).
     pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
         forward!(self, s => s.next_waiting_download(now).await)
+    }
+
+    /// The jobs that may hold files of this machine, and so a place in its byte budget: every
+    /// `fetched` or `processing` job, and the `accepted` ones under a live lease whose owner
+    /// starts with `owner_prefix` (this process's downloads).
+    pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
+        forward!(self, s => s.jobs_holding_files(owner_prefix, now).await)
     }
 
     /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).

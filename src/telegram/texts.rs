@@ -213,6 +213,9 @@ pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
         FailureReason::GaveUp { attempts } => {
             format!("{name} could not be processed after {attempts} attempts; please try again later")
         }
+        FailureReason::SourceKeptVanishing { times } => format!(
+            "the downloaded copy of {name} was lost or damaged on this server {times} times; please try again later"
+        ),
     }
 }
 
@@ -370,6 +373,7 @@ mod tests {
             lease: None,
             attempts: 0,
             not_before: t0,
+            source_losses: 0,
             error: None,
             error_detail: None,
             result_path: None,

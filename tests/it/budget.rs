@@ -251,3 +251,148 @@ async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_sta
         ready_at.as_millis() - requested_at.as_millis()
     );
 }
+
+/// Every way a job can fail gives its reservation back: with room for three jobs, three failures
+/// of each kind in a row leave the budget empty, and a good file still completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_a_job_fails_gives_its_reservation_back() {
+    use crate::support::fake_telegram::Fault;
+    use crate::support::fixture;
+
+    const DECLARED: u64 = 8_000;
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        // Room for three jobs of DECLARED bytes; the largest source is 24 kB.
+        c.budget.bytes = 3 * 2 * DECLARED;
+        c.budget.multiplier = 2.0;
+        c.budget.max_wait = Duration::from_secs(1);
+        c.workers.download = 1;
+        c.workers.max_attempts = 2;
+    })
+    .await;
+    let noise = |len: usize, seed: u8| (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+    // Each kind: the bytes on the fake, the size the document declares when it lies (else its
+    // real size), what to script before it is sent, and words of the reason the person reads.
+    type Script = Box<dyn Fn(&crate::support::fake_telegram::FakeTelegram, &str)>;
+    let none: fn() -> Script = || Box::new(|_, _| {});
+    type Kind = (&'static str, Vec<u8>, Option<u64>, Script, &'static str);
+    let kinds: Vec<Kind> = vec![
+        ("not a PDF", noise(7_000, 1), None, none(), "is not a PDF"),
+        ("password", fixture("pdf/aes256-userpw.pdf"), None, none(), "protected by a password"),
+        ("damaged", fixture("pdf/truncated.pdf"), None, none(), "is damaged"),
+        ("too big", noise(30_000, 2), Some(DECLARED), none(), "over the"),
+        ("size mismatch", noise(6_000, 3), Some(5_000), none(), "instead of the"),
+        (
+            "unavailable",
+            noise(5_000, 4),
+            None,
+            Box::new(|fake, _| {
+                let gone = "Bad Request: wrong file_id or the file is temporarily unavailable";
+                fake.fail_next("getFile", Fault::BadRequest(gone.into()));
+            }),
+            "no longer has",
+        ),
+        (
+            "gave up",
+            noise(5_000, 5),
+            None,
+            Box::new(|fake, file_id| fake.fail_downloads_for(file_id, DownloadFault::CutAfter(100), None)),
+            "after 2 attempts",
+        ),
+    ];
+    let mut chat = 9_000;
+    for (kind, bytes, lie, script, reason) in &kinds {
+        for n in 0..3u8 {
+            chat += 1;
+            let file = app.fake.add_file([bytes.clone(), vec![n]].concat());
+            script(&app.fake, &file.file_id);
+            let declared = lie.unwrap_or(file.size);
+            let update = app.fake.document_update_with_size(
+                chat,
+                chat,
+                &file,
+                Some("f.pdf"),
+                Some("application/pdf"),
+                Some(declared),
+            );
+            app.fake.push_update(update);
+            let ticket = Ticket(chat - 9_000);
+            let job = app.wait_for_job(ticket, |j| j.state.is_terminal()).await;
+            assert_eq!(job.state, JobState::Failed, "{kind}: {job:#?}");
+            assert!(job.error.as_deref().unwrap_or_default().contains(reason), "{kind}: {:?}", job.error);
+        }
+    }
+    crate::support::eventually(DEADLINE, async || match app.reserved_bytes() {
+        0 => Ok(()),
+        n => Err(format!("{n} bytes still reserved after every job failed")),
+    })
+    .await;
+    let (_, _) = app.send_document(9_999, fixture("pdf/text-1page.pdf"), "good.pdf", "application/pdf");
+    let good = app.wait_for_job(Ticket(chat - 9_000 + 1), |j| j.state.is_terminal()).await;
+    assert_eq!(good.state, JobState::Ready, "{good:#?}");
+}
+
+/// A file Telegram did not size reserves the download limit only until getFile says its size:
+/// another file then fits beside it while it is still downloading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_without_a_declared_size_gives_back_the_excess_once_its_size_is_known() {
+    use crate::support::fixture;
+
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        // The largest source is 1 MB: an unsized file reserves the whole budget at first.
+        c.budget.bytes = 2 * MB;
+        c.budget.multiplier = 2.0;
+        c.workers.download = 2;
+    })
+    .await;
+    let unsized_file = app.fake.add_file(pdf_of_size(60_000, 11));
+    // About ten seconds of download.
+    app.fake.fail_downloads_for(&unsized_file.file_id, DownloadFault::Throttle { bytes_per_sec: 6_000 }, None);
+    app.fake.push_update(app.fake.document_update_with_size(
+        9_100,
+        9_100,
+        &unsized_file,
+        Some("unsized.pdf"),
+        Some("application/pdf"),
+        None,
+    ));
+    app.fake.wait_for_call("getFile", |c| c.params["file_id"].as_str() == Some(&unsized_file.file_id), DEADLINE).await;
+    app.send_document(9_101, fixture("pdf/text-1page.pdf"), "beside.pdf", "application/pdf");
+    let beside = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
+    assert_eq!(beside.state, JobState::Ready, "{beside:#?}");
+    let unsized_job = app.store.job(Ticket(1)).await.expect("read").expect("the unsized job");
+    assert_eq!(
+        (unsized_job.state, unsized_job.lease.is_some()),
+        (JobState::Accepted, true),
+        "the second file completed while the unsized one was still downloading"
+    );
+    assert_eq!(app.reserved_bytes(), 2 * unsized_file.size, "the unsized file holds its real size × 2");
+}
+
+/// The budget was lowered after a big file was accepted: the file fails with a reason instead of
+/// holding every other download back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_can_never_fit_the_budget_fails_with_a_reason() {
+    use crate::support::fixture;
+
+    let mut app = TestApp::create(Backend::Sqlite, |c| {
+        c.budget.bytes = 8_000;
+        c.budget.multiplier = 2.0;
+        c.budget.max_wait = Duration::from_secs(1);
+    })
+    .await;
+    // Accepted when the budget was larger: 19 kB needs 38 kB of the 8 kB there are now.
+    let big = app.fake.add_file(fixture("pdf/text-20pages.pdf"));
+    let ticket = app.insert_job(9_200, &big, "big.pdf", Some(big.size)).await;
+    app.start().await;
+    let failed = app.wait_for_job(ticket, |j| j.state.is_terminal()).await;
+    assert_eq!(failed.state, JobState::Failed);
+    assert_eq!(
+        failed.error.as_deref(),
+        Some("big.pdf is 18.8 kB, over the 4.0 kB this bot can download"),
+        "{failed:#?}"
+    );
+    assert!(app.fake.calls_to("getFile").is_empty(), "it was never downloaded");
+    app.send_document(9_201, fixture("pdf/text-1page.pdf"), "small.pdf", "application/pdf");
+    let small = app.wait_for_job(Ticket(ticket.0 + 1), |j| j.state.is_terminal()).await;
+    assert_eq!(small.state, JobState::Ready, "{small:#?}");
+}

@@ -171,6 +171,32 @@ impl TestApp {
         }
     }
 
+    /// Bytes the running docket holds in its byte budget.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.running.as_ref().expect("docket is running").reserved_bytes()
+    }
+
+    /// Records a job straight into the store, as an earlier intake (under other settings) would
+    /// have; returns its ticket.
+    pub async fn insert_job(&self, chat: i64, file: &FileRef, name: &str, declared_size: Option<u64>) -> Ticket {
+        let job = docket::store::NewJob {
+            update_id: chat,
+            chat: docket::domain::ChatRef(chat),
+            user_id: Some(chat),
+            message_id: 1,
+            file_id: file.file_id.clone(),
+            file_unique_id: file.file_unique_id.clone(),
+            declared_name: Some(name.to_owned()),
+            declared_mime: Some("application/pdf".to_owned()),
+            declared_size: declared_size.map(|s| s as i64),
+            operation: docket::domain::Operation::Optimize,
+        };
+        let mut tx = self.store.begin().await.expect("tx");
+        let ticket = tx.insert_job(&job, docket::domain::Clock::now(&SystemClock)).await.expect("insert");
+        tx.commit().await.expect("commit");
+        ticket
+    }
+
     /// The data folder.
     pub fn data_dir(&self) -> PathBuf {
         self.config.storage.data_dir.clone()
