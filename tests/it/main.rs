@@ -10,5 +10,6 @@ mod cli;
 mod crash;
 mod e2e;
 mod outbox;
+mod queue;
 mod recovery;
 mod retention;
