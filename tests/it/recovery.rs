@@ -14,6 +14,8 @@ per_backend!(
     a_429_on_get_file_waits_exactly_retry_after,
     a_wrong_file_id_fails_at_once_with_a_reason,
     a_source_whose_bytes_were_lost_is_downloaded_again,
+    a_source_lost_again_and_again_fails_with_a_reason,
+    a_download_longer_than_announced_stops_soon_after_the_announced_size,
 );
 
 /// Stop the bot between receiving an update and recording it; on restart the update is polled
@@ -148,8 +150,9 @@ async fn a_local_bot_api_server_file_is_read_from_its_absolute_path() {
 /// but not its bytes (zeros where the data never reached the disk). The processing stage checks
 /// the sha256 before any use, finds it, and the job is downloaded again instead of failing as
 /// "not a PDF".
-async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
-    let mut app = TestApp::create(backend, |_| {}).await;
+/// Records job 1 as `fetched`, with a source of the right length but zeros, as a power cut
+/// leaves a download that was never synced; returns the source's path and the real sha256.
+async fn record_a_fetched_job_whose_bytes_were_lost(app: &TestApp) -> (std::path::PathBuf, String) {
     let pdf = fixture("pdf/text-20pages.pdf");
     let file = app.fake.add_file(pdf.clone());
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
@@ -191,7 +194,12 @@ async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
         .await
         .expect("mark fetched");
     assert!(marked);
+    (source, sha256)
+}
 
+async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
+    let mut app = TestApp::create(backend, |_| {}).await;
+    let (source, sha256) = record_a_fetched_job_whose_bytes_were_lost(&app).await;
     app.start().await;
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.state, JobState::Ready, "{job:#?}");
@@ -199,4 +207,36 @@ async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
     assert_eq!(app.fake.calls_to("getFile").len(), 1, "downloaded again, with a fresh getFile");
     assert_eq!(app.fake.downloads(), 1);
     assert!(!source.exists(), "the damaged source was removed");
+}
+
+async fn a_source_lost_again_and_again_fails_with_a_reason(backend: Backend) {
+    let mut app = TestApp::create(backend, |_| {}).await;
+    let (source, _) = record_a_fetched_job_whose_bytes_were_lost(&app).await;
+    // Lost twice before: the third loss ends the job instead of a fourth download.
+    app.execute("UPDATE jobs SET source_losses = 2 WHERE id = 1").await;
+    app.start().await;
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Failed, "{job:#?}");
+    assert_eq!(
+        job.error.as_deref(),
+        Some("the downloaded copy of lost.pdf was lost or damaged on this server 3 times; please try again later")
+    );
+    assert!(app.fake.calls_to("getFile").is_empty(), "not downloaded again");
+    assert!(!source.exists(), "the damaged source was removed");
+}
+
+async fn a_download_longer_than_announced_stops_soon_after_the_announced_size(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let real = fixture("pdf/text-1page.pdf");
+    let file = app.fake.add_file(real.clone());
+    // 15 MB instead of 3 kB: within the 20 MiB limit, so only the announced size can stop it.
+    app.fake.fail_downloads(DownloadFault::ServeBytes(vec![b'%'; 15_000_000]), None);
+    app.fake.push_update(app.fake.document_update(75, 75, &file, Some("long.pdf"), Some("application/pdf")));
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
+    let detail = job.error_detail.clone().unwrap_or_default();
+    let stopped_at: u64 = detail.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);
+    assert!(stopped_at < 1_000_000, "read {stopped_at} bytes of a 3 kB file: {job:#?}");
+    let error = job.error.expect("a reason");
+    assert!(error.contains("instead of the 3.1 kB Telegram announced"), "{error}");
+    assert!(files_under(&app.data_dir()).is_empty());
 }

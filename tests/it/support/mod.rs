@@ -197,6 +197,26 @@ impl TestApp {
         ticket
     }
 
+    /// Runs one SQL statement on the test's database (to set up a state no API reaches).
+    pub async fn execute(&self, sql: &str) {
+        use sqlx::Connection as _;
+        match &self.config.storage.database_url {
+            DatabaseUrl::Sqlite(path) => {
+                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+                    .await
+                    .expect("connect to the test database");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("run the statement");
+            }
+            #[cfg(feature = "postgres-tests")]
+            DatabaseUrl::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect to the test database");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("run the statement");
+            }
+            #[allow(unreachable_patterns)]
+            other => panic!("no test connection for {other:?}"),
+        }
+    }
+
     /// The data folder.
     pub fn data_dir(&self) -> PathBuf {
         self.config.storage.data_dir.clone()
