@@ -298,3 +298,34 @@ async fn below_min_free_downloads_wait_instead_of_failing() {
     app.start().await;
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
 }
+
+/// Leftovers of a dead attempt go, but a job that can still be claimed keeps its per-job
+/// folders: a worker that claims it while the pass runs must not find the folder it just made
+/// gone. The folders of a job that ended go with their last file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_keeps_the_folders_of_jobs_that_can_still_be_claimed() {
+    let app = TestApp::create(Backend::Sqlite, |_| {}).await;
+    let waiting = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let ended = app.fake.add_file(fixture("pdf/text-20pages.pdf"));
+    let claimable = app.insert_job(41, &waiting, "waiting.pdf", Some(waiting.size)).await;
+    let failed = app.insert_job(42, &ended, "ended.pdf", Some(ended.size)).await;
+    let now = docket::domain::Clock::now(&docket::domain::SystemClock);
+    assert!(app.store.fail_job(failed, JobState::Accepted, None, "no", "test", &[], now).await.expect("fail"));
+    let mut leftovers = Vec::new();
+    for ticket in [claimable, failed] {
+        for area in ["work", "results"] {
+            let file = app.data_dir().join(area).join(ticket.0.to_string()).join("3-of-a-dead-attempt.pdf");
+            plant(&file, b"left by an attempt that died", Duration::ZERO);
+            leftovers.push(file);
+        }
+    }
+
+    let (_dir, config) = config_file(&app, "");
+    let report = janitor_cli(&config, false);
+    assert!(leftovers.iter().all(|f| !f.exists()), "every leftover goes: {report}");
+    for area in ["work", "results"] {
+        let folder = app.data_dir().join(area);
+        assert!(folder.join(claimable.0.to_string()).is_dir(), "{area}/ of the claimable job stays: {report}");
+        assert!(!folder.join(failed.0.to_string()).exists(), "{area}/ of the failed job goes: {report}");
+    }
+}
