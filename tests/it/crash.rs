@@ -49,6 +49,12 @@ impl Docket {
     /// A fake Bot API, a temp folder with the configuration, the database (migrated) and the data
     /// folder; no process yet. `workers` is extra TOML for the `[workers]` table.
     async fn new(workers: &str) -> Self {
+        Self::with_config(&format!("shutdown_grace = \"5s\"\n{workers}"), "").await
+    }
+
+    /// Like [`Docket::new`], with the whole `[workers]` table's extra TOML (shutdown grace
+    /// included) and further tables after it.
+    async fn with_config(workers: &str, tables: &str) -> Self {
         let fake = FakeTelegram::start().await;
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("db").join("docket.db");
@@ -57,8 +63,8 @@ impl Docket {
         let toml = format!(
             "[telegram]\npoll_timeout = \"1s\"\n\
              [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-             [workers]\nlease = \"{lease}s\"\nshutdown_grace = \"5s\"\n{workers}\n\
-             [retention]\njanitor_interval = \"1s\"\n",
+             [workers]\nlease = \"{lease}s\"\n{workers}\n\
+             [retention]\njanitor_interval = \"1s\"\n{tables}\n",
             url = format!("sqlite://{}", db.display()),
             data = data.display().to_string(),
             lease = LEASE.as_secs(),
@@ -762,4 +768,86 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
         jobs.iter().filter(|j| j.state == JobState::Ready).count(),
         jobs.iter().filter(|j| j.state == JobState::Failed).count()
     );
+}
+
+/// SIGTERM while a processing run takes longer than the grace period, with another job's result
+/// upload in flight: the process exits in time with status 0, the upload is finished and
+/// recorded (the senders outlive the workers' abort), the long job is released without spending
+/// an attempt, and it completes, once, after the next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_long_run_exits_in_time_and_still_delivers_what_is_ready() {
+    const LONG_CHAT: i64 = 7101;
+    const SHORT_CHAT: i64 = 7102;
+    // No grace at all: the run is interrupted at once, while the upload still has seconds to go.
+    const GRACE: Duration = Duration::ZERO;
+    let mut d = Docket::with_config(
+        "shutdown_grace = \"0s\"\ndownload = 2\nprocess = 2",
+        "[limits]\ncloud_download = \"128 MiB\"",
+    )
+    .await;
+    d.fake.set_download_limit(128 * 1024 * 1024);
+    // About 90 MB of text: seconds of lopdf work.
+    let long = generated_pdf(6000, 15_000, 3);
+    let long_file = d.fake.add_file(long.clone());
+    d.fake.push_update(d.fake.document_update(LONG_CHAT, LONG_CHAT, &long_file, Some("long.pdf"), None));
+    let short_file = d.fake.add_file(fixture("pdf/text-1page.pdf"));
+    // The short job's result upload takes 4 s: it is still in flight when the grace ends.
+    d.fake.fail_next_for_chat("sendDocument", SHORT_CHAT, Fault::Delay(Duration::from_secs(4)));
+    d.start();
+    d.until("the long job to be processing", DEADLINE, async |d| {
+        d.job(Ticket(1)).await.filter(|j| j.state == JobState::Processing && j.lease.is_some())
+    })
+    .await;
+    d.fake.push_update(d.fake.document_update(SHORT_CHAT, SHORT_CHAT, &short_file, Some("short.pdf"), None));
+    d.until("the short job's result upload to be under way", DEADLINE, async |d| {
+        let messages = d.messages(Ticket(2)).await;
+        messages.iter().any(|m| m.kind == MessageKind::Result && m.state == OutboxState::Sending).then_some(())
+    })
+    .await;
+    assert_eq!(
+        d.job(Ticket(1)).await.map(|j| j.state),
+        Some(JobState::Processing),
+        "the long run is still going when SIGTERM comes"
+    );
+
+    let pid = d.pid();
+    let sent_at = Instant::now();
+    let kill = Command::new("kill").arg("-TERM").arg(pid.to_string()).status().expect("run kill");
+    assert!(kill.success());
+    let mut child = d.child.take().expect("running");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        assert!(sent_at.elapsed() < Duration::from_secs(60), "docket did not exit within a minute of SIGTERM");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let took = sent_at.elapsed();
+    assert!(status.success(), "exit status {status}: {}", d.log_text());
+    // The grace period, the senders' few seconds after the workers, and room for a loaded machine.
+    let bound = GRACE + docket::app::SENDERS_AFTER_WORKERS + Duration::from_secs(4);
+    assert!(took < bound, "exited {took:?} after SIGTERM, over {bound:?}");
+
+    assert!(
+        d.sent(Ticket(2), MessageKind::Result).await,
+        "the upload in flight finished: {:#?}",
+        d.messages(Ticket(2)).await
+    );
+    let released = d.job(Ticket(1)).await.expect("the long job");
+    assert_eq!(
+        (released.state, released.lease.is_some(), released.attempts),
+        (JobState::Fetched, false, 0),
+        "released for the next start without spending an attempt: {released:#?}"
+    );
+
+    d.start();
+    d.until("the long job to be ready", Duration::from_secs(90), async |d| {
+        d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
+    })
+    .await;
+    d.until("its result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
+        .await;
+    let documents = d.fake.calls_to("sendDocument");
+    assert_eq!(documents.iter().filter(|c| to_chat(LONG_CHAT)(c)).count(), 1, "one result for the long job");
+    assert_eq!(documents.iter().filter(|c| to_chat(SHORT_CHAT)(c)).count(), 1, "one result for the short job");
 }
