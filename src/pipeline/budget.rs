@@ -176,7 +176,7 @@ impl Budget {
     }
 
     /// Drops every reservation whose job is not in `holding` (the jobs that, by the store, may
-    /// hold files of this machine). Call it under [`Budget::claim_lock`], with `holding` read
+    /// hold files of this machine). Call it under the budget's claim lock, with `holding` read
     /// under that lock, so no claim made meanwhile is missed. Returns the tickets released.
     pub fn reconcile(&self, holding: &HashSet<Ticket>) -> Vec<Ticket> {
         let mut released = self.update(|held| {
