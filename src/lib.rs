@@ -22,6 +22,7 @@ pub mod janitor;
 pub mod outbox;
 pub mod pdf;
 pub mod pipeline;
+pub mod runtime;
 pub mod spool;
 pub mod store;
 pub mod telegram;

@@ -40,7 +40,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use crate::config::OutboxConfig;
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
-use crate::pipeline::Shutdown;
+use crate::runtime::Shutdown;
 use crate::spool::result_file_name;
 use crate::store::{NewMessage, OutboxMessage, Store, StoreResult, WHOLE_BOT};
 use crate::telegram::client::Sent;

@@ -12,16 +12,16 @@ pub mod download;
 pub mod process;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, error, info, info_span, warn};
+use tracing::{error, info, info_span, warn};
 
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock, Timestamp};
+use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Completion, Job, NewMessage, Release, Stage, Store};
 use crate::telegram::TelegramClient;
@@ -67,26 +67,6 @@ impl StageError {
     /// A permanent failure.
     pub fn fail(reason: FailureReason, detail: impl Into<String>) -> Self {
         Self::Fail { reason, detail: detail.into() }
-    }
-}
-
-/// Wakes sleeping workers when something becomes claimable.
-#[derive(Debug, Clone, Default)]
-pub struct Wakeups {
-    /// A job became `accepted`.
-    pub downloads: Arc<Notify>,
-    /// A job became `fetched`.
-    pub processing: Arc<Notify>,
-    /// A message was queued.
-    pub outbox: Arc<Notify>,
-}
-
-impl Wakeups {
-    fn for_stage(&self, stage: Stage) -> &Arc<Notify> {
-        match stage {
-            Stage::Download => &self.downloads,
-            Stage::Process => &self.processing,
-        }
     }
 }
 
@@ -165,27 +145,53 @@ enum Produced {
     Result(process::Output),
 }
 
-/// How loops are told to stop: first `stop` (claim nothing new, finish what is running), then,
-/// after the grace period, `abort` (interrupt and release what is still running).
-#[derive(Debug, Clone, Default)]
-pub struct Shutdown {
-    /// Stop claiming.
-    pub stop: CancellationToken,
-    /// Interrupt running work.
-    pub abort: CancellationToken,
+/// Runs `size` workers of `stage` until told to stop; each finishes (or releases) its job.
+pub async fn run_pool(stage: Stage, size: usize, deps: PipelineDeps, shutdown: Shutdown) {
+    runtime::run_pool(StageWorker { stage, deps }, size, Drain::AtStop, shutdown).await;
 }
 
-/// Runs `size` workers of `stage` until told to stop; each finishes (or releases) its job.
-pub async fn run_pool(stage: Stage, size: usize, deps: PipelineDeps, cancel: Shutdown) {
-    let mut workers = JoinSet::new();
-    for n in 0..size {
-        let owner = format!("{}{}-{n}", owner_prefix(), stage_name(stage));
-        workers.spawn(worker(stage, owner, deps.clone(), cancel.clone()));
+/// The pipeline's rules for one stage, run by [`runtime::run_pool`].
+#[derive(Debug, Clone)]
+struct StageWorker {
+    stage: Stage,
+    deps: PipelineDeps,
+}
+
+impl Worker for StageWorker {
+    type Item = Job;
+    type Error = crate::store::StoreError;
+
+    fn role(&self) -> &'static str {
+        stage_name(self.stage)
     }
-    while let Some(res) = workers.join_next().await {
-        if let Err(e) = res {
-            error!(error = %e, "a {} worker stopped unexpectedly", stage_name(stage));
+
+    fn wakeup(&self) -> Arc<Notify> {
+        match self.stage {
+            Stage::Download => Arc::clone(&self.deps.wake.downloads),
+            Stage::Process => Arc::clone(&self.deps.wake.processing),
         }
+    }
+
+    async fn claim(&self, worker: &WorkerId) -> Result<Option<Job>, Self::Error> {
+        let deps = &self.deps;
+        match self.stage {
+            Stage::Download => claim_download(deps, worker.as_str()).await,
+            Stage::Process => {
+                deps.store.claim_job(self.stage, worker.as_str(), deps.clock.now(), deps.settings.lease).await
+            }
+        }
+    }
+
+    fn span(&self, worker: &WorkerId, job: &Job) -> tracing::Span {
+        info_span!("job", ticket = job.ticket.0, stage = self.role(), attempt = job.attempts, worker = %worker)
+    }
+
+    async fn work(&self, _worker: &WorkerId, job: Job, abort: &CancellationToken) {
+        run_claimed(self.stage, job, &self.deps, abort).await;
+    }
+
+    async fn idle_wait(&self) -> Duration {
+        self.deps.settings.idle_poll
     }
 }
 
@@ -193,54 +199,6 @@ fn stage_name(stage: Stage) -> &'static str {
     match stage {
         Stage::Download => "download",
         Stage::Process => "process",
-    }
-}
-
-/// What every lease owner of this process starts with: `<host>:<pid>:`.
-pub fn owner_prefix() -> String {
-    format!("{}:{}:", hostname(), std::process::id())
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "host".to_owned())
-}
-
-async fn worker(stage: Stage, owner: String, deps: PipelineDeps, cancel: Shutdown) {
-    let mut errors = 0u32;
-    while !cancel.stop.is_cancelled() {
-        let notify = Arc::clone(deps.wake.for_stage(stage));
-        // Register interest before looking, so a wake-up between the query and the wait is kept.
-        let notified = notify.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let claimed = match stage {
-            Stage::Download => claim_download(&deps, &owner).await,
-            Stage::Process => deps.store.claim_job(stage, &owner, deps.clock.now(), deps.settings.lease).await,
-        };
-        match claimed {
-            Ok(Some(job)) => {
-                errors = 0;
-                run_claimed(stage, job, &owner, &deps, &cancel.abort).await;
-                continue;
-            }
-            Ok(None) => errors = 0,
-            Err(e) => {
-                errors += 1;
-                error!(error = %e, worker = %owner, "cannot claim a job");
-            }
-        }
-        let wait = if errors > 0 {
-            backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10))
-        } else {
-            deps.settings.idle_poll
-        };
-        tokio::select! {
-            () = cancel.stop.cancelled() => break,
-            () = &mut notified => {}
-            () = tokio::time::sleep(wait) => {}
-        }
     }
 }
 
@@ -301,7 +259,7 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
 /// holds the budget's claim lock.
 async fn reconcile_budget(deps: &PipelineDeps, now: Timestamp) -> crate::store::StoreResult<()> {
     let holding: std::collections::HashSet<_> =
-        deps.store.jobs_holding_files(&owner_prefix(), now).await?.into_iter().collect();
+        deps.store.jobs_holding_files(&WorkerId::process_prefix(), now).await?.into_iter().collect();
     let released = deps.budget.reconcile(&holding);
     if !released.is_empty() {
         warn!(
@@ -318,14 +276,12 @@ enum Interrupted {
     Shutdown,
 }
 
-async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, cancel: &CancellationToken) {
+async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &CancellationToken) {
     let Some(lease) = job.lease.clone() else {
         error!(ticket = job.ticket.0, "claimed a job without a lease; skipping");
         return;
     };
-    let span =
-        info_span!("job", ticket = job.ticket.0, stage = stage_name(stage), attempt = job.attempts, worker = owner);
-    async {
+    {
         if job.attempts > i64::from(deps.settings.max_attempts) {
             // Earlier attempts died without reporting (a crash, an OOM kill): stop the loop.
             let attempts = u32::try_from(job.attempts - 1).unwrap_or(u32::MAX);
@@ -343,14 +299,14 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
         let received = Arc::new(AtomicU64::new(0));
         let reporter = (stage == Stage::Download)
             .then(|| tokio::spawn(report_download(deps.clone(), job.clone(), Arc::clone(&received))));
-        let job_cancel = cancel.child_token();
-        let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew_lease(deps.clone(), job.ticket, lease.clone(), job_cancel.clone(), Arc::clone(&lost)));
+        let heartbeat = runtime::keep_lease(deps.settings.lease, Arc::clone(&deps.clock), lease.until, |until, now| {
+            deps.store.renew_job_lease(job.ticket, &lease, until, now)
+        });
         let outcome = tokio::select! {
             res = run_stage(stage, deps, &job, &received) => Ok(res),
-            () = job_cancel.cancelled() => Err(if lost.load(Ordering::SeqCst) { Interrupted::LeaseLost } else { Interrupted::Shutdown }),
+            _ = heartbeat => Err(Interrupted::LeaseLost),
+            () = abort.cancelled() => Err(Interrupted::Shutdown),
         };
-        renewer.abort();
         if let Some(reporter) = reporter {
             // Stopped for good before the outcome is recorded, so no stale percentage can
             // overwrite the state that follows.
@@ -386,8 +342,6 @@ async fn run_claimed(stage: Stage, job: Job, owner: &str, deps: &PipelineDeps, c
             }
         }
     }
-    .instrument(span)
-    .await;
 }
 
 /// Runs the stage's work; a download counts the bytes it has written in `received`.
@@ -400,42 +354,6 @@ async fn run_stage(
     match stage {
         Stage::Download => download::fetch(deps, job, received).await.map(Produced::Fetched),
         Stage::Process => process::produce(deps, job).await.map(Produced::Result),
-    }
-}
-
-/// Renews the lease every third of its length; cancels the job when it is lost or lapses.
-async fn renew_lease(
-    deps: PipelineDeps,
-    ticket: crate::domain::Ticket,
-    lease: Lease,
-    job_cancel: CancellationToken,
-    lost: Arc<AtomicBool>,
-) {
-    let every = deps.settings.lease / 3;
-    let mut deadline = lease.until;
-    loop {
-        tokio::select! {
-            () = job_cancel.cancelled() => return,
-            () = tokio::time::sleep(every) => {}
-        }
-        let now = deps.clock.now();
-        let until = now.plus(deps.settings.lease);
-        match deps.store.renew_job_lease(ticket, &lease, until, now).await {
-            Ok(true) => deadline = until,
-            Ok(false) => {
-                lost.store(true, Ordering::SeqCst);
-                job_cancel.cancel();
-                return;
-            }
-            Err(e) if now < deadline => warn!(error = %e, "could not renew the lease; will try again"),
-            Err(e) => {
-                // Past our deadline someone else may hold the job: stop before we collide.
-                warn!(error = %e, "the lease ran out while the database was unreachable");
-                lost.store(true, Ordering::SeqCst);
-                job_cancel.cancel();
-                return;
-            }
-        }
     }
 }
 

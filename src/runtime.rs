@@ -1,0 +1,263 @@
+//! What every long-running loop shares: how it is told to stop ([`Shutdown`]), how it is woken
+//! ([`Wakeups`]), pools of named workers ([`run_pool`]), and the heartbeat that keeps a lease
+//! ([`keep_lease`]).
+//!
+//! The pipeline's download and processing pools and the outbox's senders are all pools of one
+//! loop: register for wake-ups, claim, work on the claimed item in a span of its own, back off
+//! when claiming fails, sleep until woken or until the idle wait ends. Only what a worker does
+//! with an item, and how long it may sleep, differs; [`Worker`] states those parts.
+//!
+//! This module knows nothing of jobs, messages or Telegram. It sits below the services and above
+//! the domain.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument as _, error, warn};
+
+use crate::domain::retry::backoff_jittered;
+use crate::domain::{SharedClock, Timestamp};
+
+/// How loops are told to stop: first `stop` (claim nothing new, finish what is running), then,
+/// after the grace period, `abort` (interrupt and release what is still running).
+#[derive(Debug, Clone, Default)]
+pub struct Shutdown {
+    /// Stop claiming.
+    pub stop: CancellationToken,
+    /// Interrupt running work.
+    pub abort: CancellationToken,
+}
+
+/// Wakes sleeping workers when something becomes claimable.
+#[derive(Debug, Clone, Default)]
+pub struct Wakeups {
+    /// A job became `accepted`.
+    pub downloads: Arc<Notify>,
+    /// A job became `fetched`.
+    pub processing: Arc<Notify>,
+    /// A message was queued.
+    pub outbox: Arc<Notify>,
+}
+
+/// A worker's name, in leases and logs: `<host>:<pid>:<role>-<n>`. Every lease of this process
+/// starts with [`WorkerId::process_prefix`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WorkerId(String);
+
+impl WorkerId {
+    /// Worker `n` of the pool `role` of this process.
+    pub fn new(role: &str, n: usize) -> Self {
+        Self(format!("{}{role}-{n}", Self::process_prefix()))
+    }
+
+    /// What every worker id of this process starts with: `<host>:<pid>:`.
+    pub fn process_prefix() -> String {
+        format!("{}:{}:", hostname(), std::process::id())
+    }
+
+    /// The id as stored in `lease_owner`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned())
+}
+
+/// When a pool's loops end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drain {
+    /// At `stop`: claim nothing more; an item in progress runs on until `abort` (the pipeline).
+    AtStop,
+    /// After `stop`, once nothing is claimable; at `abort` at once (the outbox delivers what is
+    /// due before it ends).
+    WhenIdleAfterStop,
+}
+
+/// What one worker of a pool does; the loop around it is [`run_pool`]'s.
+pub trait Worker: Clone + Send + Sync + 'static {
+    /// What a claim hands over.
+    type Item: Send;
+    /// What a failed claim reports (logged, then backed off).
+    type Error: std::fmt::Display + Send;
+
+    /// The pool's role in worker ids and logs (`download`, `process`, `sender`).
+    fn role(&self) -> &'static str;
+
+    /// Notified when something may have become claimable.
+    fn wakeup(&self) -> Arc<Notify>;
+
+    /// Claims the next item for `worker`, if there is one.
+    fn claim(&self, worker: &WorkerId) -> impl Future<Output = Result<Option<Self::Item>, Self::Error>> + Send;
+
+    /// The span an item's work runs in (it carries the item's ids).
+    fn span(&self, worker: &WorkerId, item: &Self::Item) -> tracing::Span;
+
+    /// Works on one claimed item to its end; `abort` means stop now and give the item back.
+    fn work(&self, worker: &WorkerId, item: Self::Item, abort: &CancellationToken) -> impl Future<Output = ()> + Send;
+
+    /// How long an idle worker sleeps before it looks again without being woken.
+    fn idle_wait(&self) -> impl Future<Output = Duration> + Send;
+}
+
+/// Runs `size` copies of `worker`'s loop until `shutdown` ends them (see [`Drain`]).
+pub async fn run_pool<W: Worker>(worker: W, size: usize, drain: Drain, shutdown: Shutdown) {
+    let mut loops = JoinSet::new();
+    for n in 0..size {
+        let id = WorkerId::new(worker.role(), n);
+        loops.spawn(run_loop(worker.clone(), id, drain, shutdown.clone()));
+    }
+    while let Some(res) = loops.join_next().await {
+        if let Err(e) = res {
+            error!(error = %e, role = worker.role(), "a worker stopped unexpectedly");
+        }
+    }
+}
+
+async fn run_loop<W: Worker>(worker: W, id: WorkerId, drain: Drain, shutdown: Shutdown) {
+    let mut errors = 0u32;
+    let wakeup = worker.wakeup();
+    loop {
+        let ended = match drain {
+            Drain::AtStop => shutdown.stop.is_cancelled(),
+            Drain::WhenIdleAfterStop => shutdown.abort.is_cancelled(),
+        };
+        if ended {
+            break;
+        }
+        // Register interest before looking, so a wake-up between the claim and the wait is kept.
+        let notified = wakeup.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        match worker.claim(&id).await {
+            Ok(Some(item)) => {
+                errors = 0;
+                let span = worker.span(&id, &item);
+                match drain {
+                    Drain::AtStop => worker.work(&id, item, &shutdown.abort).instrument(span).await,
+                    Drain::WhenIdleAfterStop => tokio::select! {
+                        () = worker.work(&id, item, &shutdown.abort).instrument(span) => {}
+                        () = shutdown.abort.cancelled() => break,
+                    },
+                }
+                continue;
+            }
+            Ok(None) if drain == Drain::WhenIdleAfterStop && shutdown.stop.is_cancelled() => break,
+            Ok(None) => errors = 0,
+            Err(e) => {
+                errors += 1;
+                error!(error = %e, worker = %id, "cannot claim work");
+            }
+        }
+        let wait = if errors > 0 {
+            backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10))
+        } else {
+            worker.idle_wait().await
+        };
+        let stopped = async {
+            match drain {
+                Drain::AtStop => shutdown.stop.cancelled().await,
+                Drain::WhenIdleAfterStop => shutdown.abort.cancelled().await,
+            }
+        };
+        tokio::select! {
+            () = stopped => break,
+            // Woken early to drain what is due, then stop.
+            () = shutdown.stop.cancelled(), if drain == Drain::WhenIdleAfterStop => {}
+            () = &mut notified => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Why a lease heartbeat ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseLost {
+    /// The store says another holder has it now.
+    TakenOver,
+    /// The store could not be reached until the lease ran out: someone else may hold it.
+    Lapsed,
+}
+
+/// Renews a lease of length `lease` every third of it with `renew` (which returns whether the
+/// lease is still held, given the new deadline), until the lease is lost; then returns why. Run
+/// it beside the work it protects and drop the work when it returns. Errors from `renew` are
+/// retried while the last good deadline (`until`, then each renewed one) has not passed.
+pub async fn keep_lease<F, Fut, E>(lease: Duration, clock: SharedClock, mut until: Timestamp, mut renew: F) -> LeaseLost
+where
+    F: FnMut(Timestamp, Timestamp) -> Fut,
+    Fut: Future<Output = Result<bool, E>>,
+    E: std::fmt::Display,
+{
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        let now = clock.now();
+        let next = now.plus(lease);
+        match renew(next, now).await {
+            Ok(true) => until = next,
+            Ok(false) => return LeaseLost::TakenOver,
+            Err(e) if now < until => warn!(error = %e, "could not renew the lease; will try again"),
+            Err(e) => {
+                // Past our deadline someone else may hold it: stop before we collide.
+                warn!(error = %e, "the lease ran out while the database was unreachable");
+                return LeaseLost::Lapsed;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::domain::ManualClock;
+
+    #[test]
+    fn worker_ids_carry_host_pid_and_role() {
+        let id = WorkerId::new("download", 3);
+        assert!(id.as_str().starts_with(&WorkerId::process_prefix()), "{id}");
+        assert!(id.as_str().ends_with(":download-3"), "{id}");
+        assert!(WorkerId::process_prefix().contains(&format!(":{}:", std::process::id())));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_is_kept_until_the_store_says_it_is_taken() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let renewals = AtomicU32::new(0);
+        let lost = keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), |_, _| {
+            let n = renewals.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, String>(n < 2) }
+        })
+        .await;
+        assert_eq!((lost, renewals.load(Ordering::SeqCst)), (LeaseLost::TakenOver, 3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn store_errors_are_retried_until_the_lease_runs_out() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let attempts = AtomicU32::new(0);
+        let lost = keep_lease(Duration::from_secs(3), clock.clone(), Timestamp::from_millis(3_000), |_, _| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            // The store is down; time passes.
+            clock.advance(Duration::from_secs(1));
+            async { Err::<bool, _>("database unreachable") }
+        })
+        .await;
+        assert_eq!(lost, LeaseLost::Lapsed);
+        assert_eq!(attempts.load(Ordering::SeqCst), 4, "retried at 0, 1 and 2 s; gave up at 3 s");
+    }
+}
