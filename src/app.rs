@@ -36,11 +36,19 @@ pub struct Options {
     pub idle_poll: Duration,
     /// First retry delay of jobs and messages.
     pub retry_base: Duration,
+    /// How long a Bot API call may wait for its answer beyond the long poll's own wait; a send
+    /// still unanswered then counts as lost (outcome unknown).
+    pub answer_timeout: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { clock: Arc::new(SystemClock), idle_poll: Duration::from_secs(1), retry_base: Duration::from_secs(2) }
+        Self {
+            clock: Arc::new(SystemClock),
+            idle_poll: Duration::from_secs(1),
+            retry_base: Duration::from_secs(2),
+            answer_timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -111,6 +119,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             api_url: config.telegram.api_url.clone(),
             local_api: config.telegram.local_api,
             poll_timeout: config.telegram.poll_timeout,
+            answer_timeout: options.answer_timeout,
             local_files_url: config.telegram.local_files_url.clone(),
         },
     );

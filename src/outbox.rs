@@ -22,8 +22,8 @@
 //! | ok | `sent`, with Telegram's message id (and a document's file_id, stored on the job) |
 //! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits (chat 0) |
 //! | 400 `migrate_to_chat_id` | the chat's open messages and jobs move to the supergroup; sent again there |
-//! | 5xx, network error before sending | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
-//! | outcome lost (timeout after sending, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
+//! | 5xx, no connection (refused, DNS, connect timeout) | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
+//! | outcome lost (a timeout once the request may have gone out, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
 //! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
 //! | any other refusal | `failed`, with the reason |

@@ -12,3 +12,4 @@ mod e2e;
 mod outbox;
 mod recovery;
 mod retention;
+mod telegram_answers;
