@@ -23,7 +23,7 @@
 //! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits (chat 0) |
 //! | 400 `migrate_to_chat_id` | the chat's open messages and jobs move to the supergroup; sent again there |
 //! | 5xx, no connection (refused, DNS, connect timeout) | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
-//! | outcome lost (a timeout once the request may have gone out, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
+//! | outcome lost (a timeout once the request may have gone out, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out; one still to be sent again after `max_attempts` is `failed`, with the admins' alert |
 //! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
 //! | any other refusal | `failed`, with the reason |
@@ -389,12 +389,11 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
     let now = deps.clock.now();
     metrics::counter!("docket_messages_unknown_total", "kind" => message.kind.as_str()).increment(1);
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
-    if attempts >= deps.settings.limits.max_attempts {
-        warn!(reason = %why, "outcome unknown and out of attempts; leaving the message unknown");
-        return Ok(true);
-    }
     let send_again = match message.kind.after_unknown() {
-        AfterUnknown::Drop => false,
+        AfterUnknown::Drop => {
+            info!(reason = %why, "outcome unknown; the edit is dropped (the job's next state re-arms it)");
+            return Ok(true);
+        }
         AfterUnknown::SendAgain => true,
         AfterUnknown::SendAgainUnlessSuperseded => {
             // A later delivery of the same job's result (a /get, the same file again) already
@@ -406,6 +405,17 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
     if !send_again {
         info!(reason = %why, "outcome unknown; a newer delivery superseded it, not sending again");
         return Ok(true);
+    }
+    if attempts >= deps.settings.limits.max_attempts {
+        // Like any other undeliverable message: failed, and the admins hear of it.
+        let reason = format!("outcome unknown after {attempts} attempts ({why})");
+        error!(reason = %why, attempts, "outcome unknown and out of attempts; giving up on the message");
+        metrics::counter!("docket_messages_failed_total", "kind" => message.kind.as_str()).increment(1);
+        let failed = deps.store.fail_unknown(message.id, &reason, now).await?;
+        if failed {
+            alert_admins(deps, message, &reason, now).await;
+        }
+        return Ok(failed);
     }
     let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
     let note = format!("outcome unknown ({why}); sent again, a duplicate is possible");

@@ -75,6 +75,7 @@ conformance!(
     send_slots_are_spaced_for_every_sender,
     a_migrated_chat_takes_its_messages_and_jobs,
     progress_edits_coalesce_and_never_hold_a_chat_back,
+    only_an_unknown_message_is_given_up_as_failed,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1486,4 +1487,17 @@ async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
     assert!(progress_rows[0].id > edit.id && progress_rows[0].state == OutboxState::Pending);
     let later_id = rows.iter().find(|m| m.idempotency_key == "later").map(|m| m.id);
     assert!(Some(progress_rows[0].id) > later_id);
+}
+
+async fn only_an_unknown_message_is_given_up_as_failed(store: Store) {
+    assert!(enqueue(&store, &message("lost", CHAT, MessageKind::Reply, None), T0).await);
+    let (m, lease) = claim_message(&store, "s1", T0).await;
+    assert!(!store.fail_unknown(m.id, "gave up", T0).await.unwrap(), "a row being sent is not unknown");
+    assert!(store.close_message(m.id, &lease, OutboxState::Unknown, "timed out", T0).await.unwrap());
+    assert!(store.fail_unknown(m.id, "outcome unknown after 1 attempt", at(1)).await.unwrap());
+    let failed = store.messages(None, None).await.unwrap().remove(0);
+    assert_eq!((failed.state, failed.error.as_deref()), (OutboxState::Failed, Some("outcome unknown after 1 attempt")));
+    assert!(!store.fail_unknown(m.id, "again", at(2)).await.unwrap(), "once");
+    assert!(!store.requeue_unknown(m.id, at(2), "sent again", at(2)).await.unwrap(), "failed is final");
+    assert!(store.claim_message("s2", at(2), LEASE).await.unwrap().is_none());
 }
