@@ -27,6 +27,11 @@
 //! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
 //! | any other refusal | `failed`, with the reason |
+//!
+//! A sender holds its row only while it can renew its lease: when a renewal finds the lease
+//! taken, or the database refuses renewals until the lease runs out, the call is dropped (the
+//! request abandoned) and nothing is written for it; the row is then another sender's, or its
+//! lapsed lease makes it `unknown` and the kind's rule applies.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,21 +244,14 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         }
     };
     // A call can outlast the lease (an upload; teloxide alone waits 10 s after any 5xx before
-    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned.
-    let renew = async {
-        loop {
-            tokio::time::sleep(deps.settings.lease / 3).await;
-            let now = deps.clock.now();
-            match deps.store.renew_message_lease(message.id, &lease, now.plus(deps.settings.lease), now).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => warn!(error = %e, "could not renew the send lease"),
-            }
-        }
-    };
+    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned. A call
+    // whose lease cannot be kept is dropped, not continued beside another sender's.
     let result = tokio::select! {
         res = call => res,
-        () = renew => Err(TelegramError::Lost("lost the lease on the message during the call".into())),
+        why = keep_lease(deps, message.id, &lease) => {
+            warn!(reason = why, "abandoned the call: the send lease could not be kept; nothing is written for it");
+            return;
+        }
     };
     let now = deps.clock.now();
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
@@ -324,6 +322,31 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         Ok(true) => {}
         Ok(false) => warn!("the message's lease was lost before its outcome was written"),
         Err(e) => error!(error = %e, "cannot record a message's outcome; it will be retried when its lease lapses"),
+    }
+}
+
+/// Renews the send lease on message `id` every third of a lease while a call runs; ends (with
+/// the reason) only when the lease can no longer be counted on: a renewal found it taken, or
+/// renewals failed (or hung) until the lease ran out. The caller then drops the call.
+async fn keep_lease(deps: &OutboxDeps, id: i64, lease: &Lease) -> &'static str {
+    let length = deps.settings.lease;
+    let mut until = lease.until;
+    loop {
+        // A third of a lease after the last renewal, or when the lease ends if that is sooner.
+        tokio::time::sleep((length / 3).min(deps.clock.now().until(until))).await;
+        let now = deps.clock.now();
+        // A renewal may take until the lease ends; one tried only after its end (the lease was
+        // spent waiting for a send slot) gets a moment: it still succeeds if no one took the row.
+        let patience = now.until(until).max(Duration::from_millis(500));
+        let renewal = deps.store.renew_message_lease(id, lease, now.plus(length), now);
+        match tokio::time::timeout(patience, renewal).await {
+            Ok(Ok(true)) => until = now.plus(length),
+            Ok(Ok(false)) => return "another sender holds the message now",
+            Ok(Err(e)) if deps.clock.now() < until => {
+                warn!(error = %e, "could not renew the send lease; the call goes on while the lease lasts");
+            }
+            Ok(Err(_)) | Err(_) => return "the lease ran out before the database took a renewal",
+        }
     }
 }
 

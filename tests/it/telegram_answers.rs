@@ -1,19 +1,23 @@
-//! Honest answers from and to Telegram: what docket does when an answer does not come in time,
-//! or not in any of a message's attempts.
+//! Honest answers from and to Telegram: what docket does when an answer does not come in time
+//! (or not in any of a message's attempts), and when a sender can no longer keep its claim on a
+//! message.
 
 use std::time::Duration;
 
 use docket::app::Options;
+use docket::config::DatabaseUrl;
 use docket::domain::{ChatRef, OutboxState};
 use docket::store::OutboxMessage;
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, Fault};
-use crate::support::{Backend, DEADLINE, TestApp, test_options};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, logs, test_options};
 
 per_backend!(
     a_send_that_times_out_is_unknown_and_sent_again,
     a_message_still_unknown_after_its_attempts_fails_and_alerts_the_admins,
+    a_call_whose_lease_cannot_be_renewed_is_abandoned,
+    a_call_whose_lease_was_taken_is_abandoned,
 );
 
 fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
@@ -25,6 +29,14 @@ async fn only_message(app: &TestApp, chat: i64) -> OutboxMessage {
     let mut messages = app.store.messages(Some(ChatRef(chat)), None).await.expect("store reads");
     assert_eq!(messages.len(), 1, "{messages:#?}");
     messages.remove(0)
+}
+
+/// Waits until the captured logs contain `needle`.
+async fn until_logged(needle: &str) {
+    eventually(DEADLINE, async || {
+        if logs::captured().contains(needle) { Ok(()) } else { Err(format!("never logged: {needle:?}")) }
+    })
+    .await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -79,4 +91,115 @@ async fn a_message_still_unknown_after_its_attempts_fails_and_alerts_the_admins(
     let row = only_message(&app, 120).await;
     assert!(row.error.as_deref().is_some_and(|e| e.starts_with("outcome unknown after 2 attempts (")), "{row:#?}");
     assert_eq!(app.fake.calls().into_iter().filter(to_chat(120)).count(), 2, "no third try");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A send lease that cannot be kept
+
+/// A connection of the test's own to the docket's database, for what the store does not offer.
+enum Sql {
+    Sqlite(sqlx::SqliteConnection),
+    #[cfg(feature = "postgres-tests")]
+    Postgres(sqlx::PgConnection),
+}
+
+impl Sql {
+    async fn connect(app: &TestApp) -> Self {
+        use sqlx::Connection as _;
+        match &app.config.storage.database_url {
+            DatabaseUrl::Sqlite(path) => Self::Sqlite(
+                sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.expect("connect"),
+            ),
+            #[cfg(feature = "postgres-tests")]
+            DatabaseUrl::Postgres(url) => Self::Postgres(sqlx::PgConnection::connect(url).await.expect("connect")),
+            #[cfg(not(feature = "postgres-tests"))]
+            DatabaseUrl::Postgres(_) => unreachable!("PostgreSQL tests are not compiled in"),
+        }
+    }
+
+    async fn execute(&mut self, sql: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match self {
+            Self::Sqlite(c) => sqlx::query(sql).execute(c).await.map(drop),
+            #[cfg(feature = "postgres-tests")]
+            Self::Postgres(c) => sqlx::query(sql).execute(c).await.map(drop),
+        }
+        .expect("the test's statement runs");
+    }
+
+    /// Starts a transaction that keeps every writer away from outbox row `id`: the whole
+    /// database on SQLite, the row on PostgreSQL.
+    #[cfg_attr(not(feature = "postgres-tests"), expect(unused_variables, reason = "SQLite locks it all"))]
+    async fn block_writes_to(&mut self, id: i64) {
+        match self {
+            // SQLite has one writer: holding the write lock keeps everyone away from every row.
+            Self::Sqlite(_) => self.execute("BEGIN EXCLUSIVE").await,
+            #[cfg(feature = "postgres-tests")]
+            Self::Postgres(_) => {
+                self.execute("BEGIN").await;
+                self.execute(&format!("SELECT id FROM outbox WHERE id = {id} FOR UPDATE")).await;
+            }
+        }
+    }
+}
+
+/// The database refuses every renewal of the send lease while Telegram holds the answer: once
+/// the lease has run out the call is dropped, and the row is resolved as a lapsed send, not
+/// written by the sender that no longer held it.
+async fn a_call_whose_lease_cannot_be_renewed_is_abandoned(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let first = app.fake.hold_next_for_chat("sendMessage", 130);
+    let second = app.fake.hold_next_for_chat("sendMessage", 130);
+    app.enqueue("held", 130, "held while the database is away").await;
+    first.arrived(DEADLINE).await;
+    let id = only_message(&app, 130).await.id;
+
+    let mut sql = Sql::connect(&app).await;
+    sql.block_writes_to(id).await;
+    // The lease is 3 s: without a renewal the sender must let go of the call.
+    first.abandoned(DEADLINE).await;
+    sql.execute("ROLLBACK").await;
+
+    // The row's lapsed lease makes it `unknown`, and the reply's rule sends it again.
+    second.arrived(DEADLINE).await;
+    let row = only_message(&app, 130).await;
+    let note = row.error.clone().unwrap_or_default();
+    assert!(
+        note.starts_with("outcome unknown (the sender stopped while sending (its lease lapsed))"),
+        "resolved as a lapsed send: {row:#?}"
+    );
+    second.release();
+    app.wait_until_all_sent(1, DEADLINE).await;
+    until_logged("abandoned the call: the send lease could not be kept").await;
+}
+
+/// Another sender took the row while Telegram holds the answer: the call is dropped at the next
+/// renewal, and the row stays as the other sender holds it.
+async fn a_call_whose_lease_was_taken_is_abandoned(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let first = app.fake.hold_next_for_chat("sendMessage", 131);
+    app.enqueue("taken", 131, "taken over mid-call").await;
+    first.arrived(DEADLINE).await;
+    let before = only_message(&app, 131).await;
+    let token = before.lease.as_ref().expect("leased while sending").token;
+
+    let mut sql = Sql::connect(&app).await;
+    sql.execute(&format!(
+        "UPDATE outbox SET lease_owner = 'test:thief', lease_token = lease_token + 100,
+             lease_until = lease_until + 600000 WHERE id = {}",
+        before.id
+    ))
+    .await;
+    first.abandoned(DEADLINE).await;
+    let after = only_message(&app, 131).await;
+    let lease = after.lease.clone().expect("still leased");
+    assert_eq!(
+        (after.state, lease.owner.as_str(), lease.token),
+        (OutboxState::Sending, "test:thief", token + 100),
+        "the first sender wrote nothing: {after:#?}"
+    );
+
+    // The thief's lease lapses: the message is resolved and sent again.
+    sql.execute(&format!("UPDATE outbox SET lease_until = 0 WHERE id = {}", before.id)).await;
+    app.wait_until_all_sent(1, DEADLINE).await;
 }
