@@ -22,7 +22,7 @@
 //! | ok | `sent`, with Telegram's message id (and a document's file_id, stored on the job) |
 //! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits (chat 0) |
 //! | 400 `migrate_to_chat_id` | the chat's open messages and jobs move to the supergroup; sent again there |
-//! | 5xx, no connection (refused, DNS, connect timeout) | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
+//! | 5xx, no connection (refused, DNS, connect timeout), 401 (the poller stops the bot) | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
 //! | outcome lost (a timeout once the request may have gone out, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out; one still to be sent again after `max_attempts` is `failed`, with the admins' alert |
 //! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
@@ -302,7 +302,10 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             deps.store.close_message(message.id, &lease, OutboxState::Dead, &why, now).await
         }
         Err(TelegramError::Lost(why)) => after_unknown(deps, &message, &lease, &why).await,
-        Err(e @ TelegramError::Transient(_)) if attempts < deps.settings.limits.max_attempts => {
+        // A refused token stops the bot (the poller reports it): keep the message for later.
+        Err(e @ (TelegramError::Transient(_) | TelegramError::Unauthorized))
+            if attempts < deps.settings.limits.max_attempts =>
+        {
             let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
             warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "sending failed; will retry");
             deps.store.retry_message(message.id, &lease, now.plus(wait), &e.to_string(), now).await

@@ -2,8 +2,9 @@
 //! timeouts, and our own streaming for file downloads.
 //!
 //! Every teloxide error is turned into a [`TelegramError`] that says what the caller should do
-//! (wait, retry, give up, stop writing to the chat), with a description that never contains the
-//! token or a file URL: reqwest errors are stripped of their URL before they are described.
+//! (wait, retry, give up, stop writing to the chat, stop the bot), with a description that never
+//! contains the token or a file URL: reqwest errors are stripped of their URL before they are
+//! described.
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -34,6 +35,10 @@ pub enum TelegramError {
     /// request went out, a connection cut mid-answer).
     #[error("outcome unknown: {0}")]
     Lost(String),
+    /// The Bot API refused the token itself (401 Unauthorized; teloxide reports a 404 "Not
+    /// Found" for a malformed token the same way): nothing works until a person fixes it.
+    #[error("the Bot API refused the token (401 Unauthorized): check TELOXIDE_TOKEN / revoked?")]
+    Unauthorized,
     /// The chat blocked the bot, was deleted or kicked it out: stop writing to it.
     #[error("chat unavailable: {0}")]
     ChatGone(String),
@@ -67,6 +72,7 @@ impl TelegramError {
     fn from_api(api: ApiError) -> Self {
         match api {
             ApiError::MessageNotModified => Self::NotModified,
+            ApiError::InvalidToken => Self::Unauthorized,
             ApiError::BotBlocked
             | ApiError::UserDeactivated
             | ApiError::ChatNotFound

@@ -6,6 +6,8 @@
 //! update again, and the update registry drops it if it was in fact recorded. An update that
 //! cannot be handled — unparsable, or one whose handling keeps failing — is recorded as rejected
 //! with its reason, so it never holds the offset back.
+//!
+//! A refused token (401) ends polling with an error, since nothing but a person can fix it.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -39,8 +41,13 @@ impl Poller {
         Self { client, store, intake }
     }
 
-    /// Polls until `cancel` fires.
-    pub async fn run(self, cancel: CancellationToken) {
+    /// Polls until `cancel` fires (then `Ok`).
+    ///
+    /// # Errors
+    ///
+    /// [`TelegramError::Unauthorized`] when the Bot API refuses the token: polling stops, and
+    /// the caller stops the bot. Every other failure is waited out.
+    pub async fn run(self, cancel: CancellationToken) -> Result<(), TelegramError> {
         let bot_id = self.client.bot_id();
         let mut offset = loop {
             match self.store.poll_offset(bot_id).await {
@@ -48,7 +55,7 @@ impl Poller {
                 Err(e) => {
                     error!(error = %e, "cannot read the poll offset; retrying");
                     if sleep_or_cancel(Duration::from_secs(2), &cancel).await {
-                        return;
+                        return Ok(());
                     }
                 }
             }
@@ -66,7 +73,7 @@ impl Poller {
                 .timeout(timeout)
                 .allowed_updates([AllowedUpdate::Message]);
             let batch = tokio::select! {
-                () = cancel.cancelled() => return,
+                () = cancel.cancelled() => return Ok(()),
                 res = request => res,
             };
             let updates = match batch {
@@ -81,9 +88,13 @@ impl Poller {
                         TelegramError::RetryAfter(d) => *d,
                         _ => backoff_jittered(errors, Duration::from_millis(500), Duration::from_secs(30)),
                     };
-                    warn!(error = %e, wait_ms = wait.as_millis() as u64, "getUpdates failed; retrying");
+                    let wait_ms = wait.as_millis() as u64;
+                    match e {
+                        TelegramError::Unauthorized => return Err(e),
+                        e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
+                    }
                     if sleep_or_cancel(wait, &cancel).await {
-                        return;
+                        return Ok(());
                     }
                     continue;
                 }
@@ -108,7 +119,7 @@ impl Poller {
                         let wait = backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10));
                         warn!(update.id = update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
                         if sleep_or_cancel(wait, &cancel).await {
-                            return;
+                            return Ok(());
                         }
                         break;
                     }
@@ -143,7 +154,7 @@ impl Poller {
                 // Poll again from this update: Telegram sends it (and the rest) again.
                 let wait = backoff_jittered(count, Duration::from_millis(200), Duration::from_secs(10));
                 if sleep_or_cancel(wait, &cancel).await {
-                    return;
+                    return Ok(());
                 }
                 break;
             }
