@@ -39,6 +39,9 @@ pub enum TelegramError {
     /// Found" for a malformed token the same way): nothing works until a person fixes it.
     #[error("the Bot API refused the token (401 Unauthorized): check TELOXIDE_TOKEN / revoked?")]
     Unauthorized,
+    /// getUpdates while a webhook is set (409 Conflict): the webhook must be deleted first.
+    #[error("a webhook is set, so getUpdates is refused (409 Conflict)")]
+    WebhookActive,
     /// The chat blocked the bot, was deleted or kicked it out: stop writing to it.
     #[error("chat unavailable: {0}")]
     ChatGone(String),
@@ -73,6 +76,14 @@ impl TelegramError {
         match api {
             ApiError::MessageNotModified => Self::NotModified,
             ApiError::InvalidToken => Self::Unauthorized,
+            ApiError::CantGetUpdates => Self::WebhookActive,
+            // teloxide knows the webhook conflict only without the "Conflict: " and the advice
+            // Telegram sends with it.
+            ApiError::Unknown(text)
+                if text.starts_with("Conflict: can't use getUpdates method while webhook is active") =>
+            {
+                Self::WebhookActive
+            }
             ApiError::BotBlocked
             | ApiError::UserDeactivated
             | ApiError::ChatNotFound
@@ -258,6 +269,20 @@ impl TelegramClient {
     pub async fn get_me(&self) -> Result<String, TelegramError> {
         let me = self.bot.get_me().await.map_err(TelegramError::from_request)?;
         Ok(me.user.username.clone().unwrap_or_default())
+    }
+
+    /// The webhook Telegram delivers this bot's updates to, if one is set (getWebhookInfo).
+    /// While one is set, getUpdates is refused.
+    pub async fn webhook(&self) -> Result<Option<Url>, TelegramError> {
+        let info = self.bot.get_webhook_info().await.map_err(TelegramError::from_request)?;
+        Ok(info.url)
+    }
+
+    /// Removes the webhook (deleteWebhook), so getUpdates works. The updates waiting for the
+    /// webhook are kept: polling receives them.
+    pub async fn delete_webhook(&self) -> Result<(), TelegramError> {
+        self.bot.delete_webhook().await.map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// getFile, right before a download.

@@ -7,7 +7,9 @@
 //! cannot be handled — unparsable, or one whose handling keeps failing — is recorded as rejected
 //! with its reason, so it never holds the offset back.
 //!
-//! A refused token (401) ends polling with an error, since nothing but a person can fix it.
+//! Telegram's refusals of getUpdates itself are handled as what they mean: a webhook set for the
+//! bot (409) is deleted, keeping its waiting updates; a refused token (401) ends polling with an
+//! error, since nothing but a person can fix it.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -18,6 +20,7 @@ use teloxide::prelude::Requester;
 use teloxide::types::AllowedUpdate;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, error, info, info_span, warn};
+use url::Url;
 
 use crate::domain::retry::backoff_jittered;
 use crate::intake::{Incoming, Intake};
@@ -60,6 +63,13 @@ impl Poller {
                 }
             }
         };
+        // A webhook makes every getUpdates fail; if getWebhookInfo fails now, the 409 of the
+        // first poll leads here again.
+        match self.delete_webhook_if_set().await {
+            Ok(()) => {}
+            Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
+            Err(e) => warn!(error = %e, "cannot check whether a webhook is set; polling anyway"),
+        }
         info!(offset, "polling for updates");
         let mut errors = 0u32;
         let mut failures_at: Option<(i64, u32)> = None;
@@ -91,6 +101,12 @@ impl Poller {
                     let wait_ms = wait.as_millis() as u64;
                     match e {
                         TelegramError::Unauthorized => return Err(e),
+                        // Set while docket runs (by another deployment of the bot, say).
+                        TelegramError::WebhookActive => match self.delete_webhook_if_set().await {
+                            Ok(()) => {}
+                            Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
+                            Err(e) => warn!(error = %e, wait_ms, "a webhook is set and cannot be deleted; retrying"),
+                        },
                         e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
                     }
                     if sleep_or_cancel(wait, &cancel).await {
@@ -160,6 +176,30 @@ impl Poller {
             }
         }
     }
+
+    /// Deletes the bot's webhook if one is set (getWebhookInfo, deleteWebhook), saying so. The
+    /// updates waiting for the webhook are kept: the next getUpdates receives them.
+    async fn delete_webhook_if_set(&self) -> Result<(), TelegramError> {
+        let Some(url) = self.client.webhook().await? else { return Ok(()) };
+        // The URL's path and query often hold a secret (the token, a secret path): only the
+        // origin is logged.
+        warn!(
+            webhook = %origin(&url),
+            "a webhook is set for this bot, which makes getUpdates fail; deleting it (its waiting updates are kept)"
+        );
+        self.client.delete_webhook().await?;
+        info!("deleted the webhook; polling for updates instead");
+        Ok(())
+    }
+}
+
+/// A URL's scheme, host and port, without user info, path, query or fragment.
+fn origin(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("(no host)");
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    }
 }
 
 /// Sleeps for `d`; `true` when cancelled first.
@@ -167,5 +207,19 @@ pub async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) -> bool {
     tokio::select! {
         () = cancel.cancelled() => true,
         () = tokio::time::sleep(d) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_is_named_by_its_origin_alone() {
+        let url = Url::parse("https://user:pw@hooks.example.org:8443/bot123:SECRET/x?secret_token=abc#f")
+            .expect("a valid URL");
+        assert_eq!(origin(&url), "https://hooks.example.org:8443");
+        let url = Url::parse("https://hooks.example.org/123:SECRET").expect("a valid URL");
+        assert_eq!(origin(&url), "https://hooks.example.org");
     }
 }

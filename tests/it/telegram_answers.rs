@@ -1,5 +1,5 @@
-//! Honest answers from and to Telegram: what docket does when the Bot API refuses the token,
-//! when an answer does not come in time (or not in any of a message's attempts), and when a
+//! Honest answers from and to Telegram: what docket does when the Bot API refuses getUpdates (a
+//! webhook is set, the token is refused), when an answer does not come in time, and when a
 //! sender can no longer keep its claim on a message.
 
 use std::path::Path;
@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use docket::app::Options;
 use docket::config::DatabaseUrl;
-use docket::domain::{ChatRef, OutboxState};
+use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
 use docket::store::OutboxMessage;
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, FakeTelegram, Fault, TEST_TOKEN};
-use crate::support::{Backend, DEADLINE, TestApp, eventually, logs, test_options};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test_options};
 
 per_backend!(
+    a_webhook_set_before_start_is_deleted_and_a_document_goes_through,
     a_send_that_times_out_is_unknown_and_sent_again,
     a_message_still_unknown_after_its_attempts_fails_and_alerts_the_admins,
     a_call_whose_lease_cannot_be_renewed_is_abandoned,
@@ -39,6 +40,42 @@ async fn until_logged(needle: &str) {
         if logs::captured().contains(needle) { Ok(()) } else { Err(format!("never logged: {needle:?}")) }
     })
     .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhook at start
+
+async fn a_webhook_set_before_start_is_deleted_and_a_document_goes_through(backend: Backend) {
+    let mut app = TestApp::create(backend, |_| {}).await;
+    // Deployments often put the token, or another secret, in the webhook's path.
+    let webhook = format!("https://hooks.example.org:8443/bot{TEST_TOKEN}/hook-path-5e1f?secret=abc");
+    app.fake.set_webhook(&webhook);
+    // Sent while the webhook was set: it waits for whoever takes the bot's updates.
+    app.send_document(100, fixture("pdf/text-1page.pdf"), "hooked.pdf", "application/pdf");
+    app.start().await;
+
+    let deleted = app.fake.wait_for_call("deleteWebhook", |c| c.status == 200, DEADLINE).await;
+    assert_ne!(deleted.params["drop_pending_updates"], true, "the waiting updates are kept");
+    assert_eq!(app.fake.webhook(), None);
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.fake.wait_for_call("sendDocument", |c| to_chat(100)(c) && c.status == 200, DEADLINE).await;
+
+    until_logged("a webhook is set for this bot, which makes getUpdates fail; deleting it").await;
+    let logs = logs::captured();
+    assert!(logs.contains("webhook=https://hooks.example.org:8443"), "the webhook is named by its origin");
+    assert!(!logs.contains("hook-path-5e1f") && !logs.contains("secret=abc"), "the webhook's path was logged");
+}
+
+/// A webhook set while docket polls (another deployment of the same bot, say) is deleted too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_set_while_polling_is_deleted_again() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
+    app.fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+    app.fake.set_webhook("https://hooks.example.org/elsewhere");
+    app.fake.wait_for_call("getUpdates", |c| c.status == 409, DEADLINE).await;
+    app.fake.wait_for_call("deleteWebhook", |c| c.status == 200, DEADLINE).await;
+    app.send_text(101, "/help");
+    app.fake.wait_for_call("sendMessage", |c| to_chat(101)(c) && c.status == 200, DEADLINE).await;
 }
 
 // ---------------------------------------------------------------------------------------------
