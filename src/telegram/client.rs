@@ -42,6 +42,10 @@ pub enum TelegramError {
     /// getUpdates while a webhook is set (409 Conflict): the webhook must be deleted first.
     #[error("a webhook is set, so getUpdates is refused (409 Conflict)")]
     WebhookActive,
+    /// getUpdates was overtaken by another getUpdates with the same token (409 Conflict):
+    /// another process is polling for this bot.
+    #[error("another process is polling with the same token (409 Conflict)")]
+    OtherPoller,
     /// The chat blocked the bot, was deleted or kicked it out: stop writing to it.
     #[error("chat unavailable: {0}")]
     ChatGone(String),
@@ -77,12 +81,16 @@ impl TelegramError {
             ApiError::MessageNotModified => Self::NotModified,
             ApiError::InvalidToken => Self::Unauthorized,
             ApiError::CantGetUpdates => Self::WebhookActive,
+            ApiError::TerminatedByOtherGetUpdates => Self::OtherPoller,
             // teloxide knows the webhook conflict only without the "Conflict: " and the advice
             // Telegram sends with it.
             ApiError::Unknown(text)
                 if text.starts_with("Conflict: can't use getUpdates method while webhook is active") =>
             {
                 Self::WebhookActive
+            }
+            ApiError::Unknown(text) if text.starts_with("Conflict: terminated by other getUpdates request") => {
+                Self::OtherPoller
             }
             ApiError::BotBlocked
             | ApiError::UserDeactivated
@@ -122,7 +130,7 @@ impl TelegramError {
 
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::RetryAfter(_) | Self::Transient(_) | Self::Lost(_))
+        matches!(self, Self::RetryAfter(_) | Self::Transient(_) | Self::Lost(_) | Self::OtherPoller)
     }
 }
 

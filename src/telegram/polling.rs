@@ -8,8 +8,9 @@
 //! with its reason, so it never holds the offset back.
 //!
 //! Telegram's refusals of getUpdates itself are handled as what they mean: a webhook set for the
-//! bot (409) is deleted, keeping its waiting updates; a refused token (401) ends polling with an
-//! error, since nothing but a person can fix it.
+//! bot (409) is deleted, keeping its waiting updates; another process polling with the same
+//! token (409) is said plainly and waited out with a backoff; a refused token (401) ends polling
+//! with an error, since nothing but a person can fix it.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -107,6 +108,11 @@ impl Poller {
                             Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
                             Err(e) => warn!(error = %e, wait_ms, "a webhook is set and cannot be deleted; retrying"),
                         },
+                        TelegramError::OtherPoller => warn!(
+                            wait_ms,
+                            "another process is polling with the same token (409 Conflict): only one may poll at a \
+                             time; retrying"
+                        ),
                         e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
                     }
                     if sleep_or_cancel(wait, &cancel).await {

@@ -1,6 +1,6 @@
 //! Honest answers from and to Telegram: what docket does when the Bot API refuses getUpdates (a
-//! webhook is set, the token is refused), when an answer does not come in time, and when a
-//! sender can no longer keep its claim on a message.
+//! webhook is set, another process polls, the token is refused), when an answer does not come
+//! in time, and when a sender can no longer keep its claim on a message.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -17,6 +17,7 @@ use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test
 
 per_backend!(
     a_webhook_set_before_start_is_deleted_and_a_document_goes_through,
+    a_second_poller_is_named_plainly_and_not_fatal,
     a_send_that_times_out_is_unknown_and_sent_again,
     a_message_still_unknown_after_its_attempts_fails_and_alerts_the_admins,
     a_call_whose_lease_cannot_be_renewed_is_abandoned,
@@ -76,6 +77,23 @@ async fn a_webhook_set_while_polling_is_deleted_again() {
     app.fake.wait_for_call("deleteWebhook", |c| c.status == 200, DEADLINE).await;
     app.send_text(101, "/help");
     app.fake.wait_for_call("sendMessage", |c| to_chat(101)(c) && c.status == 200, DEADLINE).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 409: another poller
+
+async fn a_second_poller_is_named_plainly_and_not_fatal(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+    // Another docket with the same token: each long poll overtakes the other's.
+    let other = app.start_another().await;
+    app.fake.wait_for_call("getUpdates", |c| c.status == 409, DEADLINE).await;
+    until_logged("another process is polling with the same token (409 Conflict)").await;
+    other.stop().await;
+
+    // A warning, not a reason to stop: once alone, docket takes documents as before.
+    app.send_document(102, fixture("pdf/text-1page.pdf"), "after.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
 }
 
 // ---------------------------------------------------------------------------------------------
