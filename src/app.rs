@@ -2,13 +2,14 @@
 //! (polling intake, download pool, processing pool, outbox senders), and shuts them down in
 //! order on SIGTERM/SIGINT: stop claiming, let running work finish within
 //! `[workers] shutdown_grace`, then interrupt and release what is left so another process can
-//! resume it at once.
+//! resume it at once. The same orderly stop follows when polling ends for good (the Bot API
+//! refused the token), and `run` then returns that error.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
@@ -37,11 +38,19 @@ pub struct Options {
     pub idle_poll: Duration,
     /// First retry delay of jobs and messages.
     pub retry_base: Duration,
+    /// How long a Bot API call may wait for its answer beyond the long poll's own wait; a send
+    /// still unanswered then counts as lost (outcome unknown).
+    pub answer_timeout: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { clock: Arc::new(SystemClock), idle_poll: Duration::from_secs(1), retry_base: Duration::from_secs(2) }
+        Self {
+            clock: Arc::new(SystemClock),
+            idle_poll: Duration::from_secs(1),
+            retry_base: Duration::from_secs(2),
+            answer_timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -58,6 +67,8 @@ pub struct Running {
     store: Store,
     budget: Arc<Budget>,
     grace: Duration,
+    /// Receives the error of a loop that stopped for good (taken once received).
+    fatal: Option<oneshot::Receiver<anyhow::Error>>,
 }
 
 impl Running {
@@ -98,6 +109,20 @@ impl Running {
         info!("stopped");
     }
 
+    /// Waits until a loop stops for good on something only a person can fix — polling, when the
+    /// Bot API refuses the token — and returns why; pends forever otherwise. The other loops
+    /// keep running until [`stop`](Self::stop). Cancel-safe, for a `select!` beside a signal.
+    pub async fn failed(&mut self) -> anyhow::Error {
+        if let Some(fatal) = self.fatal.as_mut() {
+            let received = fatal.await;
+            self.fatal = None;
+            if let Ok(e) = received {
+                return e;
+            }
+        }
+        std::future::pending().await
+    }
+
     /// Drops every loop at once, as a crash would (tests of recovery).
     pub async fn kill(mut self) {
         self.workers.abort_all();
@@ -128,11 +153,13 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             api_url: config.telegram.api_url.clone(),
             local_api: config.telegram.local_api,
             poll_timeout: config.telegram.poll_timeout,
+            answer_timeout: options.answer_timeout,
             local_files_url: config.telegram.local_files_url.clone(),
         },
     );
     match telegram.get_me().await {
         Ok(name) => info!(bot = %name, "connected to the Bot API"),
+        Err(e @ TelegramError::Unauthorized) => return Err(anyhow::Error::new(e).context("while checking the token")),
         Err(TelegramError::Permanent(why)) => {
             anyhow::bail!("the Bot API refused the token ({why}); check TELOXIDE_TOKEN")
         }
@@ -221,7 +248,14 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let shutdown = Shutdown::default();
     let poll_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
-    workers.spawn(Poller::new(telegram, store.clone(), intake).run(poll_stop.clone()));
+    let (report_fatal, fatal) = oneshot::channel();
+    let poller = Poller::new(telegram, store.clone(), intake).run(poll_stop.clone());
+    workers.spawn(async move {
+        if let Err(e) = poller.await {
+            // Whoever holds the `Running` (`run`) stops the rest in order.
+            let _ = report_fatal.send(anyhow::Error::new(e).context("while polling for updates"));
+        }
+    });
     workers.spawn(crate::pipeline::run_pool(
         Stage::Download,
         config.workers.download,
@@ -248,20 +282,32 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         store,
         budget,
         grace: config.workers.shutdown_grace,
+        fatal: Some(fatal),
     })
 }
 
 /// `docket run`: starts, waits for SIGTERM or SIGINT, stops in order.
+///
+/// # Errors
+///
+/// Starting fails, or polling stopped for good (the Bot API refused the token): then the bot
+/// stops in order as on SIGTERM, and the error says why.
 pub async fn run(config: &Config, token: BotToken) -> anyhow::Result<()> {
     if let Some(listen) = config.metrics.listen {
         crate::telemetry::serve_metrics(listen)?;
         info!(%listen, "serving metrics at /metrics");
     }
-    let running = start(config, token, Options::default()).await?;
-    shutdown_signal().await;
-    info!("shutting down");
+    let mut running = start(config, token, Options::default()).await?;
+    let fatal = tokio::select! {
+        () = shutdown_signal() => None,
+        e = running.failed() => Some(e),
+    };
+    match &fatal {
+        None => info!("shutting down"),
+        Some(e) => info!(reason = %format!("{e:#}"), "shutting down: polling cannot go on"),
+    }
     running.stop().await;
-    Ok(())
+    fatal.map_or(Ok(()), Err)
 }
 
 async fn shutdown_signal() {

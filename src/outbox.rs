@@ -22,11 +22,16 @@
 //! | ok | `sent`, with Telegram's message id (and a document's file_id, stored on the job) |
 //! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits (chat 0) |
 //! | 400 `migrate_to_chat_id` | the chat's open messages and jobs move to the supergroup; sent again there |
-//! | 5xx, network error before sending | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
-//! | outcome lost (timeout after sending, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out |
+//! | 5xx, no connection (refused, DNS, connect timeout), 401 (the poller stops the bot) | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
+//! | outcome lost (a timeout once the request may have gone out, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out; one still to be sent again after `max_attempts` is `failed`, with the admins' alert |
 //! | 403 blocked / deactivated / kicked, 400 chat not found | `dead`, with every other queued message of the chat: one call, no more |
 //! | a stored file_id refused | the result is uploaded from disk instead, and the new file_id stored |
 //! | any other refusal | `failed`, with the reason |
+//!
+//! A sender holds its row only while it can renew its lease: when a renewal finds the lease
+//! taken, or the database refuses renewals until the lease runs out, the call is dropped (the
+//! request abandoned) and nothing is written for it; the row is then another sender's, or its
+//! lapsed lease makes it `unknown` and the kind's rule applies.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,21 +244,14 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         }
     };
     // A call can outlast the lease (an upload; teloxide alone waits 10 s after any 5xx before
-    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned.
-    let renew = async {
-        loop {
-            tokio::time::sleep(deps.settings.lease / 3).await;
-            let now = deps.clock.now();
-            match deps.store.renew_message_lease(message.id, &lease, now.plus(deps.settings.lease), now).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => warn!(error = %e, "could not renew the send lease"),
-            }
-        }
-    };
+    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned. A call
+    // whose lease cannot be kept is dropped, not continued beside another sender's.
     let result = tokio::select! {
         res = call => res,
-        () = renew => Err(TelegramError::Lost("lost the lease on the message during the call".into())),
+        why = keep_lease(deps, message.id, &lease) => {
+            warn!(reason = why, "abandoned the call: the send lease could not be kept; nothing is written for it");
+            return;
+        }
     };
     let now = deps.clock.now();
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
@@ -304,7 +302,10 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             deps.store.close_message(message.id, &lease, OutboxState::Dead, &why, now).await
         }
         Err(TelegramError::Lost(why)) => after_unknown(deps, &message, &lease, &why).await,
-        Err(e @ TelegramError::Transient(_)) if attempts < deps.settings.limits.max_attempts => {
+        // A refused token stops the bot (the poller reports it): keep the message for later.
+        Err(e @ (TelegramError::Transient(_) | TelegramError::Unauthorized))
+            if attempts < deps.settings.limits.max_attempts =>
+        {
             let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
             warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "sending failed; will retry");
             deps.store.retry_message(message.id, &lease, now.plus(wait), &e.to_string(), now).await
@@ -324,6 +325,31 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         Ok(true) => {}
         Ok(false) => warn!("the message's lease was lost before its outcome was written"),
         Err(e) => error!(error = %e, "cannot record a message's outcome; it will be retried when its lease lapses"),
+    }
+}
+
+/// Renews the send lease on message `id` every third of a lease while a call runs; ends (with
+/// the reason) only when the lease can no longer be counted on: a renewal found it taken, or
+/// renewals failed (or hung) until the lease ran out. The caller then drops the call.
+async fn keep_lease(deps: &OutboxDeps, id: i64, lease: &Lease) -> &'static str {
+    let length = deps.settings.lease;
+    let mut until = lease.until;
+    loop {
+        // A third of a lease after the last renewal, or when the lease ends if that is sooner.
+        tokio::time::sleep((length / 3).min(deps.clock.now().until(until))).await;
+        let now = deps.clock.now();
+        // A renewal may take until the lease ends; one tried only after its end (the lease was
+        // spent waiting for a send slot) gets a moment: it still succeeds if no one took the row.
+        let patience = now.until(until).max(Duration::from_millis(500));
+        let renewal = deps.store.renew_message_lease(id, lease, now.plus(length), now);
+        match tokio::time::timeout(patience, renewal).await {
+            Ok(Ok(true)) => until = now.plus(length),
+            Ok(Ok(false)) => return "another sender holds the message now",
+            Ok(Err(e)) if deps.clock.now() < until => {
+                warn!(error = %e, "could not renew the send lease; the call goes on while the lease lasts");
+            }
+            Ok(Err(_)) | Err(_) => return "the lease ran out before the database took a renewal",
+        }
     }
 }
 
@@ -389,12 +415,11 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
     let now = deps.clock.now();
     metrics::counter!("docket_messages_unknown_total", "kind" => message.kind.as_str()).increment(1);
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
-    if attempts >= deps.settings.limits.max_attempts {
-        warn!(reason = %why, "outcome unknown and out of attempts; leaving the message unknown");
-        return Ok(true);
-    }
     let send_again = match message.kind.after_unknown() {
-        AfterUnknown::Drop => false,
+        AfterUnknown::Drop => {
+            info!(reason = %why, "outcome unknown; the edit is dropped (the job's next state re-arms it)");
+            return Ok(true);
+        }
         AfterUnknown::SendAgain => true,
         AfterUnknown::SendAgainUnlessSuperseded => {
             // A later delivery of the same job's result (a /get, the same file again) already
@@ -406,6 +431,17 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
     if !send_again {
         info!(reason = %why, "outcome unknown; a newer delivery superseded it, not sending again");
         return Ok(true);
+    }
+    if attempts >= deps.settings.limits.max_attempts {
+        // Like any other undeliverable message: failed, and the admins hear of it.
+        let reason = format!("outcome unknown after {attempts} attempts ({why})");
+        error!(reason = %why, attempts, "outcome unknown and out of attempts; giving up on the message");
+        metrics::counter!("docket_messages_failed_total", "kind" => message.kind.as_str()).increment(1);
+        let failed = deps.store.fail_unknown(message.id, &reason, now).await?;
+        if failed {
+            alert_admins(deps, message, &reason, now).await;
+        }
+        return Ok(failed);
     }
     let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
     let note = format!("outcome unknown ({why}); sent again, a duplicate is possible");

@@ -168,6 +168,7 @@ fn pipeline_deps(store: &Store, spool: &Spool, api: &FileApi, files_url: Option<
             api_url: config.telegram.api_url.clone(),
             local_api: config.telegram.local_api,
             poll_timeout: config.telegram.poll_timeout,
+            answer_timeout: Options::default().answer_timeout,
             local_files_url: files_url,
         },
     );

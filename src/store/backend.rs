@@ -873,6 +873,17 @@ macro_rules! define_backend {
                 Ok(done.rows_affected() == 1)
             }
 
+            /// See [`crate::store::Store::fail_unknown`].
+            pub async fn fail_unknown(&self, id: i64, error: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+                use $crate::store::QueryContext;
+                let done = sqlx::query(
+                    "UPDATE outbox SET status = 'failed', error = $2, updated_at = $3 WHERE id = $1 AND status = 'unknown'",
+                )
+                .bind(id).bind(error).bind(now.as_millis())
+                .execute(&self.pool).await.context("giving up on a message")?;
+                Ok(done.rows_affected() == 1)
+            }
+
             /// See [`crate::store::Store::messages`].
             pub async fn messages(&self, chat: Option<$crate::domain::ChatRef>, job: Option<$crate::domain::Ticket>) -> $crate::store::StoreResult<Vec<$crate::store::OutboxMessage>> {
                 let mut c = self.conn().await?;

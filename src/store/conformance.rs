@@ -80,6 +80,7 @@ conformance!(
     releases_refund_or_count_attempts_and_count_lost_sources,
     a_failed_job_points_at_no_source,
     the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
+    only_an_unknown_message_is_given_up_as_failed,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1597,4 +1598,17 @@ async fn the_jobs_holding_files_are_in_flight_or_leased_by_this_process(store: S
     let mut holding = store.jobs_holding_files("h:1:", at(10)).await.unwrap();
     holding.sort();
     assert_eq!(holding, [tickets[0], tickets[2]], "this process's live downloads and every job with a source");
+}
+
+async fn only_an_unknown_message_is_given_up_as_failed(store: Store) {
+    assert!(enqueue(&store, &message("lost", CHAT, MessageKind::Reply, None), T0).await);
+    let (m, lease) = claim_message(&store, "s1", T0).await;
+    assert!(!store.fail_unknown(m.id, "gave up", T0).await.unwrap(), "a row being sent is not unknown");
+    assert!(store.close_message(m.id, &lease, OutboxState::Unknown, "timed out", T0).await.unwrap());
+    assert!(store.fail_unknown(m.id, "outcome unknown after 1 attempt", at(1)).await.unwrap());
+    let failed = store.messages(None, None).await.unwrap().remove(0);
+    assert_eq!((failed.state, failed.error.as_deref()), (OutboxState::Failed, Some("outcome unknown after 1 attempt")));
+    assert!(!store.fail_unknown(m.id, "again", at(2)).await.unwrap(), "once");
+    assert!(!store.requeue_unknown(m.id, at(2), "sent again", at(2)).await.unwrap(), "failed is final");
+    assert!(store.claim_message("s2", at(2), LEASE).await.unwrap().is_none());
 }

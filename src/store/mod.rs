@@ -737,6 +737,12 @@ impl Store {
         forward!(self, s => s.requeue_unknown(id, not_before, note, now).await)
     }
 
+    /// Gives up on an `unknown` message that has no attempts left: `failed`, with `error`.
+    /// `false` when the row is not `unknown` (any more).
+    pub async fn fail_unknown(&self, id: i64, error: &str, now: Timestamp) -> StoreResult<bool> {
+        forward!(self, s => s.fail_unknown(id, error, now).await)
+    }
+
     /// Messages of a job or chat, oldest first (status pages, tests).
     pub async fn messages(&self, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
         forward!(self, s => s.messages(chat, job).await)

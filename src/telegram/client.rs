@@ -2,8 +2,9 @@
 //! timeouts, and our own streaming for file downloads.
 //!
 //! Every teloxide error is turned into a [`TelegramError`] that says what the caller should do
-//! (wait, retry, give up, stop writing to the chat), with a description that never contains the
-//! token or a file URL: reqwest errors are stripped of their URL before they are described.
+//! (wait, retry, give up, stop writing to the chat, stop the bot), with a description that never
+//! contains the token or a file URL: reqwest errors are stripped of their URL before they are
+//! described.
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -27,12 +28,24 @@ pub enum TelegramError {
     /// Flood control: wait exactly this long before calling again.
     #[error("Telegram asked to wait {0:?}")]
     RetryAfter(Duration),
-    /// A passing failure (network, timeout before sending, 5xx): try again later.
+    /// A passing failure (no connection could be made, 5xx): try again later.
     #[error("transient Telegram error: {0}")]
     Transient(String),
-    /// The request may have reached Telegram but the answer was lost.
+    /// The request may have reached Telegram but the answer was lost (a timeout after the
+    /// request went out, a connection cut mid-answer).
     #[error("outcome unknown: {0}")]
     Lost(String),
+    /// The Bot API refused the token itself (401 Unauthorized; teloxide reports a 404 "Not
+    /// Found" for a malformed token the same way): nothing works until a person fixes it.
+    #[error("the Bot API refused the token (401 Unauthorized): check TELOXIDE_TOKEN / revoked?")]
+    Unauthorized,
+    /// getUpdates while a webhook is set (409 Conflict): the webhook must be deleted first.
+    #[error("a webhook is set, so getUpdates is refused (409 Conflict)")]
+    WebhookActive,
+    /// getUpdates was overtaken by another getUpdates with the same token (409 Conflict):
+    /// another process is polling for this bot.
+    #[error("another process is polling with the same token (409 Conflict)")]
+    OtherPoller,
     /// The chat blocked the bot, was deleted or kicked it out: stop writing to it.
     #[error("chat unavailable: {0}")]
     ChatGone(String),
@@ -66,6 +79,19 @@ impl TelegramError {
     fn from_api(api: ApiError) -> Self {
         match api {
             ApiError::MessageNotModified => Self::NotModified,
+            ApiError::InvalidToken => Self::Unauthorized,
+            ApiError::CantGetUpdates => Self::WebhookActive,
+            ApiError::TerminatedByOtherGetUpdates => Self::OtherPoller,
+            // teloxide knows the webhook conflict only without the "Conflict: " and the advice
+            // Telegram sends with it.
+            ApiError::Unknown(text)
+                if text.starts_with("Conflict: can't use getUpdates method while webhook is active") =>
+            {
+                Self::WebhookActive
+            }
+            ApiError::Unknown(text) if text.starts_with("Conflict: terminated by other getUpdates request") => {
+                Self::OtherPoller
+            }
             ApiError::BotBlocked
             | ApiError::UserDeactivated
             | ApiError::ChatNotFound
@@ -89,27 +115,33 @@ impl TelegramError {
     }
 
     /// Classifies a reqwest error without ever printing its URL.
+    ///
+    /// Only an error before anything was sent is [`Transient`](Self::Transient): no connection
+    /// could be made (refused, DNS, the connect timeout; reqwest marks all of these
+    /// `is_connect()`), or the request could not even be built. Anything later — a timeout
+    /// waiting for the answer (reqwest's read timeout starts with the request, so it cannot
+    /// tell a request still being written from one Telegram is working on), a cut connection, an
+    /// answer that cannot be read — may come after Telegram acted on the request: its outcome
+    /// is unknown ([`Lost`](Self::Lost)).
     pub fn from_reqwest(e: &reqwest::Error) -> Self {
         let what = describe_reqwest(e);
-        if e.is_connect() || (e.is_timeout() && !e.is_body() && e.is_request()) {
-            Self::Transient(what)
-        } else if e.is_body() || e.is_decode() || e.is_timeout() || e.is_request() {
-            Self::Lost(what)
-        } else {
-            Self::Transient(what)
-        }
+        if e.is_connect() || e.is_builder() { Self::Transient(what) } else { Self::Lost(what) }
     }
 
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::RetryAfter(_) | Self::Transient(_) | Self::Lost(_))
+        matches!(self, Self::RetryAfter(_) | Self::Transient(_) | Self::Lost(_) | Self::OtherPoller)
     }
 }
 
 /// A description of a reqwest error, without the URL (which holds the token).
 pub fn describe_reqwest(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
+    let kind = if e.is_timeout() && e.is_connect() {
+        "timed out connecting"
+    } else if e.is_timeout() && e.is_body() {
+        "timed out while transferring the body"
+    } else if e.is_timeout() {
+        "timed out waiting for the answer"
     } else if e.is_connect() {
         "could not connect"
     } else if e.is_body() {
@@ -176,6 +208,9 @@ pub struct ClientSettings {
     pub local_api: bool,
     /// How long a getUpdates long poll waits.
     pub poll_timeout: Duration,
+    /// How long a regular call (send, edit, getMe, getUpdates) may wait for its answer beyond
+    /// `poll_timeout`; after that a send counts as lost (its outcome is unknown).
+    pub answer_timeout: Duration,
     /// A file server in front of a local Bot API server's disk (`<url><absolute path>`).
     pub local_files_url: Option<Url>,
 }
@@ -216,7 +251,7 @@ fn http_client(read_idle: Duration) -> reqwest::Client {
 impl TelegramClient {
     /// Builds the clients. Nothing is sent yet.
     pub fn new(token: BotToken, settings: ClientSettings) -> Self {
-        let regular = http_client(settings.poll_timeout + Duration::from_secs(60));
+        let regular = http_client(settings.poll_timeout + settings.answer_timeout);
         let slow = http_client(Duration::from_secs(30 * 60));
         let bot = Bot::with_client(token.expose(), regular).set_api_url(settings.api_url.clone());
         let slow_bot = Bot::with_client(token.expose(), slow).set_api_url(settings.api_url.clone());
@@ -242,6 +277,20 @@ impl TelegramClient {
     pub async fn get_me(&self) -> Result<String, TelegramError> {
         let me = self.bot.get_me().await.map_err(TelegramError::from_request)?;
         Ok(me.user.username.clone().unwrap_or_default())
+    }
+
+    /// The webhook Telegram delivers this bot's updates to, if one is set (getWebhookInfo).
+    /// While one is set, getUpdates is refused.
+    pub async fn webhook(&self) -> Result<Option<Url>, TelegramError> {
+        let info = self.bot.get_webhook_info().await.map_err(TelegramError::from_request)?;
+        Ok(info.url)
+    }
+
+    /// Removes the webhook (deleteWebhook), so getUpdates works. The updates waiting for the
+    /// webhook are kept: polling receives them.
+    pub async fn delete_webhook(&self) -> Result<(), TelegramError> {
+        self.bot.delete_webhook().await.map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// getFile, right before a download.
@@ -362,5 +411,56 @@ impl TelegramClient {
         let msg = req.await.map_err(TelegramError::from_request)?;
         let file_id = msg.document().map(|d| d.file.id.0.clone());
         Ok(Sent { message_id: i64::from(msg.id.0), file_id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request to `addr` with a short read timeout, as the regular client makes them.
+    async fn request(addr: std::net::SocketAddr) -> reqwest::Error {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .read_timeout(Duration::from_millis(300))
+            .build()
+            .expect("a client");
+        client.post(format!("http://{addr}/bot1:x/SendMessage")).body("{}").send().await.expect_err("no answer")
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_transient() {
+        // Bound, then closed: nothing listens on the port any more.
+        let addr = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind").local_addr().expect("addr");
+        let e = request(addr).await;
+        assert!(matches!(TelegramError::from_reqwest(&e), TelegramError::Transient(_)), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn no_answer_after_sending_is_an_unknown_outcome() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        // Accepts and reads, never answers: the request went out.
+        let server = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.expect("accept");
+            std::future::pending::<()>().await;
+            drop(socket);
+        });
+        let e = request(addr).await;
+        assert_eq!(TelegramError::from_reqwest(&e), TelegramError::Lost("timed out waiting for the answer".into()));
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn a_connection_cut_before_the_answer_is_an_unknown_outcome() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.expect("accept");
+            drop(socket);
+        });
+        let e = request(addr).await;
+        assert!(matches!(TelegramError::from_reqwest(&e), TelegramError::Lost(_)), "{e:?}");
+        server.abort();
     }
 }

@@ -6,6 +6,11 @@
 //! update again, and the update registry drops it if it was in fact recorded. An update that
 //! cannot be handled — unparsable, or one whose handling keeps failing — is recorded as rejected
 //! with its reason, so it never holds the offset back.
+//!
+//! Telegram's refusals of getUpdates itself are handled as what they mean: a webhook set for the
+//! bot (409) is deleted, keeping its waiting updates; another process polling with the same
+//! token (409) is said plainly and waited out with a backoff; a refused token (401) ends polling
+//! with an error, since nothing but a person can fix it.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -16,6 +21,7 @@ use teloxide::prelude::Requester;
 use teloxide::types::AllowedUpdate;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, error, info, info_span, warn};
+use url::Url;
 
 use crate::domain::retry::backoff_jittered;
 use crate::intake::{Incoming, Intake};
@@ -39,8 +45,13 @@ impl Poller {
         Self { client, store, intake }
     }
 
-    /// Polls until `cancel` fires.
-    pub async fn run(self, cancel: CancellationToken) {
+    /// Polls until `cancel` fires (then `Ok`).
+    ///
+    /// # Errors
+    ///
+    /// [`TelegramError::Unauthorized`] when the Bot API refuses the token: polling stops, and
+    /// the caller stops the bot. Every other failure is waited out.
+    pub async fn run(self, cancel: CancellationToken) -> Result<(), TelegramError> {
         let bot_id = self.client.bot_id();
         let mut offset = loop {
             match self.store.poll_offset(bot_id).await {
@@ -48,11 +59,18 @@ impl Poller {
                 Err(e) => {
                     error!(error = %e, "cannot read the poll offset; retrying");
                     if sleep_or_cancel(Duration::from_secs(2), &cancel).await {
-                        return;
+                        return Ok(());
                     }
                 }
             }
         };
+        // A webhook makes every getUpdates fail; if getWebhookInfo fails now, the 409 of the
+        // first poll leads here again.
+        match self.delete_webhook_if_set().await {
+            Ok(()) => {}
+            Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
+            Err(e) => warn!(error = %e, "cannot check whether a webhook is set; polling anyway"),
+        }
         info!(offset, "polling for updates");
         let mut errors = 0u32;
         let mut failures_at: Option<(i64, u32)> = None;
@@ -66,7 +84,7 @@ impl Poller {
                 .timeout(timeout)
                 .allowed_updates([AllowedUpdate::Message]);
             let batch = tokio::select! {
-                () = cancel.cancelled() => return,
+                () = cancel.cancelled() => return Ok(()),
                 res = request => res,
             };
             let updates = match batch {
@@ -81,9 +99,24 @@ impl Poller {
                         TelegramError::RetryAfter(d) => *d,
                         _ => backoff_jittered(errors, Duration::from_millis(500), Duration::from_secs(30)),
                     };
-                    warn!(error = %e, wait_ms = wait.as_millis() as u64, "getUpdates failed; retrying");
+                    let wait_ms = wait.as_millis() as u64;
+                    match e {
+                        TelegramError::Unauthorized => return Err(e),
+                        // Set while docket runs (by another deployment of the bot, say).
+                        TelegramError::WebhookActive => match self.delete_webhook_if_set().await {
+                            Ok(()) => {}
+                            Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
+                            Err(e) => warn!(error = %e, wait_ms, "a webhook is set and cannot be deleted; retrying"),
+                        },
+                        TelegramError::OtherPoller => warn!(
+                            wait_ms,
+                            "another process is polling with the same token (409 Conflict): only one may poll at a \
+                             time; retrying"
+                        ),
+                        e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
+                    }
                     if sleep_or_cancel(wait, &cancel).await {
-                        return;
+                        return Ok(());
                     }
                     continue;
                 }
@@ -108,7 +141,7 @@ impl Poller {
                         let wait = backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10));
                         warn!(update.id = update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
                         if sleep_or_cancel(wait, &cancel).await {
-                            return;
+                            return Ok(());
                         }
                         break;
                     }
@@ -143,11 +176,35 @@ impl Poller {
                 // Poll again from this update: Telegram sends it (and the rest) again.
                 let wait = backoff_jittered(count, Duration::from_millis(200), Duration::from_secs(10));
                 if sleep_or_cancel(wait, &cancel).await {
-                    return;
+                    return Ok(());
                 }
                 break;
             }
         }
+    }
+
+    /// Deletes the bot's webhook if one is set (getWebhookInfo, deleteWebhook), saying so. The
+    /// updates waiting for the webhook are kept: the next getUpdates receives them.
+    async fn delete_webhook_if_set(&self) -> Result<(), TelegramError> {
+        let Some(url) = self.client.webhook().await? else { return Ok(()) };
+        // The URL's path and query often hold a secret (the token, a secret path): only the
+        // origin is logged.
+        warn!(
+            webhook = %origin(&url),
+            "a webhook is set for this bot, which makes getUpdates fail; deleting it (its waiting updates are kept)"
+        );
+        self.client.delete_webhook().await?;
+        info!("deleted the webhook; polling for updates instead");
+        Ok(())
+    }
+}
+
+/// A URL's scheme, host and port, without user info, path, query or fragment.
+fn origin(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("(no host)");
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
     }
 }
 
@@ -156,5 +213,19 @@ pub async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) -> bool {
     tokio::select! {
         () = cancel.cancelled() => true,
         () = tokio::time::sleep(d) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_is_named_by_its_origin_alone() {
+        let url = Url::parse("https://user:pw@hooks.example.org:8443/bot123:SECRET/x?secret_token=abc#f")
+            .expect("a valid URL");
+        assert_eq!(origin(&url), "https://hooks.example.org:8443");
+        let url = Url::parse("https://hooks.example.org/123:SECRET").expect("a valid URL");
+        assert_eq!(origin(&url), "https://hooks.example.org");
     }
 }

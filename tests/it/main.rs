@@ -13,3 +13,4 @@ mod outbox;
 mod queue;
 mod recovery;
 mod retention;
+mod telegram_answers;

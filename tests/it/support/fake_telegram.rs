@@ -16,7 +16,12 @@
 //!   `getWebhookInfo`, `deleteWebhook`, `setMyCommands`, `getMyCommands`, `deleteMyCommands`,
 //!   `close` and `logOut`;
 //! - scripted failures: [`Fault`]s per method (optionally per chat), consumed in order,
-//!   [`DownloadFault`]s for the next N downloads, and blocked chats.
+//!   [`DownloadFault`]s for the next N downloads, and blocked chats;
+//! - who may poll: `setWebhook`/`deleteWebhook`/`getWebhookInfo` keep a webhook, and getUpdates
+//!   answers 409 while one is set; a long poll overtaken by a newer getUpdates answers 409
+//!   "terminated by other getUpdates request"; [`FakeTelegram::revoke_token`] makes every call
+//!   answer 401, as after a /revoke in BotFather; [`Fault::Hold`] holds an answer until the test
+//!   lets it go and tells whether the client gave up on it first.
 //!
 //! Every API request is recorded as a [`Call`] (canonical method name, parameters as JSON,
 //! uploaded file, answered status). Tests never sleep: they wait for what they expect with
@@ -34,9 +39,8 @@
 //! let reply = fake.wait_for_call("sendMessage", |c| c.status == 200, Duration::from_secs(5)).await;
 //! ```
 //!
-//! Not faked: webhooks, inline keyboards beyond echoing `reply_markup`, entity parsing for
-//! `parse_mode`, `allowed_updates` filtering, and the 409 Conflict between concurrent
-//! `getUpdates` callers.
+//! Not faked: delivering updates to a webhook, inline keyboards beyond echoing `reply_markup`,
+//! entity parsing for `parse_mode`, and `allowed_updates` filtering.
 
 #![allow(dead_code, reason = "shared test support: not every test uses every helper")]
 
@@ -83,6 +87,7 @@ const METHODS: &[&str] = &[
     "sendDocument",
     "sendChatAction",
     "getWebhookInfo",
+    "setWebhook",
     "deleteWebhook",
     "setMyCommands",
     "getMyCommands",
@@ -133,6 +138,8 @@ pub struct Call {
     /// call failed).
     pub upload: Option<Upload>,
     /// The HTTP status the fake answered (or, for [`Fault::ResponseLost`], started to answer).
+    /// A getUpdates long poll overtaken by a newer one is recorded with 200 and changed to 409
+    /// when it answers.
     pub status: u16,
     /// When the request arrived.
     pub at: Instant,
@@ -167,6 +174,9 @@ pub enum Fault {
     ResponseLost,
     /// Wait this long, then answer normally.
     Delay(Duration),
+    /// The call is performed and recorded (status 200) at once, but its answer is held until
+    /// [`Hold::release`]; see [`FakeTelegram::hold_next_for_chat`].
+    Hold(Hold),
 }
 
 /// One file download request, as recorded by the fake; see [`FakeTelegram::download_log`].
@@ -249,6 +259,8 @@ struct FakeState {
     sends: Vec<(Instant, i64)>,
     /// Every broken limit, described.
     violations: Vec<String>,
+    /// Webhook, long polls in flight, revoked token.
+    polling: PollingState,
 }
 
 /// Telegram's flood limits (<https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this>):
@@ -361,6 +373,7 @@ impl FakeTelegram {
                 flood: FloodLimits::default(),
                 sends: Vec::new(),
                 violations: Vec::new(),
+                polling: PollingState::default(),
             }),
             calls_seen: watch::Sender::new(0),
             updates_seen: watch::Sender::new(0),
@@ -683,10 +696,16 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn record(&self, method: &str, params: Value, upload: Option<Upload>, status: StatusCode, at: Instant) {
+    /// Records a call; returns its index in the call list.
+    fn record(&self, method: &str, params: Value, upload: Option<Upload>, status: StatusCode, at: Instant) -> usize {
         let call = Call { method: method.to_owned(), params, upload, status: status.as_u16(), at };
-        self.state().calls.push(Arc::new(call));
+        let index = {
+            let mut state = self.state();
+            state.calls.push(Arc::new(call));
+            state.calls.len() - 1
+        };
         self.calls_seen.send_modify(|n| *n += 1);
+        index
     }
 
     fn take_fault(&self, method: &str, chat_id: Option<i64>) -> Option<Fault> {
@@ -792,7 +811,7 @@ async fn api(
         Ok(parsed) => parsed,
         Err(description) => {
             // Authorization still comes first, as on the real server.
-            let reply = if bot_token.strip_prefix("bot") == Some(shared.token.as_str()) {
+            let reply = if shared.accepts_token(&bot_token) {
                 error(StatusCode::BAD_REQUEST, &format!("Bad Request: {description}"), None)
             } else {
                 unauthorized()
@@ -805,7 +824,7 @@ async fn api(
     let upload = upload_part.as_ref().map(|p| Upload { file_name: p.file_name.clone(), bytes: p.bytes.to_vec() });
     let params_json = Value::Object(params.clone());
 
-    if bot_token.strip_prefix("bot") != Some(shared.token.as_str()) {
+    if !shared.accepts_token(&bot_token) {
         let reply = unauthorized();
         shared.record(method, params_json, upload, reply.status, at);
         return reply.into_response();
@@ -818,10 +837,12 @@ async fn api(
 
     let chat_id = params.get("chat_id").and_then(lenient_i64);
     let mut lost = false;
+    let mut held = None;
     match shared.take_fault(method, chat_id) {
         None => {}
         Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
         Some(Fault::ResponseLost) => lost = true,
+        Some(Fault::Hold(hold)) => held = Some(hold),
         Some(fault) => {
             let reply = fault_reply(fault);
             shared.record(method, params_json, upload, reply.status, at);
@@ -848,6 +869,9 @@ async fn api(
         shared.record(method, params_json, upload, reply.status, at);
         reply
     };
+    if let Some(hold) = held {
+        hold.hold_answer().await;
+    }
     if lost { lost_response(&reply) } else { reply.into_response() }
 }
 
@@ -958,11 +982,7 @@ fn perform(shared: &Shared, method: &str, params: &Map<String, Value>, upload: O
         }
         "editMessageText" => edit_message_text(&mut state, chat_id, params),
         "sendDocument" => send_document(shared, &mut state, chat_id, params, upload),
-        "getWebhookInfo" => ok(json!({
-            "url": "",
-            "has_custom_certificate": false,
-            "pending_update_count": state.updates.len(),
-        })),
+        "getWebhookInfo" | "setWebhook" | "deleteWebhook" => webhook_method(&mut state, method, params),
         "setMyCommands" => {
             state.commands = params.get("commands").cloned().unwrap_or_else(|| json!([]));
             ok(json!(true))
@@ -972,7 +992,7 @@ fn perform(shared: &Shared, method: &str, params: &Map<String, Value>, upload: O
             state.commands = json!([]);
             ok(json!(true))
         }
-        // sendChatAction, deleteWebhook, close, logOut.
+        // sendChatAction, close, logOut.
         _ => ok(json!(true)),
     }
 }
@@ -1093,9 +1113,15 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, at: Instant) 
     let timeout = params.get("timeout").and_then(lenient_i64).unwrap_or(0).max(0);
     let timeout = Duration::from_secs(u64::try_from(timeout).unwrap_or(0));
 
+    if let Some(reply) = webhook_conflict(shared) {
+        shared.record("getUpdates", Value::Object(params.clone()), None, reply.status, at);
+        return reply;
+    }
+    // This poll overtakes any still waiting: they answer 409 (woken like by a pushed update).
+    let generation = shared.overtake_polls();
     // Subscribe before looking at the queue, so an update pushed in between still wakes us.
     let mut pushed = shared.updates_seen.subscribe();
-    {
+    let index = {
         let mut state = shared.state();
         match offset {
             // A negative offset keeps only the last |offset| updates.
@@ -1113,10 +1139,11 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, at: Instant) 
         let stopped = state.stopped;
         drop(state);
         // Recorded before the long poll so tests see the offset confirmation at once.
-        shared.record("getUpdates", Value::Object(params.clone()), None, StatusCode::OK, at);
+        let index = shared.record("getUpdates", Value::Object(params.clone()), None, StatusCode::OK, at);
         if !batch.is_empty() || stopped {
             return ok(Value::Array(batch));
         }
+        index
     };
     if timeout.is_zero() {
         return ok(json!([]));
@@ -1127,6 +1154,10 @@ async fn get_updates(shared: &Shared, params: &Map<String, Value>, at: Instant) 
             return ok(json!([]));
         }
         let state = shared.state();
+        if state.polling.poll_generation != generation {
+            drop(state);
+            return shared.terminated_poll(index);
+        }
         let batch = take_batch(&state.updates, offset, limit);
         if !batch.is_empty() || state.stopped {
             return ok(Value::Array(batch));
@@ -1151,7 +1182,7 @@ async fn download(
     let (bytes, fault) = {
         let mut state = shared.state();
         state.downloads += 1;
-        if bot_token.strip_prefix("bot") != Some(shared.token.as_str()) {
+        if bot_token.strip_prefix("bot") != Some(shared.token.as_str()) || state.polling.token_revoked {
             state.download_log.push(Download { file_id: None, at, status: StatusCode::UNAUTHORIZED.as_u16() });
             return unauthorized().into_response();
         }
@@ -1446,7 +1477,7 @@ fn fault_reply(fault: Fault) -> Reply {
             "Bad Request: group chat was upgraded to a supergroup chat",
             Some(json!({ "migrate_to_chat_id": new_chat_id })),
         ),
-        Fault::ResponseLost | Fault::Delay(_) => unreachable!("handled before answering"),
+        Fault::ResponseLost | Fault::Delay(_) | Fault::Hold(_) => unreachable!("handled before answering"),
     }
 }
 
@@ -1511,4 +1542,209 @@ fn describe_calls(calls: &[Arc<Call>]) -> String {
         let _ = writeln!(listing, "  {:>3}. {} -> {} {params}{upload}", i + 1, call.method, call.status);
     }
     listing
+}
+
+// ---------------------------------------------------------------------------------------------
+// Who may poll (webhook, competing long polls, a revoked token) and held answers
+
+/// What decides whether getUpdates may answer, and whether the token is still good.
+#[derive(Default)]
+struct PollingState {
+    /// The URL set with setWebhook; while set, getUpdates answers 409.
+    webhook: Option<String>,
+    /// Bumped by every getUpdates that gets past the webhook check; a long poll that sees it
+    /// change was overtaken by a newer one and answers 409.
+    poll_generation: u64,
+    /// Set by [`FakeTelegram::revoke_token`]: every API call and download answers 401.
+    token_revoked: bool,
+}
+
+/// Telegram's answer to getUpdates while a webhook is set.
+const WEBHOOK_CONFLICT: &str =
+    "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
+
+/// Telegram's answer to a long poll that a newer getUpdates with the same token overtook.
+const OTHER_POLL_CONFLICT: &str =
+    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
+
+impl FakeTelegram {
+    /// Sets a webhook, as `setWebhook` would: from now on getUpdates answers 409 until
+    /// `deleteWebhook` (the updates queued meanwhile are kept, unless it drops them).
+    pub fn set_webhook(&self, url: &str) {
+        self.state().polling.webhook = Some(url.to_owned());
+    }
+
+    /// The webhook URL currently set, if any.
+    pub fn webhook(&self) -> Option<String> {
+        self.state().polling.webhook.clone()
+    }
+
+    /// Revokes the token, as BotFather's /revoke does: from now on every API call and every
+    /// download answers 401 Unauthorized.
+    pub fn revoke_token(&self) {
+        self.state().polling.token_revoked = true;
+    }
+
+    /// Holds the answer to the next call of `method` to `chat_id`: the call is performed and
+    /// recorded at once, and answered only after [`Hold::release`]. The returned handle tells
+    /// when the call arrived and whether the client gave up on it (closed the connection) first.
+    pub fn hold_next_for_chat(&self, method: &str, chat_id: i64) -> Hold {
+        let hold = Hold { phase: Arc::new(watch::Sender::new(HoldPhase::Waiting)) };
+        self.fail_next_for_chat(method, chat_id, Fault::Hold(hold.clone()));
+        hold
+    }
+}
+
+impl Shared {
+    /// Whether an API path's `bot{token}` segment carries the token the fake accepts (and it was
+    /// not revoked).
+    fn accepts_token(&self, bot_token: &str) -> bool {
+        bot_token.strip_prefix("bot") == Some(self.token.as_str()) && !self.state().polling.token_revoked
+    }
+
+    /// Marks a new getUpdates as the only one allowed to wait, waking those it overtakes.
+    /// Returns its generation.
+    fn overtake_polls(&self) -> u64 {
+        let generation = {
+            let mut state = self.state();
+            state.polling.poll_generation += 1;
+            state.polling.poll_generation
+        };
+        self.updates_seen.send_modify(|n| *n += 1);
+        generation
+    }
+
+    /// The answer of an overtaken long poll; its recorded call (at `index`) gets status 409.
+    fn terminated_poll(&self, index: usize) -> Reply {
+        let reply = error(StatusCode::CONFLICT, OTHER_POLL_CONFLICT, None);
+        {
+            let mut state = self.state();
+            if let Some(call) = state.calls.get_mut(index) {
+                let mut answered = Call::clone(call);
+                answered.status = reply.status.as_u16();
+                *call = Arc::new(answered);
+            }
+        }
+        self.calls_seen.send_modify(|n| *n += 1);
+        reply
+    }
+}
+
+/// getUpdates' answer while a webhook is set.
+fn webhook_conflict(shared: &Shared) -> Option<Reply> {
+    shared.state().polling.webhook.is_some().then(|| error(StatusCode::CONFLICT, WEBHOOK_CONFLICT, None))
+}
+
+/// getWebhookInfo, setWebhook and deleteWebhook.
+fn webhook_method(state: &mut FakeState, method: &str, params: &Map<String, Value>) -> Reply {
+    match method {
+        "getWebhookInfo" => ok(json!({
+            "url": state.polling.webhook.clone().unwrap_or_default(),
+            "has_custom_certificate": false,
+            "pending_update_count": state.updates.len(),
+        })),
+        "setWebhook" => {
+            let url = params.get("url").map(text_of).unwrap_or_default();
+            if url.is_empty() {
+                state.polling.webhook = None;
+                return ok(json!(true));
+            }
+            if !url.starts_with("https://") {
+                return bad_request("Bad Request: bad webhook: HTTPS url must be provided for webhook");
+            }
+            state.polling.webhook = Some(url);
+            ok(json!(true))
+        }
+        _ => {
+            state.polling.webhook = None;
+            if params.get("drop_pending_updates").and_then(Value::as_bool) == Some(true) {
+                state.updates.clear();
+            }
+            ok(json!(true))
+        }
+    }
+}
+
+/// Where a held answer is; see [`FakeTelegram::hold_next_for_chat`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldPhase {
+    /// The call has not arrived yet.
+    Waiting,
+    /// The call was performed; its answer waits for [`Hold::release`].
+    Held,
+    /// Released: the answer went out (or will, as soon as the call arrives).
+    Released,
+    /// The client closed the connection while the answer was held: it gave up on the call.
+    Abandoned,
+}
+
+/// A handle on one held answer. Clones share it.
+#[derive(Clone, Debug)]
+pub struct Hold {
+    phase: Arc<watch::Sender<HoldPhase>>,
+}
+
+impl Hold {
+    /// Lets the answer go (at once if the call is already held, else as soon as it arrives).
+    pub fn release(&self) {
+        self.phase.send_if_modified(|phase| match phase {
+            HoldPhase::Waiting | HoldPhase::Held => {
+                *phase = HoldPhase::Released;
+                true
+            }
+            HoldPhase::Released | HoldPhase::Abandoned => false,
+        });
+    }
+
+    /// The phase now.
+    pub fn phase(&self) -> HoldPhase {
+        *self.phase.borrow()
+    }
+
+    /// Waits until the call has arrived and is held (or went further); panics after `timeout`.
+    pub async fn arrived(&self, timeout: Duration) {
+        self.wait_until(|p| p != HoldPhase::Waiting, "the held call to arrive", timeout).await;
+    }
+
+    /// Waits until the client gave up on the held call; panics after `timeout` or if the answer
+    /// was released first.
+    pub async fn abandoned(&self, timeout: Duration) {
+        self.wait_until(|p| matches!(p, HoldPhase::Abandoned | HoldPhase::Released), "the client to give up", timeout)
+            .await;
+        assert_eq!(self.phase(), HoldPhase::Abandoned, "the held answer was released before the client gave up");
+    }
+
+    async fn wait_until(&self, pred: impl Fn(HoldPhase) -> bool, what: &str, timeout: Duration) {
+        let mut phase = self.phase.subscribe();
+        if tokio::time::timeout(timeout, phase.wait_for(|p| pred(*p))).await.is_err() {
+            panic!("fake Telegram: waited {timeout:?} for {what}; the held call is {:?}", self.phase());
+        }
+    }
+
+    /// Inside the handler: holds the answer until released; if the handler is dropped first
+    /// (hyper drops it when the client closes the connection), the hold is `Abandoned`.
+    async fn hold_answer(&self) {
+        struct GiveUp<'a>(&'a watch::Sender<HoldPhase>);
+        impl Drop for GiveUp<'_> {
+            fn drop(&mut self) {
+                self.0.send_if_modified(|phase| {
+                    let held = *phase == HoldPhase::Held;
+                    if held {
+                        *phase = HoldPhase::Abandoned;
+                    }
+                    held
+                });
+            }
+        }
+        self.phase.send_if_modified(|phase| {
+            let waiting = *phase == HoldPhase::Waiting;
+            if waiting {
+                *phase = HoldPhase::Held;
+            }
+            waiting
+        });
+        let _give_up = GiveUp(&self.phase);
+        let mut phase = self.phase.subscribe();
+        let _ = phase.wait_for(|p| *p == HoldPhase::Released).await;
+    }
 }

@@ -118,9 +118,14 @@ impl TestApp {
 
     /// Starts docket (again) on the same database and data folder.
     pub async fn start(&mut self) {
+        self.start_with(test_options()).await;
+    }
+
+    /// Starts docket (again) with these options instead of [`test_options`].
+    pub async fn start_with(&mut self, options: Options) {
         assert!(self.running.is_none(), "already running");
         let running =
-            docket::app::start(&self.config, BotToken::new(TEST_TOKEN), test_options()).await.expect("docket starts");
+            docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("docket starts");
         self.running = Some(running);
     }
 
@@ -268,11 +273,12 @@ impl Drop for TestApp {
 }
 
 /// The options every test docket runs with: the real clock, quick idle polls and retries.
-fn test_options() -> Options {
+pub fn test_options() -> Options {
     Options {
         clock: Arc::new(SystemClock),
         idle_poll: Duration::from_millis(100),
         retry_base: Duration::from_millis(100),
+        ..Options::default()
     }
 }
 
