@@ -141,21 +141,38 @@ impl DatabaseUrl {
         Err("a URL starting with sqlite:// or postgres://".into())
     }
 
-    /// The URL with any password replaced, safe for logs.
+    /// The URL with every password replaced by `***`, safe for logs: the one in the userinfo
+    /// (`postgres://user:secret@host/db`) and those in the query string (`?password=…`,
+    /// `?sslpassword=…`, any case). A URL that cannot be parsed is not shown at all.
     pub fn redacted(&self) -> String {
         match self {
             Self::Sqlite(p) => format!("sqlite://{}", p.display()),
             Self::Postgres(s) => match Url::parse(s) {
-                Ok(mut u) if u.password().is_some() => {
-                    let _ = u.set_password(Some("***"));
+                Ok(mut u) => {
+                    if u.password().is_some() {
+                        let _ = u.set_password(Some("***"));
+                    }
+                    if u.query().is_some() {
+                        let pairs: Vec<(String, String)> = u
+                            .query_pairs()
+                            .map(|(key, value)| {
+                                let secret = SECRET_PARAMETERS.iter().any(|s| key.eq_ignore_ascii_case(s));
+                                let value = if secret { "***".to_owned() } else { value.into_owned() };
+                                (key.into_owned(), value)
+                            })
+                            .collect();
+                        u.query_pairs_mut().clear().extend_pairs(pairs);
+                    }
                     u.to_string()
                 }
-                Ok(u) => u.to_string(),
                 Err(_) => "postgres://(unparsable)".to_owned(),
             },
         }
     }
 }
+
+/// Connection parameters of a PostgreSQL URL's query string that hold a secret (libpq's names).
+const SECRET_PARAMETERS: &[&str] = &["password", "sslpassword"];
 
 /// `[storage]`: the database and the data folder.
 #[derive(Debug, Clone)]
@@ -810,6 +827,30 @@ mod tests {
         assert!(DatabaseUrl::parse("sqlite://:memory:").is_err());
         let redacted = DatabaseUrl::parse("postgres://u:hunter2@127.0.0.1/test").expect("valid").redacted();
         assert!(!redacted.contains("hunter2"), "{redacted}");
+    }
+
+    #[test]
+    fn postgres_passwords_are_redacted_wherever_the_url_holds_them() {
+        let redacted = |s: &str| DatabaseUrl::parse(s).expect("valid").redacted();
+        for url in [
+            "postgres://u:hunter2@127.0.0.1/test",
+            "postgres://u@127.0.0.1/test?password=hunter2",
+            "postgresql://127.0.0.1/test?sslmode=require&password=hunter2&application_name=docket",
+            "postgres://u@127.0.0.1/test?sslpassword=hunter2",
+            "postgres://u@127.0.0.1/test?PASSWORD=hunter2",
+            "postgres://u:hunter1@127.0.0.1/test?password=hunter2&sslpassword=hunter3",
+            "postgres://u@127.0.0.1/test?password=hunter%32",
+        ] {
+            let shown = redacted(url);
+            assert!(!shown.contains("hunter"), "{url} shown as {shown}");
+            assert!(shown.contains("127.0.0.1/test"), "{url} shown as {shown}");
+        }
+        // What is not secret stays readable.
+        let shown = redacted("postgres://docket@db.internal:5433/docket?sslmode=require&password=x");
+        assert!(shown.starts_with("postgres://docket@db.internal:5433/docket?"), "{shown}");
+        assert!(shown.contains("sslmode=require"), "{shown}");
+        assert!(shown.contains("password=***"), "{shown}");
+        assert!(!redacted("postgres://u:pw@127.0.0.1/test").contains(":pw@"));
     }
 
     #[test]
