@@ -221,3 +221,35 @@ async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
     let parts: Vec<_> = crate::support::files_under(&bot._dir.path().join("data").join("downloads"));
     assert!(parts.is_empty(), "the interrupted download left {parts:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_to_a_pipe_carry_no_colour_codes() {
+    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
+    let child = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", config.to_str().expect("utf8"), "run"])
+        .current_dir(dir.path())
+        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
+        .env("TELOXIDE_API_URL", fake.api_url().as_str())
+        .env("RUST_LOG", "info")
+        .env_remove("DOCKET_CONFIG")
+        .env_remove("DOCKET_LOG_FORMAT")
+        .env_remove("NO_COLOR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("docket run starts");
+    // Polling has started: the startup lines (levels, fields) are written by now.
+    fake.wait_for_call("getUpdates", |_| true, crate::support::DEADLINE).await;
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("docket exits"))
+        .await
+        .expect("the waiting thread");
+    assert!(out.status.success(), "exit status after SIGTERM: {:?}", out.status);
+    let logs = stderr(&out);
+    assert!(logs.contains("docket is running"), "{logs}");
+    assert!(!logs.contains("\u{1b}["), "ANSI escape codes in piped logs:\n{logs:?}");
+}
