@@ -9,13 +9,18 @@ use teloxide::types::{Message, Update, UpdateKind};
 use crate::domain::{ChatRef, Ticket, UserId};
 use crate::intake::{Command, DocumentFacts, Incoming, Origin};
 
+/// How much of an unparsable update is kept with its rejection, in bytes.
+const MALFORMED_EXCERPT_BYTES: usize = 200;
+
 /// What `update` means to docket.
 pub fn classify(update: &Update) -> Incoming {
     match &update.kind {
         UpdateKind::Message(msg) => classify_message(msg),
         UpdateKind::Error(value) => {
+            // The raw update, shortened for the registry: at most 200 bytes, cut on a character
+            // boundary (it holds whatever people wrote, in any script).
             let mut raw = value.to_string();
-            raw.truncate(200);
+            raw.truncate(raw.floor_char_boundary(MALFORMED_EXCERPT_BYTES));
             Incoming::Malformed(format!("the Bot API sent an update docket cannot parse: {raw}"))
         }
         _ => Incoming::Ignored,
@@ -148,5 +153,223 @@ mod tests {
     fn an_unparsable_message_is_malformed_not_a_crash() {
         let u = update(serde_json::json!({"update_id": 5, "message": {"chat": "nonsense"}}));
         assert!(matches!(classify(&u), Incoming::Malformed(_)));
+    }
+
+    #[test]
+    fn an_unparsable_update_with_multibyte_text_is_shortened_on_a_character_boundary() {
+        // Every position of byte 200 inside a 2-, 3- and 4-byte character.
+        for wide in ["é", "中", "🦀"] {
+            for pad in 0..8 {
+                let text = format!("{}{}", "a".repeat(pad), wide.repeat(150));
+                let value = serde_json::json!({"update_id": 5, "message": {"chat": "nonsense", "text": text}});
+                let u = Update { id: teloxide::types::UpdateId(5), kind: UpdateKind::Error(value) };
+                let Incoming::Malformed(reason) = classify(&u) else { panic!("not malformed") };
+                assert!(reason.contains(wide), "{reason}");
+            }
+        }
+    }
+}
+
+/// Generated input: nothing in an update, however odd, makes the parser panic.
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use teloxide::types::{Update, UpdateId, UpdateKind};
+
+    use super::*;
+
+    /// Characters that stress byte/char confusion: multi-byte scripts and emoji, combining
+    /// marks, joiners, controls, and the characters the parsers look for.
+    fn tricky_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            4 => proptest::char::range('a', 'z'),
+            1 => proptest::char::range('A', 'Z'),
+            1 => proptest::char::range('0', '9'),
+            2 => Just('@'),
+            2 => Just('/'),
+            1 => Just('#'),
+            1 => Just('_'),
+            2 => Just(' '),
+            1 => Just('\n'),
+            1 => Just('\t'),
+            1 => Just('\u{0}'),
+            2 => Just('é'),
+            2 => Just('中'),
+            2 => Just('🦀'),
+            1 => Just('\u{301}'),
+            1 => Just('\u{200d}'),
+            1 => Just('\u{202e}'),
+            1 => Just('\u{3000}'),
+            1 => Just('\u{feff}'),
+            2 => any::<char>(),
+        ]
+    }
+
+    fn tricky_text(max: usize) -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => proptest::collection::vec(tricky_char(), 0..max).prop_map(String::from_iter),
+            1 => any::<String>(),
+        ]
+    }
+
+    /// A JSON value of any shape, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            tricky_text(40).prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(tricky_text(8), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A value where a message field is expected: usually well-typed, sometimes anything.
+    fn field(good: impl Strategy<Value = Value> + 'static) -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![2 => Just(None), 6 => good.prop_map(Some), 1 => any_json().prop_map(Some)]
+    }
+
+    fn chat() -> impl Strategy<Value = Value> {
+        let kind = prop_oneof![
+            Just(json!("private")),
+            Just(json!("group")),
+            Just(json!("supergroup")),
+            Just(json!("channel")),
+            tricky_text(10).prop_map(Value::String),
+        ];
+        (any::<i64>(), kind, tricky_text(30)).prop_map(
+            |(id, kind, title)| json!({"id": id, "type": kind, "title": title, "first_name": title, "username": title}),
+        )
+    }
+
+    fn user() -> impl Strategy<Value = Value> {
+        (any::<u64>(), any::<bool>(), tricky_text(30))
+            .prop_map(|(id, is_bot, name)| json!({"id": id, "is_bot": is_bot, "first_name": name, "username": name}))
+    }
+
+    fn document() -> impl Strategy<Value = Value> {
+        (tricky_text(20), tricky_text(20), field(tricky_text(300).prop_map(Value::String)), any::<i64>()).prop_map(
+            |(id, unique, name, size)| {
+                let mut d = json!({"file_id": id, "file_unique_id": unique, "file_size": size});
+                if let Some(name) = name {
+                    d["file_name"] = name;
+                }
+                d
+            },
+        )
+    }
+
+    fn entities() -> impl Strategy<Value = Value> {
+        let entity = (any::<i64>(), any::<i64>(), prop_oneof![Just("mention"), Just("bot_command"), Just("bold")])
+            .prop_map(|(offset, length, kind)| json!({"type": kind, "offset": offset, "length": length}));
+        proptest::collection::vec(entity, 0..4).prop_map(Value::Array)
+    }
+
+    /// A message object: each field present or not, well-typed or not.
+    fn message(depth: u32) -> BoxedStrategy<Value> {
+        let reply = if depth == 0 { Just(None).boxed() } else { field(message(depth - 1)).boxed() };
+        (
+            field(any::<i32>().prop_map(Value::from)),
+            field(any::<u32>().prop_map(Value::from)),
+            field(chat()),
+            field(user()),
+            field(tricky_text(400).prop_map(Value::String)),
+            field(tricky_text(400).prop_map(Value::String)),
+            field(document()),
+            field(entities()),
+            reply,
+        )
+            .prop_map(|(id, date, chat, from, text, caption, document, entities, reply)| {
+                let mut m = serde_json::Map::new();
+                for (key, value) in [
+                    ("message_id", id),
+                    ("date", date),
+                    ("chat", chat),
+                    ("from", from),
+                    ("text", text),
+                    ("caption", caption),
+                    ("document", document),
+                    ("entities", entities.clone()),
+                    ("caption_entities", entities),
+                    ("reply_to_message", reply),
+                ] {
+                    if let Some(value) = value {
+                        m.insert(key.to_owned(), value);
+                    }
+                }
+                Value::Object(m)
+            })
+            .boxed()
+    }
+
+    /// An update-shaped value: a known or unknown kind holding a message-ish or any value.
+    fn update_json() -> impl Strategy<Value = Value> {
+        let kind = prop_oneof![
+            4 => Just("message".to_owned()),
+            1 => Just("edited_message".to_owned()),
+            1 => Just("channel_post".to_owned()),
+            1 => Just("poll".to_owned()),
+            1 => tricky_text(12),
+        ];
+        let body = prop_oneof![4 => message(2), 1 => any_json()];
+        (any::<u32>(), kind, body).prop_map(|(id, kind, body)| {
+            let mut u = serde_json::Map::new();
+            u.insert("update_id".to_owned(), json!(id));
+            u.insert(kind, body);
+            Value::Object(u)
+        })
+    }
+
+    /// Parses as teloxide's getUpdates does: an update it cannot read becomes
+    /// `UpdateKind::Error` holding the whole update as sent.
+    fn parse_like_teloxide(value: &Value) -> Option<Update> {
+        let mut update: Update = serde_json::from_str(&value.to_string()).ok()?;
+        if let UpdateKind::Error(dest) = &mut update.kind {
+            *dest = value.clone();
+        }
+        Some(update)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn classify_never_panics_on_update_shaped_json(value in update_json()) {
+            if let Some(update) = parse_like_teloxide(&value) {
+                let _ = classify(&update);
+            }
+        }
+
+        #[test]
+        fn classify_never_panics_on_updates_teloxide_cannot_parse(id in any::<u32>(), value in any_json()) {
+            let update = Update { id: UpdateId(id), kind: UpdateKind::Error(value) };
+            let Incoming::Malformed(reason) = classify(&update) else {
+                return Err(TestCaseError::fail("an unparsable update must be malformed"));
+            };
+            // Shortened: the prefix plus at most 200 bytes of the raw update.
+            prop_assert!(reason.len() <= 260, "{} bytes", reason.len());
+        }
+
+        #[test]
+        fn a_cut_anywhere_in_multibyte_text_is_safe(pad in 0usize..300, wide in tricky_text(200)) {
+            let text = format!("{}{wide}", "a".repeat(pad));
+            let update = Update { id: UpdateId(1), kind: UpdateKind::Error(json!({"message": {"text": text}})) };
+            let _ = classify(&update);
+        }
+
+        #[test]
+        fn command_parsing_never_panics(text in tricky_text(300)) {
+            if parse_command(&text).is_some() {
+                prop_assert!(text.trim_start().starts_with('/'));
+            }
+        }
     }
 }
