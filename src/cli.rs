@@ -111,14 +111,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::CheckConfig => out(&describe(&config)),
         Command::Status { ticket, json } => {
-            let store = open(&config).await?;
+            let store = open_existing(&config).await?;
             let job = store.job(ticket).await?;
             store.close().await;
             let Some(job) = job else { anyhow::bail!("no such ticket: {ticket}") };
             if json { out(&job_json(&job).to_string()) } else { out(&status_text(&job)) }
         }
         Command::Jobs { state, limit, json } => {
-            let store = open(&config).await?;
+            let store = open_existing(&config).await?;
             let jobs = store.jobs(&JobFilter { chat: None, state, limit: limit.max(1) }).await?;
             store.close().await;
             let lines: Vec<String> = if json {
@@ -149,8 +149,16 @@ async fn open(config: &Config) -> anyhow::Result<Store> {
         .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))
 }
 
+/// Opens the bot's database for the admin commands: it must exist and hold docket's schema;
+/// nothing is created or migrated.
+async fn open_existing(config: &Config) -> anyhow::Result<Store> {
+    Ok(Store::open_existing(&config.storage.database_url).await?)
+}
+
 async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
-    let store = open(config).await?;
+    // Never on a database that is not there: against an empty one every file would look like
+    // an orphan.
+    let store = open_existing(config).await?;
     let deps = JanitorDeps {
         store: store.clone(),
         clock: Arc::new(SystemClock),

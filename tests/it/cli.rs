@@ -253,3 +253,71 @@ async fn logs_to_a_pipe_carry_no_colour_codes() {
     assert!(logs.contains("docket is running"), "{logs}");
     assert!(!logs.contains("\u{1b}["), "ANSI escape codes in piped logs:\n{logs:?}");
 }
+
+#[test]
+fn admin_commands_on_a_missing_database_say_so_and_create_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("nowhere").join("docket.db");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    for args in
+        [&["status", "1"][..], &["status", "1", "--json"], &["jobs"], &["jobs", "--json"], &["janitor", "--dry-run"]]
+    {
+        let out = docket(args, Some(&config));
+        assert!(!out.status.success(), "{args:?} succeeded on a missing database");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("no database at sqlite://{}", db.display())), "{args:?}: {err}");
+        assert!(err.contains("(has docket run here?)"), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} created {}", db.display());
+        assert!(!db.parent().expect("a folder").exists(), "{args:?} created the database folder");
+    }
+}
+
+#[test]
+fn admin_commands_refuse_a_sqlite_file_without_dockets_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("other.db");
+    std::fs::write(&db, b"").expect("an empty file is an empty SQLite database");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    for args in [&["status", "1"][..], &["jobs"]] {
+        let out = docket(args, Some(&config));
+        assert!(!out.status.success(), "{args:?} succeeded on a foreign database");
+        let err = stderr(&out);
+        assert!(err.contains("has no docket schema"), "{args:?}: {err}");
+        assert_eq!(std::fs::metadata(&db).expect("still there").len(), 0, "{args:?} wrote to the file");
+    }
+}
+
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
+    use sqlx::Connection;
+
+    let db = crate::support::postgres::TestDatabase::create().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"{}\"\n", db.url)).expect("write");
+    for args in [&["status", "1"][..], &["jobs"]] {
+        let out = docket(args, Some(&config));
+        assert!(!out.status.success(), "{args:?} succeeded on a database without docket's schema");
+        let err = stderr(&out);
+        assert!(err.contains("has no docket schema") && err.contains("(has docket run here?)"), "{args:?}: {err}");
+    }
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let tables: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count tables");
+    assert_eq!(tables, 0, "nothing was migrated");
+
+    // A database that does not exist at all.
+    let mut missing = url::Url::parse(&db.url).expect("a URL");
+    missing.set_path("docket_it_does_not_exist");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"{missing}\"\n")).expect("write");
+    let out = docket(&["jobs"], Some(&config));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no database at postgres://") && err.contains("(has docket run here?)"), "{err}");
+}
