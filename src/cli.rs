@@ -273,7 +273,7 @@ fn describe(c: &Config) -> String {
          [budget]   bytes = {}, multiplier = {}, max_wait = {}\n\
          [retention] result_ttl = {}, janitor_interval = {}, history = {}, results_bytes = {}\n\
          [outbox]   senders = {}, global_per_second = {}, private_interval = {}, group_per_minute = {}, max_attempts = {}\n\
-         [access]   allowed_users = {}, admins = {:?}",
+         [access]   allowed_users = {}, admins = {:?}, groups = {}",
         c.telegram.api_url,
         c.telegram.local_api,
         humantime::format_duration(c.telegram.poll_timeout),
@@ -300,6 +300,7 @@ fn describe(c: &Config) -> String {
         c.outbox.max_attempts,
         if c.access.allowed_users.is_empty() { "everyone".to_owned() } else { format!("{:?}", c.access.allowed_users) },
         c.access.admins,
+        c.access.groups.as_str(),
     )
 }
 

@@ -245,13 +245,41 @@ pub struct Retention {
     pub results_bytes: Option<u64>,
 }
 
-/// `[access]`: who may use the bot.
+/// `[access]`: who may use the bot, and where.
 #[derive(Debug, Clone, Default)]
 pub struct Access {
     /// `allowed_users`: empty means everyone.
     pub allowed_users: Vec<i64>,
     /// `admins`: receive operational alerts.
     pub admins: Vec<i64>,
+    /// `groups`: which messages docket takes in group chats.
+    pub groups: GroupMode,
+}
+
+/// `[access] groups`: which messages docket takes in groups and supergroups. Private chats are
+/// not affected: there every document and command is docket's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GroupMode {
+    /// `"addressed"`: commands without a bot name or naming this bot (`/status@ThisBot 12`), and
+    /// documents whose caption mentions the bot (`@ThisBot`) or that reply to one of its
+    /// messages. Commands for other bots and everything else are ignored.
+    #[default]
+    Addressed,
+    /// `"all"`: every document; commands as with `Addressed`.
+    All,
+    /// `"off"`: nothing from groups, not even commands.
+    Off,
+}
+
+impl GroupMode {
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Addressed => "addressed",
+            Self::All => "all",
+            Self::Off => "off",
+        }
+    }
 }
 
 impl Access {
@@ -517,10 +545,20 @@ impl Config {
             results_bytes: r.size(&re, "retention", "results_bytes"),
         };
 
-        let a = r.section(&table, "access", &["allowed_users", "admins"]);
+        let a = r.section(&table, "access", &["allowed_users", "admins", "groups"]);
+        let groups = match r.string(&a, "access", "groups").as_deref() {
+            None | Some("addressed") => GroupMode::Addressed,
+            Some("all") => GroupMode::All,
+            Some("off") => GroupMode::Off,
+            Some(other) => {
+                r.problem("[access] groups", &quote(other), "one of \"addressed\", \"all\" or \"off\"");
+                GroupMode::Addressed
+            }
+        };
         let access = Access {
             allowed_users: r.id_list(&a, "access", "allowed_users"),
             admins: r.id_list(&a, "access", "admins"),
+            groups,
         };
 
         let m = r.section(&table, "metrics", &["listen"]);
@@ -807,6 +845,21 @@ mod tests {
         assert_eq!(c.limits.cloud_download, 2_000_000_000);
         assert_eq!(c.limits.local_upload, 1_610_612_736);
         assert_eq!(c.retention.result_ttl, Duration::from_secs(1800));
+    }
+
+    #[test]
+    fn the_group_mode_defaults_to_addressed_and_is_checked() {
+        assert_eq!(Config::from_toml_str("", None, None).expect("valid").access.groups, GroupMode::Addressed);
+        for (written, mode) in [("addressed", GroupMode::Addressed), ("all", GroupMode::All), ("off", GroupMode::Off)] {
+            let c = Config::from_toml_str(&format!("[access]\ngroups = {written:?}\n"), None, None).expect("valid");
+            assert_eq!(c.access.groups, mode);
+            assert_eq!(mode.as_str(), written);
+        }
+        for bad in ["\"Addressed\"", "\"none\"", "true", "1"] {
+            let p = problems(&format!("[access]\ngroups = {bad}\n"));
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert_eq!(p[0].key, "[access] groups");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use teloxide::types::{Message, Update, UpdateKind};
 
 use crate::domain::{ChatRef, Ticket, UserId};
-use crate::intake::{Command, DocumentFacts, Incoming, Origin};
+use crate::intake::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
 
 /// How much of an unparsable update is kept with its rejection, in bytes.
 const MALFORMED_EXCERPT_BYTES: usize = 200;
@@ -30,12 +30,14 @@ pub fn classify(update: &Update) -> Incoming {
 fn classify_message(msg: &Message) -> Incoming {
     let origin = Origin {
         chat: ChatRef(msg.chat.id.0),
+        chat_kind: if msg.chat.is_private() { ChatKind::Private } else { ChatKind::Group },
         user: msg.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX))),
         message_id: i64::from(msg.id.0),
     };
     if let Some(doc) = msg.document() {
         // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
         let size = (doc.file.size != u32::MAX).then_some(u64::from(doc.file.size));
+        let names = mentions(msg.caption().unwrap_or_default()).into_iter().map(str::to_owned).collect();
         return Incoming::Document(
             origin,
             DocumentFacts {
@@ -45,10 +47,12 @@ fn classify_message(msg: &Message) -> Incoming {
                 mime: doc.mime_type.as_ref().map(ToString::to_string),
                 size,
             },
+            Address { names, replies_to: replied_sender(msg) },
         );
     }
-    if let Some(command) = msg.text().and_then(parse_command) {
-        return Incoming::Command(origin, command);
+    if let Some((command, bot)) = msg.text().and_then(parse_addressed_command) {
+        let names = bot.map(str::to_owned).into_iter().collect();
+        return Incoming::Command(origin, command, Address { names, replies_to: replied_sender(msg) });
     }
     // Service messages (members joining, pins…) in groups need no answer.
     if msg.text().is_none() && msg.caption().is_none() && !has_media(msg) {
@@ -59,6 +63,17 @@ fn classify_message(msg: &Message) -> Incoming {
         return Incoming::Ignored;
     }
     Incoming::Other(origin)
+}
+
+/// The sender of the message `msg` replies to. In a forum topic every message without an
+/// explicit reply carries the topic's first message as its `reply_to_message`: that is not a
+/// reply to its author.
+fn replied_sender(msg: &Message) -> Option<UserId> {
+    let replied = msg.reply_to_message()?;
+    if msg.is_topic_message && msg.thread_id.is_some_and(|thread| thread.0 == replied.id) {
+        return None;
+    }
+    replied.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX)))
 }
 
 fn has_media(msg: &Message) -> bool {
@@ -72,17 +87,49 @@ fn has_media(msg: &Message) -> bool {
 
 /// Parses `/status 12`, `/status@docket_bot #12`, `/jobs`… Unknown commands are `None`.
 pub fn parse_command(text: &str) -> Option<Command> {
+    parse_addressed_command(text).map(|(command, _)| command)
+}
+
+/// Like [`parse_command`], with the bot the command is addressed to: `docket_bot` for
+/// `/status@docket_bot 12`, `None` for `/status 12` (in a group: whichever bot takes it).
+pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
     let mut words = text.split_whitespace();
     let head = words.next()?.strip_prefix('/')?;
-    let name = head.split('@').next().unwrap_or_default().to_ascii_lowercase();
-    match name.as_str() {
-        "start" => Some(Command::Start),
-        "help" => Some(Command::Help),
-        "jobs" => Some(Command::Jobs),
-        "status" => Some(Command::Status(ticket_arg(words.next()))),
-        "get" => Some(Command::Get(ticket_arg(words.next()))),
-        _ => None,
+    let (name, bot) = match head.split_once('@') {
+        Some((name, bot)) => (name, Some(bot).filter(|b| !b.is_empty())),
+        None => (head, None),
+    };
+    let command = match name.to_ascii_lowercase().as_str() {
+        "start" => Command::Start,
+        "help" => Command::Help,
+        "jobs" => Command::Jobs,
+        "status" => Command::Status(ticket_arg(words.next())),
+        "get" => Command::Get(ticket_arg(words.next())),
+        _ => return None,
+    };
+    Some((command, bot))
+}
+
+/// The `@name` mentions in `text`, without the `@`, in order: an `@` that does not follow a
+/// name character (so `me@example` is not one), then the name characters after it (ASCII
+/// letters, digits and `_`, all a Telegram username may hold).
+pub fn mentions(text: &str) -> Vec<&str> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    let mut previous = None;
+    for (at, c) in text.char_indices() {
+        if c == '@' && !previous.is_some_and(is_name) {
+            // `@` is one byte, so the name starts on a character boundary; it ends at the first
+            // character that is not a name character, which `find` reports as a boundary too.
+            let rest = &text[at + 1..];
+            let name = &rest[..rest.find(|c: char| !is_name(c)).unwrap_or(rest.len())];
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+        previous = Some(c);
     }
+    found
 }
 
 fn ticket_arg(word: Option<&str>) -> Option<Ticket> {
@@ -114,7 +161,9 @@ mod tests {
             "file_id": "F", "file_unique_id": "U", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 12_300_000
         }})));
         let c = classify(&u);
-        let Incoming::Document(origin, facts) = c else { panic!("not a document: {c:?}") };
+        let Incoming::Document(origin, facts, address) = c else { panic!("not a document: {c:?}") };
+        assert_eq!(origin.chat_kind, ChatKind::Private);
+        assert_eq!(address, Address::default());
         assert_eq!(origin.chat, ChatRef(42));
         assert_eq!(origin.message_id, 7);
         assert_eq!(facts.size, Some(12_300_000));
@@ -125,7 +174,7 @@ mod tests {
     #[test]
     fn a_document_without_size_name_or_mime_is_still_a_document() {
         let u = update(message(serde_json::json!({"document": {"file_id": "F", "file_unique_id": "U"}})));
-        let Incoming::Document(_, facts) = classify(&u) else { panic!("not a document") };
+        let Incoming::Document(_, facts, _) = classify(&u) else { panic!("not a document") };
         assert_eq!(facts.size, None, "a missing size is unknown, not u32::MAX");
         assert_eq!(facts.name, None);
         assert_eq!(facts.mime, None);
@@ -141,6 +190,70 @@ mod tests {
         assert_eq!(parse_command("/get #12"), Some(Command::Get(Some(Ticket(12)))));
         assert_eq!(parse_command("/frobnicate"), None);
         assert_eq!(parse_command("hello"), None);
+    }
+
+    #[test]
+    fn commands_say_which_bot_they_are_for() {
+        let status = Command::Status(Some(Ticket(12)));
+        assert_eq!(parse_addressed_command("/status@ThisBot 12"), Some((status.clone(), Some("ThisBot"))));
+        assert_eq!(parse_addressed_command("/status 12"), Some((status.clone(), None)));
+        assert_eq!(parse_addressed_command("/status@ 12"), Some((status, None)));
+        assert_eq!(parse_addressed_command("/HELP@other_bot"), Some((Command::Help, Some("other_bot"))));
+        assert_eq!(parse_addressed_command("/frobnicate@ThisBot"), None);
+    }
+
+    #[test]
+    fn mentions_are_at_names_not_addresses() {
+        assert_eq!(mentions("for @ThisBot, please"), ["ThisBot"]);
+        assert_eq!(mentions("@a_b1 and (@c) @d!"), ["a_b1", "c", "d"]);
+        assert_eq!(mentions("mail me@ThisBot.org"), Vec::<&str>::new());
+        assert_eq!(mentions("@ @@x é@y 中@z"), ["x", "y", "z"]);
+        assert_eq!(mentions("@ThisBot_fan"), ["ThisBot_fan"]);
+        assert_eq!(mentions(""), Vec::<&str>::new());
+    }
+
+    fn group_message(extra: serde_json::Value) -> serde_json::Value {
+        let mut u = message(extra);
+        u["message"]["chat"] = serde_json::json!({"id": -1001, "type": "supergroup", "title": "G"});
+        u
+    }
+
+    #[test]
+    fn group_documents_carry_caption_mentions_and_the_replied_sender() {
+        let doc = serde_json::json!({"file_id": "F", "file_unique_id": "U"});
+        let u = update(group_message(serde_json::json!({"document": doc, "caption": "to @ThisBot and @Other"})));
+        let Incoming::Document(origin, _, address) = classify(&u) else { panic!("not a document") };
+        assert_eq!(origin.chat_kind, ChatKind::Group);
+        assert_eq!(address.names, ["ThisBot", "Other"]);
+        assert_eq!(address.replies_to, None);
+
+        let bot_message = serde_json::json!({
+            "message_id": 3, "date": 1_700_000_000,
+            "chat": {"id": -1001, "type": "supergroup", "title": "G"},
+            "from": {"id": 555, "is_bot": true, "first_name": "docket", "username": "ThisBot"},
+            "text": "Got a.pdf"
+        });
+        let u = update(group_message(serde_json::json!({"document": doc, "reply_to_message": bot_message})));
+        let Incoming::Document(_, _, address) = classify(&u) else { panic!("not a document") };
+        assert_eq!(address.replies_to, Some(UserId(555)));
+
+        // In a forum topic, the topic's first message is no reply to its author.
+        let u = update(group_message(serde_json::json!({
+            "document": doc, "reply_to_message": bot_message, "is_topic_message": true, "message_thread_id": 3
+        })));
+        let Incoming::Document(_, _, address) = classify(&u) else { panic!("not a document") };
+        assert_eq!(address.replies_to, None);
+    }
+
+    #[test]
+    fn group_commands_carry_the_bot_they_name() {
+        let u = update(group_message(serde_json::json!({"text": "/status@OtherBot 12"})));
+        let Incoming::Command(origin, command, address) = classify(&u) else { panic!("not a command") };
+        assert_eq!(origin.chat_kind, ChatKind::Group);
+        assert_eq!(command, Command::Status(Some(Ticket(12))));
+        assert_eq!(address.names, ["OtherBot"]);
+        let u = update(group_message(serde_json::json!({"text": "hello all"})));
+        assert_eq!(classify(&u), Incoming::Ignored);
     }
 
     #[test]
@@ -367,9 +480,33 @@ mod properties {
 
         #[test]
         fn command_parsing_never_panics(text in tricky_text(300)) {
-            if parse_command(&text).is_some() {
+            if let Some((_, bot)) = parse_addressed_command(&text) {
                 prop_assert!(text.trim_start().starts_with('/'));
+                let named = bot.is_none_or(|b| !b.is_empty() && text.contains(&format!("@{b}")));
+                prop_assert!(named, "{:?} from {:?}", bot, text);
             }
+            prop_assert_eq!(parse_command(&text), parse_addressed_command(&text).map(|(c, _)| c));
+        }
+
+        #[test]
+        fn mentions_never_panic_and_are_names(text in tricky_text(300)) {
+            for name in mentions(&text) {
+                prop_assert!(!name.is_empty());
+                prop_assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{name:?}");
+                let mentioned = format!("@{name}");
+                prop_assert!(text.contains(&mentioned), "{:?} in {:?}", name, text);
+            }
+        }
+
+        #[test]
+        fn a_mention_is_found_whatever_surrounds_it(
+            before in tricky_text(50),
+            name in "[A-Za-z0-9_]{1,32}",
+            after in tricky_text(50),
+        ) {
+            // A separator on each side, as a person writes a mention in a sentence.
+            let text = format!("{before} @{name} {after}");
+            prop_assert!(mentions(&text).contains(&name.as_str()), "{name} in {text:?}");
         }
     }
 }
