@@ -161,6 +161,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             upload_limit: config.upload_limit(),
             result_ttl: config.retention.result_ttl,
             largest_source: budget.largest_source(),
+            per_chat_queued: config.limits.per_chat_queued,
         },
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),

@@ -268,7 +268,7 @@ fn describe(c: &Config) -> String {
         "configuration is valid\n\
          [telegram] mode = polling, api_url = {}, local_api = {}, poll_timeout = {}\n\
          [storage]  database_url = {}, data_dir = {}\n\
-         [limits]   download = {}, upload = {} (current mode)\n\
+         [limits]   download = {}, upload = {} (current mode), per_chat_queued = {}\n\
          [workers]  download = {}, process = {}, lease = {}, max_attempts = {}, shutdown_grace = {}\n\
          [budget]   bytes = {}, multiplier = {}, max_wait = {}\n\
          [retention] result_ttl = {}, janitor_interval = {}, history = {}, results_bytes = {}\n\
@@ -281,6 +281,7 @@ fn describe(c: &Config) -> String {
         c.storage.data_dir.display(),
         texts::size(c.download_limit()),
         texts::size(c.upload_limit()),
+        c.limits.per_chat_queued,
         c.workers.download,
         c.workers.process,
         humantime::format_duration(c.workers.lease),

@@ -185,7 +185,7 @@ pub struct StorageConfig {
     pub min_free: u64,
 }
 
-/// `[limits]`: byte limits of the two Bot API modes.
+/// `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// `cloud_download`
@@ -196,6 +196,9 @@ pub struct Limits {
     pub cloud_upload: u64,
     /// `local_upload`
     pub local_upload: u64,
+    /// `per_chat_queued`: how many of one chat's jobs may wait in `accepted` (not downloading
+    /// yet); a document beyond it is refused, with no job.
+    pub per_chat_queued: u64,
 }
 
 impl Limits {
@@ -478,12 +481,17 @@ impl Config {
         let min_free = r.size(&s, "storage", "min_free").unwrap_or(1024 * 1024 * 1024);
         let storage = StorageConfig { database_url, data_dir, min_free };
 
-        let l = r.section(&table, "limits", &["cloud_download", "local_download", "cloud_upload", "local_upload"]);
+        let l = r.section(
+            &table,
+            "limits",
+            &["cloud_download", "local_download", "cloud_upload", "local_upload", "per_chat_queued"],
+        );
         let limits = Limits {
             cloud_download: r.size(&l, "limits", "cloud_download").unwrap_or(20 * 1024 * 1024),
             local_download: r.size(&l, "limits", "local_download").unwrap_or(2_000_000_000),
             cloud_upload: r.size(&l, "limits", "cloud_upload").unwrap_or(50_000_000),
             local_upload: r.size(&l, "limits", "local_upload").unwrap_or(2_000_000_000),
+            per_chat_queued: r.count(&l, "limits", "per_chat_queued", 1, 100_000).map_or(50, |n| n as u64),
         };
 
         let w = r.section(
@@ -859,6 +867,19 @@ mod tests {
             let p = problems(&format!("[access]\ngroups = {bad}\n"));
             assert_eq!(p.len(), 1, "{p:?}");
             assert_eq!(p[0].key, "[access] groups");
+        }
+    }
+
+    #[test]
+    fn the_per_chat_queue_cap_defaults_to_50_and_is_checked() {
+        assert_eq!(Config::from_toml_str("", None, None).expect("valid").limits.per_chat_queued, 50);
+        let c = Config::from_toml_str("[limits]\nper_chat_queued = 3\n", None, None).expect("valid");
+        assert_eq!(c.limits.per_chat_queued, 3);
+        for bad in ["0", "-1", "100001", "\"many\"", "2.5"] {
+            let p = problems(&format!("[limits]\nper_chat_queued = {bad}\n"));
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert_eq!(p[0].key, "[limits] per_chat_queued");
+            assert_eq!(p[0].expected, "a whole number from 1 to 100000");
         }
     }
 

@@ -107,6 +107,8 @@ pub enum Recorded {
     KnownFile(Ticket),
     /// The file was over the download limit: refused, no job.
     RefusedTooBig,
+    /// The chat already had `[limits] per_chat_queued` jobs waiting: refused, no job.
+    RefusedQueueFull,
     /// The sender may not use the bot.
     RefusedAccess,
     /// A command or a hint was answered.
@@ -136,6 +138,8 @@ pub struct IntakeSettings {
     pub result_ttl: Duration,
     /// The largest file the byte budget can ever hold (with its intermediate output).
     pub largest_source: u64,
+    /// How many of one chat's jobs may wait in `accepted` (not downloading yet).
+    pub per_chat_queued: u64,
 }
 
 /// The intake service. Cheap to clone.
@@ -281,6 +285,9 @@ impl Intake {
             operation: Operation::Optimize,
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
+            if self.queue_is_full(tx, update_id, origin, &name).await? {
+                return Ok(Recorded::RefusedQueueFull);
+            }
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
             let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
@@ -307,6 +314,10 @@ impl Intake {
                 .await?;
             }
             JobState::Expired | JobState::Failed => {
+                // Starting it again queues it like a new file.
+                if self.queue_is_full(tx, update_id, origin, &name).await? {
+                    return Ok(Recorded::RefusedQueueFull);
+                }
                 let text = if job.state == JobState::Failed {
                     texts::trying_again_after_failure(&name, ticket)
                 } else {
@@ -331,6 +342,20 @@ impl Intake {
         }
         info!(ticket = ticket.0, update.id = update_id, "the same file arrived again");
         Ok(Recorded::KnownFile(ticket))
+    }
+
+    /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the
+    /// refusal is queued. Counted in intake's transaction, so the cap holds however fast files
+    /// arrive.
+    async fn queue_is_full(&self, tx: &mut Tx, update_id: i64, origin: Origin, name: &str) -> StoreResult<bool> {
+        let cap = self.settings.per_chat_queued;
+        let waiting = tx.waiting_in_chat(origin.chat, self.clock.now(), cap).await?;
+        if waiting < cap {
+            return Ok(false);
+        }
+        self.reply(tx, update_id, origin, texts::queue_full(name, waiting)).await?;
+        info!(update.id = update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
+        Ok(true)
     }
 
     /// `/get N`: the kept result again (by its Telegram file_id when known: one read, one

@@ -75,6 +75,7 @@ conformance!(
     send_slots_are_spaced_for_every_sender,
     a_migrated_chat_takes_its_messages_and_jobs,
     progress_edits_coalesce_and_never_hold_a_chat_back,
+    waiting_jobs_per_chat_leave_out_downloads,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1486,4 +1487,29 @@ async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
     assert!(progress_rows[0].id > edit.id && progress_rows[0].state == OutboxState::Pending);
     let later_id = rows.iter().find(|m| m.idempotency_key == "later").map(|m| m.id);
     assert!(Some(progress_rows[0].id) > later_id);
+}
+
+async fn waiting_in_chat(store: &Store, now: Timestamp, cap: u64) -> u64 {
+    let mut tx = store.begin().await.unwrap();
+    let n = tx.waiting_in_chat(CHAT, now, cap).await.unwrap();
+    tx.commit().await.unwrap();
+    n
+}
+
+async fn waiting_jobs_per_chat_leave_out_downloads(store: Store) {
+    for n in 1..=3 {
+        insert(&store, &new_job(CHAT, n), at(n)).await;
+    }
+    insert(&store, &new_job(OTHER_CHAT, 9), at(4)).await;
+    assert_eq!(waiting_in_chat(&store, at(10), 100).await, 3, "another chat's job is not counted");
+    assert_eq!(waiting_in_chat(&store, at(10), 2).await, 2, "counted up to the cap");
+
+    // Downloading is no longer waiting; a download whose lease lapsed waits again.
+    let (downloading, lease) = claim(&store, Stage::Download, "w", at(10)).await;
+    assert_eq!(downloading.chat, CHAT);
+    assert_eq!(waiting_in_chat(&store, at(11), 100).await, 2);
+    assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 3);
+    // Downloaded: it has left the queue.
+    assert!(store.mark_fetched(downloading.ticket, &lease, "/spool/1.pdf", 10, "ff", at(12)).await.unwrap());
+    assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 2);
 }

@@ -845,6 +845,13 @@ impl Tx {
         backend::tx::chat_jobs(self, chat, limit).await
     }
 
+    /// How many of `chat`'s jobs wait in `accepted` without a live download lease at `now`
+    /// (queued, not downloading), counted up to `cap` at most.
+    pub async fn waiting_in_chat(&mut self, chat: ChatRef, now: Timestamp, cap: u64) -> StoreResult<u64> {
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+        Ok(u64::try_from(backend::tx::waiting_in_chat(self, chat, now, cap).await?).unwrap_or(0))
+    }
+
     /// Inserts a new `accepted` job and returns its ticket.
     pub async fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
         backend::tx::insert_job(self, job, now).await

@@ -139,6 +139,20 @@ pub fn too_big_for_budget(name: &str, declared: u64, largest: u64) -> String {
     )
 }
 
+/// The refusal of a file when its chat already has `waiting` files in the queue, as many as one
+/// chat may (`[limits] per_chat_queued`); no job is made.
+pub fn queue_full(name: &str, waiting: u64) -> String {
+    let waiting = match waiting {
+        1 => "1 of your files is".to_owned(),
+        n => format!("{n} of your files are"),
+    };
+    format!(
+        "{} was not queued: {waiting} already waiting in the queue, as many as this bot takes from one chat. \
+         Please send it again when some of them are done.",
+        display_name(name)
+    )
+}
+
 /// The refusal of a user who is not on `[access] allowed_users`.
 pub fn not_allowed(user_id: Option<i64>) -> String {
     match user_id {

@@ -45,6 +45,29 @@ fn check_config_accepts_the_documented_example() {
 }
 
 #[test]
+fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(&path, "[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n").expect("write");
+    let out = docket(&["check-config"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("per_chat_queued = 7"), "{shown}");
+    assert!(shown.contains("groups = all"), "{shown}");
+
+    let defaults = docket(&["check-config"], None);
+    let shown = String::from_utf8_lossy(&defaults.stdout);
+    assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = addressed"), "{shown}");
+
+    std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
+    let out = docket(&["check-config"], Some(&path));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("[limits] per_chat_queued = 0: expected a whole number from 1 to"), "{err}");
+    assert!(err.contains("[access] groups = \"some\": expected one of \"addressed\", \"all\" or \"off\""), "{err}");
+}
+
+#[test]
 fn run_without_a_token_says_which_variable_is_missing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(env!("CARGO_BIN_EXE_docket"))

@@ -1,4 +1,5 @@
-//! Group chats: which messages in a group are docket's (`[access] groups`).
+//! Group chats and the per-chat queue: which messages in a group are docket's (`[access]
+//! groups`), and how many files one chat may have waiting (`[limits] per_chat_queued`).
 //!
 //! A message docket ignores leaves no trace but its registered update id, so each test sends a
 //! message docket does answer after the ones it must ignore: updates are recorded in order, so
@@ -7,7 +8,7 @@
 use std::time::Duration;
 
 use docket::config::{Config, GroupMode};
-use docket::domain::{ChatRef, MessageKind};
+use docket::domain::{ChatRef, MessageKind, Ticket};
 use docket::store::{JobFilter, UpdateOutcome};
 use serde_json::{Value, json};
 
@@ -16,6 +17,7 @@ use crate::support::fake_telegram::{Call, FloodLimits};
 use crate::support::{Backend, DEADLINE, TestApp, fixture};
 
 per_backend!(
+    one_chat_may_queue_only_so_many_files,
     in_a_group_docket_takes_documents_addressed_to_it,
     in_a_group_commands_for_other_bots_are_ignored,
     groups_all_takes_every_document,
@@ -109,6 +111,41 @@ async fn assert_ignored(app: &TestApp, update_ids: &[i64]) {
         let outcome = app.store.update_outcome(app.fake.bot_id(), id).await.expect("read");
         assert_eq!(outcome.map(|(o, _)| o), Some(UpdateOutcome::Recorded), "update {id} was not handled");
     }
+}
+
+async fn one_chat_may_queue_only_so_many_files(backend: Backend) {
+    // No download ever starts (no disk has this much free space): every job waits in `accepted`.
+    let mut app = TestApp::create(backend, |c| {
+        unpaced(c);
+        c.storage.min_free = u64::MAX;
+    })
+    .await;
+    unpaced_fake(&app);
+    app.start().await;
+    let (busy, other) = (1000, 1001);
+    for n in 1..=51 {
+        app.send_document(busy, fixture("pdf/text-1page.pdf"), &format!("part-{n}.pdf"), "application/pdf");
+    }
+    let refusal = app
+        .fake
+        .wait_for_call("sendMessage", |c| to_chat(busy)(c) && text_of(c).starts_with("part-51.pdf"), DEADLINE)
+        .await;
+    assert_eq!(
+        text_of(&refusal),
+        "part-51.pdf was not queued: 50 of your files are already waiting in the queue, as many as this bot \
+         takes from one chat. Please send it again when some of them are done."
+    );
+    let names = job_names(&app, busy).await;
+    assert_eq!(names.len(), 50, "{names:?}");
+    assert!(!names.contains(&"part-51.pdf".to_owned()), "the 51st file got a job");
+    assert!(app.store.job(Ticket(51)).await.expect("read").is_none());
+
+    // Another chat is not held back by the first one's queue.
+    app.send_document(other, fixture("pdf/text-1page.pdf"), "mine.pdf", "application/pdf");
+    let reply = app.fake.wait_for_call("sendMessage", to_chat(other), DEADLINE).await;
+    assert!(text_of(&reply).starts_with("Got mine.pdf ("), "{}", text_of(&reply));
+    assert_eq!(job_names(&app, other).await, ["mine.pdf"]);
+    assert!(app.fake.calls_to("getFile").is_empty(), "downloads were held back");
 }
 
 async fn in_a_group_docket_takes_documents_addressed_to_it(backend: Backend) {
