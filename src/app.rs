@@ -157,15 +157,21 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             local_files_url: config.telegram.local_files_url.clone(),
         },
     );
-    match telegram.get_me().await {
-        Ok(name) => info!(bot = %name, "connected to the Bot API"),
+    let bot_username = match telegram.get_me().await {
+        Ok(name) => {
+            info!(bot = %name, "connected to the Bot API");
+            Some(name).filter(|n| !n.is_empty())
+        }
         Err(e @ TelegramError::Unauthorized) => return Err(anyhow::Error::new(e).context("while checking the token")),
         Err(TelegramError::Permanent(why)) => {
             anyhow::bail!("the Bot API refused the token ({why}); check TELOXIDE_TOKEN")
         }
         // Telegram may be briefly unreachable; the loops retry on their own.
-        Err(e) => warn!(error = %e, "the Bot API did not answer getMe; starting anyway"),
-    }
+        Err(e) => {
+            warn!(error = %e, "the Bot API did not answer getMe; starting anyway");
+            None
+        }
+    };
 
     let wake = Wakeups {
         downloads: Arc::new(Notify::new()),
@@ -194,11 +200,13 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         Arc::clone(&options.clock),
         IntakeSettings {
             bot_id: telegram.bot_id(),
+            bot_username,
             access: config.access.clone(),
             download_limit: config.download_limit(),
             upload_limit: config.upload_limit(),
             result_ttl: config.retention.result_ttl,
             largest_source: budget.largest_source(),
+            per_chat_queued: config.limits.per_chat_queued,
         },
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),

@@ -111,14 +111,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::CheckConfig => out(&describe(&config)),
         Command::Status { ticket, json } => {
-            let store = open(&config).await?;
+            let store = open_existing(&config).await?;
             let job = store.job(ticket).await?;
             store.close().await;
             let Some(job) = job else { anyhow::bail!("no such ticket: {ticket}") };
             if json { out(&job_json(&job).to_string()) } else { out(&status_text(&job)) }
         }
         Command::Jobs { state, limit, json } => {
-            let store = open(&config).await?;
+            let store = open_existing(&config).await?;
             let jobs = store.jobs(&JobFilter { chat: None, state, limit: limit.max(1) }).await?;
             store.close().await;
             let lines: Vec<String> = if json {
@@ -149,8 +149,16 @@ async fn open(config: &Config) -> anyhow::Result<Store> {
         .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))
 }
 
+/// Opens the bot's database for the admin commands: it must exist and hold docket's schema;
+/// nothing is created or migrated.
+async fn open_existing(config: &Config) -> anyhow::Result<Store> {
+    Ok(Store::open_existing(&config.storage.database_url).await?)
+}
+
 async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
-    let store = open(config).await?;
+    // Never on a database that is not there: against an empty one every file would look like
+    // an orphan.
+    let store = open_existing(config).await?;
     let deps = JanitorDeps {
         store: store.clone(),
         clock: Arc::new(SystemClock),
@@ -260,12 +268,12 @@ fn describe(c: &Config) -> String {
         "configuration is valid\n\
          [telegram] mode = polling, api_url = {}, local_api = {}, poll_timeout = {}\n\
          [storage]  database_url = {}, data_dir = {}\n\
-         [limits]   download = {}, upload = {} (current mode)\n\
+         [limits]   download = {}, upload = {} (current mode), per_chat_queued = {}\n\
          [workers]  download = {}, process = {}, lease = {}, max_attempts = {}, shutdown_grace = {}\n\
          [budget]   bytes = {}, multiplier = {}, max_wait = {}\n\
          [retention] result_ttl = {}, janitor_interval = {}, history = {}, results_bytes = {}\n\
          [outbox]   senders = {}, global_per_second = {}, private_interval = {}, group_per_minute = {}, max_attempts = {}\n\
-         [access]   allowed_users = {}, admins = {:?}",
+         [access]   allowed_users = {}, admins = {:?}, groups = {}",
         c.telegram.api_url,
         c.telegram.local_api,
         humantime::format_duration(c.telegram.poll_timeout),
@@ -273,6 +281,7 @@ fn describe(c: &Config) -> String {
         c.storage.data_dir.display(),
         texts::size(c.download_limit()),
         texts::size(c.upload_limit()),
+        c.limits.per_chat_queued,
         c.workers.download,
         c.workers.process,
         humantime::format_duration(c.workers.lease),
@@ -292,6 +301,7 @@ fn describe(c: &Config) -> String {
         c.outbox.max_attempts,
         if c.access.allowed_users.is_empty() { "everyone".to_owned() } else { format!("{:?}", c.access.allowed_users) },
         c.access.admins,
+        c.access.groups.as_str(),
     )
 }
 

@@ -141,21 +141,38 @@ impl DatabaseUrl {
         Err("a URL starting with sqlite:// or postgres://".into())
     }
 
-    /// The URL with any password replaced, safe for logs.
+    /// The URL with every password replaced by `***`, safe for logs: the one in the userinfo
+    /// (`postgres://user:secret@host/db`) and those in the query string (`?password=…`,
+    /// `?sslpassword=…`, any case). A URL that cannot be parsed is not shown at all.
     pub fn redacted(&self) -> String {
         match self {
             Self::Sqlite(p) => format!("sqlite://{}", p.display()),
             Self::Postgres(s) => match Url::parse(s) {
-                Ok(mut u) if u.password().is_some() => {
-                    let _ = u.set_password(Some("***"));
+                Ok(mut u) => {
+                    if u.password().is_some() {
+                        let _ = u.set_password(Some("***"));
+                    }
+                    if u.query().is_some() {
+                        let pairs: Vec<(String, String)> = u
+                            .query_pairs()
+                            .map(|(key, value)| {
+                                let secret = SECRET_PARAMETERS.iter().any(|s| key.eq_ignore_ascii_case(s));
+                                let value = if secret { "***".to_owned() } else { value.into_owned() };
+                                (key.into_owned(), value)
+                            })
+                            .collect();
+                        u.query_pairs_mut().clear().extend_pairs(pairs);
+                    }
                     u.to_string()
                 }
-                Ok(u) => u.to_string(),
                 Err(_) => "postgres://(unparsable)".to_owned(),
             },
         }
     }
 }
+
+/// Connection parameters of a PostgreSQL URL's query string that hold a secret (libpq's names).
+const SECRET_PARAMETERS: &[&str] = &["password", "sslpassword"];
 
 /// `[storage]`: the database and the data folder.
 #[derive(Debug, Clone)]
@@ -168,7 +185,7 @@ pub struct StorageConfig {
     pub min_free: u64,
 }
 
-/// `[limits]`: byte limits of the two Bot API modes.
+/// `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// `cloud_download`
@@ -179,6 +196,9 @@ pub struct Limits {
     pub cloud_upload: u64,
     /// `local_upload`
     pub local_upload: u64,
+    /// `per_chat_queued`: how many of one chat's jobs may wait in `accepted` (not downloading
+    /// yet); a document beyond it is refused, with no job.
+    pub per_chat_queued: u64,
 }
 
 impl Limits {
@@ -228,13 +248,41 @@ pub struct Retention {
     pub results_bytes: Option<u64>,
 }
 
-/// `[access]`: who may use the bot.
+/// `[access]`: who may use the bot, and where.
 #[derive(Debug, Clone, Default)]
 pub struct Access {
     /// `allowed_users`: empty means everyone.
     pub allowed_users: Vec<i64>,
     /// `admins`: receive operational alerts.
     pub admins: Vec<i64>,
+    /// `groups`: which messages docket takes in group chats.
+    pub groups: GroupMode,
+}
+
+/// `[access] groups`: which messages docket takes in groups and supergroups. Private chats are
+/// not affected: there every document and command is docket's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GroupMode {
+    /// `"addressed"`: commands without a bot name or naming this bot (`/status@ThisBot 12`), and
+    /// documents whose caption mentions the bot (`@ThisBot`) or that reply to one of its
+    /// messages. Commands for other bots and everything else are ignored.
+    #[default]
+    Addressed,
+    /// `"all"`: every document; commands as with `Addressed`.
+    All,
+    /// `"off"`: nothing from groups, not even commands.
+    Off,
+}
+
+impl GroupMode {
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Addressed => "addressed",
+            Self::All => "all",
+            Self::Off => "off",
+        }
+    }
 }
 
 impl Access {
@@ -433,12 +481,17 @@ impl Config {
         let min_free = r.size(&s, "storage", "min_free").unwrap_or(1024 * 1024 * 1024);
         let storage = StorageConfig { database_url, data_dir, min_free };
 
-        let l = r.section(&table, "limits", &["cloud_download", "local_download", "cloud_upload", "local_upload"]);
+        let l = r.section(
+            &table,
+            "limits",
+            &["cloud_download", "local_download", "cloud_upload", "local_upload", "per_chat_queued"],
+        );
         let limits = Limits {
             cloud_download: r.size(&l, "limits", "cloud_download").unwrap_or(20 * 1024 * 1024),
             local_download: r.size(&l, "limits", "local_download").unwrap_or(2_000_000_000),
             cloud_upload: r.size(&l, "limits", "cloud_upload").unwrap_or(50_000_000),
             local_upload: r.size(&l, "limits", "local_upload").unwrap_or(2_000_000_000),
+            per_chat_queued: r.count(&l, "limits", "per_chat_queued", 1, 100_000).map_or(50, |n| n as u64),
         };
 
         let w = r.section(
@@ -500,10 +553,20 @@ impl Config {
             results_bytes: r.size(&re, "retention", "results_bytes"),
         };
 
-        let a = r.section(&table, "access", &["allowed_users", "admins"]);
+        let a = r.section(&table, "access", &["allowed_users", "admins", "groups"]);
+        let groups = match r.string(&a, "access", "groups").as_deref() {
+            None | Some("addressed") => GroupMode::Addressed,
+            Some("all") => GroupMode::All,
+            Some("off") => GroupMode::Off,
+            Some(other) => {
+                r.problem("[access] groups", &quote(other), "one of \"addressed\", \"all\" or \"off\"");
+                GroupMode::Addressed
+            }
+        };
         let access = Access {
             allowed_users: r.id_list(&a, "access", "allowed_users"),
             admins: r.id_list(&a, "access", "admins"),
+            groups,
         };
 
         let m = r.section(&table, "metrics", &["listen"]);
@@ -793,6 +856,34 @@ mod tests {
     }
 
     #[test]
+    fn the_group_mode_defaults_to_addressed_and_is_checked() {
+        assert_eq!(Config::from_toml_str("", None, None).expect("valid").access.groups, GroupMode::Addressed);
+        for (written, mode) in [("addressed", GroupMode::Addressed), ("all", GroupMode::All), ("off", GroupMode::Off)] {
+            let c = Config::from_toml_str(&format!("[access]\ngroups = {written:?}\n"), None, None).expect("valid");
+            assert_eq!(c.access.groups, mode);
+            assert_eq!(mode.as_str(), written);
+        }
+        for bad in ["\"Addressed\"", "\"none\"", "true", "1"] {
+            let p = problems(&format!("[access]\ngroups = {bad}\n"));
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert_eq!(p[0].key, "[access] groups");
+        }
+    }
+
+    #[test]
+    fn the_per_chat_queue_cap_defaults_to_50_and_is_checked() {
+        assert_eq!(Config::from_toml_str("", None, None).expect("valid").limits.per_chat_queued, 50);
+        let c = Config::from_toml_str("[limits]\nper_chat_queued = 3\n", None, None).expect("valid");
+        assert_eq!(c.limits.per_chat_queued, 3);
+        for bad in ["0", "-1", "100001", "\"many\"", "2.5"] {
+            let p = problems(&format!("[limits]\nper_chat_queued = {bad}\n"));
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert_eq!(p[0].key, "[limits] per_chat_queued");
+            assert_eq!(p[0].expected, "a whole number from 1 to 100000");
+        }
+    }
+
+    #[test]
     fn local_api_switches_limits() {
         let c = Config::from_toml_str("[telegram]\nlocal_api = true\n", None, None).expect("valid");
         assert_eq!(c.download_limit(), 2_000_000_000);
@@ -810,6 +901,30 @@ mod tests {
         assert!(DatabaseUrl::parse("sqlite://:memory:").is_err());
         let redacted = DatabaseUrl::parse("postgres://u:hunter2@127.0.0.1/test").expect("valid").redacted();
         assert!(!redacted.contains("hunter2"), "{redacted}");
+    }
+
+    #[test]
+    fn postgres_passwords_are_redacted_wherever_the_url_holds_them() {
+        let redacted = |s: &str| DatabaseUrl::parse(s).expect("valid").redacted();
+        for url in [
+            "postgres://u:hunter2@127.0.0.1/test",
+            "postgres://u@127.0.0.1/test?password=hunter2",
+            "postgresql://127.0.0.1/test?sslmode=require&password=hunter2&application_name=docket",
+            "postgres://u@127.0.0.1/test?sslpassword=hunter2",
+            "postgres://u@127.0.0.1/test?PASSWORD=hunter2",
+            "postgres://u:hunter1@127.0.0.1/test?password=hunter2&sslpassword=hunter3",
+            "postgres://u@127.0.0.1/test?password=hunter%32",
+        ] {
+            let shown = redacted(url);
+            assert!(!shown.contains("hunter"), "{url} shown as {shown}");
+            assert!(shown.contains("127.0.0.1/test"), "{url} shown as {shown}");
+        }
+        // What is not secret stays readable.
+        let shown = redacted("postgres://docket@db.internal:5433/docket?sslmode=require&password=x");
+        assert!(shown.starts_with("postgres://docket@db.internal:5433/docket?"), "{shown}");
+        assert!(shown.contains("sslmode=require"), "{shown}");
+        assert!(shown.contains("password=***"), "{shown}");
+        assert!(!redacted("postgres://u:pw@127.0.0.1/test").contains(":pw@"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info};
 
-use crate::config::Access;
+use crate::config::{Access, GroupMode};
 use crate::domain::{ChatRef, JobState, MessageKind, Operation, SharedClock, Ticket, UserId};
 use crate::store::{NewJob, NewMessage, Store, StoreResult, Tx, UpdateOutcome};
 use crate::telegram::texts;
@@ -47,11 +47,34 @@ pub enum Command {
     Get(Option<Ticket>),
 }
 
+/// Whom a chat is between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatKind {
+    /// A person and the bot: everything there is for docket.
+    Private,
+    /// A group or supergroup (or channel): only what is addressed to docket is
+    /// (`[access] groups`).
+    Group,
+}
+
+/// Whom a message speaks to, as it says itself. Intake compares it with the bot's own name and
+/// id to tell, in a group, a message for docket from one for someone else.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Address {
+    /// Bot usernames the message names, without the `@`: the one after a command
+    /// (`/status@name`), or the `@name` mentions of a document's caption.
+    pub names: Vec<String>,
+    /// The sender of the message this one replies to.
+    pub replies_to: Option<UserId>,
+}
+
 /// Who sent a message, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Origin {
     /// The chat.
     pub chat: ChatRef,
+    /// Private or group.
+    pub chat_kind: ChatKind,
     /// The sender, when known.
     pub user: Option<UserId>,
     /// The message, for threading replies.
@@ -62,9 +85,9 @@ pub struct Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Incoming {
     /// A message with a document.
-    Document(Origin, DocumentFacts),
+    Document(Origin, DocumentFacts, Address),
     /// A known command.
-    Command(Origin, Command),
+    Command(Origin, Command, Address),
     /// A message docket has nothing to do with (text, photo, sticker…): answered with a hint.
     Other(Origin),
     /// An update that needs no answer (edits, member changes, service messages).
@@ -84,6 +107,8 @@ pub enum Recorded {
     KnownFile(Ticket),
     /// The file was over the download limit: refused, no job.
     RefusedTooBig,
+    /// The chat already had `[limits] per_chat_queued` jobs waiting: refused, no job.
+    RefusedQueueFull,
     /// The sender may not use the bot.
     RefusedAccess,
     /// A command or a hint was answered.
@@ -97,8 +122,12 @@ pub enum Recorded {
 /// Intake's settings: the slice of the configuration it needs.
 #[derive(Debug, Clone)]
 pub struct IntakeSettings {
-    /// Whose updates these are (the key of the update registry).
+    /// Whose updates these are (the key of the update registry); also the bot's user id, which
+    /// replies to its messages name.
     pub bot_id: i64,
+    /// The bot's username from getMe (`None` when getMe did not answer at start: then, in
+    /// groups, only commands without a bot name and replies to the bot reach it).
+    pub bot_username: Option<String>,
     /// Who may use the bot.
     pub access: Access,
     /// Largest file the bot can download in the current mode.
@@ -109,6 +138,8 @@ pub struct IntakeSettings {
     pub result_ttl: Duration,
     /// The largest file the byte budget can ever hold (with its intermediate output).
     pub largest_source: u64,
+    /// How many of one chat's jobs may wait in `accepted` (not downloading yet).
+    pub per_chat_queued: u64,
 }
 
 /// The intake service. Cheap to clone.
@@ -136,7 +167,9 @@ impl Intake {
     }
 
     /// Records update `update_id` and what it means, atomically; moves the poll offset past it.
+    /// A group message that is not docket's (`[access] groups`) is recorded as ignored.
     pub async fn record(&self, update_id: i64, incoming: Incoming) -> StoreResult<Recorded> {
+        let incoming = self.screen(incoming);
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let (outcome, reason) = match &incoming {
@@ -150,7 +183,7 @@ impl Intake {
             debug!(update.id = update_id, "update was registered before; dropped");
             return Ok(Recorded::Repeat);
         }
-        if let Incoming::Document(origin, _) | Incoming::Command(origin, _) | Incoming::Other(origin) = &incoming {
+        if let Incoming::Document(origin, ..) | Incoming::Command(origin, ..) | Incoming::Other(origin) = &incoming {
             // A person who blocked the bot and writes again can be answered again.
             if tx.revive_chat(origin.chat).await? {
                 info!(update.id = update_id, "a dead chat wrote again; sending to it again");
@@ -163,19 +196,19 @@ impl Intake {
                 self.reply(&mut tx, update_id, origin, texts::send_a_document()).await?;
                 Recorded::Answered
             }
-            Incoming::Command(origin, Command::Get(Some(ticket))) if self.may_use(origin) => {
+            Incoming::Command(origin, Command::Get(Some(ticket)), _) if self.may_use(origin) => {
                 self.redeliver(&mut tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
-            Incoming::Command(origin, command) if self.may_use(origin) => {
+            Incoming::Command(origin, command, _) if self.may_use(origin) => {
                 let text = self.answer(&mut tx, origin.chat, command).await?;
                 self.reply(&mut tx, update_id, origin, text).await?;
                 Recorded::Answered
             }
-            Incoming::Document(origin, facts) if self.may_use(origin) => {
+            Incoming::Document(origin, facts, _) if self.may_use(origin) => {
                 self.document(&mut tx, update_id, origin, facts).await?
             }
-            Incoming::Command(origin, _) | Incoming::Document(origin, _) => {
+            Incoming::Command(origin, ..) | Incoming::Document(origin, ..) => {
                 self.reply(&mut tx, update_id, origin, texts::not_allowed(origin.user.map(|u| u.0))).await?;
                 Recorded::RefusedAccess
             }
@@ -189,6 +222,24 @@ impl Intake {
             self.messages_waiting.notify_waiters();
         }
         Ok(recorded)
+    }
+
+    /// `incoming`, or [`Incoming::Ignored`] when it is a group message that is not docket's.
+    fn screen(&self, incoming: Incoming) -> Incoming {
+        let settings = &self.settings;
+        let me = Me { id: settings.bot_id, username: settings.bot_username.as_deref() };
+        let mode = settings.access.groups;
+        let for_us = match &incoming {
+            Incoming::Document(origin, _, address) => takes(mode, me, origin, Sort::Document, address),
+            Incoming::Command(origin, _, address) => takes(mode, me, origin, Sort::Command, address),
+            Incoming::Other(origin) => takes(mode, me, origin, Sort::Other, &Address::default()),
+            Incoming::Ignored | Incoming::Malformed(_) => true,
+        };
+        if !for_us {
+            debug!(chat.id = incoming_chat(&incoming), "a group message not addressed to docket; ignored");
+            return Incoming::Ignored;
+        }
+        incoming
     }
 
     fn may_use(&self, origin: Origin) -> bool {
@@ -234,6 +285,9 @@ impl Intake {
             operation: Operation::Optimize,
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
+            if self.queue_is_full(tx, update_id, origin, &name).await? {
+                return Ok(Recorded::RefusedQueueFull);
+            }
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
             let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
@@ -260,6 +314,10 @@ impl Intake {
                 .await?;
             }
             JobState::Expired | JobState::Failed => {
+                // Starting it again queues it like a new file.
+                if self.queue_is_full(tx, update_id, origin, &name).await? {
+                    return Ok(Recorded::RefusedQueueFull);
+                }
                 let text = if job.state == JobState::Failed {
                     texts::trying_again_after_failure(&name, ticket)
                 } else {
@@ -284,6 +342,20 @@ impl Intake {
         }
         info!(ticket = ticket.0, update.id = update_id, "the same file arrived again");
         Ok(Recorded::KnownFile(ticket))
+    }
+
+    /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the
+    /// refusal is queued. Counted in intake's transaction, so the cap holds however fast files
+    /// arrive.
+    async fn queue_is_full(&self, tx: &mut Tx, update_id: i64, origin: Origin, name: &str) -> StoreResult<bool> {
+        let cap = self.settings.per_chat_queued;
+        let waiting = tx.waiting_in_chat(origin.chat, self.clock.now(), cap).await?;
+        if waiting < cap {
+            return Ok(false);
+        }
+        self.reply(tx, update_id, origin, texts::queue_full(name, waiting)).await?;
+        info!(update.id = update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
+        Ok(true)
     }
 
     /// `/get N`: the kept result again (by its Telegram file_id when known: one read, one
@@ -342,5 +414,132 @@ impl Intake {
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())
+    }
+}
+
+/// The bot itself, as messages may name it.
+#[derive(Debug, Clone, Copy)]
+struct Me<'a> {
+    /// Its user id.
+    id: i64,
+    /// Its username, when getMe told it.
+    username: Option<&'a str>,
+}
+
+impl Me<'_> {
+    /// Whether one of `names` is this bot's username (usernames are ASCII; any case).
+    fn is_named(&self, names: &[String]) -> bool {
+        self.username.is_some_and(|me| names.iter().any(|n| n.eq_ignore_ascii_case(me)))
+    }
+}
+
+/// What a message carries, as far as the group rules care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sort {
+    Document,
+    Command,
+    /// Anything else (answered with a hint in private chats only).
+    Other,
+}
+
+/// Whether docket handles a message of `sort` from `origin`, addressed as `address`. In a
+/// private chat: always. In a group: never with `off`; a command when it names no bot or this
+/// one; a document with `all` always, with `addressed` when its caption mentions this bot or it
+/// replies to one of the bot's messages; anything else never.
+fn takes(mode: GroupMode, me: Me<'_>, origin: &Origin, sort: Sort, address: &Address) -> bool {
+    if origin.chat_kind == ChatKind::Private {
+        return true;
+    }
+    match (mode, sort) {
+        (GroupMode::Off, _) | (_, Sort::Other) => false,
+        (_, Sort::Command) => address.names.is_empty() || me.is_named(&address.names),
+        (GroupMode::All, Sort::Document) => true,
+        (GroupMode::Addressed, Sort::Document) => {
+            me.is_named(&address.names) || address.replies_to == Some(UserId(me.id))
+        }
+    }
+}
+
+fn incoming_chat(incoming: &Incoming) -> Option<i64> {
+    match incoming {
+        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Other(o) => Some(o.chat.0),
+        Incoming::Ignored | Incoming::Malformed(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOT: i64 = 555;
+
+    fn origin(chat_kind: ChatKind) -> Origin {
+        let chat = if chat_kind == ChatKind::Private { ChatRef(7) } else { ChatRef(-1007) };
+        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: 1 }
+    }
+
+    fn named(names: &[&str]) -> Address {
+        Address { names: names.iter().map(|n| (*n).to_owned()).collect(), replies_to: None }
+    }
+
+    fn replying_to(user: i64) -> Address {
+        Address { names: Vec::new(), replies_to: Some(UserId(user)) }
+    }
+
+    const ME: Me<'static> = Me { id: BOT, username: Some("Docket_Bot") };
+
+    #[test]
+    fn private_chats_take_everything() {
+        for mode in [GroupMode::Addressed, GroupMode::All, GroupMode::Off] {
+            for sort in [Sort::Document, Sort::Command, Sort::Other] {
+                assert!(takes(mode, ME, &origin(ChatKind::Private), sort, &named(&["other_bot"])), "{mode:?} {sort:?}");
+                assert!(takes(mode, ME, &origin(ChatKind::Private), sort, &Address::default()), "{mode:?} {sort:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn group_commands_are_taken_unless_they_name_another_bot() {
+        let group = origin(ChatKind::Group);
+        for mode in [GroupMode::Addressed, GroupMode::All] {
+            assert!(takes(mode, ME, &group, Sort::Command, &Address::default()), "no bot name");
+            assert!(takes(mode, ME, &group, Sort::Command, &named(&["docket_bot"])), "any case");
+            assert!(takes(mode, ME, &group, Sort::Command, &named(&["DOCKET_BOT"])), "any case");
+            assert!(!takes(mode, ME, &group, Sort::Command, &named(&["OtherBot"])));
+            assert!(!takes(mode, ME, &group, Sort::Command, &named(&["docket_bot2"])));
+        }
+        assert!(!takes(GroupMode::Off, ME, &group, Sort::Command, &Address::default()));
+        assert!(!takes(GroupMode::Off, ME, &group, Sort::Command, &named(&["docket_bot"])));
+    }
+
+    #[test]
+    fn group_documents_need_a_mention_or_a_reply_unless_all() {
+        let group = origin(ChatKind::Group);
+        let addressed = GroupMode::Addressed;
+        assert!(!takes(addressed, ME, &group, Sort::Document, &Address::default()));
+        assert!(takes(addressed, ME, &group, Sort::Document, &named(&["someone", "docket_BOT"])));
+        assert!(!takes(addressed, ME, &group, Sort::Document, &named(&["someone", "docket_bot_fan"])));
+        assert!(takes(addressed, ME, &group, Sort::Document, &replying_to(BOT)));
+        assert!(!takes(addressed, ME, &group, Sort::Document, &replying_to(8)));
+        assert!(takes(GroupMode::All, ME, &group, Sort::Document, &Address::default()));
+        assert!(!takes(GroupMode::Off, ME, &group, Sort::Document, &named(&["docket_bot"])));
+        assert!(!takes(GroupMode::Off, ME, &group, Sort::Document, &replying_to(BOT)));
+    }
+
+    #[test]
+    fn without_a_known_username_only_replies_and_unnamed_commands_reach_the_bot() {
+        let group = origin(ChatKind::Group);
+        let anonymous = Me { id: BOT, username: None };
+        assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Command, &Address::default()));
+        assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Command, &named(&["docket_bot"])));
+        assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &named(&["docket_bot"])));
+        assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &replying_to(BOT)));
+    }
+
+    #[test]
+    fn other_messages_in_groups_are_never_answered() {
+        for mode in [GroupMode::Addressed, GroupMode::All, GroupMode::Off] {
+            assert!(!takes(mode, ME, &origin(ChatKind::Group), Sort::Other, &named(&["docket_bot"])));
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! Logging setup. Output goes to stderr (journald under systemd); `RUST_LOG` filters, and
-//! `DOCKET_LOG_FORMAT=json` switches to one JSON object per line.
+//! `DOCKET_LOG_FORMAT=json` switches to one JSON object per line. Colours (ANSI escape codes)
+//! are used only when stderr is a terminal and `NO_COLOR` is not set: journald, a pipe or a file
+//! gets plain text.
 //!
 //! What is never logged: the bot token, file download URLs and file paths from getFile (they
 //! hold the token), database passwords, message texts, captions and user file names. Modules
 //! log ids and sizes instead, and `#[instrument]` is always used with `skip_all`.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 
 use tracing_subscriber::EnvFilter;
@@ -14,7 +17,12 @@ pub fn init() {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,reqwest=warn,hyper=warn"));
     let json = std::env::var("DOCKET_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false);
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(colour);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
 

@@ -299,6 +299,16 @@ macro_rules! define_backend {
                 .bind(ticket.0).bind(cap + 1).fetch_one(&mut *c).await.context("counting the jobs ahead")
             }
 
+            /// Counts at most `cap`: intake runs this inside its write transaction for every new
+            /// document, so its cost must not grow with the chat's history.
+            pub(crate) async fn waiting_in_chat(c: &mut Conn, chat: ChatRef, now: Timestamp, cap: i64) -> StoreResult<i64> {
+                sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE chat_id = $1 AND status = 'accepted'
+                                             AND (lease_until IS NULL OR lease_until <= $2) LIMIT $3) AS waiting",
+                )
+                .bind(chat.0).bind(now.as_millis()).bind(cap).fetch_one(&mut *c).await.context("counting the chat's waiting jobs")
+            }
+
             pub(crate) async fn insert_job(c: &mut Conn, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
                 let id: i64 = sqlx::query_scalar(
                     "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
@@ -955,6 +965,9 @@ pub(crate) mod tx {
     }
     pub(crate) async fn jobs_ahead(tx: &mut Tx, ticket: Ticket, cap: i64) -> StoreResult<i64> {
         on_tx!(tx, jobs_ahead(ticket, cap))
+    }
+    pub(crate) async fn waiting_in_chat(tx: &mut Tx, chat: ChatRef, now: Timestamp, cap: i64) -> StoreResult<i64> {
+        on_tx!(tx, waiting_in_chat(chat, now, cap))
     }
     pub(crate) async fn insert_job(tx: &mut Tx, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
         on_tx!(tx, insert_job(job, now))

@@ -81,6 +81,7 @@ conformance!(
     a_failed_job_points_at_no_source,
     the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
     only_an_unknown_message_is_given_up_as_failed,
+    waiting_jobs_per_chat_leave_out_downloads,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1611,4 +1612,29 @@ async fn only_an_unknown_message_is_given_up_as_failed(store: Store) {
     assert!(!store.fail_unknown(m.id, "again", at(2)).await.unwrap(), "once");
     assert!(!store.requeue_unknown(m.id, at(2), "sent again", at(2)).await.unwrap(), "failed is final");
     assert!(store.claim_message("s2", at(2), LEASE).await.unwrap().is_none());
+}
+
+async fn waiting_in_chat(store: &Store, now: Timestamp, cap: u64) -> u64 {
+    let mut tx = store.begin().await.unwrap();
+    let n = tx.waiting_in_chat(CHAT, now, cap).await.unwrap();
+    tx.commit().await.unwrap();
+    n
+}
+
+async fn waiting_jobs_per_chat_leave_out_downloads(store: Store) {
+    for n in 1..=3 {
+        insert(&store, &new_job(CHAT, n), at(n)).await;
+    }
+    insert(&store, &new_job(OTHER_CHAT, 9), at(4)).await;
+    assert_eq!(waiting_in_chat(&store, at(10), 100).await, 3, "another chat's job is not counted");
+    assert_eq!(waiting_in_chat(&store, at(10), 2).await, 2, "counted up to the cap");
+
+    // Downloading is no longer waiting; a download whose lease lapsed waits again.
+    let (downloading, lease) = claim(&store, Stage::Download, "w", at(10)).await;
+    assert_eq!(downloading.chat, CHAT);
+    assert_eq!(waiting_in_chat(&store, at(11), 100).await, 2);
+    assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 3);
+    // Downloaded: it has left the queue.
+    assert!(store.mark_fetched(downloading.ticket, &lease, "/spool/1.pdf", 10, "ff", at(12)).await.unwrap());
+    assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 2);
 }

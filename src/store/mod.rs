@@ -56,6 +56,28 @@ pub enum StoreError {
     /// Applying migrations failed.
     #[error("cannot migrate the database: {0}")]
     Migrate(#[source] sqlx::migrate::MigrateError),
+    /// [`Store::open_existing`]: there is no database at the URL.
+    #[error("no database at {url} (has docket run here?)")]
+    Missing {
+        /// The database URL, password redacted.
+        url: String,
+    },
+    /// [`Store::open_existing`]: the database exists but docket never created its tables there.
+    #[error("the database at {url} has no docket schema (has docket run here?)")]
+    NotDocket {
+        /// The database URL, password redacted.
+        url: String,
+    },
+    /// [`Store::open_existing`]: the schema is older than this docket's.
+    #[error("the database at {url} lacks {missing} of this docket's {known} migrations; run `docket migrate` first")]
+    Outdated {
+        /// The database URL, password redacted.
+        url: String,
+        /// Migrations this docket has that the database has not applied.
+        missing: usize,
+        /// Migrations this docket has.
+        known: usize,
+    },
     /// A query failed.
     #[error("database query failed while {action}: {source}")]
     Query {
@@ -434,9 +456,58 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens the database named by `url` only if it exists and holds docket's schema with every
+    /// migration of this docket applied. It creates nothing (no file, no folder) and migrates
+    /// nothing: for the admin commands, where a wrong path must not become an empty database.
+    ///
+    /// Errors: [`StoreError::Missing`] when there is no database at `url`,
+    /// [`StoreError::NotDocket`] when it has no docket schema, [`StoreError::Outdated`] when it
+    /// needs `docket migrate`, and [`StoreError::Open`] when it cannot be reached.
+    pub async fn open_existing(url: &DatabaseUrl) -> StoreResult<Self> {
+        let store = match url {
+            DatabaseUrl::Sqlite(path) => Self::Sqlite(sqlite::SqliteStore::open_existing(path).await?),
+            #[cfg(feature = "postgres")]
+            DatabaseUrl::Postgres(url) => Self::Postgres(postgres::PostgresStore::open_existing(url).await?),
+            #[cfg(not(feature = "postgres"))]
+            DatabaseUrl::Postgres(_) => {
+                return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
+            }
+        };
+        let checked = match store.applied_migrations().await {
+            Err(e) => Err(e),
+            Ok(None) => Err(StoreError::NotDocket { url: url.redacted() }),
+            Ok(Some(applied)) => {
+                let known = store.known_migrations();
+                let missing = known.iter().filter(|v| !applied.contains(v)).count();
+                if missing == 0 {
+                    Ok(())
+                } else {
+                    Err(StoreError::Outdated { url: url.redacted(), missing, known: known.len() })
+                }
+            }
+        };
+        match checked {
+            Ok(()) => Ok(store),
+            Err(e) => {
+                store.close().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Applies pending migrations of the backend.
     pub async fn migrate(&self) -> StoreResult<()> {
         forward!(self, s => s.migrate().await)
+    }
+
+    /// The migrations applied to the database; `None` without a migrations table.
+    async fn applied_migrations(&self) -> StoreResult<Option<Vec<i64>>> {
+        forward!(self, s => s.applied_migrations().await)
+    }
+
+    /// The migrations of this build.
+    fn known_migrations(&self) -> Vec<i64> {
+        forward!(self, s => s.known_migrations())
     }
 
     /// Starts a write transaction.
@@ -811,6 +882,13 @@ impl Tx {
     /// The chat's latest jobs, newest first.
     pub async fn chat_jobs(&mut self, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
         backend::tx::chat_jobs(self, chat, limit).await
+    }
+
+    /// How many of `chat`'s jobs wait in `accepted` without a live download lease at `now`
+    /// (queued, not downloading), counted up to `cap` at most.
+    pub async fn waiting_in_chat(&mut self, chat: ChatRef, now: Timestamp, cap: u64) -> StoreResult<u64> {
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+        Ok(u64::try_from(backend::tx::waiting_in_chat(self, chat, now, cap).await?).unwrap_or(0))
     }
 
     /// Inserts a new `accepted` job and returns its ticket.

@@ -17,6 +17,9 @@ pub struct PostgresStore {
     pool: PgPool,
 }
 
+/// docket's PostgreSQL migrations, built in.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
 /// The claim statements as PostgreSQL runs them.
 pub const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED", "SELECT pg_advisory_xact_lock(7246001)");
 
@@ -37,6 +40,19 @@ impl PostgresStore {
         Ok(Self { pool })
     }
 
+    /// Connects to `url` only if the database exists; creates nothing.
+    pub async fn open_existing(url: &str) -> StoreResult<Self> {
+        match Self::open(url).await {
+            // 3D000 invalid_catalog_name: the database does not exist.
+            Err(StoreError::Open { url, source: sqlx::Error::Database(db) })
+                if db.code().as_deref() == Some("3D000") =>
+            {
+                Err(StoreError::Missing { url })
+            }
+            other => other,
+        }
+    }
+
     /// Wraps an existing pool (tests that create a database per test).
     pub fn from_pool(pool: PgPool) -> Self {
         Self { pool }
@@ -44,7 +60,30 @@ impl PostgresStore {
 
     /// Applies `migrations/postgres`.
     pub async fn migrate(&self) -> StoreResult<()> {
-        sqlx::migrate!("./migrations/postgres").run(&self.pool).await.map_err(StoreError::Migrate)
+        MIGRATOR.run(&self.pool).await.map_err(StoreError::Migrate)
+    }
+
+    /// The versions of docket's migrations this build knows.
+    pub fn known_migrations(&self) -> Vec<i64> {
+        MIGRATOR.iter().map(|m| m.version).collect()
+    }
+
+    /// The versions of the migrations applied to the database; `None` when it has no
+    /// migrations table (docket never ran on it).
+    pub async fn applied_migrations(&self) -> StoreResult<Option<Vec<i64>>> {
+        use super::QueryContext;
+        let present: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+            .fetch_one(&self.pool)
+            .await
+            .context("looking for docket's schema")?;
+        if !present {
+            return Ok(None);
+        }
+        let versions = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(&self.pool)
+            .await
+            .context("reading the applied migrations")?;
+        Ok(Some(versions))
     }
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {

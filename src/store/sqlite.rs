@@ -20,6 +20,9 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
+/// docket's SQLite migrations, built in.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
 /// The claim statements as SQLite runs them.
 pub const CLAIMS: ClaimSql = claim_statements!("", "");
 
@@ -50,9 +53,61 @@ impl SqliteStore {
         Ok(Self { pool })
     }
 
+    /// Opens the database file at `path` only if it exists; creates nothing, and leaves the
+    /// file's journal mode as it is (docket's own files are in WAL mode already).
+    pub async fn open_existing(path: &Path) -> StoreResult<Self> {
+        let url = format!("sqlite://{}", path.display());
+        // Checked first for a clear answer; `create_if_missing(false)` keeps a race from
+        // creating the file anyway.
+        if !path.try_exists().unwrap_or(true) {
+            return Err(StoreError::Missing { url });
+        }
+        let options = SqliteConnectOptions::from_str("sqlite://")
+            .map_err(|source| StoreError::Open { url: url.clone(), source })?
+            .filename(path)
+            .create_if_missing(false)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(|source| {
+            // SQLITE_CANTOPEN: the file went away since the check.
+            let cannot_open = matches!(&source, sqlx::Error::Database(db) if db.code().as_deref() == Some("14"));
+            if cannot_open {
+                StoreError::Missing { url: url.clone() }
+            } else {
+                StoreError::Open { url: url.clone(), source }
+            }
+        })?;
+        Ok(Self { pool })
+    }
+
     /// Applies `migrations/sqlite`.
     pub async fn migrate(&self) -> StoreResult<()> {
-        sqlx::migrate!("./migrations/sqlite").run(&self.pool).await.map_err(StoreError::Migrate)
+        MIGRATOR.run(&self.pool).await.map_err(StoreError::Migrate)
+    }
+
+    /// The versions of docket's migrations this build knows.
+    pub fn known_migrations(&self) -> Vec<i64> {
+        MIGRATOR.iter().map(|m| m.version).collect()
+    }
+
+    /// The versions of the migrations applied to the database; `None` when it has no
+    /// migrations table (docket never ran on it).
+    pub async fn applied_migrations(&self) -> StoreResult<Option<Vec<i64>>> {
+        use super::QueryContext;
+        let tables: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+                .fetch_one(&self.pool)
+                .await
+                .context("looking for docket's schema")?;
+        if tables == 0 {
+            return Ok(None);
+        }
+        let versions = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(&self.pool)
+            .await
+            .context("reading the applied migrations")?;
+        Ok(Some(versions))
     }
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {

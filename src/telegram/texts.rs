@@ -139,6 +139,20 @@ pub fn too_big_for_budget(name: &str, declared: u64, largest: u64) -> String {
     )
 }
 
+/// The refusal of a file when its chat already has `waiting` files in the queue, as many as one
+/// chat may (`[limits] per_chat_queued`); no job is made.
+pub fn queue_full(name: &str, waiting: u64) -> String {
+    let waiting = match waiting {
+        1 => "1 of your files is".to_owned(),
+        n => format!("{n} of your files are"),
+    };
+    format!(
+        "{} was not queued: {waiting} already waiting in the queue, as many as this bot takes from one chat. \
+         Please send it again when some of them are done.",
+        display_name(name)
+    )
+}
+
 /// The refusal of a user who is not on `[access] allowed_users`.
 pub fn not_allowed(user_id: Option<i64>) -> String {
     match user_id {
@@ -419,5 +433,70 @@ mod tests {
         assert_eq!(display_name("a\u{0}b\nc.pdf"), "abc.pdf");
         assert_eq!(display_name(&"x".repeat(500)).chars().count(), 80);
         assert_eq!(display_name("  "), "your file");
+    }
+
+    #[test]
+    fn long_multibyte_names_are_shortened_by_characters() {
+        for wide in ["é", "中", "🦀", "e\u{301}"] {
+            for pad in 0..4 {
+                let name = format!("{}{}", "a".repeat(pad), wide.repeat(100));
+                let shown = display_name(&name);
+                assert_eq!(shown.chars().count(), 80, "{shown}");
+                assert!(shown.ends_with('…'), "{shown}");
+            }
+        }
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            let c = prop_oneof![
+                3 => proptest::char::range('a', 'z'),
+                1 => Just(' '),
+                1 => Just('\n'),
+                1 => Just('\u{0}'),
+                2 => Just('é'),
+                2 => Just('中'),
+                2 => Just('🦀'),
+                1 => Just('\u{301}'),
+                1 => Just('\u{200d}'),
+                2 => any::<char>(),
+            ];
+            prop_oneof![
+                3 => proptest::collection::vec(c, 0..300).prop_map(String::from_iter),
+                1 => any::<String>(),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn display_names_are_short_clean_prefixes(raw in name()) {
+                let shown = display_name(&raw);
+                prop_assert!(shown.chars().count() <= 80);
+                prop_assert!(!shown.chars().any(char::is_control));
+                let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
+                let kept = shown.strip_suffix('…').unwrap_or(&shown);
+                prop_assert!(shown == "your file" || clean.trim().starts_with(kept), "{shown:?} from {raw:?}");
+            }
+
+            #[test]
+            fn every_text_with_a_user_name_is_built_safely(raw in name(), size in any::<u64>(), n in any::<u64>()) {
+                let _ = ticket_reply(&raw, Some(size), Ticket(1), n);
+                let _ = already_ticket(&raw, Ticket(1), JobState::Processing);
+                let _ = trying_again_after_failure(&raw, Ticket(1));
+                let _ = too_big_to_accept(&raw, size, n);
+                let _ = too_big_for_budget(&raw, size, n);
+                let _ = failure_reason(&raw, &FailureReason::NotAPdf { found: raw.clone() });
+                let mut job = job(1, &raw, Some(size as i64));
+                let _ = status(&job);
+                let _ = progress(&job, &Progress::Downloading { done: n, total: Some(size) });
+                job.result_size = Some(n as i64);
+                let _ = ready_caption(&job);
+                let _ = jobs(&[job]);
+            }
+        }
     }
 }

@@ -7,15 +7,20 @@
 use teloxide::types::{Message, Update, UpdateKind};
 
 use crate::domain::{ChatRef, Ticket, UserId};
-use crate::intake::{Command, DocumentFacts, Incoming, Origin};
+use crate::intake::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
+
+/// How much of an unparsable update is kept with its rejection, in bytes.
+const MALFORMED_EXCERPT_BYTES: usize = 200;
 
 /// What `update` means to docket.
 pub fn classify(update: &Update) -> Incoming {
     match &update.kind {
         UpdateKind::Message(msg) => classify_message(msg),
         UpdateKind::Error(value) => {
+            // The raw update, shortened for the registry: at most 200 bytes, cut on a character
+            // boundary (it holds whatever people wrote, in any script).
             let mut raw = value.to_string();
-            raw.truncate(200);
+            raw.truncate(raw.floor_char_boundary(MALFORMED_EXCERPT_BYTES));
             Incoming::Malformed(format!("the Bot API sent an update docket cannot parse: {raw}"))
         }
         _ => Incoming::Ignored,
@@ -25,12 +30,14 @@ pub fn classify(update: &Update) -> Incoming {
 fn classify_message(msg: &Message) -> Incoming {
     let origin = Origin {
         chat: ChatRef(msg.chat.id.0),
+        chat_kind: if msg.chat.is_private() { ChatKind::Private } else { ChatKind::Group },
         user: msg.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX))),
         message_id: i64::from(msg.id.0),
     };
     if let Some(doc) = msg.document() {
         // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
         let size = (doc.file.size != u32::MAX).then_some(u64::from(doc.file.size));
+        let names = mentions(msg.caption().unwrap_or_default()).into_iter().map(str::to_owned).collect();
         return Incoming::Document(
             origin,
             DocumentFacts {
@@ -40,10 +47,12 @@ fn classify_message(msg: &Message) -> Incoming {
                 mime: doc.mime_type.as_ref().map(ToString::to_string),
                 size,
             },
+            Address { names, replies_to: replied_sender(msg) },
         );
     }
-    if let Some(command) = msg.text().and_then(parse_command) {
-        return Incoming::Command(origin, command);
+    if let Some((command, bot)) = msg.text().and_then(parse_addressed_command) {
+        let names = bot.map(str::to_owned).into_iter().collect();
+        return Incoming::Command(origin, command, Address { names, replies_to: replied_sender(msg) });
     }
     // Service messages (members joining, pins…) in groups need no answer.
     if msg.text().is_none() && msg.caption().is_none() && !has_media(msg) {
@@ -54,6 +63,17 @@ fn classify_message(msg: &Message) -> Incoming {
         return Incoming::Ignored;
     }
     Incoming::Other(origin)
+}
+
+/// The sender of the message `msg` replies to. In a forum topic every message without an
+/// explicit reply carries the topic's first message as its `reply_to_message`: that is not a
+/// reply to its author.
+fn replied_sender(msg: &Message) -> Option<UserId> {
+    let replied = msg.reply_to_message()?;
+    if msg.is_topic_message && msg.thread_id.is_some_and(|thread| thread.0 == replied.id) {
+        return None;
+    }
+    replied.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX)))
 }
 
 fn has_media(msg: &Message) -> bool {
@@ -67,17 +87,49 @@ fn has_media(msg: &Message) -> bool {
 
 /// Parses `/status 12`, `/status@docket_bot #12`, `/jobs`… Unknown commands are `None`.
 pub fn parse_command(text: &str) -> Option<Command> {
+    parse_addressed_command(text).map(|(command, _)| command)
+}
+
+/// Like [`parse_command`], with the bot the command is addressed to: `docket_bot` for
+/// `/status@docket_bot 12`, `None` for `/status 12` (in a group: whichever bot takes it).
+pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
     let mut words = text.split_whitespace();
     let head = words.next()?.strip_prefix('/')?;
-    let name = head.split('@').next().unwrap_or_default().to_ascii_lowercase();
-    match name.as_str() {
-        "start" => Some(Command::Start),
-        "help" => Some(Command::Help),
-        "jobs" => Some(Command::Jobs),
-        "status" => Some(Command::Status(ticket_arg(words.next()))),
-        "get" => Some(Command::Get(ticket_arg(words.next()))),
-        _ => None,
+    let (name, bot) = match head.split_once('@') {
+        Some((name, bot)) => (name, Some(bot).filter(|b| !b.is_empty())),
+        None => (head, None),
+    };
+    let command = match name.to_ascii_lowercase().as_str() {
+        "start" => Command::Start,
+        "help" => Command::Help,
+        "jobs" => Command::Jobs,
+        "status" => Command::Status(ticket_arg(words.next())),
+        "get" => Command::Get(ticket_arg(words.next())),
+        _ => return None,
+    };
+    Some((command, bot))
+}
+
+/// The `@name` mentions in `text`, without the `@`, in order: an `@` that does not follow a
+/// name character (so `me@example` is not one), then the name characters after it (ASCII
+/// letters, digits and `_`, all a Telegram username may hold).
+pub fn mentions(text: &str) -> Vec<&str> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    let mut previous = None;
+    for (at, c) in text.char_indices() {
+        if c == '@' && !previous.is_some_and(is_name) {
+            // `@` is one byte, so the name starts on a character boundary; it ends at the first
+            // character that is not a name character, which `find` reports as a boundary too.
+            let rest = &text[at + 1..];
+            let name = &rest[..rest.find(|c: char| !is_name(c)).unwrap_or(rest.len())];
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+        previous = Some(c);
     }
+    found
 }
 
 fn ticket_arg(word: Option<&str>) -> Option<Ticket> {
@@ -109,7 +161,9 @@ mod tests {
             "file_id": "F", "file_unique_id": "U", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 12_300_000
         }})));
         let c = classify(&u);
-        let Incoming::Document(origin, facts) = c else { panic!("not a document: {c:?}") };
+        let Incoming::Document(origin, facts, address) = c else { panic!("not a document: {c:?}") };
+        assert_eq!(origin.chat_kind, ChatKind::Private);
+        assert_eq!(address, Address::default());
         assert_eq!(origin.chat, ChatRef(42));
         assert_eq!(origin.message_id, 7);
         assert_eq!(facts.size, Some(12_300_000));
@@ -120,7 +174,7 @@ mod tests {
     #[test]
     fn a_document_without_size_name_or_mime_is_still_a_document() {
         let u = update(message(serde_json::json!({"document": {"file_id": "F", "file_unique_id": "U"}})));
-        let Incoming::Document(_, facts) = classify(&u) else { panic!("not a document") };
+        let Incoming::Document(_, facts, _) = classify(&u) else { panic!("not a document") };
         assert_eq!(facts.size, None, "a missing size is unknown, not u32::MAX");
         assert_eq!(facts.name, None);
         assert_eq!(facts.mime, None);
@@ -139,6 +193,70 @@ mod tests {
     }
 
     #[test]
+    fn commands_say_which_bot_they_are_for() {
+        let status = Command::Status(Some(Ticket(12)));
+        assert_eq!(parse_addressed_command("/status@ThisBot 12"), Some((status.clone(), Some("ThisBot"))));
+        assert_eq!(parse_addressed_command("/status 12"), Some((status.clone(), None)));
+        assert_eq!(parse_addressed_command("/status@ 12"), Some((status, None)));
+        assert_eq!(parse_addressed_command("/HELP@other_bot"), Some((Command::Help, Some("other_bot"))));
+        assert_eq!(parse_addressed_command("/frobnicate@ThisBot"), None);
+    }
+
+    #[test]
+    fn mentions_are_at_names_not_addresses() {
+        assert_eq!(mentions("for @ThisBot, please"), ["ThisBot"]);
+        assert_eq!(mentions("@a_b1 and (@c) @d!"), ["a_b1", "c", "d"]);
+        assert_eq!(mentions("mail me@ThisBot.org"), Vec::<&str>::new());
+        assert_eq!(mentions("@ @@x é@y 中@z"), ["x", "y", "z"]);
+        assert_eq!(mentions("@ThisBot_fan"), ["ThisBot_fan"]);
+        assert_eq!(mentions(""), Vec::<&str>::new());
+    }
+
+    fn group_message(extra: serde_json::Value) -> serde_json::Value {
+        let mut u = message(extra);
+        u["message"]["chat"] = serde_json::json!({"id": -1001, "type": "supergroup", "title": "G"});
+        u
+    }
+
+    #[test]
+    fn group_documents_carry_caption_mentions_and_the_replied_sender() {
+        let doc = serde_json::json!({"file_id": "F", "file_unique_id": "U"});
+        let u = update(group_message(serde_json::json!({"document": doc, "caption": "to @ThisBot and @Other"})));
+        let Incoming::Document(origin, _, address) = classify(&u) else { panic!("not a document") };
+        assert_eq!(origin.chat_kind, ChatKind::Group);
+        assert_eq!(address.names, ["ThisBot", "Other"]);
+        assert_eq!(address.replies_to, None);
+
+        let bot_message = serde_json::json!({
+            "message_id": 3, "date": 1_700_000_000,
+            "chat": {"id": -1001, "type": "supergroup", "title": "G"},
+            "from": {"id": 555, "is_bot": true, "first_name": "docket", "username": "ThisBot"},
+            "text": "Got a.pdf"
+        });
+        let u = update(group_message(serde_json::json!({"document": doc, "reply_to_message": bot_message})));
+        let Incoming::Document(_, _, address) = classify(&u) else { panic!("not a document") };
+        assert_eq!(address.replies_to, Some(UserId(555)));
+
+        // In a forum topic, the topic's first message is no reply to its author.
+        let u = update(group_message(serde_json::json!({
+            "document": doc, "reply_to_message": bot_message, "is_topic_message": true, "message_thread_id": 3
+        })));
+        let Incoming::Document(_, _, address) = classify(&u) else { panic!("not a document") };
+        assert_eq!(address.replies_to, None);
+    }
+
+    #[test]
+    fn group_commands_carry_the_bot_they_name() {
+        let u = update(group_message(serde_json::json!({"text": "/status@OtherBot 12"})));
+        let Incoming::Command(origin, command, address) = classify(&u) else { panic!("not a command") };
+        assert_eq!(origin.chat_kind, ChatKind::Group);
+        assert_eq!(command, Command::Status(Some(Ticket(12))));
+        assert_eq!(address.names, ["OtherBot"]);
+        let u = update(group_message(serde_json::json!({"text": "hello all"})));
+        assert_eq!(classify(&u), Incoming::Ignored);
+    }
+
+    #[test]
     fn plain_text_in_a_private_chat_gets_a_hint() {
         let u = update(message(serde_json::json!({"text": "hi"})));
         assert!(matches!(classify(&u), Incoming::Other(_)));
@@ -148,5 +266,247 @@ mod tests {
     fn an_unparsable_message_is_malformed_not_a_crash() {
         let u = update(serde_json::json!({"update_id": 5, "message": {"chat": "nonsense"}}));
         assert!(matches!(classify(&u), Incoming::Malformed(_)));
+    }
+
+    #[test]
+    fn an_unparsable_update_with_multibyte_text_is_shortened_on_a_character_boundary() {
+        // Every position of byte 200 inside a 2-, 3- and 4-byte character.
+        for wide in ["é", "中", "🦀"] {
+            for pad in 0..8 {
+                let text = format!("{}{}", "a".repeat(pad), wide.repeat(150));
+                let value = serde_json::json!({"update_id": 5, "message": {"chat": "nonsense", "text": text}});
+                let u = Update { id: teloxide::types::UpdateId(5), kind: UpdateKind::Error(value) };
+                let Incoming::Malformed(reason) = classify(&u) else { panic!("not malformed") };
+                assert!(reason.contains(wide), "{reason}");
+            }
+        }
+    }
+}
+
+/// Generated input: nothing in an update, however odd, makes the parser panic.
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use teloxide::types::{Update, UpdateId, UpdateKind};
+
+    use super::*;
+
+    /// Characters that stress byte/char confusion: multi-byte scripts and emoji, combining
+    /// marks, joiners, controls, and the characters the parsers look for.
+    fn tricky_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            4 => proptest::char::range('a', 'z'),
+            1 => proptest::char::range('A', 'Z'),
+            1 => proptest::char::range('0', '9'),
+            2 => Just('@'),
+            2 => Just('/'),
+            1 => Just('#'),
+            1 => Just('_'),
+            2 => Just(' '),
+            1 => Just('\n'),
+            1 => Just('\t'),
+            1 => Just('\u{0}'),
+            2 => Just('é'),
+            2 => Just('中'),
+            2 => Just('🦀'),
+            1 => Just('\u{301}'),
+            1 => Just('\u{200d}'),
+            1 => Just('\u{202e}'),
+            1 => Just('\u{3000}'),
+            1 => Just('\u{feff}'),
+            2 => any::<char>(),
+        ]
+    }
+
+    fn tricky_text(max: usize) -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => proptest::collection::vec(tricky_char(), 0..max).prop_map(String::from_iter),
+            1 => any::<String>(),
+        ]
+    }
+
+    /// A JSON value of any shape, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            tricky_text(40).prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(tricky_text(8), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A value where a message field is expected: usually well-typed, sometimes anything.
+    fn field(good: impl Strategy<Value = Value> + 'static) -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![2 => Just(None), 6 => good.prop_map(Some), 1 => any_json().prop_map(Some)]
+    }
+
+    fn chat() -> impl Strategy<Value = Value> {
+        let kind = prop_oneof![
+            Just(json!("private")),
+            Just(json!("group")),
+            Just(json!("supergroup")),
+            Just(json!("channel")),
+            tricky_text(10).prop_map(Value::String),
+        ];
+        (any::<i64>(), kind, tricky_text(30)).prop_map(
+            |(id, kind, title)| json!({"id": id, "type": kind, "title": title, "first_name": title, "username": title}),
+        )
+    }
+
+    fn user() -> impl Strategy<Value = Value> {
+        (any::<u64>(), any::<bool>(), tricky_text(30))
+            .prop_map(|(id, is_bot, name)| json!({"id": id, "is_bot": is_bot, "first_name": name, "username": name}))
+    }
+
+    fn document() -> impl Strategy<Value = Value> {
+        (tricky_text(20), tricky_text(20), field(tricky_text(300).prop_map(Value::String)), any::<i64>()).prop_map(
+            |(id, unique, name, size)| {
+                let mut d = json!({"file_id": id, "file_unique_id": unique, "file_size": size});
+                if let Some(name) = name {
+                    d["file_name"] = name;
+                }
+                d
+            },
+        )
+    }
+
+    fn entities() -> impl Strategy<Value = Value> {
+        let entity = (any::<i64>(), any::<i64>(), prop_oneof![Just("mention"), Just("bot_command"), Just("bold")])
+            .prop_map(|(offset, length, kind)| json!({"type": kind, "offset": offset, "length": length}));
+        proptest::collection::vec(entity, 0..4).prop_map(Value::Array)
+    }
+
+    /// A message object: each field present or not, well-typed or not.
+    fn message(depth: u32) -> BoxedStrategy<Value> {
+        let reply = if depth == 0 { Just(None).boxed() } else { field(message(depth - 1)).boxed() };
+        (
+            field(any::<i32>().prop_map(Value::from)),
+            field(any::<u32>().prop_map(Value::from)),
+            field(chat()),
+            field(user()),
+            field(tricky_text(400).prop_map(Value::String)),
+            field(tricky_text(400).prop_map(Value::String)),
+            field(document()),
+            field(entities()),
+            reply,
+        )
+            .prop_map(|(id, date, chat, from, text, caption, document, entities, reply)| {
+                let mut m = serde_json::Map::new();
+                for (key, value) in [
+                    ("message_id", id),
+                    ("date", date),
+                    ("chat", chat),
+                    ("from", from),
+                    ("text", text),
+                    ("caption", caption),
+                    ("document", document),
+                    ("entities", entities.clone()),
+                    ("caption_entities", entities),
+                    ("reply_to_message", reply),
+                ] {
+                    if let Some(value) = value {
+                        m.insert(key.to_owned(), value);
+                    }
+                }
+                Value::Object(m)
+            })
+            .boxed()
+    }
+
+    /// An update-shaped value: a known or unknown kind holding a message-ish or any value.
+    fn update_json() -> impl Strategy<Value = Value> {
+        let kind = prop_oneof![
+            4 => Just("message".to_owned()),
+            1 => Just("edited_message".to_owned()),
+            1 => Just("channel_post".to_owned()),
+            1 => Just("poll".to_owned()),
+            1 => tricky_text(12),
+        ];
+        let body = prop_oneof![4 => message(2), 1 => any_json()];
+        (any::<u32>(), kind, body).prop_map(|(id, kind, body)| {
+            let mut u = serde_json::Map::new();
+            u.insert("update_id".to_owned(), json!(id));
+            u.insert(kind, body);
+            Value::Object(u)
+        })
+    }
+
+    /// Parses as teloxide's getUpdates does: an update it cannot read becomes
+    /// `UpdateKind::Error` holding the whole update as sent.
+    fn parse_like_teloxide(value: &Value) -> Option<Update> {
+        let mut update: Update = serde_json::from_str(&value.to_string()).ok()?;
+        if let UpdateKind::Error(dest) = &mut update.kind {
+            *dest = value.clone();
+        }
+        Some(update)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn classify_never_panics_on_update_shaped_json(value in update_json()) {
+            if let Some(update) = parse_like_teloxide(&value) {
+                let _ = classify(&update);
+            }
+        }
+
+        #[test]
+        fn classify_never_panics_on_updates_teloxide_cannot_parse(id in any::<u32>(), value in any_json()) {
+            let update = Update { id: UpdateId(id), kind: UpdateKind::Error(value) };
+            let Incoming::Malformed(reason) = classify(&update) else {
+                return Err(TestCaseError::fail("an unparsable update must be malformed"));
+            };
+            // Shortened: the prefix plus at most 200 bytes of the raw update.
+            prop_assert!(reason.len() <= 260, "{} bytes", reason.len());
+        }
+
+        #[test]
+        fn a_cut_anywhere_in_multibyte_text_is_safe(pad in 0usize..300, wide in tricky_text(200)) {
+            let text = format!("{}{wide}", "a".repeat(pad));
+            let update = Update { id: UpdateId(1), kind: UpdateKind::Error(json!({"message": {"text": text}})) };
+            let _ = classify(&update);
+        }
+
+        #[test]
+        fn command_parsing_never_panics(text in tricky_text(300)) {
+            if let Some((_, bot)) = parse_addressed_command(&text) {
+                prop_assert!(text.trim_start().starts_with('/'));
+                let named = bot.is_none_or(|b| !b.is_empty() && text.contains(&format!("@{b}")));
+                prop_assert!(named, "{:?} from {:?}", bot, text);
+            }
+            prop_assert_eq!(parse_command(&text), parse_addressed_command(&text).map(|(c, _)| c));
+        }
+
+        #[test]
+        fn mentions_never_panic_and_are_names(text in tricky_text(300)) {
+            for name in mentions(&text) {
+                prop_assert!(!name.is_empty());
+                prop_assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{name:?}");
+                let mentioned = format!("@{name}");
+                prop_assert!(text.contains(&mentioned), "{:?} in {:?}", name, text);
+            }
+        }
+
+        #[test]
+        fn a_mention_is_found_whatever_surrounds_it(
+            before in tricky_text(50),
+            name in "[A-Za-z0-9_]{1,32}",
+            after in tricky_text(50),
+        ) {
+            // A separator on each side, as a person writes a mention in a sentence.
+            let text = format!("{before} @{name} {after}");
+            prop_assert!(mentions(&text).contains(&name.as_str()), "{name} in {text:?}");
+        }
     }
 }

@@ -45,6 +45,29 @@ fn check_config_accepts_the_documented_example() {
 }
 
 #[test]
+fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(&path, "[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n").expect("write");
+    let out = docket(&["check-config"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("per_chat_queued = 7"), "{shown}");
+    assert!(shown.contains("groups = all"), "{shown}");
+
+    let defaults = docket(&["check-config"], None);
+    let shown = String::from_utf8_lossy(&defaults.stdout);
+    assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = addressed"), "{shown}");
+
+    std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
+    let out = docket(&["check-config"], Some(&path));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("[limits] per_chat_queued = 0: expected a whole number from 1 to"), "{err}");
+    assert!(err.contains("[access] groups = \"some\": expected one of \"addressed\", \"all\" or \"off\""), "{err}");
+}
+
+#[test]
 fn run_without_a_token_says_which_variable_is_missing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(env!("CARGO_BIN_EXE_docket"))
@@ -220,4 +243,104 @@ async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
     assert!(job.lease.is_none(), "released at shutdown, not left to lapse: {:?}", job.lease);
     let parts: Vec<_> = crate::support::files_under(&bot._dir.path().join("data").join("downloads"));
     assert!(parts.is_empty(), "the interrupted download left {parts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_to_a_pipe_carry_no_colour_codes() {
+    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
+    let child = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", config.to_str().expect("utf8"), "run"])
+        .current_dir(dir.path())
+        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
+        .env("TELOXIDE_API_URL", fake.api_url().as_str())
+        .env("RUST_LOG", "info")
+        .env_remove("DOCKET_CONFIG")
+        .env_remove("DOCKET_LOG_FORMAT")
+        .env_remove("NO_COLOR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("docket run starts");
+    // Polling has started: the startup lines (levels, fields) are written by now.
+    fake.wait_for_call("getUpdates", |_| true, crate::support::DEADLINE).await;
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("docket exits"))
+        .await
+        .expect("the waiting thread");
+    assert!(out.status.success(), "exit status after SIGTERM: {:?}", out.status);
+    let logs = stderr(&out);
+    assert!(logs.contains("docket is running"), "{logs}");
+    assert!(!logs.contains("\u{1b}["), "ANSI escape codes in piped logs:\n{logs:?}");
+}
+
+#[test]
+fn admin_commands_on_a_missing_database_say_so_and_create_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("nowhere").join("docket.db");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    for args in
+        [&["status", "1"][..], &["status", "1", "--json"], &["jobs"], &["jobs", "--json"], &["janitor", "--dry-run"]]
+    {
+        let out = docket(args, Some(&config));
+        assert!(!out.status.success(), "{args:?} succeeded on a missing database");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("no database at sqlite://{}", db.display())), "{args:?}: {err}");
+        assert!(err.contains("(has docket run here?)"), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} created {}", db.display());
+        assert!(!db.parent().expect("a folder").exists(), "{args:?} created the database folder");
+    }
+}
+
+#[test]
+fn admin_commands_refuse_a_sqlite_file_without_dockets_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("other.db");
+    std::fs::write(&db, b"").expect("an empty file is an empty SQLite database");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    for args in [&["status", "1"][..], &["jobs"]] {
+        let out = docket(args, Some(&config));
+        assert!(!out.status.success(), "{args:?} succeeded on a foreign database");
+        let err = stderr(&out);
+        assert!(err.contains("has no docket schema"), "{args:?}: {err}");
+        assert_eq!(std::fs::metadata(&db).expect("still there").len(), 0, "{args:?} wrote to the file");
+    }
+}
+
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
+    use sqlx::Connection;
+
+    let db = crate::support::postgres::TestDatabase::create().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"{}\"\n", db.url)).expect("write");
+    for args in [&["status", "1"][..], &["jobs"]] {
+        let out = docket(args, Some(&config));
+        assert!(!out.status.success(), "{args:?} succeeded on a database without docket's schema");
+        let err = stderr(&out);
+        assert!(err.contains("has no docket schema") && err.contains("(has docket run here?)"), "{args:?}: {err}");
+    }
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let tables: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count tables");
+    assert_eq!(tables, 0, "nothing was migrated");
+
+    // A database that does not exist at all.
+    let mut missing = url::Url::parse(&db.url).expect("a URL");
+    missing.set_path("docket_it_does_not_exist");
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"{missing}\"\n")).expect("write");
+    let out = docket(&["jobs"], Some(&config));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no database at postgres://") && err.contains("(has docket run here?)"), "{err}");
 }

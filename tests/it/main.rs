@@ -9,6 +9,7 @@ mod budget;
 mod cli;
 mod crash;
 mod e2e;
+mod groups;
 mod outbox;
 mod queue;
 mod recovery;

@@ -67,6 +67,8 @@ use url::Url;
 /// The bot token the fake accepts; any other token gets 401 Unauthorized.
 pub const TEST_TOKEN: &str = "123456:TEST-docket-fake-token";
 
+/// Default for [`FakeTelegram::set_bot_username`].
+pub const DEFAULT_BOT_USERNAME: &str = "docket_test_bot";
 /// Default for [`FakeTelegram::set_download_limit`]: the Bot API's 20 MiB getFile limit.
 const DEFAULT_DOWNLOAD_LIMIT: u64 = 20 * 1024 * 1024;
 /// Default for [`FakeTelegram::set_link_ttl`]: Telegram keeps a `file_path` valid for 1 hour.
@@ -225,6 +227,9 @@ impl Drop for Inner {
 struct Shared {
     token: String,
     bot_id: i64,
+    /// The bot's username in getMe and in the bot's messages; see [`FakeTelegram::set_bot_username`].
+    /// Behind its own lock: it is read while `state` is held.
+    bot_username: Mutex<String>,
     state: Mutex<FakeState>,
     /// Bumped on every recorded call; `wait_for_call` watches it.
     calls_seen: watch::Sender<u64>,
@@ -351,6 +356,7 @@ impl FakeTelegram {
         let shared = Arc::new(Shared {
             token: TEST_TOKEN.to_owned(),
             bot_id,
+            bot_username: Mutex::new(DEFAULT_BOT_USERNAME.to_owned()),
             state: Mutex::new(FakeState {
                 updates: VecDeque::new(),
                 next_update_id: 1,
@@ -717,11 +723,12 @@ impl Shared {
     }
 
     fn bot_json(&self) -> Value {
+        let username = self.bot_username.lock().unwrap_or_else(PoisonError::into_inner).clone();
         json!({
             "id": self.bot_id,
             "is_bot": true,
             "first_name": "docket test",
-            "username": "docket_test_bot",
+            "username": username,
         })
     }
 }
@@ -791,6 +798,24 @@ impl FakeState {
             }
         }
         Some(fault)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bot's identity, and messages that answer it (group chats)
+
+impl FakeTelegram {
+    /// Sets the username getMe answers and the bot's messages carry (default
+    /// [`DEFAULT_BOT_USERNAME`]). Set it before the bot starts: it asks getMe once.
+    pub fn set_bot_username(&self, username: &str) {
+        *self.inner.shared.bot_username.lock().unwrap_or_else(PoisonError::into_inner) = username.to_owned();
+    }
+
+    /// The newest message the bot sent to `chat_id`, as stored (with edits), if any.
+    pub fn last_bot_message(&self, chat_id: i64) -> Option<Value> {
+        let state = self.state();
+        let chat = state.chats.get(&chat_id)?;
+        chat.messages.iter().filter(|(_, m)| m.from_bot).max_by_key(|(id, _)| **id).map(|(_, m)| m.json.clone())
     }
 }
 
