@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, error, info, info_span, warn};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
@@ -45,7 +45,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use crate::config::OutboxConfig;
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
-use crate::runtime::Shutdown;
+use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
 use crate::spool::result_file_name;
 use crate::store::{NewMessage, OutboxMessage, Store, StoreResult, WHOLE_BOT};
 use crate::telegram::client::Sent;
@@ -129,67 +129,76 @@ impl GlobalLimit {
 
 /// Runs the senders. After `stop` they deliver what is due and then end; `abort` ends them at
 /// once (a send in progress is dropped and its row resumed after its lease lapses).
-pub async fn run(deps: OutboxDeps, cancel: Shutdown) {
-    let mut senders = JoinSet::new();
-    for n in 0..deps.settings.limits.senders.max(1) {
-        let owner = format!("{}:sender-{n}", std::process::id());
-        senders.spawn(sender(owner, deps.clone(), cancel.clone()));
-    }
-    while let Some(res) = senders.join_next().await {
-        if let Err(e) = res {
-            error!(error = %e, "an outbox sender stopped unexpectedly");
+pub async fn run(deps: OutboxDeps, shutdown: Shutdown) {
+    let senders = deps.settings.limits.senders.max(1);
+    let worker = Sender { deps, next_lapse_check: Arc::new(std::sync::Mutex::new(tokio::time::Instant::now())) };
+    runtime::run_pool(worker, senders, Drain::WhenIdleAfterStop, shutdown).await;
+}
+
+/// The outbox's rules for one sender, run by [`runtime::run_pool`].
+#[derive(Debug, Clone)]
+struct Sender {
+    deps: OutboxDeps,
+    /// When some sender next looks for rows a dead sender left in `sending`.
+    next_lapse_check: Arc<std::sync::Mutex<tokio::time::Instant>>,
+}
+
+impl Sender {
+    /// Whether it is time to look for lapsed rows (and if so, the next look is scheduled).
+    fn lapse_check_due(&self) -> bool {
+        let mut next = self.next_lapse_check.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = tokio::time::Instant::now();
+        if now < *next {
+            return false;
         }
+        *next = now + (self.deps.settings.lease / 4).max(Duration::from_millis(250));
+        true
     }
 }
 
-async fn sender(owner: String, deps: OutboxDeps, cancel: Shutdown) {
-    let mut errors = 0u32;
-    let mut next_lapse_check = tokio::time::Instant::now();
-    while !cancel.abort.is_cancelled() {
-        let notified = deps.wake.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if tokio::time::Instant::now() >= next_lapse_check {
-            next_lapse_check = tokio::time::Instant::now() + (deps.settings.lease / 4).max(Duration::from_millis(250));
-            resolve_lapsed(&deps).await;
-        }
-        match deps.store.claim_message(&owner, deps.clock.now(), deps.settings.lease).await {
-            Ok(Some(message)) => {
-                errors = 0;
-                let span = info_span!(
-                    "send",
-                    message.id = message.id,
-                    ticket = message.job.map(|t| t.0),
-                    kind = message.kind.as_str()
-                );
-                tokio::select! {
-                    () = async {
-                        deps.global.until_ready(&deps.store, deps.clock.as_ref()).await;
-                        deliver(&deps, message).await;
-                    }.instrument(span) => {}
-                    () = cancel.abort.cancelled() => break,
-                }
-                continue;
-            }
-            Ok(None) if cancel.stop.is_cancelled() => break,
-            Ok(None) => errors = 0,
-            Err(e) => {
-                errors += 1;
-                error!(error = %e, "cannot claim a message");
-            }
-        }
-        let wait = if errors > 0 {
-            backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10))
-        } else {
-            until_next_due(&deps).await
-        };
-        tokio::select! {
-            () = cancel.abort.cancelled() => break,
-            () = cancel.stop.cancelled() => {}
-            () = &mut notified => {}
-            () = tokio::time::sleep(wait) => {}
-        }
+impl Worker for Sender {
+    type Item = OutboxMessage;
+    type Error = crate::store::StoreError;
+
+    fn role(&self) -> &'static str {
+        "sender"
     }
+
+    fn wakeup(&self) -> Arc<Notify> {
+        Arc::clone(&self.deps.wake)
+    }
+
+    async fn claim(&self, worker: &WorkerId) -> Result<Option<OutboxMessage>, Self::Error> {
+        if self.lapse_check_due() {
+            resolve_lapsed(&self.deps).await;
+        }
+        let deps = &self.deps;
+        deps.store.claim_message(worker.as_str(), deps.clock.now(), deps.settings.lease).await
+    }
+
+    fn span(&self, worker: &WorkerId, message: &OutboxMessage) -> tracing::Span {
+        send_span(message, Some(worker))
+    }
+
+    async fn work(&self, _worker: &WorkerId, message: OutboxMessage, _abort: &CancellationToken) {
+        self.deps.global.until_ready(&self.deps.store, self.deps.clock.as_ref()).await;
+        deliver(&self.deps, message).await;
+    }
+
+    async fn idle_wait(&self) -> Duration {
+        until_next_due(&self.deps).await
+    }
+}
+
+/// The span a message's send (or the rule for its lost outcome) runs in.
+fn send_span(message: &OutboxMessage, worker: Option<&WorkerId>) -> tracing::Span {
+    info_span!(
+        "send",
+        message.id = message.id,
+        ticket = message.job.map(|t| t.0),
+        kind = message.kind.as_str(),
+        worker = worker.map(|w| w.as_str()),
+    )
 }
 
 /// How long an idle sender sleeps: until the next paced or delayed message is due, at most
@@ -219,12 +228,7 @@ async fn resolve_lapsed(deps: &OutboxDeps) {
         }
     };
     for message in lapsed {
-        let span = info_span!(
-            "send",
-            message.id = message.id,
-            ticket = message.job.map(|t| t.0),
-            kind = message.kind.as_str()
-        );
+        let span = send_span(&message, None);
         let why = "the sender stopped while sending (its lease lapsed)";
         if let Err(e) = apply_unknown_rule(deps, &message, why).instrument(span).await {
             warn!(error = %e, "cannot apply the rule for an unknown outcome; the row stays unknown");
@@ -248,8 +252,10 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     // whose lease cannot be kept is dropped, not continued beside another sender's.
     let result = tokio::select! {
         res = call => res,
-        why = keep_lease(deps, message.id, &lease) => {
-            warn!(reason = why, "abandoned the call: the send lease could not be kept; nothing is written for it");
+        lost = runtime::keep_lease(deps.settings.lease, Arc::clone(&deps.clock), lease.until, |until, now| {
+            deps.store.renew_message_lease(message.id, &lease, until, now)
+        }) => {
+            warn!(reason = ?lost, "abandoned the call: the send lease could not be kept; nothing is written for it");
             return;
         }
     };
@@ -325,31 +331,6 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         Ok(true) => {}
         Ok(false) => warn!("the message's lease was lost before its outcome was written"),
         Err(e) => error!(error = %e, "cannot record a message's outcome; it will be retried when its lease lapses"),
-    }
-}
-
-/// Renews the send lease on message `id` every third of a lease while a call runs; ends (with
-/// the reason) only when the lease can no longer be counted on: a renewal found it taken, or
-/// renewals failed (or hung) until the lease ran out. The caller then drops the call.
-async fn keep_lease(deps: &OutboxDeps, id: i64, lease: &Lease) -> &'static str {
-    let length = deps.settings.lease;
-    let mut until = lease.until;
-    loop {
-        // A third of a lease after the last renewal, or when the lease ends if that is sooner.
-        tokio::time::sleep((length / 3).min(deps.clock.now().until(until))).await;
-        let now = deps.clock.now();
-        // A renewal may take until the lease ends; one tried only after its end (the lease was
-        // spent waiting for a send slot) gets a moment: it still succeeds if no one took the row.
-        let patience = now.until(until).max(Duration::from_millis(500));
-        let renewal = deps.store.renew_message_lease(id, lease, now.plus(length), now);
-        match tokio::time::timeout(patience, renewal).await {
-            Ok(Ok(true)) => until = now.plus(length),
-            Ok(Ok(false)) => return "another sender holds the message now",
-            Ok(Err(e)) if deps.clock.now() < until => {
-                warn!(error = %e, "could not renew the send lease; the call goes on while the lease lasts");
-            }
-            Ok(Err(_)) | Err(_) => return "the lease ran out before the database took a renewal",
-        }
     }
 }
 

@@ -193,9 +193,11 @@ pub enum LeaseLost {
 }
 
 /// Renews a lease of length `lease` every third of it with `renew` (which returns whether the
-/// lease is still held, given the new deadline), until the lease is lost; then returns why. Run
-/// it beside the work it protects and drop the work when it returns. Errors from `renew` are
-/// retried while the last good deadline (`until`, then each renewed one) has not passed.
+/// lease is still held, given the new deadline and now), until the lease is lost; then returns
+/// why. Run it beside the work it protects and drop the work when it returns. `until` is the
+/// lease's current deadline. A renewal that fails is tried again while the last good deadline
+/// has not passed; one that hangs is given up on at that deadline (with half a second's grace
+/// for a renewal that only starts then, e.g. after waiting for a send slot).
 pub async fn keep_lease<F, Fut, E>(lease: Duration, clock: SharedClock, mut until: Timestamp, mut renew: F) -> LeaseLost
 where
     F: FnMut(Timestamp, Timestamp) -> Fut,
@@ -203,16 +205,21 @@ where
     E: std::fmt::Display,
 {
     loop {
-        tokio::time::sleep(lease / 3).await;
+        // A third of a lease after the last renewal, or when the lease ends if that is sooner.
+        tokio::time::sleep((lease / 3).min(clock.now().until(until))).await;
         let now = clock.now();
-        let next = now.plus(lease);
-        match renew(next, now).await {
-            Ok(true) => until = next,
-            Ok(false) => return LeaseLost::TakenOver,
-            Err(e) if now < until => warn!(error = %e, "could not renew the lease; will try again"),
-            Err(e) => {
+        let patience = now.until(until).max(Duration::from_millis(500));
+        match tokio::time::timeout(patience, renew(now.plus(lease), now)).await {
+            Ok(Ok(true)) => until = now.plus(lease),
+            Ok(Ok(false)) => return LeaseLost::TakenOver,
+            Ok(Err(e)) if clock.now() < until => warn!(error = %e, "could not renew the lease; will try again"),
+            Ok(Err(e)) => {
                 // Past our deadline someone else may hold it: stop before we collide.
                 warn!(error = %e, "the lease ran out while the database was unreachable");
+                return LeaseLost::Lapsed;
+            }
+            Err(_) => {
+                warn!("the lease ran out before the database took a renewal");
                 return LeaseLost::Lapsed;
             }
         }
@@ -258,6 +265,16 @@ mod tests {
         })
         .await;
         assert_eq!(lost, LeaseLost::Lapsed);
-        assert_eq!(attempts.load(Ordering::SeqCst), 4, "retried at 0, 1 and 2 s; gave up at 3 s");
+        assert_eq!(attempts.load(Ordering::SeqCst), 3, "tried at 0, 1 and 2 s; the lease ended at 3 s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_that_hangs_past_the_deadline_loses_the_lease() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let lost = keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), |_, _| {
+            std::future::pending::<Result<bool, String>>()
+        })
+        .await;
+        assert_eq!(lost, LeaseLost::Lapsed);
     }
 }
