@@ -384,6 +384,7 @@ fn push(out: &mut Vec<Found>, path: PathBuf, area: Area, ticket: Option<Ticket>)
     });
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
     Keep,
     KeepLeased,
@@ -491,4 +492,73 @@ fn remove_all(doomed: Vec<Removal>, mut folders: Vec<PathBuf>) -> Vec<Removal> {
         }
     });
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Lease;
+
+    const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+    const MAX_AGE: Duration = Duration::from_secs(3_600);
+
+    fn found(path: &str, area: Area, age: Duration) -> Found {
+        Found { path: PathBuf::from(path), bytes: 10, modified: SystemTime::now() - age, area, ticket: Some(Ticket(7)) }
+    }
+
+    fn owner(state: JobState, lease_until: Option<Timestamp>) -> FileOwner {
+        FileOwner {
+            ticket: Ticket(7),
+            state,
+            lease: lease_until.map(|until| Lease { owner: "h:1:download-0".into(), token: 3, until }),
+            local_path: Some("/d/downloads/7-3-a.source".into()),
+            result_path: Some("/d/results/7/3-r.pdf".into()),
+        }
+    }
+
+    fn verdict(file: &Found, owner: Option<&FileOwner>, gone: Option<Cause>) -> Verdict {
+        judge(file, owner, gone, NOW, SystemTime::now(), MAX_AGE)
+    }
+
+    #[test]
+    fn a_recorded_source_or_result_is_kept() {
+        let source = found("/d/downloads/7-3-a.source", Area::Downloads, Duration::ZERO);
+        assert_eq!(verdict(&source, Some(&owner(JobState::Fetched, None)), None), Verdict::Keep);
+        let result = found("/d/results/7/3-r.pdf", Area::Results, Duration::ZERO);
+        assert_eq!(verdict(&result, Some(&owner(JobState::Ready, None)), None), Verdict::Keep);
+        // The recorded result path of a job that is no longer ready is not a result.
+        assert_eq!(verdict(&result, Some(&owner(JobState::Accepted, None)), None), Verdict::Delete(Cause::Orphan));
+    }
+
+    #[test]
+    fn anything_of_a_job_under_a_live_lease_is_kept_whatever_its_age() {
+        let live = owner(JobState::Processing, Some(NOW.plus(Duration::from_secs(30))));
+        for (path, area) in [("/d/work/7/3-o.pdf", Area::Work), ("/d/downloads/7-3-b.part", Area::Downloads)] {
+            let file = found(path, area, Duration::from_secs(86_400));
+            assert_eq!(verdict(&file, Some(&live), None), Verdict::KeepLeased, "{path}");
+        }
+    }
+
+    #[test]
+    fn files_of_no_job_or_of_an_ended_one_go_with_their_cause() {
+        let file = found("/d/results/7/3-r.pdf", Area::Results, Duration::ZERO);
+        assert_eq!(verdict(&file, None, None), Verdict::Delete(Cause::Orphan));
+        assert_eq!(verdict(&file, None, Some(Cause::Expired)), Verdict::Delete(Cause::Expired));
+        // Expired in this pass: goes even though the owner read before still says ready.
+        assert_eq!(
+            verdict(&file, Some(&owner(JobState::Ready, None)), Some(Cause::OverCap)),
+            Verdict::Delete(Cause::OverCap)
+        );
+    }
+
+    #[test]
+    fn an_unowned_part_goes_only_once_it_is_old() {
+        let lapsed = owner(JobState::Accepted, Some(NOW.minus(Duration::from_secs(1))));
+        let young = found("/d/downloads/7-2-c.part", Area::Downloads, Duration::from_secs(60));
+        assert_eq!(verdict(&young, Some(&lapsed), None), Verdict::Keep, "may still be written by a slow holder");
+        let old = found("/d/downloads/7-2-c.part", Area::Downloads, MAX_AGE);
+        assert_eq!(verdict(&old, Some(&lapsed), None), Verdict::Delete(Cause::StalePart));
+        let stray = found("/d/work/7/2-o.pdf", Area::Work, Duration::ZERO);
+        assert_eq!(verdict(&stray, Some(&lapsed), None), Verdict::Delete(Cause::Orphan), "work of a dead attempt");
+    }
 }

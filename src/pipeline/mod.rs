@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod download;
+pub mod outcome;
 pub mod process;
 
 use std::sync::Arc;
@@ -19,13 +20,13 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
-use crate::domain::retry::backoff_jittered;
-use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock, Timestamp};
+use crate::domain::{FailureReason, JobEvent, Lease, SharedClock, Timestamp};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
-use crate::store::{AttemptRule, Completion, Job, NewMessage, Release, Stage, Store};
+use crate::store::{AttemptRule, Completion, Job, Release, Stage, Store};
 use crate::telegram::TelegramClient;
-use crate::telegram::texts::{self, Progress};
+use crate::telegram::texts::Progress;
+use outcome::AfterError;
 
 /// What a stage reports when it did not finish its work.
 #[derive(Debug)]
@@ -386,19 +387,8 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 detected_format: out.format.clone(),
                 expires_at: now.plus(deps.settings.result_ttl),
             };
-            let mut finished = job.clone();
-            finished.result_size = Some(done.result_size);
-            finished.result_expires_at = Some(done.expires_at);
-            let delivery = NewMessage {
-                idempotency_key: format!("job:{}:u{}:result", job.ticket.0, job.update_id),
-                job: Some(job.ticket),
-                chat: job.chat,
-                kind: MessageKind::Result,
-                body: texts::ready_caption(&finished),
-                reply_to_message_id: Some(job.message_id),
-            };
-            let status = progress_edit(&finished, &Progress::Ready { until: done.expires_at });
-            match deps.store.complete_job(job.ticket, lease, &done, &[delivery, status], now).await {
+            let messages = outcome::completion_messages(job, &done);
+            match deps.store.complete_job(job.ticket, lease, &done, &messages, now).await {
                 Ok(true) => {
                     info!(size_bytes = out.size, source_size_bytes = job.real_size, "ready");
                     metrics::counter!("docket_jobs_ready_total").increment(1);
@@ -423,73 +413,47 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
 
 async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageError) {
     let now = deps.clock.now();
-    let (wait, detail, attempts) = match err {
-        StageError::Fail { reason, detail } => {
+    let rules = outcome::Rules {
+        max_attempts: deps.settings.max_attempts,
+        max_source_losses: deps.settings.max_source_losses,
+        retry_base: deps.settings.retry_base,
+    };
+    match outcome::after_error(job, err, &rules, now, rand::random::<f64>()) {
+        AfterError::Fail { reason, detail } => {
             fail(deps, job, Some(lease), reason, detail).await;
-            return;
         }
-        StageError::SourceLost { detail } => return source_lost(deps, job, lease, detail).await,
-        StageError::FloodWait { after, detail } => (after, detail, AttemptRule::Refunded),
-        StageError::Retry { detail } => {
-            let attempts = u32::try_from(job.attempts).unwrap_or(u32::MAX);
-            if attempts >= deps.settings.max_attempts {
-                fail(deps, job, Some(lease), FailureReason::GaveUp { attempts }, detail).await;
-                return;
+        AfterError::Retry { release, wait } => {
+            let detail = release.detail.clone().unwrap_or_default();
+            match deps.store.release_job(job.ticket, lease, &release, now).await {
+                Ok(true) => {
+                    warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
+                    metrics::counter!("docket_job_retries_total").increment(1);
+                    report(deps, job, &Progress::WaitingToRetry, now).await;
+                }
+                outcome => {
+                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
+                }
             }
-            (backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(600)), detail, AttemptRule::Spent)
-        }
-    };
-    let release = Release {
-        from: job.state,
-        event: JobEvent::RetryLater,
-        not_before: now.plus(wait),
-        detail: Some(detail.clone()),
-        attempts,
-    };
-    match deps.store.release_job(job.ticket, lease, &release, now).await {
-        Ok(true) => {
-            warn!(error = %detail, retry_in_ms = wait.as_millis() as u64, "attempt failed; will retry");
-            metrics::counter!("docket_job_retries_total").increment(1);
-            report(deps, job, &Progress::WaitingToRetry, now).await;
-        }
-        outcome => {
-            warn!(outcome = ?outcome.map_err(|e| e.to_string()), error = %detail, "attempt failed and the job could not be released")
-        }
-    }
-    if job.state == crate::domain::JobState::Accepted {
-        // A download that will be tried again has no files until then.
-        deps.budget.release_claim(job.ticket, lease.token);
-    }
-}
-
-/// The source of a `fetched` job is missing or changed: download it again, a bounded number of
-/// times.
-async fn source_lost(deps: &PipelineDeps, job: &Job, lease: &Lease, detail: String) {
-    let now = deps.clock.now();
-    let losses = u32::try_from(job.source_losses).unwrap_or(u32::MAX).saturating_add(1);
-    if losses >= deps.settings.max_source_losses {
-        let detail = format!("{detail} (the source was lost {losses} times)");
-        fail(deps, job, Some(lease), FailureReason::SourceKeptVanishing { times: losses }, detail).await;
-        return;
-    }
-    let release = Release {
-        from: job.state,
-        event: JobEvent::SourceLost,
-        not_before: now,
-        detail: Some(detail.clone()),
-        attempts: AttemptRule::Restarted,
-    };
-    match deps.store.release_job(job.ticket, lease, &release, now).await {
-        Ok(true) => {
-            warn!(error = %detail, losses, "the source is gone; downloading it again");
-            if let Some(source) = &job.local_path {
-                remove_quietly(deps, source);
+            if job.state == crate::domain::JobState::Accepted {
+                // A download that will be tried again has no files until then.
+                deps.budget.release_claim(job.ticket, lease.token);
             }
-            deps.budget.release(job.ticket);
-            deps.wake.downloads.notify_waiters();
         }
-        outcome => {
-            warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not send the job back to download")
+        AfterError::Redownload { release, losses } => {
+            let detail = release.detail.clone().unwrap_or_default();
+            match deps.store.release_job(job.ticket, lease, &release, now).await {
+                Ok(true) => {
+                    warn!(error = %detail, losses, "the source is gone; downloading it again");
+                    if let Some(source) = &job.local_path {
+                        remove_quietly(deps, source);
+                    }
+                    deps.budget.release(job.ticket);
+                    deps.wake.downloads.notify_waiters();
+                }
+                outcome => {
+                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not send the job back to download")
+                }
+            }
         }
     }
 }
@@ -498,17 +462,8 @@ async fn source_lost(deps: &PipelineDeps, job: &Job, lease: &Lease, detail: Stri
 /// holder's (none for a job no worker holds). Returns whether the failure was recorded.
 async fn fail(deps: &PipelineDeps, job: &Job, lease: Option<&Lease>, reason: FailureReason, detail: String) -> bool {
     let now = deps.clock.now();
-    let reason_text = texts::failure_reason(job.name(), &reason);
-    let notice = NewMessage {
-        idempotency_key: format!("job:{}:u{}:failure", job.ticket.0, job.update_id),
-        job: Some(job.ticket),
-        chat: job.chat,
-        kind: MessageKind::Failure,
-        body: texts::failed_notice(job.ticket, &reason_text),
-        reply_to_message_id: Some(job.message_id),
-    };
-    let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
-    match deps.store.fail_job(job.ticket, job.state, lease, &reason_text, &detail, &[notice, status], now).await {
+    let (reason_text, messages) = outcome::failure_messages(job, &reason);
+    match deps.store.fail_job(job.ticket, job.state, lease, &reason_text, &detail, &messages, now).await {
         Ok(true) => {
             warn!(ticket = job.ticket.0, reason = ?reason, error = %detail, "job failed");
             metrics::counter!("docket_jobs_failed_total").increment(1);
@@ -539,22 +494,10 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: Option<&Lease>, reason: Fai
 /// a second per chat, and every other job of the chat shares that.
 const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 
-/// The edit of `job`'s status message to `step`: one outbox row per job, coalesced.
-fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
-    NewMessage {
-        idempotency_key: format!("job:{}:progress", job.ticket.0),
-        job: Some(job.ticket),
-        chat: job.chat,
-        kind: MessageKind::Progress,
-        body: texts::progress(job, step),
-        reply_to_message_id: None,
-    }
-}
-
 /// Queues a progress edit for a state reached at `at`. Best effort: the next state supersedes a
 /// lost one, and a report that arrives after a newer state's (workers race) is dropped.
 async fn report(deps: &PipelineDeps, job: &Job, step: &Progress, at: Timestamp) {
-    match deps.store.enqueue(&progress_edit(job, step), at).await {
+    match deps.store.enqueue(&outcome::progress_edit(job, step), at).await {
         Ok(true) => deps.wake.outbox.notify_waiters(),
         Ok(false) => {}
         Err(e) => warn!(error = %e, "could not queue a progress edit"),

@@ -1,0 +1,269 @@
+//! What a stage's outcome means for its job, decided without I/O: retry (and when, and whether
+//! the attempt counts), download again, or fail (and with which reason); and which messages a
+//! completion or a failure queues. [`super`] carries the decision out against the store, the
+//! spool and the budget.
+
+use std::time::Duration;
+
+use super::StageError;
+use crate::domain::retry::backoff;
+use crate::domain::{FailureReason, JobEvent, MessageKind, Timestamp};
+use crate::store::{AttemptRule, Completion, Job, NewMessage, Release};
+use crate::telegram::texts::{self, Progress};
+
+/// The longest a failing job backs off between attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(600);
+
+/// The limits the decisions follow.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// Attempts at one stage before a job that keeps failing gives up.
+    pub max_attempts: u32,
+    /// Lost sources before a job fails instead of being downloaded again.
+    pub max_source_losses: u32,
+    /// First retry delay; doubles per attempt.
+    pub retry_base: Duration,
+}
+
+/// What to do with a job whose stage did not finish.
+#[derive(Debug, Clone)]
+pub enum AfterError {
+    /// Give the job back to its stage, due again at `release.not_before`.
+    Retry {
+        /// The release to write.
+        release: Release,
+        /// How long until it is due.
+        wait: Duration,
+    },
+    /// The source is gone or changed: back to download.
+    Redownload {
+        /// The release to write.
+        release: Release,
+        /// How often the source has now been lost.
+        losses: u32,
+    },
+    /// End the job.
+    Fail {
+        /// What the person is told.
+        reason: FailureReason,
+        /// What admins read.
+        detail: String,
+    },
+}
+
+/// Decides what follows `err` for `job` at `now`; `jitter` ∈ [0, 1] spreads retries that would
+/// otherwise come back together.
+pub fn after_error(job: &Job, err: StageError, rules: &Rules, now: Timestamp, jitter: f64) -> AfterError {
+    let release = |event, wait: Duration, detail: &str, attempts| Release {
+        from: job.state,
+        event,
+        not_before: now.plus(wait),
+        detail: Some(detail.to_owned()),
+        attempts,
+    };
+    match err {
+        StageError::Fail { reason, detail } => AfterError::Fail { reason, detail },
+        StageError::FloodWait { after, detail } => AfterError::Retry {
+            // Telegram's wait, exactly; not the job's fault, so not an attempt.
+            release: release(JobEvent::RetryLater, after, &detail, AttemptRule::Refunded),
+            wait: after,
+        },
+        StageError::Retry { detail } => {
+            let attempts = u32::try_from(job.attempts).unwrap_or(u32::MAX);
+            if attempts >= rules.max_attempts {
+                return AfterError::Fail { reason: FailureReason::GaveUp { attempts }, detail };
+            }
+            let wait = backoff(attempts, rules.retry_base, MAX_BACKOFF, jitter);
+            AfterError::Retry { release: release(JobEvent::RetryLater, wait, &detail, AttemptRule::Spent), wait }
+        }
+        StageError::SourceLost { detail } => {
+            let losses = u32::try_from(job.source_losses).unwrap_or(u32::MAX).saturating_add(1);
+            if losses >= rules.max_source_losses {
+                return AfterError::Fail {
+                    reason: FailureReason::SourceKeptVanishing { times: losses },
+                    detail: format!("{detail} (the source was lost {losses} times)"),
+                };
+            }
+            // A new download is a new stage: its attempts start afresh.
+            AfterError::Redownload {
+                release: release(JobEvent::SourceLost, Duration::ZERO, &detail, AttemptRule::Restarted),
+                losses,
+            }
+        }
+    }
+}
+
+/// The messages a completion queues with its commit: the result document, and the status
+/// message's last edit (ready, kept until…).
+pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
+    let mut finished = job.clone();
+    finished.result_size = Some(done.result_size);
+    finished.result_expires_at = Some(done.expires_at);
+    let delivery = NewMessage {
+        idempotency_key: format!("job:{}:u{}:result", job.ticket.0, job.update_id),
+        job: Some(job.ticket),
+        chat: job.chat,
+        kind: MessageKind::Result,
+        body: texts::ready_caption(&finished),
+        reply_to_message_id: Some(job.message_id),
+    };
+    [delivery, progress_edit(&finished, &Progress::Ready { until: done.expires_at })]
+}
+
+/// The reason a person reads for `reason`, and the messages a failure queues with its commit:
+/// the failure notice and the status message's last edit.
+pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessage; 2]) {
+    let reason_text = texts::failure_reason(job.name(), reason);
+    let notice = NewMessage {
+        idempotency_key: format!("job:{}:u{}:failure", job.ticket.0, job.update_id),
+        job: Some(job.ticket),
+        chat: job.chat,
+        kind: MessageKind::Failure,
+        body: texts::failed_notice(job.ticket, &reason_text),
+        reply_to_message_id: Some(job.message_id),
+    };
+    let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
+    (reason_text, [notice, status])
+}
+
+/// The edit of `job`'s status message to `step`: one outbox row per job, coalesced.
+pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
+    NewMessage {
+        idempotency_key: format!("job:{}:progress", job.ticket.0),
+        job: Some(job.ticket),
+        chat: job.chat,
+        kind: MessageKind::Progress,
+        body: texts::progress(job, step),
+        reply_to_message_id: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ChatRef, JobState, Operation, Ticket};
+
+    const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+    const RULES: Rules = Rules { max_attempts: 3, max_source_losses: 3, retry_base: Duration::from_secs(2) };
+
+    fn job(state: JobState, attempts: i64, source_losses: i64) -> Job {
+        Job {
+            ticket: Ticket(12),
+            update_id: 5,
+            chat: ChatRef(42),
+            user_id: Some(42),
+            message_id: 7,
+            file_id: "f".into(),
+            file_unique_id: "u".into(),
+            declared_name: Some("report.pdf".into()),
+            declared_mime: None,
+            declared_size: Some(1_000),
+            operation: Operation::Optimize,
+            state,
+            local_path: Some("/data/downloads/12-1-x.source".into()),
+            real_size: Some(1_000),
+            sha256: None,
+            detected_format: None,
+            lease: None,
+            attempts,
+            not_before: NOW,
+            source_losses,
+            error: None,
+            error_detail: None,
+            result_path: None,
+            result_size: None,
+            result_file_id: None,
+            result_expires_at: None,
+            created_at: NOW,
+            updated_at: NOW,
+        }
+    }
+
+    #[test]
+    fn a_passing_error_retries_with_backoff_and_counts_the_attempt() {
+        let AfterError::Retry { release, wait } =
+            after_error(&job(JobState::Accepted, 2, 0), StageError::retry("5xx"), &RULES, NOW, 1.0)
+        else {
+            panic!("not a retry")
+        };
+        assert_eq!(wait, Duration::from_secs(4), "base · 2^(attempt-1)");
+        assert_eq!(
+            (release.from, release.event, release.attempts),
+            (JobState::Accepted, JobEvent::RetryLater, AttemptRule::Spent)
+        );
+        assert_eq!((release.not_before, release.detail.as_deref()), (NOW.plus(wait), Some("5xx")));
+    }
+
+    #[test]
+    fn the_last_attempt_gives_up_with_the_count() {
+        match after_error(&job(JobState::Processing, 3, 0), StageError::retry("disk"), &RULES, NOW, 0.5) {
+            AfterError::Fail { reason: FailureReason::GaveUp { attempts: 3 }, detail } => assert_eq!(detail, "disk"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_flood_wait_waits_exactly_and_spends_no_attempt_even_on_the_last_one() {
+        let err = StageError::FloodWait { after: Duration::from_secs(7), detail: "429".into() };
+        let AfterError::Retry { release, wait } = after_error(&job(JobState::Accepted, 3, 0), err, &RULES, NOW, 0.0)
+        else {
+            panic!("not a retry")
+        };
+        assert_eq!((wait, release.attempts), (Duration::from_secs(7), AttemptRule::Refunded));
+        assert_eq!(release.not_before, NOW.plus(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn a_permanent_error_fails_with_its_reason() {
+        let err = StageError::fail(FailureReason::Encrypted, "needs a password");
+        match after_error(&job(JobState::Processing, 1, 0), err, &RULES, NOW, 0.0) {
+            AfterError::Fail { reason: FailureReason::Encrypted, detail } => assert_eq!(detail, "needs a password"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_lost_source_downloads_again_until_it_was_lost_too_often() {
+        let lost = || StageError::SourceLost { detail: "sha256 differs".into() };
+        let AfterError::Redownload { release, losses } =
+            after_error(&job(JobState::Processing, 2, 1), lost(), &RULES, NOW, 0.0)
+        else {
+            panic!("not a redownload")
+        };
+        assert_eq!(losses, 2);
+        assert_eq!(
+            (release.event, release.attempts, release.not_before),
+            (JobEvent::SourceLost, AttemptRule::Restarted, NOW)
+        );
+        match after_error(&job(JobState::Processing, 2, 2), lost(), &RULES, NOW, 0.0) {
+            AfterError::Fail { reason: FailureReason::SourceKeptVanishing { times: 3 }, detail } => {
+                assert_eq!(detail, "sha256 differs (the source was lost 3 times)");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_completion_queues_the_result_and_the_last_status_edit() {
+        let done = Completion {
+            result_path: "/data/results/12/3-x.pdf".into(),
+            result_size: 600,
+            detected_format: "pdf".into(),
+            expires_at: NOW.plus(Duration::from_secs(86_400)),
+        };
+        let [result, status] = completion_messages(&job(JobState::Processing, 1, 0), &done);
+        assert_eq!((result.idempotency_key.as_str(), result.kind), ("job:12:u5:result", MessageKind::Result));
+        assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(7)));
+        assert!(result.body.starts_with("#12 ready: report.pdf, 1.0 kB → 600 B."), "{}", result.body);
+        assert_eq!((status.idempotency_key.as_str(), status.kind), ("job:12:progress", MessageKind::Progress));
+        assert!(status.body.contains("Ready"), "{}", status.body);
+    }
+
+    #[test]
+    fn a_failure_tells_the_reason_in_the_notice_and_the_status() {
+        let (reason, [notice, status]) = failure_messages(&job(JobState::Accepted, 1, 0), &FailureReason::Unreadable);
+        assert_eq!(reason, "report.pdf is damaged and cannot be read as a PDF");
+        assert_eq!((notice.idempotency_key.as_str(), notice.kind), ("job:12:u5:failure", MessageKind::Failure));
+        assert!(notice.body.contains(&reason) && status.body.contains(&reason));
+    }
+}
