@@ -17,6 +17,7 @@ use tracing::{error, info, warn};
 use crate::config::{BotToken, Config};
 use crate::domain::JobState;
 use crate::domain::{SharedClock, SystemClock};
+use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
@@ -26,7 +27,6 @@ use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
 use crate::store::{JobFilter, Stage, Store};
 use crate::telegram::client::ClientSettings;
-use crate::telegram::polling::Poller;
 use crate::telegram::{TelegramClient, TelegramError};
 
 /// Knobs that are not configuration: time and polling pace (tests move them).

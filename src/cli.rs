@@ -20,7 +20,7 @@ use crate::domain::{JobState, Operation, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::spool::Spool;
 use crate::store::{Job, JobFilter, Store};
-use crate::telegram::texts;
+use crate::texts;
 
 /// docket: a Telegram bot that processes large documents durably.
 #[derive(Debug, Parser)]

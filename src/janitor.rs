@@ -28,7 +28,7 @@ use tracing::{error, info, warn};
 use crate::domain::{JobState, MessageKind, SharedClock, Ticket, Timestamp};
 use crate::spool::Spool;
 use crate::store::{FileOwner, Job, NewMessage, Pruned, Store, StoreError};
-use crate::telegram::texts;
+use crate::texts;
 
 /// The janitor's settings.
 #[derive(Debug, Clone)]

@@ -27,3 +27,4 @@ pub mod spool;
 pub mod store;
 pub mod telegram;
 pub mod telemetry;
+pub mod texts;

@@ -49,8 +49,8 @@ use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
 use crate::spool::result_file_name;
 use crate::store::{NewMessage, OutboxMessage, Store, StoreResult, WHOLE_BOT};
 use crate::telegram::client::Sent;
-use crate::telegram::texts;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
+use crate::texts;
 
 /// The sender's settings.
 #[derive(Debug, Clone)]

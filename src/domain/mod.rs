@@ -3,6 +3,7 @@
 //! Nothing here does I/O or knows about sqlx, teloxide or lopdf. Every other layer speaks in
 //! these types, so the rules of the state machine live in exactly one place.
 
+pub mod incoming;
 pub mod job;
 pub mod lease;
 pub mod outbox;

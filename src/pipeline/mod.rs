@@ -25,7 +25,7 @@ use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Completion, Job, Release, Stage, Store};
 use crate::telegram::TelegramClient;
-use crate::telegram::texts::Progress;
+use crate::texts::Progress;
 use outcome::AfterError;
 
 /// What a stage reports when it did not finish its work.

@@ -9,7 +9,7 @@ use super::StageError;
 use crate::domain::retry::backoff;
 use crate::domain::{FailureReason, JobEvent, MessageKind, Timestamp};
 use crate::store::{AttemptRule, Completion, Job, NewMessage, Release};
-use crate::telegram::texts::{self, Progress};
+use crate::texts::{self, Progress};
 
 /// The longest a failing job backs off between attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(600);

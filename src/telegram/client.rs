@@ -15,10 +15,12 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{SendDocumentSetters, SendMessageSetters};
+use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{ChatAction, ChatId, FileId, InputFile, MessageId, ReplyParameters};
+use teloxide::types::{AllowedUpdate, ChatAction, ChatId, FileId, InputFile, MessageId, ReplyParameters};
 use url::Url;
+
+use crate::domain::incoming::Incoming;
 
 use crate::config::BotToken;
 
@@ -277,6 +279,21 @@ impl TelegramClient {
     pub async fn get_me(&self) -> Result<String, TelegramError> {
         let me = self.bot.get_me().await.map_err(TelegramError::from_request)?;
         Ok(me.user.username.clone().unwrap_or_default())
+    }
+
+    /// The next updates from `offset` on (getUpdates, long-polling up to the poll timeout), each
+    /// with its id and what it means to docket. Telegram drops the updates before `offset`.
+    pub async fn get_updates(&self, offset: i64) -> Result<Vec<(i64, Incoming)>, TelegramError> {
+        let timeout = u32::try_from(self.settings.poll_timeout.as_secs()).unwrap_or(30);
+        let updates = self
+            .bot
+            .get_updates()
+            .offset(i32::try_from(offset).unwrap_or(i32::MAX))
+            .timeout(timeout)
+            .allowed_updates([AllowedUpdate::Message])
+            .await
+            .map_err(TelegramError::from_request)?;
+        Ok(updates.iter().map(|update| (i64::from(update.id.0), super::updates::classify_safely(update))).collect())
     }
 
     /// The webhook Telegram delivers this bot's updates to, if one is set (getWebhookInfo).

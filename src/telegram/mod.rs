@@ -1,10 +1,8 @@
-//! The Telegram adapter: Bot API calls, the polling intake loop, update parsing, and every
-//! user-visible text. teloxide types stop here; the rest of docket sees intake facts and
-//! [`client::TelegramError`].
+//! The Telegram adapter: Bot API calls and update parsing. teloxide types stop here; the rest of
+//! docket sees the domain's facts ([`crate::domain::incoming`]) and [`client::TelegramError`].
+//! It must not import the services (intake, pipeline, outbox) or the wiring.
 
 pub mod client;
-pub mod polling;
-pub mod texts;
 pub mod updates;
 
 pub use client::{DocumentSource, TelegramClient, TelegramError};

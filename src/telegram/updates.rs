@@ -6,11 +6,18 @@
 
 use teloxide::types::{Message, Update, UpdateKind};
 
+use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
 use crate::domain::{ChatRef, Ticket, UserId};
-use crate::intake::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
 
 /// How much of an unparsable update is kept with its rejection, in bytes.
 const MALFORMED_EXCERPT_BYTES: usize = 200;
+
+/// [`classify`], with a panic in it (a bug, a hostile update) turned into
+/// [`Incoming::Malformed`]: one update must never stop the poller.
+pub fn classify_safely(update: &Update) -> Incoming {
+    std::panic::catch_unwind(|| classify(update))
+        .unwrap_or_else(|_| Incoming::Malformed("reading the update panicked".to_owned()))
+}
 
 /// What `update` means to docket.
 pub fn classify(update: &Update) -> Incoming {

@@ -6,6 +6,8 @@
 //! neither lose the reply nor make a job without one; the poll offset moves in the same
 //! transaction. No download, no disk, no heavy work happens here.
 
+pub mod polling;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,88 +15,10 @@ use tokio::sync::Notify;
 use tracing::{debug, info};
 
 use crate::config::{Access, GroupMode};
+pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
 use crate::domain::{ChatRef, JobState, MessageKind, Operation, SharedClock, Ticket, UserId};
 use crate::store::{NewJob, NewMessage, Store, StoreResult, Tx, UpdateOutcome};
-use crate::telegram::texts;
-
-/// A document as Telegram described it. Every field is a claim, not a fact.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DocumentFacts {
-    /// For getFile.
-    pub file_id: String,
-    /// Stable across chats and bots; part of the unique key.
-    pub file_unique_id: String,
-    /// The declared file name.
-    pub name: Option<String>,
-    /// The declared MIME type.
-    pub mime: Option<String>,
-    /// The declared size; `None` when Telegram did not say.
-    pub size: Option<u64>,
-}
-
-/// The commands people can send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// `/start`
-    Start,
-    /// `/help`
-    Help,
-    /// `/status N` (`None`: no usable number given).
-    Status(Option<Ticket>),
-    /// `/jobs`
-    Jobs,
-    /// `/get N`: send a kept result again (`None`: no usable number given).
-    Get(Option<Ticket>),
-}
-
-/// Whom a chat is between.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChatKind {
-    /// A person and the bot: everything there is for docket.
-    Private,
-    /// A group or supergroup (or channel): only what is addressed to docket is
-    /// (`[access] groups`).
-    Group,
-}
-
-/// Whom a message speaks to, as it says itself. Intake compares it with the bot's own name and
-/// id to tell, in a group, a message for docket from one for someone else.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Address {
-    /// Bot usernames the message names, without the `@`: the one after a command
-    /// (`/status@name`), or the `@name` mentions of a document's caption.
-    pub names: Vec<String>,
-    /// The sender of the message this one replies to.
-    pub replies_to: Option<UserId>,
-}
-
-/// Who sent a message, and where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Origin {
-    /// The chat.
-    pub chat: ChatRef,
-    /// Private or group.
-    pub chat_kind: ChatKind,
-    /// The sender, when known.
-    pub user: Option<UserId>,
-    /// The message, for threading replies.
-    pub message_id: i64,
-}
-
-/// What an update means to docket, extracted by the Telegram adapter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Incoming {
-    /// A message with a document.
-    Document(Origin, DocumentFacts, Address),
-    /// A known command.
-    Command(Origin, Command, Address),
-    /// A message docket has nothing to do with (text, photo, sticker…): answered with a hint.
-    Other(Origin),
-    /// An update that needs no answer (edits, member changes, service messages).
-    Ignored,
-    /// An update that could not be understood; recorded as rejected with the reason.
-    Malformed(String),
-}
+use crate::texts;
 
 /// What intake did with an update.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,17 +16,14 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use teloxide::payloads::GetUpdatesSetters;
-use teloxide::prelude::Requester;
-use teloxide::types::AllowedUpdate;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, error, info, info_span, warn};
 use url::Url;
 
+use super::{Incoming, Intake};
 use crate::domain::retry::backoff_jittered;
-use crate::intake::{Incoming, Intake};
 use crate::store::Store;
-use crate::telegram::{TelegramClient, TelegramError, updates};
+use crate::telegram::{TelegramClient, TelegramError};
 
 /// How often handling one update may fail before it is recorded as rejected.
 const MAX_HANDLING_FAILURES: u32 = 5;
@@ -75,14 +72,7 @@ impl Poller {
         let mut errors = 0u32;
         let mut failures_at: Option<(i64, u32)> = None;
         loop {
-            let timeout = u32::try_from(self.client.poll_timeout().as_secs()).unwrap_or(30);
-            let request = self
-                .client
-                .bot()
-                .get_updates()
-                .offset(i32::try_from(offset).unwrap_or(i32::MAX))
-                .timeout(timeout)
-                .allowed_updates([AllowedUpdate::Message]);
+            let request = self.client.get_updates(offset);
             let batch = tokio::select! {
                 () = cancel.cancelled() => return Ok(()),
                 res = request => res,
@@ -93,7 +83,6 @@ impl Poller {
                     u
                 }
                 Err(e) => {
-                    let e = TelegramError::from_request(e);
                     errors += 1;
                     let wait = match &e {
                         TelegramError::RetryAfter(d) => *d,
@@ -121,18 +110,10 @@ impl Poller {
                     continue;
                 }
             };
-            for update in updates {
-                let update_id = i64::from(update.id.0);
+            for (update_id, incoming) in updates {
                 let span = info_span!("update", update.id = update_id);
-                let handled = AssertUnwindSafe(
-                    async {
-                        let incoming = updates::classify(&update);
-                        self.intake.record(update_id, incoming).await
-                    }
-                    .instrument(span),
-                )
-                .catch_unwind()
-                .await;
+                let handled =
+                    AssertUnwindSafe(self.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
                 let failure = match handled {
                     Ok(Ok(_)) => None,
                     Ok(Err(e)) if e.is_transient() => {
