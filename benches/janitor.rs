@@ -16,17 +16,20 @@
 //!    claims through the store (each claimed job or message is given back at once, untimed, so the
 //!    table stays the same), `next_waiting_download`, `job` (status) and `jobs` (/jobs), with
 //!    median and p99; the row search of each claim alone; a one-row commit (the floor of any
-//!    write); the `EXPLAIN QUERY PLAN` of every statement; a "flood" (one chat with 1,000 queued
-//!    jobs at the head of the queue and 2 in flight, `per_chat` = 2).
-//! 3. **PostgreSQL** (`--pg URL`, optional): the same as 2 with `EXPLAIN (ANALYZE, BUFFERS)`, in a
-//!    database `docket_bench_janitor` the benchmark creates and drops.
+//!    write); a "flood" (one chat with 1,000 queued jobs at the head of the queue and 2 in
+//!    flight, `per_chat` = 2). With `--explain`, first the `EXPLAIN QUERY PLAN` of every
+//!    statement.
+//! 3. **PostgreSQL** (`--pg URL`, optional): the same as 2 in a database `docket_bench_janitor`
+//!    the benchmark creates and drops; with `--explain`, the plans are
+//!    `EXPLAIN (ANALYZE, BUFFERS)`, each run in a transaction that is rolled back.
 //!
 //! `cargo bench --bench janitor` runs 1 and 2 (about 7 minutes on 2 cores) and prints markdown on
 //! stdout (progress on stderr). Options after `--`: `--sizes 10000,100000`, `--runs N` (3),
 //! `--phase-runs N` (1), `--rows N` (1000000), `--iters N` (1000 for reads; claims use a third; a
 //! latency row also stops after 6 s), `--only janitor|queries|pg` (repeatable), `--pg URL` (a
 //! server where the benchmark may create a database, e.g.
-//! `postgres://postgres@127.0.0.1:5432/test`), `--cold` (one more dry pass per run after
+//! `postgres://postgres@127.0.0.1:5432/test`), `--explain` (print the plan of every statement
+//! of parts 2 and 3 before timing), `--cold` (one more dry pass per run after
 //! `echo 3 > /proc/sys/vm/drop_caches`; needs root), `--keep` (keep the 1M-row SQLite file),
 //! `--dir PATH` (default `target/docket-bench-janitor`; on the disk, not tmpfs, so commits fsync).
 //!
@@ -79,6 +82,7 @@ struct Args {
     iters: usize,
     parts: Vec<Part>,
     pg: Option<String>,
+    explain: bool,
     cold: bool,
     keep: bool,
     dir: PathBuf,
@@ -94,6 +98,7 @@ impl Args {
             iters: 1000,
             parts: Vec::new(),
             pg: None,
+            explain: false,
             cold: false,
             keep: false,
             dir: PathBuf::from("target/docket-bench-janitor"),
@@ -111,6 +116,7 @@ impl Args {
                 "--rows" => a.rows = value()?.parse()?,
                 "--iters" => a.iters = value()?.parse()?,
                 "--pg" => a.pg = Some(value()?),
+                "--explain" => a.explain = true,
                 "--cold" => a.cold = true,
                 "--keep" => a.keep = true,
                 "--dir" => a.dir = PathBuf::from(value()?),
@@ -1464,34 +1470,8 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
             break;
         }
     }
-    let head = store.next_waiting_download(now_ts).await?.context("no download waiting")?;
-    let last_message = store.messages(Some(typical_chat), None).await?.last().map_or(args.rows as i64, |m| m.id);
-
-    println!("### Plans\n");
-    if backend == "SQLite" {
-        println!(
-            "`EXPLAIN QUERY PLAN` of each statement as the store sends it (SQL copied from src/store), with \
-             the binds it uses; the database has no `sqlite_stat1` (docket never runs `ANALYZE`). `SCAN` is a \
-             full pass over a table or index; `SEARCH` uses an index for a range; `USE TEMP B-TREE FOR ORDER \
-             BY` sorts every row that passes the WHERE clause before `LIMIT 1` can apply.\n"
-        );
-    } else {
-        println!("`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)`, run in a transaction that is rolled back.\n");
-    }
-    let mut flagged = Vec::new();
-    for stmt in statements(now_ts.as_millis(), head.ticket.0, typical_chat.0, last_message) {
-        let plan = raw.plan(&stmt).await?;
-        for line in plan.lines() {
-            let l = line.trim_start_matches([' ', '`', '-']);
-            if l.starts_with("SCAN") || l.contains("Seq Scan") || l.contains("TEMP B-TREE") || l.starts_with("Sort") {
-                flagged.push(format!("{}: `{}`", stmt.name, l.trim()));
-            }
-        }
-        println!("**{}**\n\n```text\n{}```\n", stmt.name, plan);
-    }
-    println!("Flagged plan lines (full scans, sorts):\n");
-    for f in &flagged {
-        println!("- {f}");
+    if args.explain {
+        print_plans(&store, &mut raw, backend, now_ts, typical_chat, args.rows as i64).await?;
     }
 
     println!("\n### Latency\n");
@@ -1614,6 +1594,49 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     table.print();
 
     store.close().await;
+    Ok(())
+}
+
+/// Prints the plan of every statement in [`statements`]: SQLite's `EXPLAIN QUERY PLAN` (not
+/// run), PostgreSQL's `EXPLAIN (ANALYZE, BUFFERS)` (run, then rolled back); then the plan lines
+/// that read a whole table or sort.
+async fn print_plans(
+    store: &Store,
+    raw: &mut Raw,
+    backend: &str,
+    now_ts: Timestamp,
+    typical_chat: ChatRef,
+    rows: i64,
+) -> anyhow::Result<()> {
+    let head = store.next_waiting_download(now_ts).await?.context("no download waiting")?;
+    let last_message = store.messages(Some(typical_chat), None).await?.last().map_or(rows, |m| m.id);
+
+    println!("### Plans\n");
+    if backend == "SQLite" {
+        println!(
+            "`EXPLAIN QUERY PLAN` of each statement as the store sends it (SQL copied from src/store), with \
+             the binds it uses; the database has no `sqlite_stat1` (docket never runs `ANALYZE`). `SCAN` is a \
+             full pass over a table or index; `SEARCH` uses an index for a range; `USE TEMP B-TREE FOR ORDER \
+             BY` sorts every row that passes the WHERE clause before `LIMIT 1` can apply.\n"
+        );
+    } else {
+        println!("`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)`, run in a transaction that is rolled back.\n");
+    }
+    let mut flagged = Vec::new();
+    for stmt in statements(now_ts.as_millis(), head.ticket.0, typical_chat.0, last_message) {
+        let plan = raw.plan(&stmt).await?;
+        for line in plan.lines() {
+            let l = line.trim_start_matches([' ', '`', '-']);
+            if l.starts_with("SCAN") || l.contains("Seq Scan") || l.contains("TEMP B-TREE") || l.starts_with("Sort") {
+                flagged.push(format!("{}: `{}`", stmt.name, l.trim()));
+            }
+        }
+        println!("**{}**\n\n```text\n{}```\n", stmt.name, plan);
+    }
+    println!("Flagged plan lines (full scans, sorts):\n");
+    for f in &flagged {
+        println!("- {f}");
+    }
     Ok(())
 }
 
