@@ -606,6 +606,8 @@ mod sql {
     pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
     pub const JOBS: &str =
         "SELECT * FROM jobs WHERE chat_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
+    pub const JOBS_ANY_CHAT: &str =
+        "SELECT * FROM jobs WHERE $1 IS NULL AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
     pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
     pub const READY_RESULTS: &str =
         "SELECT * FROM jobs WHERE status = 'ready' AND result_expires_at <= $1 ORDER BY result_expires_at, id";
@@ -621,8 +623,9 @@ mod sql {
     pub const PRUNE_JOB_MESSAGES: &str = "SELECT COUNT(*) FROM outbox WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
     pub const PRUNE_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
     pub const RELEASE: &str = "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
-                        attempts = CASE WHEN $7 THEN 0 ELSE attempts END,
+                        attempts = CASE WHEN $7 = 2 THEN 0 WHEN $7 = 1 AND attempts > 0 THEN attempts - 1 ELSE attempts END,
                         local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
+                        source_losses = source_losses + CASE WHEN $10 THEN 1 ELSE 0 END,
                         lease_owner = NULL, lease_until = NULL, updated_at = $9
                      WHERE id = $1 AND status = $2 AND lease_token = $3 AND lease_owner IS NOT NULL";
 }
@@ -659,7 +662,7 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
             "release_job",
             sql::RELEASE,
             sql::RELEASE,
-            vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, Bool(true), Bool(true), I(now)],
+            vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, I(0), Bool(true), I(now), Bool(false)],
         ),
         s("janitor: ready_results(Some(now))", sql::READY_RESULTS, sql::READY_RESULTS, vec![I(now)]),
         s("janitor: expire_due", sql::EXPIRE_DUE, sql::EXPIRE_DUE, vec![I(now)]),
@@ -685,7 +688,12 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
             sql::CHAT_ORDER_CHECK,
             vec![I(chat), I(message_id)],
         ),
-        s("jobs with no chat (admin listing: NULL chat)", sql::JOBS, sql::JOBS, vec![NullI, NullS, I(10)]),
+        s(
+            "jobs with no chat (admin listing: NULL chat)",
+            sql::JOBS_ANY_CHAT,
+            sql::JOBS_ANY_CHAT,
+            vec![NullI, NullS, I(10)],
+        ),
     ]
 }
 
