@@ -79,7 +79,7 @@ pub enum AfterUnknown {
 }
 
 impl MessageKind {
-    /// The rule for a lost outcome, per kind (README, "The outbox").
+    /// The rule for a lost outcome, per kind (docs/ARCHITECTURE.md, "The outbox").
     pub const fn after_unknown(self) -> AfterUnknown {
         match self {
             Self::TicketReply | Self::Reply | Self::Failure => AfterUnknown::SendAgain,
