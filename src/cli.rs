@@ -14,13 +14,13 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::config::{BotToken, CONFIG_ENV, Config};
+use crate::config::{CONFIG_ENV, Config};
 use crate::domain::SystemClock;
 use crate::domain::{JobState, Operation, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::spool::Spool;
 use crate::store::{Job, JobFilter, Store};
-use crate::telegram::texts;
+use crate::telegram::{BotToken, texts};
 
 /// docket: a Telegram bot that processes large documents durably.
 #[derive(Debug, Parser)]

@@ -6,7 +6,8 @@
 //! silently falling back to a default is worse than a refusal to start. `docket check-config`
 //! and `docket run` share this code path, and a unit test validates `config/docket.toml`.
 //!
-//! Secrets never come from the file: the bot token is read from `TELOXIDE_TOKEN` only.
+//! Secrets never come from the file: the bot token is read from `TELOXIDE_TOKEN` only, by
+//! [`crate::telegram::token`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -15,10 +16,11 @@ use std::time::Duration;
 use toml::{Table, Value};
 use url::Url;
 
+/// The bot token lives in the Telegram adapter; re-exported for callers that knew it here.
+pub use crate::telegram::token::{BotToken, TOKEN_ENV};
+
 /// The environment variable naming the config file when `--config` is not given.
 pub const CONFIG_ENV: &str = "DOCKET_CONFIG";
-/// The environment variable holding the bot token.
-pub const TOKEN_ENV: &str = "TELOXIDE_TOKEN";
 /// The environment variable that overrides `[telegram] api_url`.
 pub const API_URL_ENV: &str = "TELOXIDE_API_URL";
 
@@ -345,57 +347,6 @@ fn origin(path: &Option<PathBuf>) -> String {
 
 fn list(problems: &[Problem]) -> String {
     problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
-}
-
-/// The bot token. Debug and Display never show it.
-#[derive(Clone)]
-pub struct BotToken(String);
-
-impl BotToken {
-    /// Wraps a token.
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
-    }
-
-    /// Reads `TELOXIDE_TOKEN`.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        match std::env::var(TOKEN_ENV) {
-            Ok(t) if looks_like_token(t.trim()) => Ok(Self(t.trim().to_owned())),
-            Ok(t) => Err(invalid_env(
-                TOKEN_ENV,
-                if t.trim().is_empty() { "(empty)" } else { "(hidden)" },
-                "a bot token like 123456:ABC-DEF… from @BotFather",
-            )),
-            Err(_) => Err(invalid_env(TOKEN_ENV, "(not set)", "a bot token like 123456:ABC-DEF… from @BotFather")),
-        }
-    }
-
-    /// The secret itself; only for building the Bot API client.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// The numeric bot id, the part before the colon.
-    pub fn bot_id(&self) -> i64 {
-        self.0.split(':').next().and_then(|id| id.parse().ok()).unwrap_or(0)
-    }
-}
-
-impl fmt::Debug for BotToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BotToken({}:***)", self.bot_id())
-    }
-}
-
-fn looks_like_token(t: &str) -> bool {
-    matches!(t.split_once(':'), Some((id, secret)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && !secret.is_empty())
-}
-
-fn invalid_env(var: &str, found: &str, expected: &str) -> ConfigError {
-    ConfigError::Invalid {
-        path: None,
-        problems: vec![Problem { key: format!("${var}"), found: found.to_owned(), expected: expected.to_owned() }],
-    }
 }
 
 impl Config {
@@ -938,14 +889,5 @@ mod tests {
         assert_eq!(c.telegram.api_url.as_str(), "http://127.0.0.1:8081/custom/");
         let p = problems("[telegram]\napi_url = \"ftp://x\"\n");
         assert_eq!(p[0].key, "[telegram] api_url");
-    }
-
-    #[test]
-    fn token_debug_hides_the_secret() {
-        let t = BotToken::new("123456:SECRET-PART");
-        assert_eq!(t.bot_id(), 123456);
-        assert!(!format!("{t:?}").contains("SECRET"));
-        assert!(looks_like_token("1:a"));
-        assert!(!looks_like_token("nonsense"));
     }
 }

@@ -20,7 +20,7 @@ use teloxide::prelude::Requester;
 use teloxide::types::{ChatAction, ChatId, FileId, InputFile, MessageId, ReplyParameters};
 use url::Url;
 
-use crate::config::BotToken;
+use crate::telegram::BotToken;
 
 /// What went wrong with a Bot API call, sorted by what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,6 +5,8 @@
 pub mod client;
 pub mod polling;
 pub mod texts;
+pub mod token;
 pub mod updates;
 
 pub use client::{DocumentSource, TelegramClient, TelegramError};
+pub use token::BotToken;
