@@ -533,4 +533,85 @@ mod tests {
         assert!(!written.contains("hunter"), "{written}");
         assert!(written.contains("database_url = \"postgres://docket:***@db/docket?sslpassword=***\""), "{written}");
     }
+
+    /// A key by section: `("workers", "lease")`.
+    type Key = (String, String);
+
+    /// The keys `config/docket.toml` shows only as a comment (`# key = …`), by section, and the
+    /// comment lines above each key, set or commented.
+    fn documented(text: &str) -> (Vec<Key>, Vec<(Key, Vec<String>)>) {
+        let (mut section, mut commented, mut blocks, mut block) = (String::new(), Vec::new(), Vec::new(), Vec::new());
+        for line in text.lines().map(str::trim) {
+            let key_of = |l: &str| {
+                l.split_once(" = ")
+                    .map(|(k, _)| k.to_owned())
+                    .filter(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            };
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = name.to_owned();
+                block.clear();
+            } else if let Some(key) = line.strip_prefix("# ").and_then(key_of) {
+                commented.push((section.clone(), key.clone()));
+                blocks.push(((section.clone(), key), std::mem::take(&mut block)));
+            } else if let Some(comment) = line.strip_prefix('#') {
+                block.push(comment.trim().to_owned());
+            } else if let Some(key) = key_of(line) {
+                blocks.push(((section.clone(), key), std::mem::take(&mut block)));
+            } else {
+                block.clear();
+            }
+        }
+        (commented, blocks)
+    }
+
+    /// The drift test: `config/docket.toml` and the built-in defaults say the same, key by key.
+    /// A default changed without the example, or the example without the default, fails here;
+    /// so does a key the example does not document, or a "Default: …" comment that disagrees.
+    #[test]
+    fn the_documented_example_matches_the_built_in_defaults_key_by_key() {
+        let text = include_str!("../config/docket.toml");
+        let written: Table = text.parse().expect("config/docket.toml is TOML");
+        let example = Config::from_toml_str(text, None, None).expect("config/docket.toml is valid");
+        let example = Table::try_from(&example).expect("the example can be written");
+        let built_in = Table::try_from(Config::default()).expect("the defaults can be written");
+        let (commented, blocks) = documented(text);
+        let mut drift = Vec::new();
+        for (section, keys) in Config::keys() {
+            for key in keys {
+                let name = format!("[{section}] {key}");
+                let at = |t: &Table| t.get(section).and_then(|s| s.get(*key)).cloned();
+                let (documented, default) = (at(&example), at(&built_in));
+                let is_commented = commented.contains(&(section.to_owned(), (*key).to_owned()));
+                match at(&written) {
+                    Some(_) if documented != default => drift.push(format!(
+                        "{name}: config/docket.toml says {}, the built-in default is {}",
+                        documented.map_or("nothing".into(), |v| v.to_string()),
+                        default.map_or("nothing".into(), |v| v.to_string()),
+                    )),
+                    Some(_) => {}
+                    None if !is_commented => drift.push(format!("{name} is not in config/docket.toml at all")),
+                    // Left out (commented) only when there is no fixed default to write: an
+                    // optional key, or the number of CPU cores.
+                    None if default.is_some() && name != "[workers] process" => drift.push(format!(
+                        "{name}: the built-in default is {}, but config/docket.toml leaves the key out",
+                        default.map_or("nothing".into(), |v| v.to_string()),
+                    )),
+                    None => {}
+                }
+                let comments = blocks.iter().find(|(k, _)| k.0 == *section && k.1 == *key).map(|(_, c)| c.join(" "));
+                let Some(said) = comments.as_deref().and_then(|c| c.rsplit_once("Default: ")).map(|(_, d)| d) else {
+                    drift.push(format!("{name}: no \"Default: …\" in the comment above it in config/docket.toml"));
+                    continue;
+                };
+                // A default spelled as TOML ("30s", 4, false) must be the value written below it.
+                let said = said.split(". ").next().unwrap_or(said).trim_end_matches('.');
+                if let (Ok(said), Some(value)) = (format!("v = {said}").parse::<Table>(), at(&written))
+                    && said["v"] != value
+                {
+                    drift.push(format!("{name}: the comment says \"Default: {}\", the key says {value}", said["v"]));
+                }
+            }
+        }
+        assert!(drift.is_empty(), "config/docket.toml and the built-in defaults differ:\n  {}", drift.join("\n  "));
+    }
 }
