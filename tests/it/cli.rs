@@ -38,10 +38,72 @@ fn check_config_accepts_the_documented_example() {
     let out = docket(&["check-config"], Some(&example));
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(shown.starts_with("configuration is valid"), "{shown}");
+    assert!(shown.starts_with("# configuration is valid"), "{shown}");
     // The effective settings, including the sections added later.
-    assert!(shown.contains("\n[outbox]   senders = 4, global_per_second = 25, private_interval = 1s"), "{shown}");
-    assert!(shown.contains("\n[budget]   bytes = "), "{shown}");
+    assert!(shown.contains("\n[outbox]\nsenders = 4\nglobal_per_second = 25\nprivate_interval = \"1s\"\n"), "{shown}");
+    assert!(shown.contains("\n[budget]\nbytes = "), "{shown}");
+
+    // Every key appears in its section: set, or `# key = (not set)` when optional and unset.
+    let shown_keys = keys_in(&shown);
+    for (section, keys) in docket::config::Config::keys() {
+        for key in keys {
+            assert!(
+                shown_keys.contains(&(section.to_owned(), (*key).to_owned())),
+                "[{section}] {key} missing:\n{shown}"
+            );
+        }
+    }
+    // The same, against the documented example's own list (set or commented out).
+    let text = std::fs::read_to_string(&example).expect("read the example");
+    let documented = keys_in(&text);
+    assert!(documented.len() >= 37, "{documented:?}");
+    for (section, key) in &documented {
+        assert!(shown_keys.contains(&(section.clone(), key.clone())), "[{section}] {key} missing:\n{shown}");
+    }
+    // And it is a configuration that reads back to the same settings.
+    let from_example = docket::config::Config::from_toml_str(&text, None, None).expect("valid");
+    let read_back = docket::config::Config::from_toml_str(&shown, None, None).expect("check-config prints valid TOML");
+    assert_eq!(read_back, from_example);
+}
+
+/// The `[section] key` pairs a TOML text sets or shows as a comment (`# key = …`).
+fn keys_in(text: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut keys = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+        } else if let Some((key, _)) = line.trim_start_matches("# ").split_once(" = ")
+            && !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        {
+            keys.push((section.clone(), key.to_owned()));
+        }
+    }
+    keys
+}
+
+#[test]
+fn check_config_never_prints_a_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(
+        &path,
+        "[storage]\ndatabase_url = \"postgres://docket:hunter2@db.internal/docket?password=hunter3\"\n",
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", path.to_str().expect("utf8"), "check-config"])
+        .env_remove("DOCKET_CONFIG")
+        .env_remove("TELOXIDE_API_URL")
+        .env("TELOXIDE_TOKEN", "123456:SECRET-check-config")
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("database_url = \"postgres://docket:***@db.internal/docket?password=***\""), "{shown}");
+    assert!(!shown.contains("hunter") && !stderr(&out).contains("hunter"), "{shown}");
+    assert!(!shown.contains("SECRET") && !stderr(&out).contains("SECRET"), "{shown}");
 }
 
 #[test]
@@ -53,11 +115,11 @@ fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("per_chat_queued = 7"), "{shown}");
-    assert!(shown.contains("groups = all"), "{shown}");
+    assert!(shown.contains("groups = \"all\""), "{shown}");
 
     let defaults = docket(&["check-config"], None);
     let shown = String::from_utf8_lossy(&defaults.stdout);
-    assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = addressed"), "{shown}");
+    assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = \"addressed\""), "{shown}");
 
     std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
     let out = docket(&["check-config"], Some(&path));
