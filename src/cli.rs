@@ -37,7 +37,8 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the bot (token from TELOXIDE_TOKEN) until SIGTERM or Ctrl-C.
+    /// Run the bot (token from TELOXIDE_TOKEN, else $CREDENTIALS_DIRECTORY/telegram-token)
+    /// until SIGTERM or Ctrl-C.
     Run,
     /// Create or upgrade the database schema, then exit.
     Migrate,
@@ -110,7 +111,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             out(&format!("database {} is up to date", config.storage.database_url.redacted()))
         }
-        Command::CheckConfig => out(&effective(&config, cli.config.as_deref())),
+        Command::CheckConfig => {
+            let token = match BotToken::locate() {
+                Ok((token, source)) => format!("# bot token: from {source}, bot {}", token.bot_id()),
+                Err(e) => format!("# bot token: none usable yet (docket run needs one): {e}"),
+            };
+            out(&effective(&config, cli.config.as_deref(), &token))
+        }
         Command::Status { ticket, json } => {
             let store = open_existing(&config).await?;
             let job = store.job(ticket).await?;
@@ -265,11 +272,12 @@ pub fn job_json(job: &Job) -> serde_json::Value {
 }
 
 /// What `check-config` prints: a comment saying the configuration is valid and where it came
-/// from, then the whole effective configuration as TOML ([`Config::to_toml`]: every key, no
-/// password), which can be saved and used as a config file.
-fn effective(config: &Config, path: Option<&Path>) -> String {
+/// from, `token` (a comment on where the bot token would come from, never the token), then the
+/// whole effective configuration as TOML ([`Config::to_toml`]: every key, no password), which
+/// can be saved and used as a config file.
+fn effective(config: &Config, path: Option<&Path>, token: &str) -> String {
     let origin = path.map_or_else(|| "no file, built-in defaults".to_owned(), |p| p.display().to_string());
-    format!("# configuration is valid ({origin}); the effective settings:\n\n{}", config.to_toml().trim_end())
+    format!("# configuration is valid ({origin}); the effective settings:\n{token}\n\n{}", config.to_toml().trim_end())
 }
 
 fn out(text: &str) -> anyhow::Result<()> {
