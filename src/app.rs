@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::{BotToken, Config};
+use crate::config::Config;
 use crate::domain::JobState;
 use crate::domain::{SharedClock, SystemClock};
 use crate::intake::polling::Poller;
@@ -27,7 +27,7 @@ use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
 use crate::store::{JobFilter, Stage, Store};
 use crate::telegram::client::ClientSettings;
-use crate::telegram::{TelegramClient, TelegramError};
+use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
 /// Knobs that are not configuration: time and polling pace (tests move them).
 #[derive(Debug, Clone)]

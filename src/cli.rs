@@ -4,7 +4,7 @@
 //! validates exactly what `run` would use.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::config::{BotToken, CONFIG_ENV, Config};
+use crate::config::{CONFIG_ENV, Config};
 use crate::domain::SystemClock;
 use crate::domain::{JobState, Operation, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::spool::Spool;
 use crate::store::{Job, JobFilter, Store};
+use crate::telegram::BotToken;
 use crate::texts;
 
 /// docket: a Telegram bot that processes large documents durably.
@@ -37,11 +38,13 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the bot (token from TELOXIDE_TOKEN) until SIGTERM or Ctrl-C.
+    /// Run the bot (token from TELOXIDE_TOKEN, else $CREDENTIALS_DIRECTORY/telegram-token)
+    /// until SIGTERM or Ctrl-C.
     Run,
     /// Create or upgrade the database schema, then exit.
     Migrate,
-    /// Validate the configuration and print the effective settings.
+    /// Validate the configuration and print the effective settings as TOML (every key; no
+    /// secrets).
     CheckConfig,
     /// Show one job.
     Status {
@@ -109,7 +112,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             out(&format!("database {} is up to date", config.storage.database_url.redacted()))
         }
-        Command::CheckConfig => out(&describe(&config)),
+        Command::CheckConfig => {
+            let token = match BotToken::locate() {
+                Ok((token, source)) => format!("# bot token: from {source}, bot {}", token.bot_id()),
+                Err(e) => format!("# bot token: none usable yet (docket run needs one): {e}"),
+            };
+            out(&effective(&config, cli.config.as_deref(), &token))
+        }
         Command::Status { ticket, json } => {
             let store = open_existing(&config).await?;
             let job = store.job(ticket).await?;
@@ -263,46 +272,13 @@ pub fn job_json(job: &Job) -> serde_json::Value {
     })
 }
 
-fn describe(c: &Config) -> String {
-    format!(
-        "configuration is valid\n\
-         [telegram] mode = polling, api_url = {}, local_api = {}, poll_timeout = {}\n\
-         [storage]  database_url = {}, data_dir = {}\n\
-         [limits]   download = {}, upload = {} (current mode), per_chat_queued = {}\n\
-         [workers]  download = {}, process = {}, lease = {}, max_attempts = {}, shutdown_grace = {}\n\
-         [budget]   bytes = {}, multiplier = {}, max_wait = {}\n\
-         [retention] result_ttl = {}, janitor_interval = {}, history = {}, results_bytes = {}\n\
-         [outbox]   senders = {}, global_per_second = {}, private_interval = {}, group_per_minute = {}, max_attempts = {}\n\
-         [access]   allowed_users = {}, admins = {:?}, groups = {}",
-        c.telegram.api_url,
-        c.telegram.local_api,
-        humantime::format_duration(c.telegram.poll_timeout),
-        c.storage.database_url.redacted(),
-        c.storage.data_dir.display(),
-        texts::size(c.download_limit()),
-        texts::size(c.upload_limit()),
-        c.limits.per_chat_queued,
-        c.workers.download,
-        c.workers.process,
-        humantime::format_duration(c.workers.lease),
-        c.workers.max_attempts,
-        humantime::format_duration(c.workers.shutdown_grace),
-        texts::size(c.budget.bytes),
-        c.budget.multiplier,
-        humantime::format_duration(c.budget.max_wait),
-        humantime::format_duration(c.retention.result_ttl),
-        humantime::format_duration(c.retention.janitor_interval),
-        humantime::format_duration(c.retention.history),
-        c.retention.results_bytes.map_or_else(|| "none".to_owned(), texts::size),
-        c.outbox.senders,
-        c.outbox.global_per_second,
-        humantime::format_duration(c.outbox.private_interval),
-        c.outbox.group_per_minute,
-        c.outbox.max_attempts,
-        if c.access.allowed_users.is_empty() { "everyone".to_owned() } else { format!("{:?}", c.access.allowed_users) },
-        c.access.admins,
-        c.access.groups.as_str(),
-    )
+/// What `check-config` prints: a comment saying the configuration is valid and where it came
+/// from, `token` (a comment on where the bot token would come from, never the token), then the
+/// whole effective configuration as TOML ([`Config::to_toml`]: every key, no password), which
+/// can be saved and used as a config file.
+fn effective(config: &Config, path: Option<&Path>, token: &str) -> String {
+    let origin = path.map_or_else(|| "no file, built-in defaults".to_owned(), |p| p.display().to_string());
+    format!("# configuration is valid ({origin}); the effective settings:\n{token}\n\n{}", config.to_toml().trim_end())
 }
 
 fn out(text: &str) -> anyhow::Result<()> {

@@ -1,29 +1,68 @@
 //! Configuration: a TOML file (optional) plus environment, validated into typed settings.
 //!
-//! Reading happens in two steps. The file is parsed into a TOML table, then every known key is
-//! read and checked here, collecting *all* problems before failing; each problem names the key,
-//! the value found and what was expected. Unknown keys are errors too, because a typo in a limit
-//! silently falling back to a default is worse than a refusal to start. `docket check-config`
-//! and `docket run` share this code path, and a unit test validates `config/docket.toml`.
+//! Each section of the file is one struct, in a module of its own ([`telegram`], [`storage`],
+//! [`limits`], [`workers`], [`retention`], [`access`], [`budget`], [`metrics`], [`outbox`]):
+//! the struct's fields are the section's keys, each with its bounds beside it, its default is a
+//! named constant there, and serde reads and writes it, sizes and durations in their human
+//! forms ("20 MiB", "30s"). That struct is the one place a key is defined: reading the file,
+//! printing the effective configuration (`docket check-config`, [`Config::to_toml`]) and the test
+//! that holds `config/docket.toml` to the defaults all follow from it.
 //!
-//! Secrets never come from the file: the bot token is read from `TELOXIDE_TOKEN` only.
+//! Reading collects *all* problems before failing; each names the key, the value found and what
+//! was expected. Unknown keys are errors too, because a typo in a limit silently falling back to
+//! a default is worse than a refusal to start. `docket check-config` and `docket run` share this
+//! code path.
+//!
+//! Secrets never come from the file: the bot token is read by [`crate::telegram::token`], and a
+//! database password in `[storage] database_url` is never printed.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 use url::Url;
 
+pub mod access;
+pub mod budget;
+pub mod limits;
+pub mod metrics;
+pub mod outbox;
+mod read;
+pub mod retention;
+pub mod storage;
+pub mod telegram;
+mod value;
+pub mod workers;
+
+pub use access::{Access, GroupMode};
+pub use budget::BudgetConfig;
+pub use limits::Limits;
+pub use metrics::MetricsConfig;
+pub use outbox::OutboxConfig;
+pub use retention::Retention;
+pub use storage::StorageConfig;
+pub use telegram::{TelegramConfig, UpdateMode};
+pub use workers::Workers;
+
+/// The bot token lives in the Telegram adapter; re-exported for callers that knew it here.
+pub use crate::telegram::token::{BotToken, TOKEN_ENV};
+
 /// The environment variable naming the config file when `--config` is not given.
 pub const CONFIG_ENV: &str = "DOCKET_CONFIG";
-/// The environment variable holding the bot token.
-pub const TOKEN_ENV: &str = "TELOXIDE_TOKEN";
 /// The environment variable that overrides `[telegram] api_url`.
 pub const API_URL_ENV: &str = "TELOXIDE_API_URL";
 
-/// Validated settings. Built only by [`Config::from_toml_str`] / [`Config::load`].
-#[derive(Debug, Clone)]
+/// Seconds in a minute, an hour, a day and a year: the units of duration bounds.
+const MINUTE: u64 = 60;
+const HOUR: u64 = 3600;
+const DAY: u64 = 86_400;
+const YEAR: u64 = 365 * DAY;
+
+/// Validated settings: the file's sections. Built by [`Config::from_toml_str`] /
+/// [`Config::load`]; [`Config::default`] is what an empty file gives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// `[telegram]`
     pub telegram: TelegramConfig,
@@ -43,71 +82,6 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[outbox]`
     pub outbox: OutboxConfig,
-}
-
-/// `[outbox]`: how messages to people go out, within Telegram's limits.
-#[derive(Debug, Clone, Copy)]
-pub struct OutboxConfig {
-    /// `senders`: concurrent senders (one message in flight each).
-    pub senders: usize,
-    /// `global_per_second`: messages per second to everyone together (every process on the
-    /// database: the send slots are reserved there).
-    pub global_per_second: u32,
-    /// `private_interval`: least time between two messages to one private chat.
-    pub private_interval: Duration,
-    /// `group_per_minute`: messages per minute to one group, spread evenly.
-    pub group_per_minute: u32,
-    /// `max_attempts`: attempts of one message before it is `failed` and admins are alerted.
-    pub max_attempts: u32,
-}
-
-impl OutboxConfig {
-    /// The least time between two messages to `chat`: Telegram's group chats have negative ids.
-    pub fn interval(&self, chat: i64) -> Duration {
-        if chat < 0 { Duration::from_secs(60) / self.group_per_minute.max(1) } else { self.private_interval }
-    }
-}
-
-/// `[metrics]`: the Prometheus endpoint.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MetricsConfig {
-    /// `listen`: address of the `/metrics` HTTP endpoint; `None` = no endpoint.
-    pub listen: Option<std::net::SocketAddr>,
-}
-
-/// `[budget]`: bytes of in-flight files (downloads, sources, intermediate output) allowed on
-/// this machine. Results kept for retention are not counted.
-#[derive(Debug, Clone, Copy)]
-pub struct BudgetConfig {
-    /// `bytes`: the budget.
-    pub bytes: u64,
-    /// `multiplier`: bytes reserved per byte of source (source + intermediate output).
-    pub multiplier: f64,
-    /// `max_wait`: after waiting this long for room, a job stops smaller ones from passing it.
-    pub max_wait: Duration,
-}
-
-/// How updates reach the bot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpdateMode {
-    /// Long polling with getUpdates.
-    Polling,
-}
-
-/// `[telegram]`: where the Bot API is and how to talk to it.
-#[derive(Debug, Clone)]
-pub struct TelegramConfig {
-    /// `mode`: how updates arrive.
-    pub mode: UpdateMode,
-    /// `api_url`: the Bot API base URL (a self-hosted server when `local_api`).
-    pub api_url: Url,
-    /// `local_api`: the server runs with `--local` (bigger limits, absolute file paths).
-    pub local_api: bool,
-    /// `poll_timeout`: how long one getUpdates long poll waits.
-    pub poll_timeout: Duration,
-    /// `local_files_url`: with `local_api`, a plain file server in front of the local Bot API
-    /// server's disk; absolute getFile paths are fetched as `<local_files_url><file_path>`.
-    pub local_files_url: Option<Url>,
 }
 
 /// Which database, by the scheme of `[storage] database_url`.
@@ -174,124 +148,6 @@ impl DatabaseUrl {
 /// Connection parameters of a PostgreSQL URL's query string that hold a secret (libpq's names).
 const SECRET_PARAMETERS: &[&str] = &["password", "sslpassword"];
 
-/// `[storage]`: the database and the data folder.
-#[derive(Debug, Clone)]
-pub struct StorageConfig {
-    /// `database_url`
-    pub database_url: DatabaseUrl,
-    /// `data_dir`: holds `downloads/`, `work/` and `results/`.
-    pub data_dir: PathBuf,
-    /// `min_free`: below this much free space on `data_dir`, no download starts.
-    pub min_free: u64,
-}
-
-/// `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// `cloud_download`
-    pub cloud_download: u64,
-    /// `local_download`
-    pub local_download: u64,
-    /// `cloud_upload`
-    pub cloud_upload: u64,
-    /// `local_upload`
-    pub local_upload: u64,
-    /// `per_chat_queued`: how many of one chat's jobs may wait in `accepted` (not downloading
-    /// yet); a document beyond it is refused, with no job.
-    pub per_chat_queued: u64,
-}
-
-impl Limits {
-    /// The largest file the bot can fetch in the current mode.
-    pub fn download(&self, local_api: bool) -> u64 {
-        if local_api { self.local_download } else { self.cloud_download }
-    }
-
-    /// The largest file the bot can send in the current mode.
-    pub fn upload(&self, local_api: bool) -> u64 {
-        if local_api { self.local_upload } else { self.cloud_upload }
-    }
-}
-
-/// `[workers]`: pool sizes and lease behaviour.
-#[derive(Debug, Clone, Copy)]
-pub struct Workers {
-    /// `download`: concurrent downloads.
-    pub download: usize,
-    /// `process`: concurrent processing jobs (default: CPU cores).
-    pub process: usize,
-    /// `lease`: how long a claim holds a job without renewal.
-    pub lease: Duration,
-    /// `max_attempts`: attempts before a job fails for good.
-    pub max_attempts: u32,
-    /// `shutdown_grace`: how long running work may finish after SIGTERM before it is released.
-    pub shutdown_grace: Duration,
-    /// `per_chat`: how many of one chat's jobs may be in flight at once.
-    pub per_chat: usize,
-}
-
-/// `[retention]`: how long results are kept.
-#[derive(Debug, Clone, Copy)]
-pub struct Retention {
-    /// `result_ttl`
-    pub result_ttl: Duration,
-    /// `janitor_interval`: how often the janitor runs inside `docket run`.
-    pub janitor_interval: Duration,
-    /// `part_max_age`: unowned `.part` files older than this are deleted.
-    pub part_max_age: Duration,
-    /// `history`: registered updates, delivered messages (and, with `prune_jobs`, ended jobs)
-    /// older than this are deleted.
-    pub history: Duration,
-    /// `prune_jobs`: whether `failed` and `expired` job rows older than `history` are deleted.
-    pub prune_jobs: bool,
-    /// `results_bytes`: when results exceed this, the oldest expire early.
-    pub results_bytes: Option<u64>,
-}
-
-/// `[access]`: who may use the bot, and where.
-#[derive(Debug, Clone, Default)]
-pub struct Access {
-    /// `allowed_users`: empty means everyone.
-    pub allowed_users: Vec<i64>,
-    /// `admins`: receive operational alerts.
-    pub admins: Vec<i64>,
-    /// `groups`: which messages docket takes in group chats.
-    pub groups: GroupMode,
-}
-
-/// `[access] groups`: which messages docket takes in groups and supergroups. Private chats are
-/// not affected: there every document and command is docket's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum GroupMode {
-    /// `"addressed"`: commands without a bot name or naming this bot (`/status@ThisBot 12`), and
-    /// documents whose caption mentions the bot (`@ThisBot`) or that reply to one of its
-    /// messages. Commands for other bots and everything else are ignored.
-    #[default]
-    Addressed,
-    /// `"all"`: every document; commands as with `Addressed`.
-    All,
-    /// `"off"`: nothing from groups, not even commands.
-    Off,
-}
-
-impl GroupMode {
-    /// The configuration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Addressed => "addressed",
-            Self::All => "all",
-            Self::Off => "off",
-        }
-    }
-}
-
-impl Access {
-    /// Whether `user_id` may use the bot.
-    pub fn allows(&self, user_id: i64) -> bool {
-        self.allowed_users.is_empty() || self.allowed_users.contains(&user_id) || self.admins.contains(&user_id)
-    }
-}
-
 /// One thing wrong with the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -347,57 +203,6 @@ fn list(problems: &[Problem]) -> String {
     problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
 }
 
-/// The bot token. Debug and Display never show it.
-#[derive(Clone)]
-pub struct BotToken(String);
-
-impl BotToken {
-    /// Wraps a token.
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
-    }
-
-    /// Reads `TELOXIDE_TOKEN`.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        match std::env::var(TOKEN_ENV) {
-            Ok(t) if looks_like_token(t.trim()) => Ok(Self(t.trim().to_owned())),
-            Ok(t) => Err(invalid_env(
-                TOKEN_ENV,
-                if t.trim().is_empty() { "(empty)" } else { "(hidden)" },
-                "a bot token like 123456:ABC-DEF… from @BotFather",
-            )),
-            Err(_) => Err(invalid_env(TOKEN_ENV, "(not set)", "a bot token like 123456:ABC-DEF… from @BotFather")),
-        }
-    }
-
-    /// The secret itself; only for building the Bot API client.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// The numeric bot id, the part before the colon.
-    pub fn bot_id(&self) -> i64 {
-        self.0.split(':').next().and_then(|id| id.parse().ok()).unwrap_or(0)
-    }
-}
-
-impl fmt::Debug for BotToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BotToken({}:***)", self.bot_id())
-    }
-}
-
-fn looks_like_token(t: &str) -> bool {
-    matches!(t.split_once(':'), Some((id, secret)) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && !secret.is_empty())
-}
-
-fn invalid_env(var: &str, found: &str, expected: &str) -> ConfigError {
-    ConfigError::Invalid {
-        path: None,
-        problems: vec![Problem { key: format!("${var}"), found: found.to_owned(), expected: expected.to_owned() }],
-    }
-}
-
 impl Config {
     /// Loads from `path` (or `$DOCKET_CONFIG`, or built-in defaults when neither is given) and
     /// applies `TELOXIDE_API_URL`.
@@ -421,184 +226,23 @@ impl Config {
             path: path.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("(text)")),
             message: e.to_string(),
         })?;
-        let mut r = Reader::default();
-        r.only_sections(
-            &table,
-            &["telegram", "storage", "limits", "workers", "retention", "access", "budget", "metrics", "outbox"],
-        );
-
-        let t = r.section(&table, "telegram", &["mode", "api_url", "local_api", "poll_timeout", "local_files_url"]);
-        let mode = match r.string(&t, "telegram", "mode").as_deref() {
-            None | Some("polling") => UpdateMode::Polling,
-            Some(other) => {
-                r.problem("[telegram] mode", &quote(other), "\"polling\" (webhook mode is not available yet)");
-                UpdateMode::Polling
+        let mut problems = Vec::new();
+        let mut config: Self = read::read(table, &mut problems);
+        if let Some(s) = api_url_override {
+            match value::http_url_from(s) {
+                Ok(url) => config.telegram.api_url = url,
+                Err(expected) => problems.push(Problem {
+                    key: format!("${API_URL_ENV}"),
+                    found: read::quote(s),
+                    expected: expected.to_owned(),
+                }),
             }
-        };
-        let default_api = Url::parse("https://api.telegram.org/").expect("constant URL is valid");
-        let api_url = match api_url_override {
-            Some(s) => r.url(&format!("${API_URL_ENV}"), s).unwrap_or(default_api),
-            None => match r.string(&t, "telegram", "api_url") {
-                Some(s) => r.url("[telegram] api_url", &s).unwrap_or(default_api),
-                None => default_api,
-            },
-        };
-        let telegram = TelegramConfig {
-            mode,
-            api_url,
-            local_api: r.boolean(&t, "telegram", "local_api").unwrap_or(false),
-            poll_timeout: r
-                .duration(&t, "telegram", "poll_timeout", Duration::from_secs(1), Duration::from_secs(50))
-                .unwrap_or(Duration::from_secs(30)),
-            local_files_url: r
-                .string(&t, "telegram", "local_files_url")
-                .and_then(|s| r.url("[telegram] local_files_url", &s)),
-        };
-        if telegram.local_files_url.is_some() && !telegram.local_api {
-            r.problem(
-                "[telegram] local_files_url",
-                "(set)",
-                "local_api = true as well: only a local Bot API server answers getFile with a path to serve",
-            );
         }
-
-        let s = r.section(&table, "storage", &["database_url", "data_dir", "min_free"]);
-        let database_url = match r.string(&s, "storage", "database_url") {
-            None => DatabaseUrl::Sqlite(PathBuf::from("data/docket.db")),
-            Some(url) => DatabaseUrl::parse(&url).unwrap_or_else(|expected| {
-                r.problem("[storage] database_url", &quote(&url), &expected);
-                DatabaseUrl::Sqlite(PathBuf::from("data/docket.db"))
-            }),
-        };
-        let data_dir = match r.string(&s, "storage", "data_dir") {
-            Some(d) if d.trim().is_empty() => {
-                r.problem("[storage] data_dir", "\"\"", "a folder path");
-                PathBuf::from("data")
-            }
-            Some(d) => PathBuf::from(d),
-            None => PathBuf::from("data"),
-        };
-        let min_free = r.size(&s, "storage", "min_free").unwrap_or(1024 * 1024 * 1024);
-        let storage = StorageConfig { database_url, data_dir, min_free };
-
-        let l = r.section(
-            &table,
-            "limits",
-            &["cloud_download", "local_download", "cloud_upload", "local_upload", "per_chat_queued"],
-        );
-        let limits = Limits {
-            cloud_download: r.size(&l, "limits", "cloud_download").unwrap_or(20 * 1024 * 1024),
-            local_download: r.size(&l, "limits", "local_download").unwrap_or(2_000_000_000),
-            cloud_upload: r.size(&l, "limits", "cloud_upload").unwrap_or(50_000_000),
-            local_upload: r.size(&l, "limits", "local_upload").unwrap_or(2_000_000_000),
-            per_chat_queued: r.count(&l, "limits", "per_chat_queued", 1, 100_000).map_or(50, |n| n as u64),
-        };
-
-        let w = r.section(
-            &table,
-            "workers",
-            &["download", "process", "lease", "max_attempts", "shutdown_grace", "per_chat"],
-        );
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let workers = Workers {
-            download: r.count(&w, "workers", "download", 1, 256).unwrap_or(4),
-            process: r.count(&w, "workers", "process", 1, 256).unwrap_or(cores),
-            lease: r
-                .duration(&w, "workers", "lease", Duration::from_secs(2), Duration::from_secs(3600))
-                .unwrap_or(Duration::from_secs(30)),
-            max_attempts: r.count(&w, "workers", "max_attempts", 1, 1000).map(|n| n as u32).unwrap_or(5),
-            shutdown_grace: r
-                .duration(&w, "workers", "shutdown_grace", Duration::ZERO, Duration::from_secs(3600))
-                .unwrap_or(Duration::from_secs(20)),
-            per_chat: r.count(&w, "workers", "per_chat", 1, 1000).unwrap_or(2),
-        };
-
-        let b = r.section(&table, "budget", &["bytes", "multiplier", "max_wait"]);
-        let budget = BudgetConfig {
-            bytes: r.size(&b, "budget", "bytes").unwrap_or(16 * 1024 * 1024 * 1024),
-            multiplier: r.ratio(&b, "budget", "multiplier", 1.0, 10.0).unwrap_or(2.0),
-            max_wait: r
-                .duration(&b, "budget", "max_wait", Duration::ZERO, Duration::from_secs(86_400))
-                .unwrap_or(Duration::from_secs(60)),
-        };
-
-        let re = r.section(
-            &table,
-            "retention",
-            &["result_ttl", "janitor_interval", "part_max_age", "history", "prune_jobs", "results_bytes"],
-        );
-        let year = Duration::from_secs(365 * 86_400);
-        let retention = Retention {
-            result_ttl: r
-                .duration(&re, "retention", "result_ttl", Duration::from_secs(1), Duration::from_secs(3650 * 86_400))
-                .unwrap_or(Duration::from_secs(7 * 86_400)),
-            janitor_interval: r
-                .duration(&re, "retention", "janitor_interval", Duration::from_secs(1), Duration::from_secs(86_400))
-                .unwrap_or(Duration::from_secs(600)),
-            part_max_age: r
-                .duration(&re, "retention", "part_max_age", Duration::from_secs(1), year)
-                .unwrap_or(Duration::from_secs(6 * 3600)),
-            // Telegram redelivers an unconfirmed update for up to 24 hours: the registry must
-            // remember well beyond that.
-            history: r
-                .duration(
-                    &re,
-                    "retention",
-                    "history",
-                    Duration::from_secs(2 * 86_400),
-                    Duration::from_secs(10 * 365 * 86_400),
-                )
-                .unwrap_or(Duration::from_secs(30 * 86_400)),
-            prune_jobs: r.boolean(&re, "retention", "prune_jobs").unwrap_or(false),
-            results_bytes: r.size(&re, "retention", "results_bytes"),
-        };
-
-        let a = r.section(&table, "access", &["allowed_users", "admins", "groups"]);
-        let groups = match r.string(&a, "access", "groups").as_deref() {
-            None | Some("addressed") => GroupMode::Addressed,
-            Some("all") => GroupMode::All,
-            Some("off") => GroupMode::Off,
-            Some(other) => {
-                r.problem("[access] groups", &quote(other), "one of \"addressed\", \"all\" or \"off\"");
-                GroupMode::Addressed
-            }
-        };
-        let access = Access {
-            allowed_users: r.id_list(&a, "access", "allowed_users"),
-            admins: r.id_list(&a, "access", "admins"),
-            groups,
-        };
-
-        let m = r.section(&table, "metrics", &["listen"]);
-        let metrics = MetricsConfig {
-            listen: r.string(&m, "metrics", "listen").and_then(|s| match s.parse() {
-                Ok(addr) => Some(addr),
-                Err(_) => {
-                    r.problem("[metrics] listen", &quote(&s), "an address and port such as \"127.0.0.1:9464\"");
-                    None
-                }
-            }),
-        };
-
-        let o = r.section(
-            &table,
-            "outbox",
-            &["senders", "global_per_second", "private_interval", "group_per_minute", "max_attempts"],
-        );
-        let outbox = OutboxConfig {
-            senders: r.count(&o, "outbox", "senders", 1, 64).unwrap_or(4),
-            global_per_second: r.count(&o, "outbox", "global_per_second", 1, 1000).map_or(25, |n| n as u32),
-            private_interval: r
-                .duration(&o, "outbox", "private_interval", Duration::ZERO, Duration::from_secs(60))
-                .unwrap_or(Duration::from_secs(1)),
-            group_per_minute: r.count(&o, "outbox", "group_per_minute", 1, 6000).map_or(20, |n| n as u32),
-            max_attempts: r.count(&o, "outbox", "max_attempts", 1, 100).map_or(8, |n| n as u32),
-        };
-
-        if r.problems.is_empty() {
-            Ok(Self { telegram, storage, limits, workers, retention, access, budget, metrics, outbox })
+        config.telegram.check(&mut problems);
+        if problems.is_empty() {
+            Ok(config)
         } else {
-            Err(ConfigError::Invalid { path: path.map(Path::to_path_buf), problems: r.problems })
+            Err(ConfigError::Invalid { path: path.map(Path::to_path_buf), problems })
         }
     }
 
@@ -611,178 +255,51 @@ impl Config {
     pub fn upload_limit(&self) -> u64 {
         self.limits.upload(self.telegram.local_api)
     }
-}
 
-fn quote(s: &str) -> String {
-    format!("{s:?}")
-}
-
-/// Reads keys out of the TOML table, recording every problem with the key's full name.
-#[derive(Default)]
-struct Reader {
-    problems: Vec<Problem>,
-}
-
-impl Reader {
-    fn problem(&mut self, key: &str, found: &str, expected: &str) {
-        self.problems.push(Problem { key: key.to_owned(), found: found.to_owned(), expected: expected.to_owned() });
+    /// Every section and its keys, in the order of [`Config`]'s fields and of each section's.
+    pub fn keys() -> [(&'static str, &'static [&'static str]); 9] {
+        use read::keys_of;
+        [
+            ("telegram", keys_of::<TelegramConfig>()),
+            ("storage", keys_of::<StorageConfig>()),
+            ("limits", keys_of::<Limits>()),
+            ("workers", keys_of::<Workers>()),
+            ("retention", keys_of::<Retention>()),
+            ("access", keys_of::<Access>()),
+            ("budget", keys_of::<BudgetConfig>()),
+            ("metrics", keys_of::<MetricsConfig>()),
+            ("outbox", keys_of::<OutboxConfig>()),
+        ]
     }
 
-    fn only_sections(&mut self, root: &Table, known: &[&str]) {
-        for (name, value) in root {
-            if !known.contains(&name.as_str()) {
-                self.problem(name, &short(value), &format!("one of the sections [{}]", known.join("], [")));
-            } else if !value.is_table() {
-                self.problem(name, &short(value), &format!("a [{name}] section"));
-            }
-        }
-    }
-
-    fn section(&mut self, root: &Table, name: &str, keys: &[&str]) -> Table {
-        let Some(Value::Table(t)) = root.get(name) else { return Table::new() };
-        for (key, value) in t {
-            if !keys.contains(&key.as_str()) {
-                self.problem(
-                    &format!("[{name}] {key}"),
-                    &short(value),
-                    &format!("one of the keys {}", keys.join(", ")),
-                );
-            }
-        }
-        t.clone()
-    }
-
-    fn string(&mut self, t: &Table, section: &str, key: &str) -> Option<String> {
-        match t.get(key)? {
-            Value::String(s) => Some(s.clone()),
-            other => {
-                self.problem(&format!("[{section}] {key}"), &short(other), "a string in quotes");
-                None
-            }
-        }
-    }
-
-    fn boolean(&mut self, t: &Table, section: &str, key: &str) -> Option<bool> {
-        match t.get(key)? {
-            Value::Boolean(b) => Some(*b),
-            other => {
-                self.problem(&format!("[{section}] {key}"), &short(other), "true or false");
-                None
-            }
-        }
-    }
-
-    fn url(&mut self, key: &str, s: &str) -> Option<Url> {
-        match Url::parse(s) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-                // teloxide joins method paths onto the base; a missing trailing slash would drop
-                // the last path segment of a self-hosted server's URL.
-                if u.path().ends_with('/') { Some(u) } else { Url::parse(&format!("{u}/")).ok() }
-            }
-            _ => {
-                self.problem(key, &quote(s), "an http:// or https:// URL such as https://api.telegram.org");
-                None
-            }
-        }
-    }
-
-    fn size(&mut self, t: &Table, section: &str, key: &str) -> Option<u64> {
-        let key_name = format!("[{section}] {key}");
-        let expected = "a size such as \"20 MiB\" or \"2 GB\", greater than zero";
-        match t.get(key)? {
-            Value::String(s) => match s.trim().parse::<bytesize::ByteSize>() {
-                Ok(b) if b.as_u64() > 0 => Some(b.as_u64()),
-                _ => {
-                    self.problem(&key_name, &quote(s), expected);
-                    None
+    /// The configuration as TOML, every section and every key in the order of [`Config::keys`]:
+    /// read back, it gives the same settings. An optional key that is not set is written as a
+    /// comment, `# key = (not set)`, so that no key is missing. Passwords in
+    /// `[storage] database_url` are written as `***` (so those do not read back).
+    pub fn to_toml(&self) -> String {
+        let table = Table::try_from(self)
+            .expect("every value is written as a string, a bool, a bounded number or a list of ids, all valid TOML");
+        let mut out = String::new();
+        for (section, keys) in Self::keys() {
+            let values = table.get(section).and_then(Value::as_table);
+            out.push_str(&format!("[{section}]\n"));
+            for key in keys {
+                match values.and_then(|t| t.get(*key)) {
+                    Some(value) => out.push_str(&format!("{key} = {value}\n")),
+                    None => out.push_str(&format!("# {key} = (not set)\n")),
                 }
-            },
-            Value::Integer(n) if *n > 0 => Some(*n as u64),
-            other => {
-                self.problem(&key_name, &short(other), expected);
-                None
             }
+            out.push('\n');
         }
+        out.truncate(out.trim_end().len() + 1);
+        out
     }
-
-    fn duration(&mut self, t: &Table, section: &str, key: &str, min: Duration, max: Duration) -> Option<Duration> {
-        let key_name = format!("[{section}] {key}");
-        let expected = format!(
-            "a duration such as \"30s\", \"30m\" or \"7d\", from {} to {}",
-            humantime::format_duration(min),
-            humantime::format_duration(max)
-        );
-        match t.get(key)? {
-            Value::String(s) => match humantime::parse_duration(s.trim()) {
-                Ok(d) if d >= min && d <= max => Some(d),
-                _ => {
-                    self.problem(&key_name, &quote(s), &expected);
-                    None
-                }
-            },
-            other => {
-                self.problem(&key_name, &short(other), &expected);
-                None
-            }
-        }
-    }
-
-    fn count(&mut self, t: &Table, section: &str, key: &str, min: i64, max: i64) -> Option<usize> {
-        match t.get(key)? {
-            Value::Integer(n) if (min..=max).contains(n) => usize::try_from(*n).ok(),
-            other => {
-                self.problem(
-                    &format!("[{section}] {key}"),
-                    &short(other),
-                    &format!("a whole number from {min} to {max}"),
-                );
-                None
-            }
-        }
-    }
-
-    fn ratio(&mut self, t: &Table, section: &str, key: &str, min: f64, max: f64) -> Option<f64> {
-        let v = t.get(key)?;
-        let n = match v {
-            Value::Float(f) => Some(*f),
-            Value::Integer(i) => Some(*i as f64),
-            _ => None,
-        };
-        match n {
-            Some(n) if (min..=max).contains(&n) => Some(n),
-            _ => {
-                self.problem(
-                    &format!("[{section}] {key}"),
-                    &short(v),
-                    &format!("a number from {min} to {max}, such as 2.0"),
-                );
-                None
-            }
-        }
-    }
-
-    fn id_list(&mut self, t: &Table, section: &str, key: &str) -> Vec<i64> {
-        let Some(value) = t.get(key) else { return Vec::new() };
-        let ids: Option<Vec<i64>> = value.as_array().and_then(|a| a.iter().map(Value::as_integer).collect());
-        ids.unwrap_or_else(|| {
-            self.problem(
-                &format!("[{section}] {key}"),
-                &short(value),
-                "a list of numeric Telegram user ids, such as [12345, 67890]",
-            );
-            Vec::new()
-        })
-    }
-}
-
-/// A value as written in TOML, shortened for messages.
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn problems(text: &str) -> Vec<Problem> {
@@ -941,11 +458,160 @@ mod tests {
     }
 
     #[test]
-    fn token_debug_hides_the_secret() {
-        let t = BotToken::new("123456:SECRET-PART");
-        assert_eq!(t.bot_id(), 123456);
-        assert!(!format!("{t:?}").contains("SECRET"));
-        assert!(looks_like_token("1:a"));
-        assert!(!looks_like_token("nonsense"));
+    fn an_empty_file_gives_the_built_in_defaults() {
+        assert_eq!(Config::from_toml_str("", None, None).expect("valid"), Config::default());
+    }
+
+    #[test]
+    fn several_problems_in_one_section_are_all_reported() {
+        let p = problems("[workers]\ndownlaod = 3\nproces = 2\nlease = \"1s\"\nper_chat = 0\nmax_attempts = 7\n");
+        let keys: Vec<&str> = p.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(p.len(), 4, "{p:#?}");
+        for key in ["[workers] downlaod", "[workers] proces", "[workers] lease", "[workers] per_chat"] {
+            assert!(keys.contains(&key), "{key} missing from {keys:?}");
+        }
+        let unknown = p.iter().find(|p| p.key == "[workers] proces").expect("reported");
+        assert_eq!(
+            unknown.expected,
+            "one of the keys download, process, lease, max_attempts, shutdown_grace, per_chat"
+        );
+        let lease = p.iter().find(|p| p.key == "[workers] lease").expect("reported");
+        assert_eq!(
+            lease.to_string(),
+            "[workers] lease = \"1s\": expected a duration such as \"30s\", \"30m\" or \"7d\", from 2s to 1h"
+        );
+    }
+
+    #[test]
+    fn a_section_that_is_not_a_table_is_named() {
+        let p = problems("telegram = 1\n[workers]\ndownload = 0\n");
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(p.iter().any(|p| p.to_string() == "telegram = 1: expected a [telegram] section"), "{p:#?}");
+        assert!(p.iter().any(|p| p.key == "[workers] download"), "{p:#?}");
+    }
+
+    #[test]
+    fn a_date_is_refused_where_a_string_is_expected() {
+        let p = problems("[storage]\ndata_dir = 1979-05-27T07:32:00Z\n");
+        assert_eq!(p[0].to_string(), "[storage] data_dir = 1979-05-27T07:32:00Z: expected a string in quotes");
+    }
+
+    #[test]
+    fn keys_list_every_section_of_config_in_order() {
+        let sections: Vec<&str> = Config::keys().iter().map(|(section, _)| *section).collect();
+        assert_eq!(sections, read::keys_of::<Config>());
+        assert!(Config::keys().iter().all(|(_, keys)| !keys.is_empty()));
+    }
+
+    #[test]
+    fn the_effective_configuration_reads_back_the_same() {
+        let example = include_str!("../config/docket.toml");
+        let optional = "[telegram]\nlocal_api = true\nlocal_files_url = \"http://10.0.0.5:8088\"\n\
+                        [retention]\nresults_bytes = \"1.5 GiB\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n\
+                        [access]\nadmins = [1, 2]\ngroups = \"off\"\n[budget]\nmultiplier = 2.5\n";
+        for text in ["", example, optional] {
+            let config = Config::from_toml_str(text, None, None).expect("valid");
+            let written = config.to_toml();
+            let back = Config::from_toml_str(&written, None, None).expect("the written configuration is valid");
+            assert_eq!(back, config, "{written}");
+        }
+        let written = Config::default().to_toml();
+        assert!(written.contains("\n# local_files_url = (not set)\n"), "{written}");
+        assert!(written.contains("\ncloud_download = \"20 MiB\"\n"), "{written}");
+        assert!(written.contains("\nresult_ttl = \"7days\"\n"), "{written}");
+    }
+
+    #[test]
+    fn the_effective_configuration_hides_database_passwords() {
+        let c = Config::from_toml_str(
+            "[storage]\ndatabase_url = \"postgres://docket:hunter2@db/docket?sslpassword=hunter3\"\n",
+            None,
+            None,
+        )
+        .expect("valid");
+        let written = c.to_toml();
+        assert!(!written.contains("hunter"), "{written}");
+        assert!(written.contains("database_url = \"postgres://docket:***@db/docket?sslpassword=***\""), "{written}");
+    }
+
+    /// A key by section: `("workers", "lease")`.
+    type Key = (String, String);
+
+    /// The keys `config/docket.toml` shows only as a comment (`# key = …`), by section, and the
+    /// comment lines above each key, set or commented.
+    fn documented(text: &str) -> (Vec<Key>, Vec<(Key, Vec<String>)>) {
+        let (mut section, mut commented, mut blocks, mut block) = (String::new(), Vec::new(), Vec::new(), Vec::new());
+        for line in text.lines().map(str::trim) {
+            let key_of = |l: &str| {
+                l.split_once(" = ")
+                    .map(|(k, _)| k.to_owned())
+                    .filter(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            };
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = name.to_owned();
+                block.clear();
+            } else if let Some(key) = line.strip_prefix("# ").and_then(key_of) {
+                commented.push((section.clone(), key.clone()));
+                blocks.push(((section.clone(), key), std::mem::take(&mut block)));
+            } else if let Some(comment) = line.strip_prefix('#') {
+                block.push(comment.trim().to_owned());
+            } else if let Some(key) = key_of(line) {
+                blocks.push(((section.clone(), key), std::mem::take(&mut block)));
+            } else {
+                block.clear();
+            }
+        }
+        (commented, blocks)
+    }
+
+    /// The drift test: `config/docket.toml` and the built-in defaults say the same, key by key.
+    /// A default changed without the example, or the example without the default, fails here;
+    /// so does a key the example does not document, or a "Default: …" comment that disagrees.
+    #[test]
+    fn the_documented_example_matches_the_built_in_defaults_key_by_key() {
+        let text = include_str!("../config/docket.toml");
+        let written: Table = text.parse().expect("config/docket.toml is TOML");
+        let example = Config::from_toml_str(text, None, None).expect("config/docket.toml is valid");
+        let example = Table::try_from(&example).expect("the example can be written");
+        let built_in = Table::try_from(Config::default()).expect("the defaults can be written");
+        let (commented, blocks) = documented(text);
+        let mut drift = Vec::new();
+        for (section, keys) in Config::keys() {
+            for key in keys {
+                let name = format!("[{section}] {key}");
+                let at = |t: &Table| t.get(section).and_then(|s| s.get(*key)).cloned();
+                let (documented, default) = (at(&example), at(&built_in));
+                let is_commented = commented.contains(&(section.to_owned(), (*key).to_owned()));
+                match at(&written) {
+                    Some(_) if documented != default => drift.push(format!(
+                        "{name}: config/docket.toml says {}, the built-in default is {}",
+                        documented.map_or("nothing".into(), |v| v.to_string()),
+                        default.map_or("nothing".into(), |v| v.to_string()),
+                    )),
+                    Some(_) => {}
+                    None if !is_commented => drift.push(format!("{name} is not in config/docket.toml at all")),
+                    // Left out (commented) only when there is no fixed default to write: an
+                    // optional key, or the number of CPU cores.
+                    None if default.is_some() && name != "[workers] process" => drift.push(format!(
+                        "{name}: the built-in default is {}, but config/docket.toml leaves the key out",
+                        default.map_or("nothing".into(), |v| v.to_string()),
+                    )),
+                    None => {}
+                }
+                let comments = blocks.iter().find(|(k, _)| k.0 == *section && k.1 == *key).map(|(_, c)| c.join(" "));
+                let Some(said) = comments.as_deref().and_then(|c| c.rsplit_once("Default: ")).map(|(_, d)| d) else {
+                    drift.push(format!("{name}: no \"Default: …\" in the comment above it in config/docket.toml"));
+                    continue;
+                };
+                // A default spelled as TOML ("30s", 4, false) must be the value written below it.
+                let said = said.split(". ").next().unwrap_or(said).trim_end_matches('.');
+                if let (Ok(said), Some(value)) = (format!("v = {said}").parse::<Table>(), at(&written))
+                    && said["v"] != value
+                {
+                    drift.push(format!("{name}: the comment says \"Default: {}\", the key says {value}", said["v"]));
+                }
+            }
+        }
+        assert!(drift.is_empty(), "config/docket.toml and the built-in defaults differ:\n  {}", drift.join("\n  "));
     }
 }

@@ -21,8 +21,7 @@ use teloxide::types::{AllowedUpdate, ChatAction, ChatId, FileId, InputFile, Mess
 use url::Url;
 
 use crate::domain::incoming::Incoming;
-
-use crate::config::BotToken;
+use crate::telegram::BotToken;
 
 /// What went wrong with a Bot API call, sorted by what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,6 +3,8 @@
 //! It must not import the services (intake, pipeline, outbox) or the wiring.
 
 pub mod client;
+pub mod token;
 pub mod updates;
 
 pub use client::{DocumentSource, TelegramClient, TelegramError};
+pub use token::BotToken;

@@ -9,7 +9,11 @@ use crate::support::{Backend, TestApp, eventually, fixture};
 
 fn docket(args: &[&str], config: Option<&Path>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
-    cmd.args(args).env_remove("DOCKET_CONFIG").env_remove("TELOXIDE_TOKEN").env_remove("TELOXIDE_API_URL");
+    cmd.args(args)
+        .env_remove("DOCKET_CONFIG")
+        .env_remove("TELOXIDE_TOKEN")
+        .env_remove("TELOXIDE_API_URL")
+        .env_remove("CREDENTIALS_DIRECTORY");
     if let Some(c) = config {
         cmd.arg("--config").arg(c);
     }
@@ -38,10 +42,72 @@ fn check_config_accepts_the_documented_example() {
     let out = docket(&["check-config"], Some(&example));
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(shown.starts_with("configuration is valid"), "{shown}");
+    assert!(shown.starts_with("# configuration is valid"), "{shown}");
     // The effective settings, including the sections added later.
-    assert!(shown.contains("\n[outbox]   senders = 4, global_per_second = 25, private_interval = 1s"), "{shown}");
-    assert!(shown.contains("\n[budget]   bytes = "), "{shown}");
+    assert!(shown.contains("\n[outbox]\nsenders = 4\nglobal_per_second = 25\nprivate_interval = \"1s\"\n"), "{shown}");
+    assert!(shown.contains("\n[budget]\nbytes = "), "{shown}");
+
+    // Every key appears in its section: set, or `# key = (not set)` when optional and unset.
+    let shown_keys = keys_in(&shown);
+    for (section, keys) in docket::config::Config::keys() {
+        for key in keys {
+            assert!(
+                shown_keys.contains(&(section.to_owned(), (*key).to_owned())),
+                "[{section}] {key} missing:\n{shown}"
+            );
+        }
+    }
+    // The same, against the documented example's own list (set or commented out).
+    let text = std::fs::read_to_string(&example).expect("read the example");
+    let documented = keys_in(&text);
+    assert!(documented.len() >= 37, "{documented:?}");
+    for (section, key) in &documented {
+        assert!(shown_keys.contains(&(section.clone(), key.clone())), "[{section}] {key} missing:\n{shown}");
+    }
+    // And it is a configuration that reads back to the same settings.
+    let from_example = docket::config::Config::from_toml_str(&text, None, None).expect("valid");
+    let read_back = docket::config::Config::from_toml_str(&shown, None, None).expect("check-config prints valid TOML");
+    assert_eq!(read_back, from_example);
+}
+
+/// The `[section] key` pairs a TOML text sets or shows as a comment (`# key = …`).
+fn keys_in(text: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut keys = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+        } else if let Some((key, _)) = line.trim_start_matches("# ").split_once(" = ")
+            && !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        {
+            keys.push((section.clone(), key.to_owned()));
+        }
+    }
+    keys
+}
+
+#[test]
+fn check_config_never_prints_a_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(
+        &path,
+        "[storage]\ndatabase_url = \"postgres://docket:hunter2@db.internal/docket?password=hunter3\"\n",
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", path.to_str().expect("utf8"), "check-config"])
+        .env_remove("DOCKET_CONFIG")
+        .env_remove("TELOXIDE_API_URL")
+        .env("TELOXIDE_TOKEN", "123456:SECRET-check-config")
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("database_url = \"postgres://docket:***@db.internal/docket?password=***\""), "{shown}");
+    assert!(!shown.contains("hunter") && !stderr(&out).contains("hunter"), "{shown}");
+    assert!(!shown.contains("SECRET") && !stderr(&out).contains("SECRET"), "{shown}");
 }
 
 #[test]
@@ -53,11 +119,11 @@ fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("per_chat_queued = 7"), "{shown}");
-    assert!(shown.contains("groups = all"), "{shown}");
+    assert!(shown.contains("groups = \"all\""), "{shown}");
 
     let defaults = docket(&["check-config"], None);
     let shown = String::from_utf8_lossy(&defaults.stdout);
-    assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = addressed"), "{shown}");
+    assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = \"addressed\""), "{shown}");
 
     std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
     let out = docket(&["check-config"], Some(&path));
@@ -75,10 +141,88 @@ fn run_without_a_token_says_which_variable_is_missing() {
         .current_dir(dir.path())
         .env_remove("TELOXIDE_TOKEN")
         .env_remove("DOCKET_CONFIG")
+        .env_remove("CREDENTIALS_DIRECTORY")
         .output()
         .expect("runs");
     assert!(!out.status.success());
     assert!(stderr(&out).contains("$TELOXIDE_TOKEN = (not set)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("$CREDENTIALS_DIRECTORY = (not set)"), "{}", stderr(&out));
+}
+
+#[test]
+fn run_with_an_empty_credentials_directory_names_the_missing_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).expect("mkdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .arg("run")
+        .current_dir(dir.path())
+        .env_remove("TELOXIDE_TOKEN")
+        .env_remove("DOCKET_CONFIG")
+        .env("CREDENTIALS_DIRECTORY", &credentials)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("$TELOXIDE_TOKEN = (not set)"), "{err}");
+    assert!(err.contains(&format!("no file {}", credentials.join("telegram-token").display())), "{err}");
+    assert!(!dir.path().join("data").exists(), "nothing is created without a token");
+}
+
+#[test]
+fn check_config_says_where_the_token_comes_from_without_showing_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "123456:SECRET-from-the-credential";
+    std::fs::write(dir.path().join("telegram-token"), format!("{secret}\n")).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .arg("check-config")
+        .env_remove("TELOXIDE_TOKEN")
+        .env_remove("DOCKET_CONFIG")
+        .env("CREDENTIALS_DIRECTORY", dir.path())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("\n# bot token: from $CREDENTIALS_DIRECTORY/telegram-token ("), "{shown}");
+    assert!(shown.contains(", bot 123456\n"), "{shown}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+}
+
+/// systemd's `LoadCredential=telegram-token:…` without a shell: `docket run` finds the token in
+/// `$CREDENTIALS_DIRECTORY/telegram-token` (trailing newline and all), polls with it, and never
+/// logs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_takes_the_token_from_the_systemd_credential() {
+    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).expect("mkdir");
+    std::fs::write(credentials.join("telegram-token"), format!("{}\n", fake.token())).expect("write");
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
+    let child = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["--config", config.to_str().expect("utf8"), "run"])
+        .current_dir(dir.path())
+        .env_remove("TELOXIDE_TOKEN")
+        .env_remove("DOCKET_CONFIG")
+        .env("CREDENTIALS_DIRECTORY", &credentials)
+        .env("TELOXIDE_API_URL", fake.api_url().as_str())
+        .env("RUST_LOG", "debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("docket run starts");
+    // getUpdates comes after getMe accepted the token: a wrong one would have stopped docket.
+    fake.wait_for_call("getUpdates", |_| true, crate::support::DEADLINE).await;
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("docket exits"))
+        .await
+        .expect("the waiting thread");
+    let logs = stderr(&out);
+    assert!(out.status.success(), "exit status after SIGTERM: {:?}\n{logs}", out.status);
+    let secret = fake.token().split_once(':').expect("a token").1;
+    assert!(!logs.contains(secret), "the token was logged:\n{logs}");
 }
 
 #[test]

@@ -1,0 +1,62 @@
+//! `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
+
+use serde::{Deserialize, Serialize};
+
+use super::value::{self, Between};
+
+/// `cloud_download` when not set: 20 MiB, Telegram's limit for getFile.
+pub const DEFAULT_CLOUD_DOWNLOAD: u64 = 20 * 1024 * 1024;
+/// `local_download` when not set: 2000 MB.
+pub const DEFAULT_LOCAL_DOWNLOAD: u64 = 2_000_000_000;
+/// `cloud_upload` when not set: 50 MB, Telegram's limit for sendDocument.
+pub const DEFAULT_CLOUD_UPLOAD: u64 = 50_000_000;
+/// `local_upload` when not set: 2000 MB.
+pub const DEFAULT_LOCAL_UPLOAD: u64 = 2_000_000_000;
+/// `per_chat_queued` when not set.
+pub const DEFAULT_PER_CHAT_QUEUED: u64 = 50;
+
+/// `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// `cloud_download`
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub cloud_download: u64,
+    /// `local_download`
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub local_download: u64,
+    /// `cloud_upload`
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub cloud_upload: u64,
+    /// `local_upload`
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub local_upload: u64,
+    /// `per_chat_queued`: how many of one chat's jobs may wait in `accepted` (not downloading
+    /// yet); a document beyond it is refused, with no job. 1 to 100 000.
+    #[serde(deserialize_with = "Between::<1, 100_000>::count")]
+    pub per_chat_queued: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            cloud_download: DEFAULT_CLOUD_DOWNLOAD,
+            local_download: DEFAULT_LOCAL_DOWNLOAD,
+            cloud_upload: DEFAULT_CLOUD_UPLOAD,
+            local_upload: DEFAULT_LOCAL_UPLOAD,
+            per_chat_queued: DEFAULT_PER_CHAT_QUEUED,
+        }
+    }
+}
+
+impl Limits {
+    /// The largest file the bot can fetch in the current mode.
+    pub fn download(&self, local_api: bool) -> u64 {
+        if local_api { self.local_download } else { self.cloud_download }
+    }
+
+    /// The largest file the bot can send in the current mode.
+    pub fn upload(&self, local_api: bool) -> u64 {
+        if local_api { self.local_upload } else { self.cloud_upload }
+    }
+}
