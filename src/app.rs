@@ -201,7 +201,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         IntakeSettings {
             bot_id: telegram.bot_id(),
             bot_username,
-            access: config.access.clone(),
+            access: (&config.access).into(),
             download_limit: config.download_limit(),
             upload_limit: config.upload_limit(),
             result_ttl: config.retention.result_ttl,
@@ -225,7 +225,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
         settings: Arc::new(OutboxSettings {
-            limits: config.outbox,
+            limits: config.outbox.into(),
             // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
             // short as the job lease; long uploads renew it.
             lease: config.workers.lease,

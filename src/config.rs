@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod outbox;
 mod read;
 pub mod retention;
+mod services;
 pub mod storage;
 pub mod telegram;
 mod value;

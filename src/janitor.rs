@@ -47,20 +47,6 @@ pub struct JanitorSettings {
     pub min_free: u64,
 }
 
-impl JanitorSettings {
-    /// The janitor's slice of the configuration.
-    pub fn from_config(config: &crate::config::Config) -> Self {
-        Self {
-            interval: config.retention.janitor_interval,
-            part_max_age: config.retention.part_max_age,
-            history: config.retention.history,
-            prune_jobs: config.retention.prune_jobs,
-            results_bytes: config.retention.results_bytes,
-            min_free: config.storage.min_free,
-        }
-    }
-}
-
 /// What the janitor needs. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct JanitorDeps {

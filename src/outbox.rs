@@ -42,7 +42,6 @@ use tracing::{Instrument, error, info, info_span, warn};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
-use crate::config::OutboxConfig;
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
@@ -52,11 +51,33 @@ use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
 use crate::texts;
 
+/// Telegram's limits as the senders keep them, and how hard they try.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SendLimits {
+    /// Concurrent senders (one message in flight each).
+    pub senders: usize,
+    /// Messages per second to everyone together (every process on the database).
+    pub global_per_second: u32,
+    /// Least time between two messages to one private chat.
+    pub private_interval: Duration,
+    /// Messages per minute to one group, spread evenly.
+    pub group_per_minute: u32,
+    /// Attempts of one message before it is `failed` and admins are alerted.
+    pub max_attempts: u32,
+}
+
+impl SendLimits {
+    /// The least time between two messages to `chat`: Telegram's group chats have negative ids.
+    pub fn interval(&self, chat: i64) -> Duration {
+        if chat < 0 { Duration::from_secs(60) / self.group_per_minute.max(1) } else { self.private_interval }
+    }
+}
+
 /// The sender's settings.
 #[derive(Debug, Clone)]
 pub struct OutboxSettings {
     /// `[outbox]`: senders, limits, attempts.
-    pub limits: OutboxConfig,
+    pub limits: SendLimits,
     /// How long a claim holds a row without renewal.
     pub lease: Duration,
     /// Who hears about messages that could not be delivered.

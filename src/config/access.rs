@@ -4,6 +4,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::value;
+pub use crate::domain::incoming::GroupMode;
 
 /// `groups` when not set.
 pub const DEFAULT_GROUPS: GroupMode = GroupMode::Addressed;
@@ -27,40 +28,6 @@ impl Access {
     /// Whether `user_id` may use the bot.
     pub fn allows(&self, user_id: i64) -> bool {
         self.allowed_users.is_empty() || self.allowed_users.contains(&user_id) || self.admins.contains(&user_id)
-    }
-}
-
-/// `[access] groups`: which messages docket takes in groups and supergroups. Private chats are
-/// not affected: there every document and command is docket's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupMode {
-    /// `"addressed"`: commands without a bot name or naming this bot (`/status@ThisBot 12`), and
-    /// documents whose caption mentions the bot (`@ThisBot`) or that reply to one of its
-    /// messages. Commands for other bots and everything else are ignored.
-    Addressed,
-    /// `"all"`: every document; commands as with `Addressed`.
-    All,
-    /// `"off"`: nothing from groups, not even commands.
-    Off,
-}
-
-impl Default for GroupMode {
-    fn default() -> Self {
-        DEFAULT_GROUPS
-    }
-}
-
-impl GroupMode {
-    /// Every mode, in the order the documentation lists them.
-    const ALL: [Self; 3] = [Self::Addressed, Self::All, Self::Off];
-
-    /// The configuration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Addressed => "addressed",
-            Self::All => "all",
-            Self::Off => "off",
-        }
     }
 }
 

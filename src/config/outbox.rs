@@ -52,10 +52,3 @@ impl Default for OutboxConfig {
         }
     }
 }
-
-impl OutboxConfig {
-    /// The least time between two messages to `chat`: Telegram's group chats have negative ids.
-    pub fn interval(&self, chat: i64) -> Duration {
-        if chat < 0 { Duration::from_secs(60) / self.group_per_minute.max(1) } else { self.private_interval }
-    }
-}

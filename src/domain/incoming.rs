@@ -82,3 +82,32 @@ pub enum Incoming {
     /// An update that could not be understood; recorded as rejected with the reason.
     Malformed(String),
 }
+
+/// `[access] groups`: which messages docket takes in groups and supergroups. Private chats are
+/// not affected: there every document and command is docket's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GroupMode {
+    /// `"addressed"`: commands without a bot name or naming this bot (`/status@ThisBot 12`), and
+    /// documents whose caption mentions the bot (`@ThisBot`) or that reply to one of its
+    /// messages. Commands for other bots and everything else are ignored.
+    #[default]
+    Addressed,
+    /// `"all"`: every document; commands as with `Addressed`.
+    All,
+    /// `"off"`: nothing from groups, not even commands.
+    Off,
+}
+
+impl GroupMode {
+    /// Every mode, in the order the documentation lists them.
+    pub const ALL: [Self; 3] = [Self::Addressed, Self::All, Self::Off];
+
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Addressed => "addressed",
+            Self::All => "all",
+            Self::Off => "off",
+        }
+    }
+}

@@ -14,8 +14,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info};
 
-use crate::config::{Access, GroupMode};
-pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
+pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin};
 use crate::domain::{ChatRef, JobState, MessageKind, Operation, SharedClock, Ticket, UserId};
 use crate::store::{NewJob, NewMessage, Store, StoreResult, Tx, UpdateOutcome};
 use crate::texts;
@@ -43,6 +42,24 @@ pub enum Recorded {
     Rejected,
 }
 
+/// Who may use the bot, and where.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccessRules {
+    /// Telegram user ids allowed; empty means everyone.
+    pub allowed_users: Vec<i64>,
+    /// Admins: always allowed.
+    pub admins: Vec<i64>,
+    /// Which messages docket takes in group chats.
+    pub groups: GroupMode,
+}
+
+impl AccessRules {
+    /// Whether `user_id` may use the bot.
+    pub fn allows(&self, user_id: i64) -> bool {
+        self.allowed_users.is_empty() || self.allowed_users.contains(&user_id) || self.admins.contains(&user_id)
+    }
+}
+
 /// Intake's settings: the slice of the configuration it needs.
 #[derive(Debug, Clone)]
 pub struct IntakeSettings {
@@ -53,7 +70,7 @@ pub struct IntakeSettings {
     /// groups, only commands without a bot name and replies to the bot reach it).
     pub bot_username: Option<String>,
     /// Who may use the bot.
-    pub access: Access,
+    pub access: AccessRules,
     /// Largest file the bot can download in the current mode.
     pub download_limit: u64,
     /// Largest file the bot can upload in the current mode.

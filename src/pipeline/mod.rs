@@ -97,25 +97,6 @@ pub struct PipelineSettings {
     pub max_source_losses: u32,
 }
 
-impl PipelineSettings {
-    /// The pipeline's slice of the configuration, with the pacing of idle polls and retries
-    /// (`docket::app::Options`).
-    pub fn from_config(config: &crate::config::Config, idle_poll: Duration, retry_base: Duration) -> Self {
-        Self {
-            lease: config.workers.lease,
-            max_attempts: config.workers.max_attempts,
-            download_limit: config.download_limit(),
-            upload_limit: config.upload_limit(),
-            result_ttl: config.retention.result_ttl,
-            idle_poll,
-            retry_base,
-            per_chat: config.workers.per_chat,
-            min_free: config.storage.min_free,
-            max_source_losses: MAX_SOURCE_LOSSES,
-        }
-    }
-}
-
 /// How often a job's source may be lost before the job fails: a disk that keeps losing or
 /// corrupting files must end in a reason, not in downloads without end.
 pub const MAX_SOURCE_LOSSES: u32 = 3;
