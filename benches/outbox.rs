@@ -27,8 +27,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail, ensure};
 use docket::app::Options;
 use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{ChatRef, Clock, JobState, MessageKind, SystemClock};
-use docket::store::{JobFilter, NewMessage, Store};
+use docket::domain::{ChatRef, Clock, JobState, MessageKind, NewMessage, SystemClock};
+use docket::store::{JobFilter, Store};
 use serde_json::Value;
 
 use fake_telegram::{Call, DownloadFault, FakeTelegram};

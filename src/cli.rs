@@ -15,11 +15,10 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::config::{BotToken, CONFIG_ENV, Config};
-use crate::domain::SystemClock;
-use crate::domain::{JobState, Operation, Ticket};
+use crate::domain::{Job, JobState, Operation, SystemClock, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::spool::Spool;
-use crate::store::{Job, JobFilter, Store};
+use crate::store::{JobFilter, Store};
 use crate::telegram::texts;
 
 /// docket: a Telegram bot that processes large documents durably.

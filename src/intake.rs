@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 use tracing::{debug, info};
 
 use crate::config::{Access, GroupMode};
-use crate::domain::{ChatRef, JobState, MessageKind, Operation, SharedClock, Ticket, UserId};
-use crate::store::{NewJob, NewMessage, Store, StoreResult, Tx, UpdateOutcome};
+use crate::domain::{ChatRef, JobState, MessageKind, NewJob, NewMessage, Operation, SharedClock, Ticket, UserId};
+use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
 use crate::telegram::texts;
 
 /// A document as Telegram described it. Every field is a claim, not a fact.

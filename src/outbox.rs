@@ -44,10 +44,13 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use crate::config::OutboxConfig;
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
+use crate::domain::{
+    AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, NewMessage, OutboxMessage, OutboxState, SharedClock,
+    Timestamp,
+};
 use crate::runtime::Shutdown;
 use crate::spool::result_file_name;
-use crate::store::{NewMessage, OutboxMessage, Store, StoreResult, WHOLE_BOT};
+use crate::store::{Store, StoreResult, WHOLE_BOT};
 use crate::telegram::client::Sent;
 use crate::telegram::texts;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};

@@ -20,10 +20,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{FailureReason, JobEvent, Lease, MessageKind, SharedClock, Timestamp};
+use crate::domain::{FailureReason, Job, JobEvent, Lease, MessageKind, NewMessage, SharedClock, Timestamp};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
-use crate::store::{AttemptRule, Completion, Job, NewMessage, Release, Stage, Store};
+use crate::store::{AttemptRule, Completion, Release, Stage, Store};
 use crate::telegram::TelegramClient;
 use crate::telegram::texts::{self, Progress};
 

@@ -5,9 +5,11 @@
 //! the backend modules add what differs (connecting, migrations, and the claim statements,
 //! which lock differently).
 
-use crate::domain::{ChatRef, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
+use crate::domain::{
+    ChatRef, FileOwner, Job, Lease, MessageKind, Operation, OutboxMessage, OutboxState, Ticket, Timestamp,
+};
 
-use super::{FileOwner, Job, OutboxMessage, StoreResult};
+use super::StoreResult;
 
 /// A `jobs` row as the databases return it.
 #[derive(Debug, sqlx::FromRow)]
@@ -230,9 +232,9 @@ macro_rules! define_backend {
     ($store:ident, $db:ty, $conn_mod:ident, $claims:expr) => {
         /// Statements over one connection, so they can run inside a transaction.
         pub(crate) mod $conn_mod {
-            use $crate::domain::{ChatRef, JobState, Lease, OutboxState, Ticket, Timestamp};
+            use $crate::domain::{ChatRef, Job, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket, Timestamp};
             use $crate::store::backend::{JobRow, OutboxRow};
-            use $crate::store::{Job, NewJob, NewMessage, OutboxMessage, QueryContext, StoreResult, UpdateOutcome};
+            use $crate::store::{QueryContext, StoreResult, UpdateOutcome};
 
             type Conn = <$db as sqlx::Database>::Connection;
 
@@ -474,19 +476,19 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::job`].
-            pub async fn job(&self, ticket: $crate::domain::Ticket) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+            pub async fn job(&self, ticket: $crate::domain::Ticket) -> $crate::store::StoreResult<Option<$crate::domain::Job>> {
                 let mut c = self.conn().await?;
                 $conn_mod::job(&mut c, ticket).await
             }
 
             /// See [`crate::store::Store::jobs`].
-            pub async fn jobs(&self, f: &$crate::store::JobFilter) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
+            pub async fn jobs(&self, f: &$crate::store::JobFilter) -> $crate::store::StoreResult<Vec<$crate::domain::Job>> {
                 let mut c = self.conn().await?;
                 $conn_mod::jobs(&mut c, f.chat, f.state, f.limit).await
             }
 
             /// See [`crate::store::Store::claim_job`].
-            pub async fn claim_job(&self, stage: $crate::store::Stage, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration, limits: &$crate::store::ClaimLimits) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+            pub async fn claim_job(&self, stage: $crate::store::Stage, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration, limits: &$crate::store::ClaimLimits) -> $crate::store::StoreResult<Option<$crate::domain::Job>> {
                 use $crate::store::QueryContext;
                 let claims: &$crate::store::backend::ClaimSql = &$claims;
                 let statements: &[&str] = match stage {
@@ -506,7 +508,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::ready_results`].
-            pub async fn ready_results(&self, expired_at: Option<$crate::domain::Timestamp>) -> $crate::store::StoreResult<Vec<$crate::store::Job>> {
+            pub async fn ready_results(&self, expired_at: Option<$crate::domain::Timestamp>) -> $crate::store::StoreResult<Vec<$crate::domain::Job>> {
                 use $crate::store::QueryContext;
                 // Two statements, so the due case is a range of the partial index `jobs_expiry`.
                 let sql = if expired_at.is_some() {
@@ -521,7 +523,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::expire_job`].
-            pub async fn expire_job(&self, ticket: $crate::domain::Ticket, at: $crate::domain::Timestamp, notice: Option<&$crate::store::NewMessage>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+            pub async fn expire_job(&self, ticket: $crate::domain::Ticket, at: $crate::domain::Timestamp, notice: Option<&$crate::domain::NewMessage>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
                 let mut tx = self.begin_write().await.context("starting a transaction")?;
                 let done = sqlx::query(
@@ -556,7 +558,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::file_owners`].
-            pub async fn file_owners(&self) -> $crate::store::StoreResult<Vec<$crate::store::FileOwner>> {
+            pub async fn file_owners(&self) -> $crate::store::StoreResult<Vec<$crate::domain::FileOwner>> {
                 use $crate::store::QueryContext;
                 sqlx::query_as::<_, $crate::store::backend::FileOwnerRow>(
                     "SELECT id, status, lease_owner, lease_token, lease_until, local_path, result_path
@@ -601,7 +603,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::next_waiting_download`].
-            pub async fn next_waiting_download(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Option<$crate::store::Job>> {
+            pub async fn next_waiting_download(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Option<$crate::domain::Job>> {
                 use $crate::store::QueryContext;
                 sqlx::query_as::<_, $crate::store::backend::JobRow>(
                     "SELECT * FROM jobs WHERE status = 'accepted' AND not_before <= $1
@@ -666,7 +668,7 @@ macro_rules! define_backend {
 
             /// See [`crate::store::Store::fail_job`].
             #[expect(clippy::too_many_arguments, reason = "mirrors Store::fail_job")]
-            pub async fn fail_job(&self, ticket: $crate::domain::Ticket, from: $crate::domain::JobState, lease: Option<&$crate::domain::Lease>, reason: &str, detail: &str, notices: &[$crate::store::NewMessage], now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+            pub async fn fail_job(&self, ticket: $crate::domain::Ticket, from: $crate::domain::JobState, lease: Option<&$crate::domain::Lease>, reason: &str, detail: &str, notices: &[$crate::domain::NewMessage], now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
                 let mut tx = self.begin_write().await.context("starting a transaction")?;
                 if !$conn_mod::fail_job(&mut tx, ticket, from, lease, reason, detail, now).await? {
@@ -680,7 +682,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::complete_job`].
-            pub async fn complete_job(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, done: &$crate::store::Completion, deliveries: &[$crate::store::NewMessage], now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+            pub async fn complete_job(&self, ticket: $crate::domain::Ticket, lease: &$crate::domain::Lease, done: &$crate::store::Completion, deliveries: &[$crate::domain::NewMessage], now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
                 let mut tx = self.begin_write().await.context("starting a transaction")?;
                 if !$conn_mod::complete_job(&mut tx, ticket, lease, done, now).await? {
@@ -694,7 +696,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::claim_message`].
-            pub async fn claim_message(&self, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::store::OutboxMessage>> {
+            pub async fn claim_message(&self, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::domain::OutboxMessage>> {
                 use $crate::store::QueryContext;
                 let claims: &$crate::store::backend::ClaimSql = &$claims;
                 let claim = sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
@@ -712,7 +714,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::mark_message_sent`].
-            pub async fn mark_message_sent(&self, m: &$crate::store::OutboxMessage, lease: &$crate::domain::Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
+            pub async fn mark_message_sent(&self, m: &$crate::domain::OutboxMessage, lease: &$crate::domain::Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
                 use $crate::store::QueryContext;
                 let mut tx = self.begin_write().await.context("starting a transaction")?;
                 let done = $conn_mod::mark_message_sent(&mut tx, m, lease, telegram_message_id, telegram_file_id, now).await?;
@@ -835,7 +837,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::lapse_messages`].
-            pub async fn lapse_messages(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<$crate::store::OutboxMessage>> {
+            pub async fn lapse_messages(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<$crate::domain::OutboxMessage>> {
                 use $crate::store::QueryContext;
                 sqlx::query_as::<_, $crate::store::backend::OutboxRow>(
                     "UPDATE outbox SET status = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $1,
@@ -895,7 +897,7 @@ macro_rules! define_backend {
             }
 
             /// See [`crate::store::Store::messages`].
-            pub async fn messages(&self, chat: Option<$crate::domain::ChatRef>, job: Option<$crate::domain::Ticket>) -> $crate::store::StoreResult<Vec<$crate::store::OutboxMessage>> {
+            pub async fn messages(&self, chat: Option<$crate::domain::ChatRef>, job: Option<$crate::domain::Ticket>) -> $crate::store::StoreResult<Vec<$crate::domain::OutboxMessage>> {
                 let mut c = self.conn().await?;
                 $conn_mod::messages(&mut c, chat, job).await
             }
@@ -925,8 +927,8 @@ pub(crate) use define_backend;
 
 /// Transaction statements dispatched to the backend the transaction belongs to.
 pub(crate) mod tx {
-    use super::super::{Job, NewJob, NewMessage, StoreResult, Tx, UpdateOutcome};
-    use crate::domain::{ChatRef, JobState, Ticket, Timestamp};
+    use super::super::{StoreResult, Tx, UpdateOutcome};
+    use crate::domain::{ChatRef, Job, JobState, NewJob, NewMessage, Ticket, Timestamp};
 
     macro_rules! on_tx {
         ($tx:ident, $f:ident($($arg:expr),*)) => {

@@ -11,13 +11,11 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use super::{
-    AttemptRule, ClaimLimits, Completion, Job, JobFilter, NewJob, NewMessage, Release, Stage, Store, StoreError, Tx,
-    UpdateOutcome,
-};
+use super::{AttemptRule, ClaimLimits, Completion, JobFilter, Release, Stage, Store, StoreError, Tx, UpdateOutcome};
 use crate::config::DatabaseUrl;
 use crate::domain::{
-    ChatRef, JobEvent, JobState, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp, TransitionError,
+    ChatRef, Job, JobEvent, JobState, Lease, MessageKind, NewJob, NewMessage, Operation, OutboxMessage, OutboxState,
+    Ticket, Timestamp, TransitionError,
 };
 
 /// Stamps each case out once per backend.
@@ -149,7 +147,7 @@ async fn claim(store: &Store, stage: Stage, owner: &str, now: Timestamp) -> (Job
     (job, lease)
 }
 
-async fn claim_message(store: &Store, owner: &str, now: Timestamp) -> (super::OutboxMessage, Lease) {
+async fn claim_message(store: &Store, owner: &str, now: Timestamp) -> (OutboxMessage, Lease) {
     let m = store.claim_message(owner, now, LEASE).await.unwrap().expect("a message is claimable");
     let lease = m.lease.clone().expect("a claimed message has a lease");
     (m, lease)

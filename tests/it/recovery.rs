@@ -158,7 +158,7 @@ async fn record_a_fetched_job_whose_bytes_were_lost(app: &TestApp) -> (std::path
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     let mut tx = app.store.begin().await.expect("tx");
     tx.insert_job(
-        &docket::store::NewJob {
+        &docket::domain::NewJob {
             update_id: 1,
             chat: docket::domain::ChatRef(70),
             user_id: Some(70),

@@ -7,10 +7,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use docket::domain::{ChatRef, JobState, ManualClock, Operation, Ticket, Timestamp};
+use docket::domain::{ChatRef, JobState, ManualClock, NewJob, Operation, Ticket, Timestamp};
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
-use docket::store::{NewJob, Stage, UpdateOutcome};
+use docket::store::{Stage, UpdateOutcome};
 use tokio::sync::Notify;
 
 use crate::support::fake_telegram::{Call, Fault};

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use docket::app::Options;
 use docket::config::DatabaseUrl;
-use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
-use docket::store::OutboxMessage;
+use docket::domain::{ChatRef, JobState, OutboxMessage, OutboxState, Ticket};
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, FakeTelegram, Fault, TEST_TOKEN};
