@@ -43,11 +43,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail, ensure};
-use docket::config::{Config, DatabaseUrl};
+use docket::config::Config;
 use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
 use docket::spool::Spool;
-use docket::store::{ClaimLimits, ClaimSql, JobFilter, Release, Stage, Store};
+use docket::store::{ClaimLimits, ClaimSql, DatabaseUrl, JobFilter, Release, Stage, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sqlx::Connection;

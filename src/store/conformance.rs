@@ -12,11 +12,11 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::{AttemptRule, ClaimLimits, Completion, JobFilter, Release, Stage, Store, StoreError, Tx, UpdateOutcome};
-use crate::config::DatabaseUrl;
 use crate::domain::{
     ChatRef, Job, JobEvent, JobState, Lease, MessageKind, NewJob, NewMessage, Operation, OutboxMessage, OutboxState,
     Ticket, Timestamp, TransitionError,
 };
+use crate::store::DatabaseUrl;
 
 /// Stamps each case out once per backend.
 macro_rules! conformance {
@@ -224,7 +224,7 @@ mod pg {
     use futures_util::FutureExt;
     use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 
-    use crate::config::DatabaseUrl;
+    use crate::store::DatabaseUrl;
     use crate::store::Store;
 
     fn server_url() -> String {

@@ -12,11 +12,13 @@
 mod backend;
 #[cfg(test)]
 mod conformance;
+mod database_url;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod sqlite;
 
 pub use backend::ClaimSql;
+pub use database_url::DatabaseUrl;
 
 /// The `chat_pacing` row that pauses the bot as a whole (every chat waits); no Telegram chat has
 /// this id. The claim statements name it as the literal `0`.
@@ -28,7 +30,6 @@ pub const SEND_SLOTS: i64 = i64::MIN;
 
 use std::time::Duration;
 
-use crate::config::DatabaseUrl;
 use crate::domain::job::UnknownName;
 use crate::domain::{
     ChatRef, FileOwner, Job, JobEvent, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket,

@@ -28,7 +28,7 @@ define_backend!(PostgresStore, sqlx::Postgres, conn, CLAIMS);
 impl PostgresStore {
     /// Connects to `url`.
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let redacted = crate::config::DatabaseUrl::Postgres(url.to_owned()).redacted();
+        let redacted = super::DatabaseUrl::Postgres(url.to_owned()).redacted();
         let options =
             PgConnectOptions::from_str(url).map_err(|source| StoreError::Open { url: redacted.clone(), source })?;
         let pool = PgPoolOptions::new()

@@ -28,7 +28,7 @@ fn text_of(call: &Call) -> String {
 fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("docket.toml");
-    let docket::config::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
+    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
     std::fs::write(
         &path,
         format!(

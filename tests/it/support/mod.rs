@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use docket::app::{Options, Running};
-use docket::config::{BotToken, Config, DatabaseUrl};
+use docket::config::{BotToken, Config};
 use docket::domain::{Job, SystemClock, Ticket};
-use docket::store::Store;
+use docket::store::{DatabaseUrl, Store};
 use fake_telegram::{FakeTelegram, FileRef, TEST_TOKEN};
 use tempfile::TempDir;
 
