@@ -30,7 +30,7 @@
 //! `echo 3 > /proc/sys/vm/drop_caches`; needs root), `--keep` (keep the 1M-row SQLite file),
 //! `--dir PATH` (default `target/docket-bench-janitor`; on the disk, not tmpfs, so commits fsync).
 //!
-//! The claim statements are the store's own (`docket::store::{sqlite, postgres}::CLAIMS`), and
+//! The claim statements are the store's own (`docket::store::statements::{sqlite, postgres}::CLAIMS`), and
 //! each "row search alone" is cut out of them ([`row_search`]). The other SQL in [`sql`] is copied
 //! from `src/store/backend.rs`; keep it in sync when that changes.
 
@@ -47,7 +47,8 @@ use docket::config::Config;
 use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
 use docket::spool::Spool;
-use docket::store::{ClaimLimits, ClaimSql, DatabaseUrl, JobFilter, Release, Stage, Store};
+use docket::store::statements::ClaimSql;
+use docket::store::{ClaimLimits, DatabaseUrl, JobFilter, Release, Stage, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sqlx::Connection;
@@ -558,8 +559,8 @@ struct Stmt {
 }
 
 /// The store's claim statements on each backend.
-const SQLITE: &ClaimSql = &docket::store::sqlite::CLAIMS;
-const PG: &ClaimSql = &docket::store::postgres::CLAIMS;
+const SQLITE: &ClaimSql = &docket::store::statements::sqlite::CLAIMS;
+const PG: &ClaimSql = &docket::store::statements::postgres::CLAIMS;
 
 /// The row search of a claim statement alone: its `WHERE id = (SELECT …)` subquery, as a SELECT
 /// that mentions `$1` and `$2` (the owner and lease binds, unused by the search) so the claim's

@@ -147,9 +147,9 @@ fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease>
     Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
 }
 
-/// The claim statements, which differ per backend in how they lock. Public (as
-/// [`crate::store::sqlite::CLAIMS`] and [`crate::store::postgres::CLAIMS`]) so that the benchmarks
-/// EXPLAIN and time the statements the store really runs.
+/// The claim statements, which differ per backend in how they lock. Public (in
+/// [`crate::store::statements`]) so that the benchmarks EXPLAIN and time the statements the store
+/// really runs.
 #[derive(Debug)]
 pub struct ClaimSql {
     /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now, $4 the size assumed for a
@@ -457,7 +457,7 @@ macro_rules! define_backend {
             /// See [`crate::store::Store::begin`].
             pub async fn begin(&self) -> $crate::store::StoreResult<$crate::store::Tx> {
                 use $crate::store::QueryContext;
-                Ok(self.begin_write().await.context("starting a transaction")?.into())
+                Ok($crate::store::Tx { tx: self.begin_write().await.context("starting a transaction")?.into() })
             }
 
             /// See [`crate::store::Store::poll_offset`].
@@ -927,15 +927,15 @@ pub(crate) use define_backend;
 
 /// Transaction statements dispatched to the backend the transaction belongs to.
 pub(crate) mod tx {
-    use super::super::{StoreResult, Tx, UpdateOutcome};
+    use super::super::{StoreResult, Transaction, Tx, UpdateOutcome};
     use crate::domain::{ChatRef, Job, JobState, NewJob, NewMessage, Ticket, Timestamp};
 
     macro_rules! on_tx {
         ($tx:ident, $f:ident($($arg:expr),*)) => {
-            match $tx {
-                Tx::Sqlite(t) => crate::store::sqlite::conn::$f(t, $($arg),*).await,
+            match &mut $tx.tx {
+                Transaction::Sqlite(t) => crate::store::sqlite::conn::$f(t, $($arg),*).await,
                 #[cfg(feature = "postgres")]
-                Tx::Postgres(t) => crate::store::postgres::conn::$f(t, $($arg),*).await,
+                Transaction::Postgres(t) => crate::store::postgres::conn::$f(t, $($arg),*).await,
             }
         };
     }

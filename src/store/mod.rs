@@ -14,11 +14,28 @@ mod backend;
 mod conformance;
 mod database_url;
 #[cfg(feature = "postgres")]
-pub mod postgres;
-pub mod sqlite;
+mod postgres;
+mod sqlite;
 
-pub use backend::ClaimSql;
 pub use database_url::DatabaseUrl;
+
+/// The store's own SQL, for the benchmarks, which EXPLAIN and time the statements the store really
+/// runs instead of copies of them. Not an API: the statements change with the store.
+#[doc(hidden)]
+pub mod statements {
+    pub use super::backend::ClaimSql;
+
+    /// The statements as SQLite runs them.
+    pub mod sqlite {
+        pub use crate::store::sqlite::CLAIMS;
+    }
+
+    /// The statements as PostgreSQL runs them.
+    #[cfg(feature = "postgres")]
+    pub mod postgres {
+        pub use crate::store::postgres::CLAIMS;
+    }
+}
 
 /// The `chat_pacing` row that pauses the bot as a whole (every chat waits); no Telegram chat has
 /// this id. The claim statements name it as the literal `0`.
@@ -266,9 +283,15 @@ pub struct JobFilter {
     pub limit: i64,
 }
 
-/// The storage handle: one of the backends. Cheap to clone (a pool inside).
+/// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
 #[derive(Clone, Debug)]
-pub enum Store {
+pub struct Store {
+    backend: Backend,
+}
+
+/// The backend a [`Store`] runs on.
+#[derive(Clone, Debug)]
+enum Backend {
     /// SQLite in WAL mode.
     Sqlite(sqlite::SqliteStore),
     /// PostgreSQL.
@@ -279,10 +302,10 @@ pub enum Store {
 /// Forwards a call to whichever backend the store is.
 macro_rules! forward {
     ($self:ident, $s:ident => $call:expr) => {
-        match $self {
-            Self::Sqlite($s) => $call,
+        match &$self.backend {
+            Backend::Sqlite($s) => $call,
             #[cfg(feature = "postgres")]
-            Self::Postgres($s) => $call,
+            Backend::Postgres($s) => $call,
         }
     };
 }
@@ -291,15 +314,16 @@ impl Store {
     /// Opens the database named by `url` (creating a SQLite file and its folder when missing)
     /// and applies pending migrations.
     pub async fn open(url: &DatabaseUrl) -> StoreResult<Self> {
-        let store = match url {
-            DatabaseUrl::Sqlite(path) => Self::Sqlite(sqlite::SqliteStore::open(path).await?),
+        let backend = match url {
+            DatabaseUrl::Sqlite(path) => Backend::Sqlite(sqlite::SqliteStore::open(path).await?),
             #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(url) => Self::Postgres(postgres::PostgresStore::open(url).await?),
+            DatabaseUrl::Postgres(url) => Backend::Postgres(postgres::PostgresStore::open(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
+        let store = Self { backend };
         store.migrate().await?;
         Ok(store)
     }
@@ -312,15 +336,16 @@ impl Store {
     /// [`StoreError::NotDocket`] when it has no docket schema, [`StoreError::Outdated`] when it
     /// needs `docket migrate`, and [`StoreError::Open`] when it cannot be reached.
     pub async fn open_existing(url: &DatabaseUrl) -> StoreResult<Self> {
-        let store = match url {
-            DatabaseUrl::Sqlite(path) => Self::Sqlite(sqlite::SqliteStore::open_existing(path).await?),
+        let backend = match url {
+            DatabaseUrl::Sqlite(path) => Backend::Sqlite(sqlite::SqliteStore::open_existing(path).await?),
             #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(url) => Self::Postgres(postgres::PostgresStore::open_existing(url).await?),
+            DatabaseUrl::Postgres(url) => Backend::Postgres(postgres::PostgresStore::open_existing(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
+        let store = Self { backend };
         let checked = match store.applied_migrations().await {
             Err(e) => Err(e),
             Ok(None) => Err(StoreError::NotDocket { url: url.redacted() }),
@@ -679,7 +704,12 @@ impl Store {
 }
 
 /// A write transaction on either backend. Dropped without [`Tx::commit`], it rolls back.
-pub enum Tx {
+pub struct Tx {
+    tx: Transaction,
+}
+
+/// The transaction of a [`Tx`], on its backend.
+enum Transaction {
     /// SQLite.
     Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
     /// PostgreSQL.
@@ -763,10 +793,10 @@ impl Tx {
 
     /// Commits.
     pub async fn commit(self) -> StoreResult<()> {
-        match self {
-            Self::Sqlite(tx) => tx.commit().await,
+        match self.tx {
+            Transaction::Sqlite(tx) => tx.commit().await,
             #[cfg(feature = "postgres")]
-            Self::Postgres(tx) => tx.commit().await,
+            Transaction::Postgres(tx) => tx.commit().await,
         }
         .context("committing")
     }

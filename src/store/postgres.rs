@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::backend::{ClaimSql, claim_statements, define_backend};
-use super::{StoreError, StoreResult, Tx};
+use super::{StoreError, StoreResult, Transaction};
 
 /// A PostgreSQL database.
 #[derive(Clone, Debug)]
@@ -53,11 +53,6 @@ impl PostgresStore {
         }
     }
 
-    /// Wraps an existing pool (tests that create a database per test).
-    pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
-    }
-
     /// Applies `migrations/postgres`.
     pub async fn migrate(&self) -> StoreResult<()> {
         MIGRATOR.run(&self.pool).await.map_err(StoreError::Migrate)
@@ -91,7 +86,7 @@ impl PostgresStore {
     }
 }
 
-impl From<sqlx::Transaction<'static, sqlx::Postgres>> for Tx {
+impl From<sqlx::Transaction<'static, sqlx::Postgres>> for Transaction {
     fn from(tx: sqlx::Transaction<'static, sqlx::Postgres>) -> Self {
         Self::Postgres(tx)
     }

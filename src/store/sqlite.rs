@@ -12,7 +12,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use super::backend::{ClaimSql, claim_statements, define_backend};
-use super::{StoreError, StoreResult, Tx};
+use super::{StoreError, StoreResult, Transaction};
 
 /// A SQLite database.
 #[derive(Clone, Debug)]
@@ -115,7 +115,7 @@ impl SqliteStore {
     }
 }
 
-impl From<sqlx::Transaction<'static, sqlx::Sqlite>> for Tx {
+impl From<sqlx::Transaction<'static, sqlx::Sqlite>> for Transaction {
     fn from(tx: sqlx::Transaction<'static, sqlx::Sqlite>) -> Self {
         Self::Sqlite(tx)
     }

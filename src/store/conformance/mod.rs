@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::{Completion, DatabaseUrl, Stage, Store, Tx};
+use super::{Completion, DatabaseUrl, Stage, Store, Transaction};
 use crate::domain::{
     ChatRef, Job, JobState, Lease, MessageKind, NewJob, NewMessage, Operation, OutboxMessage, Ticket, Timestamp,
 };
@@ -145,10 +145,10 @@ fn completion(n: i64) -> Completion {
 /// states no store method reaches (`expired`) and for probing the schema.
 async fn raw(store: &Store, sql: &'static str, id: i64) -> Result<u64, sqlx::Error> {
     let mut tx = store.begin().await.unwrap();
-    let done = match &mut tx {
-        Tx::Sqlite(t) => sqlx::query(sql).bind(id).execute(&mut **t).await.map(|d| d.rows_affected()),
+    let done = match &mut tx.tx {
+        Transaction::Sqlite(t) => sqlx::query(sql).bind(id).execute(&mut **t).await.map(|d| d.rows_affected()),
         #[cfg(feature = "postgres")]
-        Tx::Postgres(t) => sqlx::query(sql).bind(id).execute(&mut **t).await.map(|d| d.rows_affected()),
+        Transaction::Postgres(t) => sqlx::query(sql).bind(id).execute(&mut **t).await.map(|d| d.rows_affected()),
     };
     if done.is_ok() {
         tx.commit().await.unwrap();
@@ -172,10 +172,10 @@ where
     let dir = tempfile::TempDir::new().expect("a temp folder");
     let store = Store::open(&DatabaseUrl::Sqlite(dir.path().join("docket.db"))).await.expect("opening SQLite");
     let mut tx = store.begin().await.unwrap();
-    let mode: String = match &mut tx {
-        Tx::Sqlite(t) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut **t).await.unwrap(),
+    let mode: String = match &mut tx.tx {
+        Transaction::Sqlite(t) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut **t).await.unwrap(),
         #[cfg(feature = "postgres")]
-        Tx::Postgres(_) => unreachable!("a SQLite store gives SQLite transactions"),
+        Transaction::Postgres(_) => unreachable!("a SQLite store gives SQLite transactions"),
     };
     assert_eq!(mode, "wal", "tests run SQLite in WAL mode, as production does");
     drop(tx);

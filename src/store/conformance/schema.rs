@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{BOT, CHAT, T0, claim_message, enqueue, insert, job, message, new_job, raw};
 use crate::domain::{ChatRef, MessageKind, NewJob, NewMessage};
-use crate::store::{Store, Tx, UpdateOutcome};
+use crate::store::{Store, Transaction, UpdateOutcome};
 
 conformance!(large_telegram_ids_round_trip, the_schema_rejects_unknown_names, the_schema_has_the_expected_indexes);
 
@@ -72,8 +72,8 @@ async fn the_schema_rejects_unknown_names(store: Store) {
 /// The named indexes of the schema, with the predicate of partial ones (normalised).
 async fn indexes(store: &Store) -> BTreeSet<(String, Option<String>)> {
     let mut tx = store.begin().await.unwrap();
-    let rows: Vec<(String, Option<String>)> = match &mut tx {
-        Tx::Sqlite(t) => {
+    let rows: Vec<(String, Option<String>)> = match &mut tx.tx {
+        Transaction::Sqlite(t) => {
             let rows: Vec<(String, String)> = sqlx::query_as(
                 "SELECT name, sql FROM sqlite_master
                  WHERE type = 'index' AND sql IS NOT NULL AND tbl_name <> '_sqlx_migrations'",
@@ -84,7 +84,7 @@ async fn indexes(store: &Store) -> BTreeSet<(String, Option<String>)> {
             rows.into_iter().map(|(name, sql)| (name, sql.split_once(" WHERE ").map(|(_, p)| p.to_owned()))).collect()
         }
         #[cfg(feature = "postgres")]
-        Tx::Postgres(t) => sqlx::query_as(
+        Transaction::Postgres(t) => sqlx::query_as(
             "SELECT c.relname::TEXT, pg_get_expr(i.indpred, i.indrelid)
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class r ON r.oid = i.indrelid
              JOIN pg_namespace n ON n.oid = r.relnamespace
@@ -128,7 +128,7 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
 mod postgres_vs_sqlite {
     use std::collections::BTreeMap;
 
-    use super::{Store, Tx};
+    use super::{Store, Transaction};
 
     /// (table, column) → (integer or text, NOT NULL, default).
     type Columns = BTreeMap<(String, String), (String, bool, Option<String>)>;
@@ -151,8 +151,8 @@ mod postgres_vs_sqlite {
         let mut indexes = Indexes::new();
         let mut tx = store.begin().await.unwrap();
         for table in TABLES {
-            match &mut tx {
-                Tx::Sqlite(t) => {
+            match &mut tx.tx {
+                Transaction::Sqlite(t) => {
                     let rows: Vec<(String, String, i64, Option<String>, i64)> =
                         sqlx::query_as("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info($1)")
                             .bind(table)
@@ -190,7 +190,7 @@ mod postgres_vs_sqlite {
                         indexes.push((table.into(), pk, true, false));
                     }
                 }
-                Tx::Postgres(t) => {
+                Transaction::Postgres(t) => {
                     let rows: Vec<(String, String, bool, Option<String>, bool)> = sqlx::query_as(
                         "SELECT column_name::TEXT, data_type::TEXT, is_nullable = 'NO', column_default::TEXT,
                                 is_identity = 'YES'
