@@ -234,35 +234,14 @@ macro_rules! define_backend {
         pub(crate) mod $conn_mod {
             use $crate::domain::{ChatRef, Job, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket, Timestamp};
             use $crate::store::backend::{JobRow, OutboxRow};
-            use $crate::store::{QueryContext, StoreResult, UpdateOutcome};
+            use $crate::store::{QueryContext, StoreResult};
 
             type Conn = <$db as sqlx::Database>::Connection;
-
-            pub(crate) async fn register_update(c: &mut Conn, bot_id: i64, update_id: i64, outcome: UpdateOutcome, reason: Option<&str>, now: Timestamp) -> StoreResult<bool> {
-                let done = sqlx::query(
-                    "INSERT INTO updates (bot_id, update_id, outcome, reason, received_at) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (bot_id, update_id) DO NOTHING",
-                )
-                .bind(bot_id).bind(update_id).bind(outcome.as_str()).bind(reason).bind(now.as_millis())
-                .execute(&mut *c).await.context("registering an update")?;
-                Ok(done.rows_affected() == 1)
-            }
 
             pub(crate) async fn revive_chat(c: &mut Conn, chat: ChatRef) -> StoreResult<bool> {
                 let done = sqlx::query("DELETE FROM dead_chats WHERE chat_id = $1")
                     .bind(chat.0).execute(&mut *c).await.context("reviving a chat")?;
                 Ok(done.rows_affected() == 1)
-            }
-
-            pub(crate) async fn advance_offset(c: &mut Conn, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
-                sqlx::query(
-                    "INSERT INTO poll_offsets (bot_id, next_offset, updated_at) VALUES ($1, $2, $3)
-                     ON CONFLICT (bot_id) DO UPDATE SET next_offset = excluded.next_offset, updated_at = excluded.updated_at
-                     WHERE poll_offsets.next_offset < excluded.next_offset",
-                )
-                .bind(bot_id).bind(next_offset).bind(now.as_millis())
-                .execute(&mut *c).await.context("storing the poll offset")?;
-                Ok(())
             }
 
             pub(crate) async fn job(c: &mut Conn, ticket: Ticket) -> StoreResult<Option<Job>> {
@@ -458,21 +437,6 @@ macro_rules! define_backend {
             pub async fn begin(&self) -> $crate::store::StoreResult<$crate::store::Tx> {
                 use $crate::store::QueryContext;
                 Ok($crate::store::Tx { tx: self.begin_write().await.context("starting a transaction")?.into() })
-            }
-
-            /// See [`crate::store::Store::poll_offset`].
-            pub async fn poll_offset(&self, bot_id: i64) -> $crate::store::StoreResult<Option<i64>> {
-                use $crate::store::QueryContext;
-                sqlx::query_scalar("SELECT next_offset FROM poll_offsets WHERE bot_id = $1")
-                    .bind(bot_id).fetch_optional(&self.pool).await.context("reading the poll offset")
-            }
-
-            /// See [`crate::store::Store::update_outcome`].
-            pub async fn update_outcome(&self, bot_id: i64, update_id: i64) -> $crate::store::StoreResult<Option<($crate::store::UpdateOutcome, Option<String>)>> {
-                use $crate::store::QueryContext;
-                let row: Option<(String, Option<String>)> = sqlx::query_as("SELECT outcome, reason FROM updates WHERE bot_id = $1 AND update_id = $2")
-                    .bind(bot_id).bind(update_id).fetch_optional(&self.pool).await.context("reading an update")?;
-                Ok(row.map(|(o, r)| (if o == "recorded" { $crate::store::UpdateOutcome::Recorded } else { $crate::store::UpdateOutcome::Rejected }, r)))
             }
 
             /// See [`crate::store::Store::job`].
@@ -927,7 +891,7 @@ pub(crate) use define_backend;
 
 /// Transaction statements dispatched to the backend the transaction belongs to.
 pub(crate) mod tx {
-    use super::super::{StoreResult, Transaction, Tx, UpdateOutcome};
+    use super::super::{StoreResult, Transaction, Tx};
     use crate::domain::{ChatRef, Job, JobState, NewJob, NewMessage, Ticket, Timestamp};
 
     macro_rules! on_tx {
@@ -940,21 +904,8 @@ pub(crate) mod tx {
         };
     }
 
-    pub(crate) async fn register_update(
-        tx: &mut Tx,
-        bot_id: i64,
-        update_id: i64,
-        outcome: UpdateOutcome,
-        reason: Option<&str>,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        on_tx!(tx, register_update(bot_id, update_id, outcome, reason, now))
-    }
     pub(crate) async fn revive_chat(tx: &mut Tx, chat: ChatRef) -> StoreResult<bool> {
         on_tx!(tx, revive_chat(chat))
-    }
-    pub(crate) async fn advance_offset(tx: &mut Tx, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
-        on_tx!(tx, advance_offset(bot_id, next_offset, now))
     }
     pub(crate) async fn job_by_file(tx: &mut Tx, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
         on_tx!(tx, job_by_file(chat, file_unique_id))

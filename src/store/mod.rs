@@ -9,6 +9,27 @@
 //!
 //! sqlx types stop here: callers see domain types such as [`Job`] and [`OutboxMessage`].
 
+/// Runs one expression on whichever backend a [`Conn`] is connected to, with `$c` bound to that
+/// backend's own connection (`&mut SqliteConnection` or `&mut PgConnection`): written like a
+/// closure, `dispatch!(conn, |c| sqlx::query(SQL).bind(x).execute(c).await)`. sqlx binds `$N`
+/// placeholders by number on both backends, so one statement serves both; the expression must
+/// have the same type in each arm (map a query result to what the caller needs inside it).
+macro_rules! dispatch {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::store::Conn::Sqlite(conn) => {
+                let $c = &mut **conn;
+                $body
+            }
+            #[cfg(feature = "postgres")]
+            $crate::store::Conn::Postgres(conn) => {
+                let $c = &mut **conn;
+                $body
+            }
+        }
+    };
+}
+
 mod backend;
 #[cfg(test)]
 mod conformance;
@@ -16,6 +37,7 @@ mod database_url;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
+mod updates;
 
 pub use database_url::DatabaseUrl;
 
@@ -299,6 +321,37 @@ enum Backend {
     Postgres(postgres::PostgresStore),
 }
 
+/// One connection of either backend, from the pool or inside a transaction: what every statement
+/// runs on (through [`dispatch!`]).
+enum Conn<'c> {
+    /// SQLite.
+    Sqlite(&'c mut sqlx::SqliteConnection),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(&'c mut sqlx::PgConnection),
+}
+
+/// A connection taken from a [`Store`]'s pool for statements outside a transaction; it goes
+/// back to the pool when dropped.
+enum Pooled {
+    /// SQLite.
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+}
+
+impl Pooled {
+    /// The connection, for a statement.
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Self::Sqlite(c) => Conn::Sqlite(c),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
 /// Forwards a call to whichever backend the store is.
 macro_rules! forward {
     ($self:ident, $s:ident => $call:expr) => {
@@ -368,6 +421,16 @@ impl Store {
         }
     }
 
+    /// A connection from the pool, for statements outside a transaction.
+    async fn acquire(&self) -> StoreResult<Pooled> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.pool.acquire().await.map(Pooled::Sqlite),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(s) => s.pool.acquire().await.map(Pooled::Postgres),
+        }
+        .context("acquiring a connection")
+    }
+
     /// Applies pending migrations of the backend.
     pub async fn migrate(&self) -> StoreResult<()> {
         forward!(self, s => s.migrate().await)
@@ -390,7 +453,7 @@ impl Store {
 
     /// The getUpdates offset to continue from, if any was stored.
     pub async fn poll_offset(&self, bot_id: i64) -> StoreResult<Option<i64>> {
-        forward!(self, s => s.poll_offset(bot_id).await)
+        updates::poll_offset(&mut self.acquire().await?.conn(), bot_id).await
     }
 
     /// Whether an update was registered, and how.
@@ -399,7 +462,7 @@ impl Store {
         bot_id: i64,
         update_id: i64,
     ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
-        forward!(self, s => s.update_outcome(bot_id, update_id).await)
+        updates::update_outcome(&mut self.acquire().await?.conn(), bot_id, update_id).await
     }
 
     /// One job by ticket.
@@ -718,6 +781,15 @@ enum Transaction {
 }
 
 impl Tx {
+    /// The transaction's connection, for a statement.
+    fn conn(&mut self) -> Conn<'_> {
+        match &mut self.tx {
+            Transaction::Sqlite(t) => Conn::Sqlite(t),
+            #[cfg(feature = "postgres")]
+            Transaction::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
     /// Registers an update once. `false`: it was registered before (a repeat).
     pub async fn register_update(
         &mut self,
@@ -727,7 +799,7 @@ impl Tx {
         reason: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        backend::tx::register_update(self, bot_id, update_id, outcome, reason, now).await
+        updates::register_update(&mut self.conn(), bot_id, update_id, outcome, reason, now).await
     }
 
     /// Forgets that `chat` was dead (it wrote to the bot again). `true` when it was.
@@ -737,7 +809,7 @@ impl Tx {
 
     /// Moves the stored poll offset forward to `next_offset` (never back).
     pub async fn advance_offset(&mut self, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
-        backend::tx::advance_offset(self, bot_id, next_offset, now).await
+        updates::advance_offset(&mut self.conn(), bot_id, next_offset, now).await
     }
 
     /// The chat's job for a file, by the unique key.

@@ -14,7 +14,7 @@ use super::{StoreError, StoreResult, Transaction};
 /// A PostgreSQL database.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
-    pool: PgPool,
+    pub(super) pool: PgPool,
 }
 
 /// docket's PostgreSQL migrations, built in.

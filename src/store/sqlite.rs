@@ -17,7 +17,7 @@ use super::{StoreError, StoreResult, Transaction};
 /// A SQLite database.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
 }
 
 /// docket's SQLite migrations, built in.
