@@ -738,50 +738,6 @@ macro_rules! define_backend {
                 Ok(id.flatten())
             }
 
-            /// See [`crate::store::Store::pace_chat`].
-            pub async fn pace_chat(&self, chat: i64, not_before: $crate::domain::Timestamp, reason: &str) -> $crate::store::StoreResult<()> {
-                use $crate::store::QueryContext;
-                sqlx::query(
-                    "INSERT INTO chat_pacing (chat_id, not_before, reason) VALUES ($1, $2, $3)
-                     ON CONFLICT (chat_id) DO UPDATE SET not_before = excluded.not_before, reason = excluded.reason
-                     WHERE chat_pacing.not_before < excluded.not_before",
-                )
-                .bind(chat).bind(not_before.as_millis()).bind(reason)
-                .execute(&self.pool).await.context("pacing a chat")?;
-                Ok(())
-            }
-
-            /// See [`crate::store::Store::reserve_send_slot`].
-            pub async fn reserve_send_slot(&self, now: $crate::domain::Timestamp, spacing: std::time::Duration) -> $crate::store::StoreResult<$crate::domain::Timestamp> {
-                use $crate::store::QueryContext;
-                let spacing = i64::try_from(spacing.as_millis()).unwrap_or(i64::MAX);
-                // A last slot further ahead than any queue of senders could reserve means the
-                // clock went back (an NTP step): the slots start again from now, instead of
-                // every call waiting out the step.
-                let horizon = now.as_millis().saturating_add(60_000);
-                let slot: i64 = sqlx::query_scalar(
-                    "INSERT INTO chat_pacing (chat_id, not_before, reason) VALUES ($1, $2, $4)
-                     ON CONFLICT (chat_id) DO UPDATE
-                        SET not_before = CASE WHEN chat_pacing.not_before + $3 > $2 AND chat_pacing.not_before <= $5
-                                              THEN chat_pacing.not_before + $3 ELSE $2 END
-                     RETURNING not_before",
-                )
-                .bind($crate::store::SEND_SLOTS).bind(now.as_millis()).bind(spacing)
-                .bind("the last reserved send slot (global rate limit)").bind(horizon)
-                .fetch_one(&self.pool).await.context("reserving a send slot")?;
-                Ok($crate::domain::Timestamp::from_millis(slot))
-            }
-
-            /// See [`crate::store::Store::pacing`].
-            pub async fn pacing(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<(i64, $crate::domain::Timestamp, String)>> {
-                use $crate::store::QueryContext;
-                let rows: Vec<(i64, i64, String)> = sqlx::query_as(
-                    "SELECT chat_id, not_before, reason FROM chat_pacing WHERE not_before > $1 ORDER BY chat_id",
-                )
-                .bind(now.as_millis()).fetch_all(&self.pool).await.context("reading chat pacing")?;
-                Ok(rows.into_iter().map(|(c, t, r)| (c, $crate::domain::Timestamp::from_millis(t), r)).collect())
-            }
-
             /// See [`crate::store::Store::next_message_due`].
             pub async fn next_message_due(&self) -> $crate::store::StoreResult<Option<$crate::domain::Timestamp>> {
                 use $crate::store::QueryContext;

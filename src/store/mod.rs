@@ -34,6 +34,7 @@ mod backend;
 #[cfg(test)]
 mod conformance;
 mod database_url;
+mod pacing;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
@@ -548,7 +549,7 @@ impl Store {
     /// No call to `chat` ([`WHOLE_BOT`]: the bot as a whole) before `not_before`; an existing
     /// later pause is kept. Shared by every sender and kept across restarts.
     pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
-        forward!(self, s => s.pace_chat(chat, not_before, reason).await)
+        pacing::pace_chat(&mut self.acquire().await?.conn(), chat, not_before, reason).await
     }
 
     /// Reserves the next moment a call to Telegram may be made under the global rate limit, for
@@ -556,13 +557,13 @@ impl Store {
     /// if that is later. The caller waits until the returned moment, then calls. Kept in
     /// `chat_pacing` under the pseudo-chat [`SEND_SLOTS`].
     pub async fn reserve_send_slot(&self, now: Timestamp, spacing: Duration) -> StoreResult<Timestamp> {
-        forward!(self, s => s.reserve_send_slot(now, spacing).await)
+        pacing::reserve_send_slot(&mut self.acquire().await?.conn(), now, spacing).await
     }
 
     /// Chats ([`WHOLE_BOT`]: the bot) paced or paused beyond `now`, with until when and why; also
     /// the [`SEND_SLOTS`] row while its last reserved slot is ahead of `now`.
     pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(i64, Timestamp, String)>> {
-        forward!(self, s => s.pacing(now).await)
+        pacing::pacing(&mut self.acquire().await?.conn(), now).await
     }
 
     /// The earliest time a `pending` message may become claimable, counting its own
