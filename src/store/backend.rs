@@ -5,11 +5,9 @@
 //! the backend modules add what differs (connecting, migrations, and the claim statements,
 //! which lock differently).
 
-use crate::domain::{
-    ChatRef, FileOwner, Job, Lease, MessageKind, Operation, OutboxMessage, OutboxState, Ticket, Timestamp,
-};
+use crate::domain::{ChatRef, FileOwner, Job, Operation, Ticket, Timestamp};
 
-use super::StoreResult;
+use super::{StoreResult, lease};
 
 /// A `jobs` row as the databases return it.
 #[derive(Debug, sqlx::FromRow)]
@@ -105,48 +103,6 @@ impl FileOwnerRow {
     }
 }
 
-/// An `outbox` row as the databases return it.
-#[derive(Debug, sqlx::FromRow)]
-pub(crate) struct OutboxRow {
-    id: i64,
-    idempotency_key: String,
-    job_id: Option<i64>,
-    chat_id: i64,
-    kind: String,
-    body: String,
-    reply_to_message_id: Option<i64>,
-    status: String,
-    attempts: i64,
-    lease_owner: Option<String>,
-    lease_token: i64,
-    lease_until: Option<i64>,
-    telegram_message_id: Option<i64>,
-    error: Option<String>,
-}
-
-impl OutboxRow {
-    pub(crate) fn into_message(self) -> StoreResult<OutboxMessage> {
-        Ok(OutboxMessage {
-            id: self.id,
-            idempotency_key: self.idempotency_key,
-            job: self.job_id.map(Ticket),
-            chat: ChatRef(self.chat_id),
-            kind: self.kind.parse::<MessageKind>()?,
-            body: self.body,
-            reply_to_message_id: self.reply_to_message_id,
-            state: self.status.parse::<OutboxState>()?,
-            attempts: self.attempts,
-            lease: lease(self.lease_owner, self.lease_token, self.lease_until),
-            telegram_message_id: self.telegram_message_id,
-            error: self.error,
-        })
-    }
-}
-
-fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease> {
-    Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
-}
-
 /// The claim statements, which differ per backend in how they lock. Public (in
 /// [`crate::store::statements`]) so that the benchmarks EXPLAIN and time the statements the store
 /// really runs.
@@ -167,10 +123,6 @@ pub struct ClaimSql {
     /// A lapsed `sending` row is not claimed here: its outcome is unknown, and
     /// [`crate::store::Store::lapse_messages`] hands it to the kind's rule first.
     pub message: &'static str,
-    /// Run first, in the same transaction, to serialise message claims: a chat may have one
-    /// message in flight, and on PostgreSQL two concurrent claims could otherwise both see the
-    /// chat idle. Empty on SQLite, whose single writer already serialises them.
-    pub message_lock: &'static str,
 }
 
 /// The claim statements of both backends; `$lock` is what locks the chosen row in the subquery
@@ -182,7 +134,7 @@ pub struct ClaimSql {
 /// databases use it; the term changes nothing, because every write that clears `lease_owner`
 /// clears `lease_until` too.
 macro_rules! claim_statements {
-    ($lock:literal, $message_lock:literal) => {
+    ($lock:literal) => {
         ClaimSql {
             download: concat!("UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
                            attempts = attempts + 1, updated_at = $3
@@ -219,7 +171,6 @@ macro_rules! claim_statements {
                                   ORDER BY o.priority, o.id LIMIT 1", $lock, ")
                         AND status = 'pending'
                       RETURNING *"),
-            message_lock: $message_lock,
         }
     };
 }
@@ -232,17 +183,11 @@ macro_rules! define_backend {
     ($store:ident, $db:ty, $conn_mod:ident, $claims:expr) => {
         /// Statements over one connection, so they can run inside a transaction.
         pub(crate) mod $conn_mod {
-            use $crate::domain::{ChatRef, Job, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket, Timestamp};
-            use $crate::store::backend::{JobRow, OutboxRow};
+            use $crate::domain::{ChatRef, Job, JobState, Lease, NewJob, Ticket, Timestamp};
+            use $crate::store::backend::JobRow;
             use $crate::store::{QueryContext, StoreResult};
 
             type Conn = <$db as sqlx::Database>::Connection;
-
-            pub(crate) async fn revive_chat(c: &mut Conn, chat: ChatRef) -> StoreResult<bool> {
-                let done = sqlx::query("DELETE FROM dead_chats WHERE chat_id = $1")
-                    .bind(chat.0).execute(&mut *c).await.context("reviving a chat")?;
-                Ok(done.rows_affected() == 1)
-            }
 
             pub(crate) async fn job(c: &mut Conn, ticket: Ticket) -> StoreResult<Option<Job>> {
                 sqlx::query_as::<_, JobRow>("SELECT * FROM jobs WHERE id = $1")
@@ -318,57 +263,6 @@ macro_rules! define_backend {
                 Ok(done.rows_affected() == 1)
             }
 
-            pub(crate) async fn enqueue(c: &mut Conn, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-                if m.kind == $crate::domain::MessageKind::Progress {
-                    return upsert_progress(c, m, now).await;
-                }
-                let done = sqlx::query(
-                    "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                                         status, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7,
-                             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-                             $8, $8)
-                     ON CONFLICT (idempotency_key) DO NOTHING",
-                )
-                .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
-                .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())
-                .execute(&mut *c).await.context("queueing a message")?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            /// A progress edit (`now`: when its state happened) re-arms the job's one progress row: a waiting row takes the new
-            /// text (coalesced: only the latest state goes out); a delivered or dropped one is
-            /// replaced by a new row, so it queues behind what its chat has waiting; a row being
-            /// sent takes the text too, and goes out again once the send ends.
-            async fn upsert_progress(c: &mut Conn, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-                // `now` is when the reported state happened: a report older than what the row
-                // shows (or showed) is stale and changes nothing.
-                sqlx::query(
-                    "DELETE FROM outbox WHERE idempotency_key = $1 AND kind = 'progress'
-                       AND status IN ('sent', 'unknown', 'failed') AND COALESCE(state_at, 0) <= $2",
-                )
-                .bind(&m.idempotency_key).bind(now.as_millis())
-                .execute(&mut *c).await.context("re-arming a progress edit")?;
-                // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before
-                // it is shown (a waiting row keeps its time: updates do not postpone it).
-                let done = sqlx::query(
-                    "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                                         status, not_before, created_at, updated_at, state_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7,
-                             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-                             $9, $8, $8, $8)
-                     ON CONFLICT (idempotency_key) DO UPDATE
-                       SET body = excluded.body, updated_at = excluded.updated_at, state_at = excluded.state_at
-                     WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending')
-                       AND outbox.body <> excluded.body AND COALESCE(outbox.state_at, 0) <= excluded.state_at",
-                )
-                .bind(&m.idempotency_key).bind(m.job.map(|t| t.0)).bind(m.chat.0).bind(m.kind.as_str())
-                .bind(m.kind.priority()).bind(&m.body).bind(m.reply_to_message_id).bind(now.as_millis())
-                .bind(now.plus($crate::domain::PROGRESS_SETTLE).as_millis())
-                .execute(&mut *c).await.context("queueing a progress edit")?;
-                Ok(done.rows_affected() == 1)
-            }
-
             pub(crate) async fn fail_job(c: &mut Conn, ticket: Ticket, from: JobState, lease: Option<&Lease>, reason: &str, detail: &str, now: Timestamp) -> StoreResult<bool> {
                 let done = sqlx::query(
                     "UPDATE jobs SET status = 'failed', error = $4, error_detail = $5, local_path = NULL,
@@ -392,44 +286,6 @@ macro_rules! define_backend {
                 Ok(res.rows_affected() == 1)
             }
 
-            pub(crate) async fn mark_message_sent(c: &mut Conn, m: &OutboxMessage, lease: &Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: Timestamp) -> StoreResult<bool> {
-                let done = sqlx::query(
-                    // A progress row whose text changed while it was being sent goes out again.
-                    "UPDATE outbox SET status = CASE WHEN body = $6 THEN 'sent' ELSE 'pending' END,
-                        telegram_message_id = $3, telegram_file_id = $4, error = NULL,
-                        lease_owner = NULL, lease_until = NULL, updated_at = $5
-                     WHERE id = $1 AND status = 'sending' AND lease_token = $2",
-                )
-                .bind(m.id).bind(lease.token).bind(telegram_message_id).bind(telegram_file_id).bind(now.as_millis())
-                .bind(&m.body)
-                .execute(&mut *c).await.context("recording a delivery")?;
-                if let (true, Some(ticket), Some(file_id)) = (done.rows_affected() == 1, m.job, telegram_file_id) {
-                    sqlx::query("UPDATE jobs SET result_file_id = $2, updated_at = $3 WHERE id = $1 AND status = 'ready'")
-                        .bind(ticket.0).bind(file_id).bind(now.as_millis())
-                        .execute(&mut *c).await.context("storing a result's file_id")?;
-                }
-                Ok(done.rows_affected() == 1)
-            }
-
-            pub(crate) async fn messages(c: &mut Conn, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
-                sqlx::query_as::<_, OutboxRow>(
-                    "SELECT * FROM outbox WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR job_id = $2) ORDER BY id",
-                )
-                .bind(chat.map(|c| c.0)).bind(job.map(|t| t.0))
-                .fetch_all(&mut *c).await.context("listing messages")?
-                .into_iter().map(OutboxRow::into_message).collect()
-            }
-
-            pub(crate) async fn set_message_state(c: &mut Conn, id: i64, lease: &Lease, state: OutboxState, not_before: Option<Timestamp>, error: &str, now: Timestamp) -> StoreResult<bool> {
-                let done = sqlx::query(
-                    "UPDATE outbox SET status = $3, not_before = COALESCE($4, not_before), error = $5,
-                        lease_owner = NULL, lease_until = NULL, updated_at = $6
-                     WHERE id = $1 AND status = 'sending' AND lease_token = $2",
-                )
-                .bind(id).bind(lease.token).bind(state.as_str()).bind(not_before.map(Timestamp::as_millis)).bind(error).bind(now.as_millis())
-                .execute(&mut *c).await.context("updating a message")?;
-                Ok(done.rows_affected() == 1)
-            }
         }
 
         impl $store {
@@ -502,7 +358,7 @@ macro_rules! define_backend {
                     return Ok(false);
                 }
                 if let Some(notice) = notice {
-                    $conn_mod::enqueue(&mut tx, notice, now).await?;
+                    $crate::store::outbox::enqueue(&mut $crate::store::Conn::from(&mut *tx), notice, now).await?;
                 }
                 tx.commit().await.context("committing an expiry")?;
                 Ok(true)
@@ -639,7 +495,7 @@ macro_rules! define_backend {
                     return Ok(false);
                 }
                 for notice in notices {
-                    $conn_mod::enqueue(&mut tx, notice, now).await?;
+                    $crate::store::outbox::enqueue(&mut $crate::store::Conn::from(&mut *tx), notice, now).await?;
                 }
                 tx.commit().await.context("committing a failure")?;
                 Ok(true)
@@ -653,173 +509,10 @@ macro_rules! define_backend {
                     return Ok(false);
                 }
                 for delivery in deliveries {
-                    $conn_mod::enqueue(&mut tx, delivery, now).await?;
+                    $crate::store::outbox::enqueue(&mut $crate::store::Conn::from(&mut *tx), delivery, now).await?;
                 }
                 tx.commit().await.context("committing a completion")?;
                 Ok(true)
-            }
-
-            /// See [`crate::store::Store::claim_message`].
-            pub async fn claim_message(&self, owner: &str, now: $crate::domain::Timestamp, lease_len: std::time::Duration) -> $crate::store::StoreResult<Option<$crate::domain::OutboxMessage>> {
-                use $crate::store::QueryContext;
-                let claims: &$crate::store::backend::ClaimSql = &$claims;
-                let claim = sqlx::query_as::<_, $crate::store::backend::OutboxRow>(claims.message)
-                    .bind(owner).bind(now.plus(lease_len).as_millis()).bind(now.as_millis());
-                let row = if claims.message_lock.is_empty() {
-                    claim.fetch_optional(&self.pool).await.context("claiming a message")?
-                } else {
-                    let mut tx = self.begin_write().await.context("starting a transaction")?;
-                    sqlx::query(claims.message_lock).execute(&mut *tx).await.context("serialising message claims")?;
-                    let row = claim.fetch_optional(&mut *tx).await.context("claiming a message")?;
-                    tx.commit().await.context("committing a message claim")?;
-                    row
-                };
-                row.map($crate::store::backend::OutboxRow::into_message).transpose()
-            }
-
-            /// See [`crate::store::Store::mark_message_sent`].
-            pub async fn mark_message_sent(&self, m: &$crate::domain::OutboxMessage, lease: &$crate::domain::Lease, telegram_message_id: i64, telegram_file_id: Option<&str>, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
-                use $crate::store::QueryContext;
-                let mut tx = self.begin_write().await.context("starting a transaction")?;
-                let done = $conn_mod::mark_message_sent(&mut tx, m, lease, telegram_message_id, telegram_file_id, now).await?;
-                tx.commit().await.context("committing a delivery")?;
-                Ok(done)
-            }
-
-            /// See [`crate::store::Store::renew_message_lease`].
-            pub async fn renew_message_lease(&self, id: i64, lease: &$crate::domain::Lease, until: $crate::domain::Timestamp, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
-                use $crate::store::QueryContext;
-                let done = sqlx::query("UPDATE outbox SET lease_until = $3, updated_at = $4 WHERE id = $1 AND status = 'sending' AND lease_token = $2")
-                    .bind(id).bind(lease.token).bind(until.as_millis()).bind(now.as_millis())
-                    .execute(&self.pool).await.context("renewing a message lease")?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            /// See [`crate::store::Store::retry_message`].
-            pub async fn retry_message(&self, id: i64, lease: &$crate::domain::Lease, not_before: $crate::domain::Timestamp, error: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
-                let mut c = self.conn().await?;
-                $conn_mod::set_message_state(&mut c, id, lease, $crate::domain::OutboxState::Pending, Some(not_before), error, now).await
-            }
-
-            /// See [`crate::store::Store::close_message`].
-            pub async fn close_message(&self, id: i64, lease: &$crate::domain::Lease, state: $crate::domain::OutboxState, error: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
-                let mut c = self.conn().await?;
-                $conn_mod::set_message_state(&mut c, id, lease, state, None, error, now).await
-            }
-
-            /// See [`crate::store::Store::mark_chat_dead`].
-            pub async fn mark_chat_dead(&self, chat: $crate::domain::ChatRef, reason: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<u64> {
-                use $crate::store::QueryContext;
-                let mut tx = self.begin_write().await.context("starting a transaction")?;
-                sqlx::query(
-                    "INSERT INTO dead_chats (chat_id, reason, since) VALUES ($1, $2, $3)
-                     ON CONFLICT (chat_id) DO UPDATE SET reason = excluded.reason",
-                )
-                .bind(chat.0).bind(reason).bind(now.as_millis())
-                .execute(&mut *tx).await.context("marking a chat dead")?;
-                let done = sqlx::query(
-                    "UPDATE outbox SET status = 'dead', error = $2, updated_at = $3 WHERE chat_id = $1 AND status = 'pending'",
-                )
-                .bind(chat.0).bind(reason).bind(now.as_millis())
-                .execute(&mut *tx).await.context("closing a dead chat's messages")?;
-                tx.commit().await.context("committing a dead chat")?;
-                Ok(done.rows_affected())
-            }
-
-            /// See [`crate::store::Store::status_message`].
-            pub async fn status_message(&self, ticket: $crate::domain::Ticket) -> $crate::store::StoreResult<Option<i64>> {
-                use $crate::store::QueryContext;
-                let id: Option<Option<i64>> = sqlx::query_scalar(
-                    "SELECT telegram_message_id FROM outbox
-                     WHERE job_id = $1 AND kind = 'ticket_reply' AND status = 'sent'
-                     ORDER BY id DESC LIMIT 1",
-                )
-                .bind(ticket.0).fetch_optional(&self.pool).await.context("finding a job's status message")?;
-                Ok(id.flatten())
-            }
-
-            /// See [`crate::store::Store::next_message_due`].
-            pub async fn next_message_due(&self) -> $crate::store::StoreResult<Option<$crate::domain::Timestamp>> {
-                use $crate::store::QueryContext;
-                let due: Option<i64> = sqlx::query_scalar(
-                    "SELECT CASE WHEN g.not_before > d.first THEN g.not_before ELSE d.first END
-                     FROM (SELECT MIN(CASE WHEN COALESCE(p.not_before, 0) > o.not_before THEN p.not_before
-                                           ELSE o.not_before END) AS first
-                           FROM outbox o LEFT JOIN chat_pacing p ON p.chat_id = o.chat_id
-                           WHERE o.status = 'pending'
-                             AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
-                                             AND e.status IN ('pending', 'sending')
-                                             AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))) AS d
-                     LEFT JOIN chat_pacing g ON g.chat_id = 0",
-                )
-                .fetch_one(&self.pool).await.context("finding the next due message")?;
-                Ok(due.map($crate::domain::Timestamp::from_millis))
-            }
-
-            /// See [`crate::store::Store::lapse_messages`].
-            pub async fn lapse_messages(&self, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<Vec<$crate::domain::OutboxMessage>> {
-                use $crate::store::QueryContext;
-                sqlx::query_as::<_, $crate::store::backend::OutboxRow>(
-                    "UPDATE outbox SET status = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $1,
-                        error = 'the sender stopped while sending (its lease lapsed); the outcome is unknown'
-                     WHERE status = 'sending' AND lease_until <= $1
-                     RETURNING *",
-                )
-                .bind(now.as_millis()).fetch_all(&self.pool).await.context("finding lapsed sends")?
-                .into_iter().map($crate::store::backend::OutboxRow::into_message).collect()
-            }
-
-            /// See [`crate::store::Store::migrate_chat`].
-            pub async fn migrate_chat(&self, from: $crate::domain::ChatRef, to: $crate::domain::ChatRef, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<u64> {
-                use $crate::store::QueryContext;
-                let mut tx = self.begin_write().await.context("starting a transaction")?;
-                // Replies cannot point at messages of the old chat any more.
-                let moved = sqlx::query(
-                    "UPDATE outbox SET chat_id = $2, reply_to_message_id = NULL, updated_at = $3
-                     WHERE chat_id = $1 AND status IN ('pending', 'sending')",
-                )
-                .bind(from.0).bind(to.0).bind(now.as_millis())
-                .execute(&mut *tx).await.context("moving a chat's messages")?.rows_affected();
-                // Later notices of the chat's jobs follow it. A file the new chat already sent
-                // keeps its old row (the pair must stay unique).
-                sqlx::query(
-                    "UPDATE jobs SET chat_id = $2, updated_at = $3
-                     WHERE chat_id = $1
-                       AND NOT EXISTS (SELECT 1 FROM jobs n WHERE n.chat_id = $2 AND n.file_unique_id = jobs.file_unique_id)",
-                )
-                .bind(from.0).bind(to.0).bind(now.as_millis())
-                .execute(&mut *tx).await.context("moving a chat's jobs")?;
-                tx.commit().await.context("committing a chat migration")?;
-                Ok(moved)
-            }
-
-            /// See [`crate::store::Store::requeue_unknown`].
-            pub async fn requeue_unknown(&self, id: i64, not_before: $crate::domain::Timestamp, note: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
-                use $crate::store::QueryContext;
-                let done = sqlx::query(
-                    "UPDATE outbox SET status = 'pending', not_before = $2, error = $3, updated_at = $4
-                     WHERE id = $1 AND status = 'unknown'",
-                )
-                .bind(id).bind(not_before.as_millis()).bind(note).bind(now.as_millis())
-                .execute(&self.pool).await.context("requeueing a message")?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            /// See [`crate::store::Store::fail_unknown`].
-            pub async fn fail_unknown(&self, id: i64, error: &str, now: $crate::domain::Timestamp) -> $crate::store::StoreResult<bool> {
-                use $crate::store::QueryContext;
-                let done = sqlx::query(
-                    "UPDATE outbox SET status = 'failed', error = $2, updated_at = $3 WHERE id = $1 AND status = 'unknown'",
-                )
-                .bind(id).bind(error).bind(now.as_millis())
-                .execute(&self.pool).await.context("giving up on a message")?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            /// See [`crate::store::Store::messages`].
-            pub async fn messages(&self, chat: Option<$crate::domain::ChatRef>, job: Option<$crate::domain::Ticket>) -> $crate::store::StoreResult<Vec<$crate::domain::OutboxMessage>> {
-                let mut c = self.conn().await?;
-                $conn_mod::messages(&mut c, chat, job).await
             }
 
             /// See [`crate::store::Store::forget_result_file_id`].
@@ -848,7 +541,7 @@ pub(crate) use define_backend;
 /// Transaction statements dispatched to the backend the transaction belongs to.
 pub(crate) mod tx {
     use super::super::{StoreResult, Transaction, Tx};
-    use crate::domain::{ChatRef, Job, JobState, NewJob, NewMessage, Ticket, Timestamp};
+    use crate::domain::{ChatRef, Job, JobState, NewJob, Ticket, Timestamp};
 
     macro_rules! on_tx {
         ($tx:ident, $f:ident($($arg:expr),*)) => {
@@ -860,9 +553,6 @@ pub(crate) mod tx {
         };
     }
 
-    pub(crate) async fn revive_chat(tx: &mut Tx, chat: ChatRef) -> StoreResult<bool> {
-        on_tx!(tx, revive_chat(chat))
-    }
     pub(crate) async fn job_by_file(tx: &mut Tx, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
         on_tx!(tx, job_by_file(chat, file_unique_id))
     }
@@ -889,8 +579,5 @@ pub(crate) mod tx {
         now: Timestamp,
     ) -> StoreResult<bool> {
         on_tx!(tx, resubmit_job(ticket, from, job, now))
-    }
-    pub(crate) async fn enqueue(tx: &mut Tx, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        on_tx!(tx, enqueue(message, now))
     }
 }

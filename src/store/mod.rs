@@ -31,9 +31,12 @@ macro_rules! dispatch {
 }
 
 mod backend;
+mod chats;
 #[cfg(test)]
 mod conformance;
 mod database_url;
+mod jobs;
+mod outbox;
 mod pacing;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -48,15 +51,41 @@ pub use database_url::DatabaseUrl;
 pub mod statements {
     pub use super::backend::ClaimSql;
 
-    /// The statements as SQLite runs them.
+    /// The `updates` and `poll_offsets` tables.
+    pub mod updates {
+        pub use crate::store::updates::*;
+    }
+
+    /// The `jobs` table.
+    pub mod jobs {
+        pub use crate::store::jobs::*;
+    }
+
+    /// The `outbox` table.
+    pub mod outbox {
+        pub use crate::store::outbox::*;
+    }
+
+    /// The `dead_chats` table.
+    pub mod chats {
+        pub use crate::store::chats::*;
+    }
+
+    /// The `chat_pacing` table.
+    pub mod pacing {
+        pub use crate::store::pacing::*;
+    }
+
+    /// What only SQLite runs: its claim statements.
     pub mod sqlite {
         pub use crate::store::sqlite::CLAIMS;
     }
 
-    /// The statements as PostgreSQL runs them.
+    /// What only PostgreSQL runs: its claim statements and the lock that serialises message
+    /// claims.
     #[cfg(feature = "postgres")]
     pub mod postgres {
-        pub use crate::store::postgres::CLAIMS;
+        pub use crate::store::postgres::{CLAIMS, LOCK_MESSAGE_CLAIMS};
     }
 }
 
@@ -174,6 +203,12 @@ impl From<UnknownName> for StoreError {
     fn from(e: UnknownName) -> Self {
         Self::Corrupt(e.to_string())
     }
+}
+
+/// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
+/// `None` when the row is not leased.
+fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease> {
+    Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
 }
 
 /// Shorthand for storage results.
@@ -340,6 +375,17 @@ enum Pooled {
     /// PostgreSQL.
     #[cfg(feature = "postgres")]
     Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+}
+
+impl Conn<'_> {
+    /// The claim statements of the connection's backend.
+    fn claims(&self) -> &'static statements::ClaimSql {
+        match self {
+            Self::Sqlite(_) => &sqlite::CLAIMS,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => &postgres::CLAIMS,
+        }
+    }
 }
 
 impl Pooled {
@@ -543,7 +589,7 @@ impl Store {
     /// The Telegram message id of job `ticket`'s status message (its latest delivered ticket
     /// reply), which progress edits change.
     pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<i64>> {
-        forward!(self, s => s.status_message(ticket).await)
+        outbox::status_message(&mut self.acquire().await?.conn(), ticket).await
     }
 
     /// No call to `chat` ([`WHOLE_BOT`]: the bot as a whole) before `not_before`; an existing
@@ -569,19 +615,25 @@ impl Store {
     /// The earliest time a `pending` message may become claimable, counting its own
     /// `not_before` and its chat's and the bot's pacing; `None` with nothing pending.
     pub async fn next_message_due(&self) -> StoreResult<Option<Timestamp>> {
-        forward!(self, s => s.next_message_due().await)
+        outbox::next_message_due(&mut self.acquire().await?.conn()).await
     }
 
     /// `sending` rows whose lease lapsed (their sender died mid-call) become `unknown`; they are
     /// returned so the sender can apply each kind's rule.
     pub async fn lapse_messages(&self, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
-        forward!(self, s => s.lapse_messages(now).await)
+        outbox::lapse_messages(&mut self.acquire().await?.conn(), now).await
     }
 
     /// A group became a supergroup: its open messages (reply links dropped) and its jobs move
     /// to the new chat id. Returns how many messages moved.
     pub async fn migrate_chat(&self, from: ChatRef, to: ChatRef, now: Timestamp) -> StoreResult<u64> {
-        forward!(self, s => s.migrate_chat(from, to, now).await)
+        let mut tx = self.begin().await?;
+        // Replies cannot point at messages of the old chat any more.
+        let moved = outbox::move_chat_messages(&mut tx.conn(), from, to, now).await?;
+        // Later notices of the chat's jobs follow it.
+        jobs::move_chat_jobs(&mut tx.conn(), from, to, now).await?;
+        tx.commit_as("committing a chat migration").await?;
+        Ok(moved)
     }
 
     /// Deletes (or, with `dry_run`, counts) rows older than `before`: registered updates,
@@ -677,7 +729,12 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<OutboxMessage>> {
-        forward!(self, s => s.claim_message(owner, now, lease_len).await)
+        match &self.backend {
+            // SQLite's single writer serialises the claims already.
+            Backend::Sqlite(_) => outbox::claim_message(&mut self.acquire().await?.conn(), owner, now, lease_len).await,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(s) => postgres::claim_message(&s.pool, owner, now, lease_len).await,
+        }
     }
 
     /// Records a delivery (and, for a result, the document's file_id on the job).
@@ -689,7 +746,14 @@ impl Store {
         telegram_file_id: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.mark_message_sent(message, lease, telegram_message_id, telegram_file_id, now).await)
+        let mut tx = self.begin().await?;
+        let sent =
+            outbox::mark_sent(&mut tx.conn(), message, lease, telegram_message_id, telegram_file_id, now).await?;
+        if let (true, Some(ticket), Some(file_id)) = (sent, message.job, telegram_file_id) {
+            jobs::record_result_file_id(&mut tx.conn(), ticket, file_id, now).await?;
+        }
+        tx.commit_as("committing a delivery").await?;
+        Ok(sent)
     }
 
     /// Extends a sender's lease on a message (long uploads). `false`: the lease was lost.
@@ -700,7 +764,7 @@ impl Store {
         until: Timestamp,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.renew_message_lease(id, lease, until, now).await)
+        outbox::renew_lease(&mut self.acquire().await?.conn(), id, lease, until, now).await
     }
 
     /// Puts a message back to `pending`, not before `not_before`.
@@ -712,7 +776,8 @@ impl Store {
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.retry_message(id, lease, not_before, error, now).await)
+        let mut c = self.acquire().await?;
+        outbox::set_message_state(&mut c.conn(), id, lease, OutboxState::Pending, Some(not_before), error, now).await
     }
 
     /// Ends a message in `state` (`dead`, `failed` or `unknown`) with the error.
@@ -724,14 +789,18 @@ impl Store {
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.close_message(id, lease, state, error, now).await)
+        outbox::set_message_state(&mut self.acquire().await?.conn(), id, lease, state, None, error, now).await
     }
 
     /// Records that `chat` refused the bot for good and ends its queued messages as `dead`, in one
     /// transaction; messages queued for it later are stored `dead` without a call, until a new
     /// message from the chat revives it. Returns how many queued messages were ended.
     pub async fn mark_chat_dead(&self, chat: ChatRef, reason: &str, now: Timestamp) -> StoreResult<u64> {
-        forward!(self, s => s.mark_chat_dead(chat, reason, now).await)
+        let mut tx = self.begin().await?;
+        chats::mark_dead(&mut tx.conn(), chat, reason, now).await?;
+        let closed = outbox::close_dead_chat_messages(&mut tx.conn(), chat, reason, now).await?;
+        tx.commit_as("committing a dead chat").await?;
+        Ok(closed)
     }
 
     /// Sends an `unknown` message again: back to `pending`, with `note` saying why.
@@ -742,18 +811,18 @@ impl Store {
         note: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.requeue_unknown(id, not_before, note, now).await)
+        outbox::requeue_unknown(&mut self.acquire().await?.conn(), id, not_before, note, now).await
     }
 
     /// Gives up on an `unknown` message that has no attempts left: `failed`, with `error`.
     /// `false` when the row is not `unknown` (any more).
     pub async fn fail_unknown(&self, id: i64, error: &str, now: Timestamp) -> StoreResult<bool> {
-        forward!(self, s => s.fail_unknown(id, error, now).await)
+        outbox::fail_unknown(&mut self.acquire().await?.conn(), id, error, now).await
     }
 
     /// Messages of a job or chat, oldest first (status pages, tests).
     pub async fn messages(&self, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
-        forward!(self, s => s.messages(chat, job).await)
+        outbox::messages(&mut self.acquire().await?.conn(), chat, job).await
     }
 
     /// Forgets the stored file_id of a result Telegram refused to resend.
@@ -805,7 +874,7 @@ impl Tx {
 
     /// Forgets that `chat` was dead (it wrote to the bot again). `true` when it was.
     pub async fn revive_chat(&mut self, chat: ChatRef) -> StoreResult<bool> {
-        backend::tx::revive_chat(self, chat).await
+        chats::revive(&mut self.conn(), chat).await
     }
 
     /// Moves the stored poll offset forward to `next_offset` (never back).
@@ -861,16 +930,21 @@ impl Tx {
 
     /// Queues a message; `false` when its idempotency key was queued before.
     pub async fn enqueue(&mut self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        backend::tx::enqueue(self, message, now).await
+        outbox::enqueue(&mut self.conn(), message, now).await
     }
 
     /// Commits.
     pub async fn commit(self) -> StoreResult<()> {
+        self.commit_as("committing").await
+    }
+
+    /// Commits, naming what is committed in the error.
+    async fn commit_as(self, action: &'static str) -> StoreResult<()> {
         match self.tx {
             Transaction::Sqlite(tx) => tx.commit().await,
             #[cfg(feature = "postgres")]
             Transaction::Postgres(tx) => tx.commit().await,
         }
-        .context("committing")
+        .context(action)
     }
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::backend::{ClaimSql, claim_statements, define_backend};
-use super::{StoreError, StoreResult, Transaction};
+use super::{Conn, QueryContext, StoreError, StoreResult, Transaction};
+use crate::domain::{OutboxMessage, Timestamp};
 
 /// A PostgreSQL database.
 #[derive(Clone, Debug)]
@@ -21,9 +22,28 @@ pub struct PostgresStore {
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// The claim statements as PostgreSQL runs them.
-pub const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED", "SELECT pg_advisory_xact_lock(7246001)");
+pub const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED");
+
+/// Serialises message claims until the end of the transaction: a chat may have one message in
+/// flight, and two concurrent claims could otherwise both see the chat idle.
+pub const LOCK_MESSAGE_CLAIMS: &str = "SELECT pg_advisory_xact_lock(7246001)";
 
 define_backend!(PostgresStore, sqlx::Postgres, conn, CLAIMS);
+
+/// Claims the next deliverable message (see [`Store::claim_message`](super::Store::claim_message))
+/// in a transaction that first takes [`LOCK_MESSAGE_CLAIMS`].
+pub(super) async fn claim_message(
+    pool: &PgPool,
+    owner: &str,
+    now: Timestamp,
+    lease_len: Duration,
+) -> StoreResult<Option<OutboxMessage>> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    sqlx::query(LOCK_MESSAGE_CLAIMS).execute(&mut *tx).await.context("serialising message claims")?;
+    let claimed = super::outbox::claim_message(&mut Conn::Postgres(&mut tx), owner, now, lease_len).await?;
+    tx.commit().await.context("committing a message claim")?;
+    Ok(claimed)
+}
 
 impl PostgresStore {
     /// Connects to `url`.
@@ -89,5 +109,11 @@ impl PostgresStore {
 impl From<sqlx::Transaction<'static, sqlx::Postgres>> for Transaction {
     fn from(tx: sqlx::Transaction<'static, sqlx::Postgres>) -> Self {
         Self::Postgres(tx)
+    }
+}
+
+impl<'c> From<&'c mut sqlx::PgConnection> for Conn<'c> {
+    fn from(c: &'c mut sqlx::PgConnection) -> Self {
+        Self::Postgres(c)
     }
 }

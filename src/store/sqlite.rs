@@ -12,7 +12,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use super::backend::{ClaimSql, claim_statements, define_backend};
-use super::{StoreError, StoreResult, Transaction};
+use super::{Conn, StoreError, StoreResult, Transaction};
 
 /// A SQLite database.
 #[derive(Clone, Debug)]
@@ -24,7 +24,7 @@ pub struct SqliteStore {
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 /// The claim statements as SQLite runs them.
-pub const CLAIMS: ClaimSql = claim_statements!("", "");
+pub const CLAIMS: ClaimSql = claim_statements!("");
 
 define_backend!(SqliteStore, sqlx::Sqlite, conn, CLAIMS);
 
@@ -118,5 +118,11 @@ impl SqliteStore {
 impl From<sqlx::Transaction<'static, sqlx::Sqlite>> for Transaction {
     fn from(tx: sqlx::Transaction<'static, sqlx::Sqlite>) -> Self {
         Self::Sqlite(tx)
+    }
+}
+
+impl<'c> From<&'c mut sqlx::SqliteConnection> for Conn<'c> {
+    fn from(c: &'c mut sqlx::SqliteConnection) -> Self {
+        Self::Sqlite(c)
     }
 }
