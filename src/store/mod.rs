@@ -45,49 +45,8 @@ mod updates;
 
 pub use database_url::DatabaseUrl;
 
-/// The store's own SQL, for the benchmarks, which EXPLAIN and time the statements the store really
-/// runs instead of copies of them. Not an API: the statements change with the store.
 #[doc(hidden)]
-pub mod statements {
-    pub use super::backend::ClaimSql;
-
-    /// The `updates` and `poll_offsets` tables.
-    pub mod updates {
-        pub use crate::store::updates::*;
-    }
-
-    /// The `jobs` table.
-    pub mod jobs {
-        pub use crate::store::jobs::*;
-    }
-
-    /// The `outbox` table.
-    pub mod outbox {
-        pub use crate::store::outbox::*;
-    }
-
-    /// The `dead_chats` table.
-    pub mod chats {
-        pub use crate::store::chats::*;
-    }
-
-    /// The `chat_pacing` table.
-    pub mod pacing {
-        pub use crate::store::pacing::*;
-    }
-
-    /// What only SQLite runs: its claim statements.
-    pub mod sqlite {
-        pub use crate::store::sqlite::CLAIMS;
-    }
-
-    /// What only PostgreSQL runs: its claim statements and the lock that serialises message
-    /// claims.
-    #[cfg(feature = "postgres")]
-    pub mod postgres {
-        pub use crate::store::postgres::{CLAIMS, LOCK_MESSAGE_CLAIMS};
-    }
-}
+pub mod statements;
 
 /// The `chat_pacing` row that pauses the bot as a whole (every chat waits); no Telegram chat has
 /// this id. The claim statements name it as the literal `0`.
@@ -514,12 +473,12 @@ impl Store {
 
     /// One job by ticket.
     pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.job(ticket).await)
+        jobs::job(&mut self.acquire().await?.conn(), ticket).await
     }
 
     /// Jobs matching `filter`, newest first.
     pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
-        forward!(self, s => s.jobs(filter).await)
+        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.limit).await
     }
 
     /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
@@ -530,7 +489,7 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.claim_job(stage, owner, now, lease_len, &ClaimLimits::NONE).await)
+        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, now, lease_len, &ClaimLimits::NONE).await
     }
 
     /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
@@ -541,7 +500,7 @@ impl Store {
         lease_len: Duration,
         limits: &ClaimLimits,
     ) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.claim_job(Stage::Download, owner, now, lease_len, limits).await)
+        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, now, lease_len, limits).await
     }
 
     /// `ready` jobs, oldest expiry first; only those expired at `expired_at` when given.
@@ -644,14 +603,14 @@ impl Store {
 
     /// The job a download claim would take next if nothing limited it (head of the queue).
     pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.next_waiting_download(now).await)
+        jobs::next_waiting_download(&mut self.acquire().await?.conn(), now).await
     }
 
     /// The jobs that may hold files of this machine, and so a place in its byte budget: every
     /// `fetched` or `processing` job, and the `accepted` ones under a live lease whose owner
     /// starts with `owner_prefix` (this process's downloads).
     pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        forward!(self, s => s.jobs_holding_files(owner_prefix, now).await)
+        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, now).await
     }
 
     /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
@@ -662,7 +621,7 @@ impl Store {
         until: Timestamp,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.renew_job_lease(ticket, lease, until, now).await)
+        jobs::renew_lease(&mut self.acquire().await?.conn(), ticket, lease, until, now).await
     }
 
     /// `accepted` → `fetched` with the verified source, as the lease holder.
@@ -676,7 +635,7 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Accepted, JobEvent::Fetched)?;
-        forward!(self, s => s.mark_fetched(ticket, lease, path, size, sha256, now).await)
+        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, lease, path, size, sha256, now).await
     }
 
     /// Gives a job back to be tried again later, as the lease holder.
@@ -688,7 +647,7 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         let to = crate::domain::job::next(release.from, release.event)?;
-        forward!(self, s => s.release_job(ticket, lease, release, to, now).await)
+        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, to, now).await
     }
 
     /// Fails a job (as the lease holder when `lease` is given) and queues the notices (the
@@ -705,7 +664,15 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(from, JobEvent::Failed)?;
-        forward!(self, s => s.fail_job(ticket, from, lease, reason, detail, notices, now).await)
+        let mut tx = self.begin().await?;
+        if !jobs::fail_job(&mut tx.conn(), ticket, from, lease, reason, detail, now).await? {
+            return Ok(false);
+        }
+        for notice in notices {
+            outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        }
+        tx.commit_as("committing a failure").await?;
+        Ok(true)
     }
 
     /// `processing` → `ready` with the result, and queues its delivery (and the status
@@ -719,7 +686,15 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Processing, JobEvent::Completed)?;
-        forward!(self, s => s.complete_job(ticket, lease, done, deliveries, now).await)
+        let mut tx = self.begin().await?;
+        if !jobs::complete_job(&mut tx.conn(), ticket, lease, done, now).await? {
+            return Ok(false);
+        }
+        for delivery in deliveries {
+            outbox::enqueue(&mut tx.conn(), delivery, now).await?;
+        }
+        tx.commit_as("committing a completion").await?;
+        Ok(true)
     }
 
     /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
@@ -827,7 +802,7 @@ impl Store {
 
     /// Forgets the stored file_id of a result Telegram refused to resend.
     pub async fn forget_result_file_id(&self, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
-        forward!(self, s => s.forget_result_file_id(ticket, now).await)
+        jobs::forget_result_file_id(&mut self.acquire().await?.conn(), ticket, now).await
     }
 
     /// Closes the pool.
@@ -884,36 +859,36 @@ impl Tx {
 
     /// The chat's job for a file, by the unique key.
     pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
-        backend::tx::job_by_file(self, chat, file_unique_id).await
+        jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
     }
 
     /// One job by ticket, inside the transaction.
     pub async fn job(&mut self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        backend::tx::job(self, ticket).await
+        jobs::job(&mut self.conn(), ticket).await
     }
 
     /// How many unfinished jobs came before `ticket` (its place in the queue), counted up to
     /// `cap` + 1 at most, so the cost stays bounded however long the queue is.
     pub async fn jobs_ahead(&mut self, ticket: Ticket, cap: u64) -> StoreResult<u64> {
         let cap = i64::try_from(cap).unwrap_or(i64::MAX - 1);
-        Ok(u64::try_from(backend::tx::jobs_ahead(self, ticket, cap).await?).unwrap_or(0))
+        Ok(u64::try_from(jobs::jobs_ahead(&mut self.conn(), ticket, cap).await?).unwrap_or(0))
     }
 
     /// The chat's latest jobs, newest first.
     pub async fn chat_jobs(&mut self, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
-        backend::tx::chat_jobs(self, chat, limit).await
+        jobs::jobs(&mut self.conn(), Some(chat), None, limit).await
     }
 
     /// How many of `chat`'s jobs wait in `accepted` without a live download lease at `now`
     /// (queued, not downloading), counted up to `cap` at most.
     pub async fn waiting_in_chat(&mut self, chat: ChatRef, now: Timestamp, cap: u64) -> StoreResult<u64> {
         let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-        Ok(u64::try_from(backend::tx::waiting_in_chat(self, chat, now, cap).await?).unwrap_or(0))
+        Ok(u64::try_from(jobs::waiting_in_chat(&mut self.conn(), chat, now, cap).await?).unwrap_or(0))
     }
 
     /// Inserts a new `accepted` job and returns its ticket.
     pub async fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
-        backend::tx::insert_job(self, job, now).await
+        jobs::insert_job(&mut self.conn(), job, now).await
     }
 
     /// Starts an ended job again (`expired`/`failed` → `accepted`) with the new update's file_id.
@@ -925,7 +900,7 @@ impl Tx {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(from, JobEvent::Resubmitted)?;
-        backend::tx::resubmit_job(self, ticket, from, job, now).await
+        jobs::resubmit_job(&mut self.conn(), ticket, from, job, now).await
     }
 
     /// Queues a message; `false` when its idempotency key was queued before.

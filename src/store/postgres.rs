@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::backend::{ClaimSql, claim_statements, define_backend};
+use super::backend::define_backend;
+use super::statements::ClaimSql;
 use super::{Conn, QueryContext, StoreError, StoreResult, Transaction};
 use crate::domain::{OutboxMessage, Timestamp};
 
@@ -21,8 +22,46 @@ pub struct PostgresStore {
 /// docket's PostgreSQL migrations, built in.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
-/// The claim statements as PostgreSQL runs them.
-pub const CLAIMS: ClaimSql = claim_statements!(" FOR UPDATE SKIP LOCKED");
+/// The claim statements as PostgreSQL runs them: the subquery locks the row it chooses with
+/// `FOR UPDATE SKIP LOCKED`, so concurrent claims pass over each other's rows. The same as
+/// SQLite's otherwise.
+pub const CLAIMS: ClaimSql = ClaimSql {
+    download: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
+            attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                      AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                      AND COALESCE(j.declared_size, $4) <= $5
+                      AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                             AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
+                             AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                  OR o.status IN ('fetched', 'processing'))) < $6
+                    ORDER BY j.not_before, j.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING *",
+    process_lapsed: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
+            lease_until = $2, attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT id FROM jobs
+                    WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                    ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING *",
+    process_fetched: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+            lease_until = $2, attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                    ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING *",
+    message: "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
+            lease_until = $2, attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT o.id FROM outbox o
+                    WHERE o.status = 'pending' AND o.not_before <= $3
+                      AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                      AND e.status IN ('pending', 'sending')
+                                      AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
+                      AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
+                                      AND p.not_before > $3)
+                      AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
+                    ORDER BY o.priority, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending'
+        RETURNING *",
+};
 
 /// Serialises message claims until the end of the transaction: a chat may have one message in
 /// flight, and two concurrent claims could otherwise both see the chat idle.
@@ -115,5 +154,26 @@ impl From<sqlx::Transaction<'static, sqlx::Postgres>> for Transaction {
 impl<'c> From<&'c mut sqlx::PgConnection> for Conn<'c> {
     fn from(c: &'c mut sqlx::PgConnection) -> Self {
         Self::Postgres(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CLAIMS;
+
+    /// The claims are written out once per backend; they must not drift apart.
+    #[test]
+    fn the_claims_differ_from_sqlite_only_in_their_lock() {
+        let sqlite = &crate::store::sqlite::CLAIMS;
+        let pairs = [
+            (CLAIMS.download, sqlite.download),
+            (CLAIMS.process_lapsed, sqlite.process_lapsed),
+            (CLAIMS.process_fetched, sqlite.process_fetched),
+            (CLAIMS.message, sqlite.message),
+        ];
+        for (postgres, sqlite) in pairs {
+            assert_eq!(postgres.matches(" FOR UPDATE SKIP LOCKED)").count(), 1, "{postgres}");
+            assert_eq!(postgres.replace(" FOR UPDATE SKIP LOCKED)", ")"), sqlite);
+        }
     }
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
-use super::backend::{ClaimSql, claim_statements, define_backend};
+use super::backend::define_backend;
+use super::statements::ClaimSql;
 use super::{Conn, StoreError, StoreResult, Transaction};
 
 /// A SQLite database.
@@ -23,8 +24,46 @@ pub struct SqliteStore {
 /// docket's SQLite migrations, built in.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// The claim statements as SQLite runs them.
-pub const CLAIMS: ClaimSql = claim_statements!("");
+/// The claim statements as SQLite runs them: the chosen row is not locked, because SQLite's single
+/// writer already serialises the claim (the subquery and the update run under one write lock).
+/// The same as PostgreSQL's but for `FOR UPDATE SKIP LOCKED`.
+pub const CLAIMS: ClaimSql = ClaimSql {
+    download: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
+            attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                      AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                      AND COALESCE(j.declared_size, $4) <= $5
+                      AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                             AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
+                             AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                  OR o.status IN ('fetched', 'processing'))) < $6
+                    ORDER BY j.not_before, j.id LIMIT 1)
+        RETURNING *",
+    process_lapsed: "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
+            lease_until = $2, attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT id FROM jobs
+                    WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                    ORDER BY not_before, id LIMIT 1)
+        RETURNING *",
+    process_fetched: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+            lease_until = $2, attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                    ORDER BY not_before, id LIMIT 1)
+        RETURNING *",
+    message: "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
+            lease_until = $2, attempts = attempts + 1, updated_at = $3
+        WHERE id = (SELECT o.id FROM outbox o
+                    WHERE o.status = 'pending' AND o.not_before <= $3
+                      AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                      AND e.status IN ('pending', 'sending')
+                                      AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
+                      AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
+                                      AND p.not_before > $3)
+                      AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
+                    ORDER BY o.priority, o.id LIMIT 1)
+          AND status = 'pending'
+        RETURNING *",
+};
 
 define_backend!(SqliteStore, sqlx::Sqlite, conn, CLAIMS);
 
