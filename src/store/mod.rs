@@ -1,11 +1,19 @@
 //! Storage: one [`Store`] in front of SQLite and PostgreSQL, with the same promises on both.
 //!
-//! The backend follows from the scheme of `[storage] database_url`. Both backends run the same
-//! SQL (written once in `backend.rs`, with `$N` placeholders that sqlx binds by number on both), except
-//! where the databases really differ: PostgreSQL claims with `FOR UPDATE SKIP LOCKED`, SQLite
-//! relies on its single writer. Every state change is a conditional `UPDATE … WHERE id = $1 AND
-//! status = <expected> [AND lease_token = <held>]`; zero rows changed means someone else moved
-//! the row first, which callers treat as "not mine any more", never as an error.
+//! The backend follows from the scheme of `[storage] database_url`. Each statement is written
+//! once, as a `const` beside the one function that runs it, in the module of its table
+//! (`updates`, `jobs`, `outbox`, `chats`, `pacing`, `migrations`; `retention` for what the
+//! janitor reads and removes). sqlx binds `$N` placeholders by number on SQLite as on
+//! PostgreSQL, so one small macro, `dispatch!`, runs the same expression on either. What really
+//! differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction
+//! starts, and the claim statements (PostgreSQL locks the claimed row with `FOR UPDATE SKIP
+//! LOCKED` and serialises message claims with an advisory lock; SQLite relies on its single
+//! writer). This file holds the API: [`Store`] and [`Tx`] run those functions, and compose the
+//! transactions that span tables.
+//!
+//! Every state change is a conditional `UPDATE … WHERE id = $1 AND status = <expected> [AND
+//! lease_token = <held>]`; zero rows changed means someone else moved the row first, which
+//! callers treat as "not mine any more", never as an error.
 //!
 //! sqlx types stop here: callers see domain types such as [`Job`] and [`OutboxMessage`].
 
@@ -30,16 +38,17 @@ macro_rules! dispatch {
     };
 }
 
-mod backend;
 mod chats;
 #[cfg(test)]
 mod conformance;
 mod database_url;
 mod jobs;
+mod migrations;
 mod outbox;
 mod pacing;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod retention;
 mod sqlite;
 mod updates;
 
@@ -303,86 +312,33 @@ pub struct JobFilter {
 /// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
 #[derive(Clone, Debug)]
 pub struct Store {
-    backend: Backend,
+    pool: Pool,
 }
 
-/// The backend a [`Store`] runs on.
+/// The connection pool of a [`Store`], on its backend.
 #[derive(Clone, Debug)]
-enum Backend {
+enum Pool {
     /// SQLite in WAL mode.
-    Sqlite(sqlite::SqliteStore),
+    Sqlite(sqlx::SqlitePool),
     /// PostgreSQL.
     #[cfg(feature = "postgres")]
-    Postgres(postgres::PostgresStore),
-}
-
-/// One connection of either backend, from the pool or inside a transaction: what every statement
-/// runs on (through [`dispatch!`]).
-enum Conn<'c> {
-    /// SQLite.
-    Sqlite(&'c mut sqlx::SqliteConnection),
-    /// PostgreSQL.
-    #[cfg(feature = "postgres")]
-    Postgres(&'c mut sqlx::PgConnection),
-}
-
-/// A connection taken from a [`Store`]'s pool for statements outside a transaction; it goes
-/// back to the pool when dropped.
-enum Pooled {
-    /// SQLite.
-    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
-    /// PostgreSQL.
-    #[cfg(feature = "postgres")]
-    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
-}
-
-impl Conn<'_> {
-    /// The claim statements of the connection's backend.
-    fn claims(&self) -> &'static statements::ClaimSql {
-        match self {
-            Self::Sqlite(_) => &sqlite::CLAIMS,
-            #[cfg(feature = "postgres")]
-            Self::Postgres(_) => &postgres::CLAIMS,
-        }
-    }
-}
-
-impl Pooled {
-    /// The connection, for a statement.
-    fn conn(&mut self) -> Conn<'_> {
-        match self {
-            Self::Sqlite(c) => Conn::Sqlite(c),
-            #[cfg(feature = "postgres")]
-            Self::Postgres(c) => Conn::Postgres(c),
-        }
-    }
-}
-
-/// Forwards a call to whichever backend the store is.
-macro_rules! forward {
-    ($self:ident, $s:ident => $call:expr) => {
-        match &$self.backend {
-            Backend::Sqlite($s) => $call,
-            #[cfg(feature = "postgres")]
-            Backend::Postgres($s) => $call,
-        }
-    };
+    Postgres(sqlx::PgPool),
 }
 
 impl Store {
     /// Opens the database named by `url` (creating a SQLite file and its folder when missing)
     /// and applies pending migrations.
     pub async fn open(url: &DatabaseUrl) -> StoreResult<Self> {
-        let backend = match url {
-            DatabaseUrl::Sqlite(path) => Backend::Sqlite(sqlite::SqliteStore::open(path).await?),
+        let pool = match url {
+            DatabaseUrl::Sqlite(path) => Pool::Sqlite(sqlite::open(path).await?),
             #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(url) => Backend::Postgres(postgres::PostgresStore::open(url).await?),
+            DatabaseUrl::Postgres(url) => Pool::Postgres(postgres::open(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
-        let store = Self { backend };
+        let store = Self { pool };
         store.migrate().await?;
         Ok(store)
     }
@@ -395,16 +351,16 @@ impl Store {
     /// [`StoreError::NotDocket`] when it has no docket schema, [`StoreError::Outdated`] when it
     /// needs `docket migrate`, and [`StoreError::Open`] when it cannot be reached.
     pub async fn open_existing(url: &DatabaseUrl) -> StoreResult<Self> {
-        let backend = match url {
-            DatabaseUrl::Sqlite(path) => Backend::Sqlite(sqlite::SqliteStore::open_existing(path).await?),
+        let pool = match url {
+            DatabaseUrl::Sqlite(path) => Pool::Sqlite(sqlite::open_existing(path).await?),
             #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(url) => Backend::Postgres(postgres::PostgresStore::open_existing(url).await?),
+            DatabaseUrl::Postgres(url) => Pool::Postgres(postgres::open_existing(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
-        let store = Self { backend };
+        let store = Self { pool };
         let checked = match store.applied_migrations().await {
             Err(e) => Err(e),
             Ok(None) => Err(StoreError::NotDocket { url: url.redacted() }),
@@ -429,32 +385,57 @@ impl Store {
 
     /// A connection from the pool, for statements outside a transaction.
     async fn acquire(&self) -> StoreResult<Pooled> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.pool.acquire().await.map(Pooled::Sqlite),
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.acquire().await.map(Pooled::Sqlite),
             #[cfg(feature = "postgres")]
-            Backend::Postgres(s) => s.pool.acquire().await.map(Pooled::Postgres),
+            Pool::Postgres(pool) => pool.acquire().await.map(Pooled::Postgres),
         }
         .context("acquiring a connection")
     }
 
     /// Applies pending migrations of the backend.
     pub async fn migrate(&self) -> StoreResult<()> {
-        forward!(self, s => s.migrate().await)
+        match &self.pool {
+            Pool::Sqlite(pool) => sqlite::MIGRATOR.run(pool).await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::MIGRATOR.run(pool).await,
+        }
+        .map_err(StoreError::Migrate)
     }
 
-    /// The migrations applied to the database; `None` without a migrations table.
+    /// The migrations applied to the database; `None` without a migrations table (docket never
+    /// ran on it).
     async fn applied_migrations(&self) -> StoreResult<Option<Vec<i64>>> {
-        forward!(self, s => s.applied_migrations().await)
+        let present = match &self.pool {
+            Pool::Sqlite(pool) => sqlite::has_migrations_table(pool).await?,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::has_migrations_table(pool).await?,
+        };
+        if !present {
+            return Ok(None);
+        }
+        migrations::applied(&mut self.acquire().await?.conn()).await.map(Some)
     }
 
-    /// The migrations of this build.
+    /// The versions of the migrations of this build.
     fn known_migrations(&self) -> Vec<i64> {
-        forward!(self, s => s.known_migrations())
+        let migrator = match &self.pool {
+            Pool::Sqlite(_) => &sqlite::MIGRATOR,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => &postgres::MIGRATOR,
+        };
+        migrator.iter().map(|m| m.version).collect()
     }
 
     /// Starts a write transaction.
     pub async fn begin(&self) -> StoreResult<Tx> {
-        forward!(self, s => s.begin().await)
+        let tx = match &self.pool {
+            Pool::Sqlite(pool) => sqlite::begin(pool).await.map(Transaction::Sqlite),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::begin(pool).await.map(Transaction::Postgres),
+        }
+        .context("starting a transaction")?;
+        Ok(Tx { tx })
     }
 
     /// The getUpdates offset to continue from, if any was stored.
@@ -505,7 +486,7 @@ impl Store {
 
     /// `ready` jobs, oldest expiry first; only those expired at `expired_at` when given.
     pub async fn ready_results(&self, expired_at: Option<Timestamp>) -> StoreResult<Vec<Job>> {
-        forward!(self, s => s.ready_results(expired_at).await)
+        retention::ready_results(&mut self.acquire().await?.conn(), expired_at).await
     }
 
     /// `ready` → `expired` (expiry moved back to `at` if that is earlier), forgetting the result
@@ -519,7 +500,15 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
-        forward!(self, s => s.expire_job(ticket, at, notice, now).await)
+        let mut tx = self.begin().await?;
+        if !retention::expire_job(&mut tx.conn(), ticket, at, now).await? {
+            return Ok(false);
+        }
+        if let Some(notice) = notice {
+            outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        }
+        tx.commit_as("committing an expiry").await?;
+        Ok(true)
     }
 
     /// Every `ready` job past its `result_expires_at` becomes `expired`, forgetting its result
@@ -527,13 +516,13 @@ impl Store {
     /// returns (a crash in between leaves orphans the next pass removes).
     pub async fn expire_due(&self, now: Timestamp) -> StoreResult<Vec<Ticket>> {
         crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
-        forward!(self, s => s.expire_due(now).await)
+        retention::expire_due(&mut self.acquire().await?.conn(), now).await
     }
 
     /// Every job that may own files on disk (`accepted` … `ready`), with only what the janitor
     /// judges files by.
     pub async fn file_owners(&self) -> StoreResult<Vec<FileOwner>> {
-        forward!(self, s => s.file_owners().await)
+        retention::file_owners(&mut self.acquire().await?.conn()).await
     }
 
     /// Queues one message in its own transaction (for messages not tied to a state change,
@@ -598,7 +587,10 @@ impl Store {
     /// Deletes (or, with `dry_run`, counts) rows older than `before`: registered updates,
     /// delivered/dead/failed messages and, with `prune_jobs`, ended jobs with their messages.
     pub async fn prune(&self, before: Timestamp, prune_jobs: bool, dry_run: bool) -> StoreResult<Pruned> {
-        forward!(self, s => s.prune(before, prune_jobs, dry_run).await)
+        let mut tx = self.begin().await?;
+        let pruned = retention::prune(&mut tx.conn(), before, prune_jobs, dry_run).await?;
+        tx.commit_as("committing the pruning").await?;
+        Ok(pruned)
     }
 
     /// The job a download claim would take next if nothing limited it (head of the queue).
@@ -704,11 +696,11 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<OutboxMessage>> {
-        match &self.backend {
+        match &self.pool {
             // SQLite's single writer serialises the claims already.
-            Backend::Sqlite(_) => outbox::claim_message(&mut self.acquire().await?.conn(), owner, now, lease_len).await,
+            Pool::Sqlite(_) => outbox::claim_message(&mut self.acquire().await?.conn(), owner, now, lease_len).await,
             #[cfg(feature = "postgres")]
-            Backend::Postgres(s) => postgres::claim_message(&s.pool, owner, now, lease_len).await,
+            Pool::Postgres(pool) => postgres::claim_message(pool, owner, now, lease_len).await,
         }
     }
 
@@ -807,7 +799,11 @@ impl Store {
 
     /// Closes the pool.
     pub async fn close(&self) {
-        forward!(self, s => s.close().await)
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => pool.close().await,
+        }
     }
 }
 
@@ -921,5 +917,47 @@ impl Tx {
             Transaction::Postgres(tx) => tx.commit().await,
         }
         .context(action)
+    }
+}
+
+/// One connection of either backend, from the pool or inside a transaction: what every statement
+/// runs on (through [`dispatch!`]).
+enum Conn<'c> {
+    /// SQLite.
+    Sqlite(&'c mut sqlx::SqliteConnection),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(&'c mut sqlx::PgConnection),
+}
+
+impl Conn<'_> {
+    /// The claim statements of the connection's backend.
+    fn claims(&self) -> &'static statements::ClaimSql {
+        match self {
+            Self::Sqlite(_) => &sqlite::CLAIMS,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => &postgres::CLAIMS,
+        }
+    }
+}
+
+/// A connection taken from a [`Store`]'s pool for statements outside a transaction; it goes back
+/// to the pool when dropped.
+enum Pooled {
+    /// SQLite.
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+}
+
+impl Pooled {
+    /// The connection, for a statement.
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Self::Sqlite(c) => Conn::Sqlite(c),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(c) => Conn::Postgres(c),
+        }
     }
 }

@@ -58,13 +58,24 @@ pub mod pacing {
     pub use crate::store::pacing::*;
 }
 
-/// What only SQLite runs: its claim statements.
-pub mod sqlite {
-    pub use crate::store::sqlite::CLAIMS;
+/// What the janitor reads and removes.
+pub mod retention {
+    pub use crate::store::retention::*;
 }
 
-/// What only PostgreSQL runs: its claim statements and the lock that serialises message claims.
+/// The `_sqlx_migrations` table.
+pub mod migrations {
+    pub use crate::store::migrations::*;
+}
+
+/// What only SQLite runs: its claim statements and its look for the migrations table.
+pub mod sqlite {
+    pub use crate::store::sqlite::{CLAIMS, MIGRATIONS_TABLE};
+}
+
+/// What only PostgreSQL runs: its claim statements, the lock that serialises message claims and
+/// its look for the migrations table.
 #[cfg(feature = "postgres")]
 pub mod postgres {
-    pub use crate::store::postgres::{CLAIMS, LOCK_MESSAGE_CLAIMS};
+    pub use crate::store::postgres::{CLAIMS, LOCK_MESSAGE_CLAIMS, MIGRATIONS_TABLE};
 }
