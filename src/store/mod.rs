@@ -42,6 +42,7 @@ mod chats;
 #[cfg(test)]
 mod conformance;
 mod database_url;
+mod error;
 mod jobs;
 mod migrations;
 mod outbox;
@@ -53,6 +54,8 @@ mod sqlite;
 mod updates;
 
 pub use database_url::DatabaseUrl;
+use error::QueryContext;
+pub use error::{DatabaseError, StoreError, StoreResult};
 
 #[doc(hidden)]
 pub mod statements;
@@ -67,130 +70,15 @@ pub const SEND_SLOTS: i64 = i64::MIN;
 
 use std::time::Duration;
 
-use crate::domain::job::UnknownName;
 use crate::domain::{
     ChatRef, FileOwner, Job, JobEvent, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket,
     Timestamp,
 };
 
-/// Why a storage operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Connecting or creating the database failed.
-    #[error("cannot open the database {url}: {source}")]
-    Open {
-        /// The database URL, password redacted.
-        url: String,
-        /// The cause.
-        #[source]
-        source: sqlx::Error,
-    },
-    /// Creating the folder of a SQLite file failed.
-    #[error("cannot create the database folder {path}: {source}")]
-    Folder {
-        /// The folder.
-        path: String,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Applying migrations failed.
-    #[error("cannot migrate the database: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
-    /// [`Store::open_existing`]: there is no database at the URL.
-    #[error("no database at {url} (has docket run here?)")]
-    Missing {
-        /// The database URL, password redacted.
-        url: String,
-    },
-    /// [`Store::open_existing`]: the database exists but docket never created its tables there.
-    #[error("the database at {url} has no docket schema (has docket run here?)")]
-    NotDocket {
-        /// The database URL, password redacted.
-        url: String,
-    },
-    /// [`Store::open_existing`]: the schema is older than this docket's.
-    #[error("the database at {url} lacks {missing} of this docket's {known} migrations; run `docket migrate` first")]
-    Outdated {
-        /// The database URL, password redacted.
-        url: String,
-        /// Migrations this docket has that the database has not applied.
-        missing: usize,
-        /// Migrations this docket has.
-        known: usize,
-    },
-    /// A query failed.
-    #[error("database query failed while {action}: {source}")]
-    Query {
-        /// What the store was doing.
-        action: &'static str,
-        /// The cause.
-        #[source]
-        source: sqlx::Error,
-    },
-    /// A row holds a value the code does not know.
-    #[error("database row is inconsistent: {0}")]
-    Corrupt(String),
-    /// The caller asked for a transition the state machine forbids.
-    #[error(transparent)]
-    Transition(#[from] crate::domain::TransitionError),
-}
-
-impl StoreError {
-    /// Whether the failure is about the database being unavailable or busy (worth waiting for),
-    /// as opposed to a statement that will fail the same way again.
-    pub fn is_transient(&self) -> bool {
-        let source = match self {
-            Self::Query { source, .. } | Self::Open { source, .. } => source,
-            _ => return false,
-        };
-        match source {
-            sqlx::Error::Io(_)
-            | sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::WorkerCrashed => true,
-            sqlx::Error::Database(db) => {
-                let code = db.code().unwrap_or_default();
-                // SQLite: BUSY (5), LOCKED (6) and their extended codes; PostgreSQL: connection
-                // errors (08…), serialization failures and deadlocks (40…), shutdown (57P…).
-                code == "5"
-                    || code == "6"
-                    || code == "517"
-                    || code == "261"
-                    || code.starts_with("08")
-                    || code.starts_with("40")
-                    || code.starts_with("57P")
-            }
-            _ => false,
-        }
-    }
-}
-
-impl From<UnknownName> for StoreError {
-    fn from(e: UnknownName) -> Self {
-        Self::Corrupt(e.to_string())
-    }
-}
-
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
 /// `None` when the row is not leased.
 fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease> {
     Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
-}
-
-/// Shorthand for storage results.
-pub type StoreResult<T> = Result<T, StoreError>;
-
-/// Adds "while …" context to sqlx errors.
-pub(crate) trait QueryContext<T> {
-    fn context(self, action: &'static str) -> StoreResult<T>;
-}
-
-impl<T> QueryContext<T> for Result<T, sqlx::Error> {
-    fn context(self, action: &'static str) -> StoreResult<T> {
-        self.map_err(|source| StoreError::Query { action, source })
-    }
 }
 
 /// What became of an update Telegram delivered.
@@ -400,7 +288,7 @@ impl Store {
             #[cfg(feature = "postgres")]
             Pool::Postgres(pool) => postgres::MIGRATOR.run(pool).await,
         }
-        .map_err(StoreError::Migrate)
+        .map_err(|e| StoreError::Migrate(DatabaseError::from_migrate(e)))
     }
 
     /// The migrations applied to the database; `None` without a migrations table (docket never

@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::statements::ClaimSql;
-use super::{Conn, DatabaseUrl, QueryContext, StoreError, StoreResult};
+use super::{Conn, DatabaseError, DatabaseUrl, QueryContext, StoreError, StoreResult};
 use crate::domain::{OutboxMessage, Timestamp};
 
 /// docket's PostgreSQL migrations, built in.
@@ -71,21 +71,21 @@ pub const MIGRATIONS_TABLE: &str = "SELECT to_regclass('_sqlx_migrations') IS NO
 /// Connects to `url`.
 pub(super) async fn open(url: &str) -> StoreResult<PgPool> {
     let redacted = DatabaseUrl::Postgres(url.to_owned()).redacted();
-    let options =
-        PgConnectOptions::from_str(url).map_err(|source| StoreError::Open { url: redacted.clone(), source })?;
+    let options = PgConnectOptions::from_str(url)
+        .map_err(|source| StoreError::Open { url: redacted.clone(), source: DatabaseError::from_sqlx(source) })?;
     PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(30))
         .connect_with(options)
         .await
-        .map_err(|source| StoreError::Open { url: redacted, source })
+        .map_err(|source| StoreError::Open { url: redacted, source: DatabaseError::from_sqlx(source) })
 }
 
 /// Connects to `url` only if the database exists; creates nothing.
 pub(super) async fn open_existing(url: &str) -> StoreResult<PgPool> {
     match open(url).await {
         // 3D000 invalid_catalog_name: the database does not exist.
-        Err(StoreError::Open { url, source: sqlx::Error::Database(db) }) if db.code().as_deref() == Some("3D000") => {
+        Err(StoreError::Open { url, source }) if source.code().as_deref() == Some("3D000") => {
             Err(StoreError::Missing { url })
         }
         other => other,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use super::statements::ClaimSql;
-use super::{QueryContext, StoreError, StoreResult};
+use super::{DatabaseError, QueryContext, StoreError, StoreResult};
 
 /// docket's SQLite migrations, built in.
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -74,7 +74,7 @@ pub(super) async fn open(path: &Path) -> StoreResult<SqlitePool> {
     }
     let url = format!("sqlite://{}", path.display());
     let options = SqliteConnectOptions::from_str("sqlite://")
-        .map_err(|source| StoreError::Open { url: url.clone(), source })?
+        .map_err(|source| StoreError::Open { url: url.clone(), source: DatabaseError::from_sqlx(source) })?
         .filename(path)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
@@ -86,7 +86,7 @@ pub(super) async fn open(path: &Path) -> StoreResult<SqlitePool> {
         .max_connections(8)
         .connect_with(options)
         .await
-        .map_err(|source| StoreError::Open { url, source })
+        .map_err(|source| StoreError::Open { url, source: DatabaseError::from_sqlx(source) })
 }
 
 /// Opens the database file at `path` only if it exists; creates nothing, and leaves the file's
@@ -99,7 +99,7 @@ pub(super) async fn open_existing(path: &Path) -> StoreResult<SqlitePool> {
         return Err(StoreError::Missing { url });
     }
     let options = SqliteConnectOptions::from_str("sqlite://")
-        .map_err(|source| StoreError::Open { url: url.clone(), source })?
+        .map_err(|source| StoreError::Open { url: url.clone(), source: DatabaseError::from_sqlx(source) })?
         .filename(path)
         .create_if_missing(false)
         .synchronous(SqliteSynchronous::Full)
@@ -111,7 +111,7 @@ pub(super) async fn open_existing(path: &Path) -> StoreResult<SqlitePool> {
         if cannot_open {
             StoreError::Missing { url: url.clone() }
         } else {
-            StoreError::Open { url: url.clone(), source }
+            StoreError::Open { url: url.clone(), source: DatabaseError::from_sqlx(source) }
         }
     })
 }
