@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::{Completion, DatabaseUrl, Stage, Store, Transaction};
+use super::{Completion, Conn, DatabaseUrl, Stage, Store};
 use crate::domain::{
     ChatRef, Job, JobState, Lease, MessageKind, NewJob, NewMessage, Operation, OutboxMessage, Ticket, Timestamp,
 };
@@ -145,11 +145,7 @@ fn completion(n: i64) -> Completion {
 /// states no store method reaches (`expired`) and for probing the schema.
 async fn raw(store: &Store, sql: &'static str, id: i64) -> Result<u64, sqlx::Error> {
     let mut tx = store.begin().await.unwrap();
-    let done = match &mut tx.tx {
-        Transaction::Sqlite(t) => sqlx::query(sql).bind(id).execute(&mut **t).await.map(|d| d.rows_affected()),
-        #[cfg(feature = "postgres")]
-        Transaction::Postgres(t) => sqlx::query(sql).bind(id).execute(&mut **t).await.map(|d| d.rows_affected()),
-    };
+    let done = dispatch!(&mut tx.conn(), |c| sqlx::query(sql).bind(id).execute(c).await.map(|d| d.rows_affected()));
     if done.is_ok() {
         tx.commit().await.unwrap();
     }
@@ -172,10 +168,10 @@ where
     let dir = tempfile::TempDir::new().expect("a temp folder");
     let store = Store::open(&DatabaseUrl::Sqlite(dir.path().join("docket.db"))).await.expect("opening SQLite");
     let mut tx = store.begin().await.unwrap();
-    let mode: String = match &mut tx.tx {
-        Transaction::Sqlite(t) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut **t).await.unwrap(),
+    let mode: String = match tx.conn() {
+        Conn::Sqlite(c) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(c).await.unwrap(),
         #[cfg(feature = "postgres")]
-        Transaction::Postgres(_) => unreachable!("a SQLite store gives SQLite transactions"),
+        Conn::Postgres(_) => unreachable!("a SQLite store gives SQLite transactions"),
     };
     assert_eq!(mode, "wal", "tests run SQLite in WAL mode, as production does");
     drop(tx);

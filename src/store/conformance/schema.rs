@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{BOT, CHAT, T0, claim_message, enqueue, insert, job, message, new_job, raw};
 use crate::domain::{ChatRef, MessageKind, NewJob, NewMessage};
-use crate::store::{Store, Transaction, UpdateOutcome};
+use crate::store::{Conn, Store, UpdateOutcome};
 
 conformance!(large_telegram_ids_round_trip, the_schema_rejects_unknown_names, the_schema_has_the_expected_indexes);
 
@@ -72,26 +72,26 @@ async fn the_schema_rejects_unknown_names(store: Store) {
 /// The named indexes of the schema, with the predicate of partial ones (normalised).
 async fn indexes(store: &Store) -> BTreeSet<(String, Option<String>)> {
     let mut tx = store.begin().await.unwrap();
-    let rows: Vec<(String, Option<String>)> = match &mut tx.tx {
-        Transaction::Sqlite(t) => {
+    let rows: Vec<(String, Option<String>)> = match tx.conn() {
+        Conn::Sqlite(t) => {
             let rows: Vec<(String, String)> = sqlx::query_as(
                 "SELECT name, sql FROM sqlite_master
                  WHERE type = 'index' AND sql IS NOT NULL AND tbl_name <> '_sqlx_migrations'",
             )
-            .fetch_all(&mut **t)
+            .fetch_all(&mut *t)
             .await
             .unwrap();
             rows.into_iter().map(|(name, sql)| (name, sql.split_once(" WHERE ").map(|(_, p)| p.to_owned()))).collect()
         }
         #[cfg(feature = "postgres")]
-        Transaction::Postgres(t) => sqlx::query_as(
+        Conn::Postgres(t) => sqlx::query_as(
             "SELECT c.relname::TEXT, pg_get_expr(i.indpred, i.indrelid)
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class r ON r.oid = i.indrelid
              JOIN pg_namespace n ON n.oid = r.relnamespace
              WHERE n.nspname = current_schema() AND r.relname <> '_sqlx_migrations'
                AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)",
         )
-        .fetch_all(&mut **t)
+        .fetch_all(&mut *t)
         .await
         .unwrap(),
     };
@@ -128,7 +128,7 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
 mod postgres_vs_sqlite {
     use std::collections::BTreeMap;
 
-    use super::{Store, Transaction};
+    use super::{Conn, Store};
 
     /// (table, column) → (integer or text, NOT NULL, default).
     type Columns = BTreeMap<(String, String), (String, bool, Option<String>)>;
@@ -151,12 +151,12 @@ mod postgres_vs_sqlite {
         let mut indexes = Indexes::new();
         let mut tx = store.begin().await.unwrap();
         for table in TABLES {
-            match &mut tx.tx {
-                Transaction::Sqlite(t) => {
+            match tx.conn() {
+                Conn::Sqlite(t) => {
                     let rows: Vec<(String, String, i64, Option<String>, i64)> =
                         sqlx::query_as("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info($1)")
                             .bind(table)
-                            .fetch_all(&mut **t)
+                            .fetch_all(&mut *t)
                             .await
                             .unwrap();
                     for (name, ty, notnull, default, pk) in rows {
@@ -165,14 +165,14 @@ mod postgres_vs_sqlite {
                     let list: Vec<(String, i64, String, i64)> =
                         sqlx::query_as("SELECT name, \"unique\", origin, partial FROM pragma_index_list($1)")
                             .bind(table)
-                            .fetch_all(&mut **t)
+                            .fetch_all(&mut *t)
                             .await
                             .unwrap();
                     for (name, unique, _, partial) in list {
                         let cols: Vec<String> =
                             sqlx::query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
                                 .bind(&name)
-                                .fetch_all(&mut **t)
+                                .fetch_all(&mut *t)
                                 .await
                                 .unwrap();
                         indexes.push((table.into(), cols.join(","), unique == 1, partial == 1));
@@ -183,21 +183,21 @@ mod postgres_vs_sqlite {
                            AND (SELECT COUNT(*) FROM pragma_table_info($1) WHERE pk > 0) = 1",
                     )
                     .bind(table)
-                    .fetch_optional(&mut **t)
+                    .fetch_optional(&mut *t)
                     .await
                     .unwrap();
                     if let Some(pk) = rowid_pk {
                         indexes.push((table.into(), pk, true, false));
                     }
                 }
-                Transaction::Postgres(t) => {
+                Conn::Postgres(t) => {
                     let rows: Vec<(String, String, bool, Option<String>, bool)> = sqlx::query_as(
                         "SELECT column_name::TEXT, data_type::TEXT, is_nullable = 'NO', column_default::TEXT,
                                 is_identity = 'YES'
                          FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1",
                     )
                     .bind(table)
-                    .fetch_all(&mut **t)
+                    .fetch_all(&mut *t)
                     .await
                     .unwrap();
                     for (name, ty, notnull, default, _identity) in rows {
@@ -213,7 +213,7 @@ mod postgres_vs_sqlite {
                          WHERE n.nspname = current_schema() AND r.relname = $1",
                     )
                     .bind(table)
-                    .fetch_all(&mut **t)
+                    .fetch_all(&mut *t)
                     .await
                     .unwrap();
                     for (cols, unique, partial) in list {
