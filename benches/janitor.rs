@@ -16,26 +16,24 @@
 //!    claims through the store (each claimed job or message is given back at once, untimed, so the
 //!    table stays the same), `next_waiting_download`, `job` (status) and `jobs` (/jobs), with
 //!    median and p99; the row search of each claim alone; a one-row commit (the floor of any
-//!    write); a "flood" (one chat with 1,000 queued jobs at the head of the queue and 2 in
-//!    flight, `per_chat` = 2). With `--explain`, first the `EXPLAIN QUERY PLAN` of every
-//!    statement.
-//! 3. **PostgreSQL** (`--pg URL`, optional): the same as 2 in a database `docket_bench_janitor`
-//!    the benchmark creates and drops; with `--explain`, the plans are
-//!    `EXPLAIN (ANALYZE, BUFFERS)`, each run in a transaction that is rolled back.
+//!    write); the `EXPLAIN QUERY PLAN` of every statement; a "flood" (one chat with 1,000 queued
+//!    jobs at the head of the queue and 2 in flight, `per_chat` = 2).
+//! 3. **PostgreSQL** (`--pg URL`, optional): the same as 2 with `EXPLAIN (ANALYZE, BUFFERS)`, in a
+//!    database `docket_bench_janitor` the benchmark creates and drops.
 //!
 //! `cargo bench --bench janitor` runs 1 and 2 (about 7 minutes on 2 cores) and prints markdown on
 //! stdout (progress on stderr). Options after `--`: `--sizes 10000,100000`, `--runs N` (3),
 //! `--phase-runs N` (1), `--rows N` (1000000), `--iters N` (1000 for reads; claims use a third; a
 //! latency row also stops after 6 s), `--only janitor|queries|pg` (repeatable), `--pg URL` (a
 //! server where the benchmark may create a database, e.g.
-//! `postgres://postgres@127.0.0.1:5432/test`), `--explain` (print the plan of every statement
-//! of parts 2 and 3 before timing), `--cold` (one more dry pass per run after
+//! `postgres://postgres@127.0.0.1:5432/test`), `--cold` (one more dry pass per run after
 //! `echo 3 > /proc/sys/vm/drop_caches`; needs root), `--keep` (keep the 1M-row SQLite file),
 //! `--dir PATH` (default `target/docket-bench-janitor`; on the disk, not tmpfs, so commits fsync).
 //!
-//! The claim statements are the store's own (`docket::store::{sqlite, postgres}::CLAIMS`), and
-//! each "row search alone" is cut out of them ([`row_search`]). The other SQL in [`sql`] is copied
-//! from `src/store/backend.rs`; keep it in sync when that changes.
+//! Every statement is the store's own, from `docket::store::statements`, never a copy: the claims
+//! (`statements::{sqlite, postgres}::CLAIMS`) and the other statements in [`sql`]. Each "row
+//! search alone" is cut out of a claim ([`row_search`]), and so are the two per-candidate checks
+//! of the claims ([`sql::PER_CHAT_COUNT`], [`sql::CHAT_ORDER_CHECK`]).
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
@@ -46,11 +44,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail, ensure};
-use docket::config::{Config, DatabaseUrl};
+use docket::config::Config;
 use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
 use docket::spool::Spool;
-use docket::store::{ClaimLimits, ClaimSql, JobFilter, Release, Stage, Store};
+use docket::store::statements::ClaimSql;
+use docket::store::{ClaimLimits, DatabaseUrl, JobFilter, Release, Stage, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sqlx::Connection;
@@ -82,7 +81,6 @@ struct Args {
     iters: usize,
     parts: Vec<Part>,
     pg: Option<String>,
-    explain: bool,
     cold: bool,
     keep: bool,
     dir: PathBuf,
@@ -98,7 +96,6 @@ impl Args {
             iters: 1000,
             parts: Vec::new(),
             pg: None,
-            explain: false,
             cold: false,
             keep: false,
             dir: PathBuf::from("target/docket-bench-janitor"),
@@ -116,7 +113,6 @@ impl Args {
                 "--rows" => a.rows = value()?.parse()?,
                 "--iters" => a.iters = value()?.parse()?,
                 "--pg" => a.pg = Some(value()?),
-                "--explain" => a.explain = true,
                 "--cold" => a.cold = true,
                 "--keep" => a.keep = true,
                 "--dir" => a.dir = PathBuf::from(value()?),
@@ -564,8 +560,8 @@ struct Stmt {
 }
 
 /// The store's claim statements on each backend.
-const SQLITE: &ClaimSql = &docket::store::sqlite::CLAIMS;
-const PG: &ClaimSql = &docket::store::postgres::CLAIMS;
+const SQLITE: &ClaimSql = &docket::store::statements::sqlite::CLAIMS;
+const PG: &ClaimSql = &docket::store::statements::postgres::CLAIMS;
 
 /// The row search of a claim statement alone: its `WHERE id = (SELECT …)` subquery, as a SELECT
 /// that mentions `$1` and `$2` (the owner and lease binds, unused by the search) so the claim's
@@ -573,8 +569,13 @@ const PG: &ClaimSql = &docket::store::postgres::CLAIMS;
 fn row_search(claim: &str) -> String {
     const OPEN: &str = "WHERE id = (";
     let start = claim.find(OPEN).expect("a claim selects its row in a subquery") + OPEN.len();
+    parenthesised(claim, start).replacen("WHERE ", "WHERE $1 IS NOT NULL AND $2 IS NOT NULL AND ", 1)
+}
+
+/// The text of `sql` from `start` up to the parenthesis that closes the one just before `start`.
+fn parenthesised(sql: &str, start: usize) -> &str {
     let mut depth = 1;
-    let len = claim[start..]
+    let len = sql[start..]
         .char_indices()
         .find(|&(_, c)| {
             depth += match c {
@@ -586,48 +587,41 @@ fn row_search(claim: &str) -> String {
         })
         .expect("the subquery closes")
         .0;
-    claim[start..start + len].replacen("WHERE ", "WHERE $1 IS NOT NULL AND $2 IS NOT NULL AND ", 1)
+    &sql[start..start + len]
 }
 
-/// The store's other SQL, copied (see the module documentation).
+/// The store's other SQL (see the module documentation).
 mod sql {
-    /// The per-candidate check of the download claim, for one chat: $1 chat, $2 a job id, $3 now.
-    pub const PER_CHAT_COUNT: &str = "SELECT COUNT(*) FROM jobs o WHERE o.chat_id = $1 AND o.id <> $2
-                                    AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
-                                    AND ((o.status = 'accepted' AND o.lease_until > $3)
-                                         OR o.status IN ('fetched', 'processing'))";
-    /// The per-candidate order check of the message claim, for one chat: $1 chat, $2 an outbox id.
-    pub const CHAT_ORDER_CHECK: &str = "SELECT COUNT(*) FROM outbox e WHERE e.chat_id = $1 AND e.id <> $2
-                                            AND e.status IN ('pending', 'sending')
-                                            AND (e.status = 'sending' OR (e.id < $2 AND e.kind <> 'progress'))";
-    pub const NEXT_WAITING: &str = "SELECT * FROM jobs WHERE status = 'accepted' AND not_before <= $1
-                       AND (lease_until IS NULL OR lease_until <= $1)
-                     ORDER BY not_before, id LIMIT 1";
-    pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
-    pub const JOBS: &str =
-        "SELECT * FROM jobs WHERE chat_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
-    pub const JOBS_ANY_CHAT: &str =
-        "SELECT * FROM jobs WHERE $1 IS NULL AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
-    pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
-    pub const READY_RESULTS: &str =
-        "SELECT * FROM jobs WHERE status = 'ready' AND result_expires_at <= $1 ORDER BY result_expires_at, id";
-    pub const EXPIRE_DUE: &str =
-        "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, updated_at = $1
-                     WHERE status = 'ready' AND result_expires_at <= $1
-                     RETURNING id";
-    pub const FILE_OWNERS: &str = "SELECT id, status, lease_owner, lease_token, lease_until, local_path, result_path
-                     FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
-    pub const PRUNE_UPDATES: &str = "SELECT COUNT(*) FROM updates WHERE received_at < $1";
-    pub const PRUNE_MESSAGES: &str =
-        "SELECT COUNT(*) FROM outbox WHERE status IN ('sent', 'dead', 'failed') AND updated_at < $1";
-    pub const PRUNE_JOB_MESSAGES: &str = "SELECT COUNT(*) FROM outbox WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
-    pub const PRUNE_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
-    pub const RELEASE: &str = "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
-                        attempts = CASE WHEN $7 = 2 THEN 0 WHEN $7 = 1 AND attempts > 0 THEN attempts - 1 ELSE attempts END,
-                        local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
-                        source_losses = source_losses + CASE WHEN $10 THEN 1 ELSE 0 END,
-                        lease_owner = NULL, lease_until = NULL, updated_at = $9
-                     WHERE id = $1 AND status = $2 AND lease_token = $3 AND lease_owner IS NOT NULL";
+    use std::sync::LazyLock;
+
+    pub use docket::store::statements::jobs::{
+        ALL_JOBS, CHAT_JOBS, JOB, JOB_BY_FILE, NEXT_WAITING_DOWNLOAD, RELEASE_JOB,
+    };
+    pub use docket::store::statements::retention::{
+        COUNT_OLD_JOB_MESSAGES, COUNT_OLD_JOBS, COUNT_OLD_MESSAGES, COUNT_OLD_UPDATES, DUE_RESULTS, EXPIRE_DUE,
+        FILE_OWNERS,
+    };
+
+    use super::{SQLITE, parenthesised};
+
+    /// The per-candidate check of the download claim, for one chat: its count of the chat's jobs in
+    /// flight, cut out of the claim, with $1 chat, $2 a job id, $3 now.
+    pub static PER_CHAT_COUNT: LazyLock<String> = LazyLock::new(|| {
+        let claim = SQLITE.download;
+        let start = claim.find("SELECT COUNT(*) FROM jobs o").expect("the download claim counts a chat's jobs");
+        parenthesised(claim, start).replace("j.chat_id", "$1").replace("j.id", "$2")
+    });
+
+    /// The per-candidate order check of the message claim, for one chat: its look at the chat's
+    /// earlier open rows, cut out of the claim and counted, with $1 chat, $2 an outbox id.
+    pub static CHAT_ORDER_CHECK: LazyLock<String> = LazyLock::new(|| {
+        let claim = SQLITE.message;
+        let start = claim.find("SELECT 1 FROM outbox e").expect("the message claim looks at a chat's earlier rows");
+        parenthesised(claim, start)
+            .replacen("SELECT 1", "SELECT COUNT(*)", 1)
+            .replace("o.chat_id", "$1")
+            .replace("o.id", "$2")
+    });
 }
 
 fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
@@ -654,46 +648,41 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
             lease.clone(),
         ),
         s("claim: message (claim_message)", SQLITE.message, PG.message, lease),
-        s("next_waiting_download", sql::NEXT_WAITING, sql::NEXT_WAITING, vec![I(now)]),
+        s("next_waiting_download", sql::NEXT_WAITING_DOWNLOAD, sql::NEXT_WAITING_DOWNLOAD, vec![I(now)]),
         s("job (status, /status <ticket>)", sql::JOB, sql::JOB, vec![I(ticket)]),
-        s("jobs (/jobs: chat, limit 10)", sql::JOBS, sql::JOBS, vec![I(chat), NullS, I(10)]),
+        s("jobs (/jobs: chat, limit 10)", sql::CHAT_JOBS, sql::CHAT_JOBS, vec![I(chat), NullS, I(10)]),
         s("job_by_file (intake)", sql::JOB_BY_FILE, sql::JOB_BY_FILE, vec![I(chat), S("AgAD12345")]),
         s(
             "release_job",
-            sql::RELEASE,
-            sql::RELEASE,
-            vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, I(0), Bool(true), I(now), Bool(false)],
+            sql::RELEASE_JOB,
+            sql::RELEASE_JOB,
+            vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, I(2), Bool(true), I(now), Bool(false)],
         ),
-        s("janitor: ready_results(Some(now))", sql::READY_RESULTS, sql::READY_RESULTS, vec![I(now)]),
+        s("janitor: ready_results(Some(now))", sql::DUE_RESULTS, sql::DUE_RESULTS, vec![I(now)]),
         s("janitor: expire_due", sql::EXPIRE_DUE, sql::EXPIRE_DUE, vec![I(now)]),
         s("janitor: file_owners", sql::FILE_OWNERS, sql::FILE_OWNERS, vec![]),
-        s("janitor: prune updates", sql::PRUNE_UPDATES, sql::PRUNE_UPDATES, vec![I(now - 30 * DAY)]),
-        s("janitor: prune messages", sql::PRUNE_MESSAGES, sql::PRUNE_MESSAGES, vec![I(now - 30 * DAY)]),
+        s("janitor: prune updates", sql::COUNT_OLD_UPDATES, sql::COUNT_OLD_UPDATES, vec![I(now - 30 * DAY)]),
+        s("janitor: prune messages", sql::COUNT_OLD_MESSAGES, sql::COUNT_OLD_MESSAGES, vec![I(now - 30 * DAY)]),
         s(
             "janitor: prune job messages (prune_jobs)",
-            sql::PRUNE_JOB_MESSAGES,
-            sql::PRUNE_JOB_MESSAGES,
+            sql::COUNT_OLD_JOB_MESSAGES,
+            sql::COUNT_OLD_JOB_MESSAGES,
             vec![I(now - 30 * DAY)],
         ),
-        s("janitor: prune jobs (prune_jobs)", sql::PRUNE_JOBS, sql::PRUNE_JOBS, vec![I(now - 30 * DAY)]),
+        s("janitor: prune jobs (prune_jobs)", sql::COUNT_OLD_JOBS, sql::COUNT_OLD_JOBS, vec![I(now - 30 * DAY)]),
         s(
             "per-chat count of the download claim (one candidate)",
-            sql::PER_CHAT_COUNT,
-            sql::PER_CHAT_COUNT,
+            &sql::PER_CHAT_COUNT,
+            &sql::PER_CHAT_COUNT,
             vec![I(chat), I(ticket), I(now)],
         ),
         s(
             "order check of the message claim (one candidate)",
-            sql::CHAT_ORDER_CHECK,
-            sql::CHAT_ORDER_CHECK,
+            &sql::CHAT_ORDER_CHECK,
+            &sql::CHAT_ORDER_CHECK,
             vec![I(chat), I(message_id)],
         ),
-        s(
-            "jobs with no chat (admin listing: NULL chat)",
-            sql::JOBS_ANY_CHAT,
-            sql::JOBS_ANY_CHAT,
-            vec![NullI, NullS, I(10)],
-        ),
+        s("jobs with no chat (admin listing: NULL chat)", sql::ALL_JOBS, sql::ALL_JOBS, vec![NullI, NullS, I(10)]),
     ]
 }
 
@@ -1478,8 +1467,34 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
             break;
         }
     }
-    if args.explain {
-        print_plans(&store, &mut raw, backend, now_ts, typical_chat, args.rows as i64).await?;
+    let head = store.next_waiting_download(now_ts).await?.context("no download waiting")?;
+    let last_message = store.messages(Some(typical_chat), None).await?.last().map_or(args.rows as i64, |m| m.id);
+
+    println!("### Plans\n");
+    if backend == "SQLite" {
+        println!(
+            "`EXPLAIN QUERY PLAN` of each statement as the store sends it (SQL copied from src/store), with \
+             the binds it uses; the database has no `sqlite_stat1` (docket never runs `ANALYZE`). `SCAN` is a \
+             full pass over a table or index; `SEARCH` uses an index for a range; `USE TEMP B-TREE FOR ORDER \
+             BY` sorts every row that passes the WHERE clause before `LIMIT 1` can apply.\n"
+        );
+    } else {
+        println!("`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)`, run in a transaction that is rolled back.\n");
+    }
+    let mut flagged = Vec::new();
+    for stmt in statements(now_ts.as_millis(), head.ticket.0, typical_chat.0, last_message) {
+        let plan = raw.plan(&stmt).await?;
+        for line in plan.lines() {
+            let l = line.trim_start_matches([' ', '`', '-']);
+            if l.starts_with("SCAN") || l.contains("Seq Scan") || l.contains("TEMP B-TREE") || l.starts_with("Sort") {
+                flagged.push(format!("{}: `{}`", stmt.name, l.trim()));
+            }
+        }
+        println!("**{}**\n\n```text\n{}```\n", stmt.name, plan);
+    }
+    println!("Flagged plan lines (full scans, sorts):\n");
+    for f in &flagged {
+        println!("- {f}");
     }
 
     println!("\n### Latency\n");
@@ -1560,9 +1575,9 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
         table.push(Stats::of(samples));
     }
     table.start(backend, "order check of the message claim, one candidate of the heavy chat");
-    table.push(raw.time_select(sql::CHAT_ORDER_CHECK, &[B::I(HEAVY_CHAT), B::I(args.rows as i64)], iters).await?);
+    table.push(raw.time_select(&sql::CHAT_ORDER_CHECK, &[B::I(HEAVY_CHAT), B::I(args.rows as i64)], iters).await?);
     table.start(backend, "per-chat count of the download claim, one candidate of the heavy chat");
-    table.push(raw.time_select(sql::PER_CHAT_COUNT, &[B::I(HEAVY_CHAT), B::I(0), B::I(now_ms())], iters).await?);
+    table.push(raw.time_select(&sql::PER_CHAT_COUNT, &[B::I(HEAVY_CHAT), B::I(0), B::I(now_ms())], iters).await?);
 
     // The flood: the heavy chat's oldest jobs queued at the head, 2 of its jobs in flight.
     eprintln!("{backend}: flood case");
@@ -1602,49 +1617,6 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     table.print();
 
     store.close().await;
-    Ok(())
-}
-
-/// Prints the plan of every statement in [`statements`]: SQLite's `EXPLAIN QUERY PLAN` (not
-/// run), PostgreSQL's `EXPLAIN (ANALYZE, BUFFERS)` (run, then rolled back); then the plan lines
-/// that read a whole table or sort.
-async fn print_plans(
-    store: &Store,
-    raw: &mut Raw,
-    backend: &str,
-    now_ts: Timestamp,
-    typical_chat: ChatRef,
-    rows: i64,
-) -> anyhow::Result<()> {
-    let head = store.next_waiting_download(now_ts).await?.context("no download waiting")?;
-    let last_message = store.messages(Some(typical_chat), None).await?.last().map_or(rows, |m| m.id);
-
-    println!("### Plans\n");
-    if backend == "SQLite" {
-        println!(
-            "`EXPLAIN QUERY PLAN` of each statement as the store sends it (SQL copied from src/store), with \
-             the binds it uses; the database has no `sqlite_stat1` (docket never runs `ANALYZE`). `SCAN` is a \
-             full pass over a table or index; `SEARCH` uses an index for a range; `USE TEMP B-TREE FOR ORDER \
-             BY` sorts every row that passes the WHERE clause before `LIMIT 1` can apply.\n"
-        );
-    } else {
-        println!("`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)`, run in a transaction that is rolled back.\n");
-    }
-    let mut flagged = Vec::new();
-    for stmt in statements(now_ts.as_millis(), head.ticket.0, typical_chat.0, last_message) {
-        let plan = raw.plan(&stmt).await?;
-        for line in plan.lines() {
-            let l = line.trim_start_matches([' ', '`', '-']);
-            if l.starts_with("SCAN") || l.contains("Seq Scan") || l.contains("TEMP B-TREE") || l.starts_with("Sort") {
-                flagged.push(format!("{}: `{}`", stmt.name, l.trim()));
-            }
-        }
-        println!("**{}**\n\n```text\n{}```\n", stmt.name, plan);
-    }
-    println!("Flagged plan lines (full scans, sorts):\n");
-    for f in &flagged {
-        println!("- {f}");
-    }
     Ok(())
 }
 

@@ -26,9 +26,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail, ensure};
 use docket::app::Options;
-use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{ChatRef, Clock, JobState, MessageKind, SystemClock};
-use docket::store::{JobFilter, NewMessage, Store};
+use docket::config::{BotToken, Config};
+use docket::domain::{ChatRef, Clock, JobState, MessageKind, NewMessage, SystemClock};
+use docket::store::{DatabaseUrl, JobFilter, Store};
 use serde_json::Value;
 
 use fake_telegram::{Call, DownloadFault, FakeTelegram};

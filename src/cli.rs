@@ -15,11 +15,12 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::config::{CONFIG_ENV, Config};
+use crate::domain::Job;
 use crate::domain::SystemClock;
 use crate::domain::{JobState, Operation, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::spool::Spool;
-use crate::store::{Job, JobFilter, Store};
+use crate::store::{JobFilter, Store};
 use crate::telegram::BotToken;
 use crate::texts;
 

@@ -25,9 +25,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::domain::{FileOwner, Job, NewMessage};
 use crate::domain::{JobState, MessageKind, SharedClock, Ticket, Timestamp};
 use crate::spool::Spool;
-use crate::store::{FileOwner, Job, NewMessage, Pruned, Store, StoreError};
+use crate::store::{Pruned, Store, StoreError};
 use crate::texts;
 
 /// The janitor's settings.

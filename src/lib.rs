@@ -10,7 +10,8 @@
 //! - Adapters: [`store`] (SQLite and PostgreSQL behind one interface), [`telegram`] (Bot API
 //!   client, polling, texts), [`pdf`] (lopdf), [`detect`] (format by signature), [`spool`]
 //!   (files on disk, named by job, never by user input).
-//! - Domain: [`domain`] (tickets, states, transitions, leases, time), no I/O.
+//! - Domain: [`domain`] (tickets, states, transitions, leases, the records of jobs and messages,
+//!   time), no I/O.
 
 pub mod app;
 pub mod cli;

@@ -44,9 +44,10 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
+use crate::domain::{NewMessage, OutboxMessage};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
 use crate::spool::result_file_name;
-use crate::store::{NewMessage, OutboxMessage, Store, StoreResult, WHOLE_BOT};
+use crate::store::{Store, StoreResult, WHOLE_BOT};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
 use crate::texts;

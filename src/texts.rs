@@ -6,8 +6,7 @@
 
 use humansize::{DECIMAL, FormatSizeOptions, format_size};
 
-use crate::domain::{FailureReason, JobState, Ticket, Timestamp};
-use crate::store::Job;
+use crate::domain::{FailureReason, Job, JobState, Ticket, Timestamp};
 
 /// A byte count for people: decimal units with one decimal, as Telegram's apps show sizes.
 pub fn size(bytes: u64) -> String {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use docket::app::Options;
-use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{ChatRef, JobState};
-use docket::store::{Job, JobFilter, Store};
+use docket::config::{BotToken, Config};
+use docket::domain::{ChatRef, Job, JobState};
+use docket::store::{DatabaseUrl, JobFilter, Store};
 use serde_json::Value;
 
 use crate::fake_telegram::FakeTelegram;

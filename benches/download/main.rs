@@ -29,13 +29,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use docket::app::Options;
-use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{ChatRef, Clock, Operation, SystemClock};
+use docket::config::{BotToken, Config};
+use docket::domain::{ChatRef, Clock, Job, NewJob, Operation, SystemClock};
 use docket::pipeline::budget::Budget;
 use docket::pipeline::{PipelineDeps, PipelineSettings, download};
 use docket::runtime::Wakeups;
 use docket::spool::Spool;
-use docket::store::{Job, NewJob, Stage, Store};
+use docket::store::{DatabaseUrl, Stage, Store};
 use docket::telegram::TelegramClient;
 use docket::telegram::client::ClientSettings;
 use serde_json::json;

@@ -1,4 +1,5 @@
-//! The domain: tickets, job states and their legal transitions, leases, outgoing messages, time.
+//! The domain: tickets, job states and their legal transitions, leases, outgoing messages, the
+//! records of jobs and messages, time.
 //!
 //! Nothing here does I/O or knows about sqlx, teloxide or lopdf. Every other layer speaks in
 //! these types, so the rules of the state machine live in exactly one place.
@@ -7,10 +8,12 @@ pub mod incoming;
 pub mod job;
 pub mod lease;
 pub mod outbox;
+pub mod records;
 pub mod retry;
 pub mod time;
 
 pub use job::{ChatRef, FailureReason, JobEvent, JobState, Operation, Ticket, TransitionError, UserId};
 pub use lease::Lease;
 pub use outbox::{AfterUnknown, MessageKind, OutboxState, PROGRESS_SETTLE};
+pub use records::{FileOwner, Job, NewJob, NewMessage, OutboxMessage};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

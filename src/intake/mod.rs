@@ -16,7 +16,8 @@ use tracing::{debug, info};
 
 pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin};
 use crate::domain::{ChatRef, JobState, MessageKind, Operation, SharedClock, Ticket, UserId};
-use crate::store::{NewJob, NewMessage, Store, StoreResult, Tx, UpdateOutcome};
+use crate::domain::{NewJob, NewMessage};
+use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
 use crate::texts;
 
 /// What intake did with an update.

@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::domain::{Ticket, Timestamp};
-use crate::store::{ClaimLimits, Job};
+use crate::domain::{Job, Ticket, Timestamp};
+use crate::store::ClaimLimits;
 
 /// One job's place in the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

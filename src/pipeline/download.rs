@@ -19,9 +19,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt as _;
 
 use super::{PipelineDeps, StageError};
-use crate::domain::FailureReason;
+use crate::domain::{FailureReason, Job};
 use crate::spool::Spool;
-use crate::store::Job;
 use crate::telegram::TelegramError;
 use crate::telegram::client::ByteStream;
 

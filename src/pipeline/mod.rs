@@ -20,10 +20,11 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
+use crate::domain::Job;
 use crate::domain::{FailureReason, JobEvent, Lease, SharedClock, Timestamp};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
-use crate::store::{AttemptRule, Completion, Job, Release, Stage, Store};
+use crate::store::{AttemptRule, Completion, Release, Stage, Store};
 use crate::telegram::TelegramClient;
 use crate::texts::Progress;
 use outcome::AfterError;

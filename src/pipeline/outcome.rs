@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::StageError;
 use crate::domain::retry::backoff;
 use crate::domain::{FailureReason, JobEvent, MessageKind, Timestamp};
-use crate::store::{AttemptRule, Completion, Job, NewMessage, Release};
+use crate::domain::{Job, NewMessage};
+use crate::store::{AttemptRule, Completion, Release};
 use crate::texts::{self, Progress};
 
 /// The longest a failing job backs off between attempts.

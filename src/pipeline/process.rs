@@ -8,10 +8,9 @@ use sha2::{Digest, Sha256};
 
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::FailureReason;
+use crate::domain::{FailureReason, Job};
 use crate::pdf::{self, PdfError};
 use crate::spool::Spool;
-use crate::store::Job;
 
 /// A result on disk, ready to be committed.
 #[derive(Debug)]

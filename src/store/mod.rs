@@ -1,22 +1,64 @@
 //! Storage: one [`Store`] in front of SQLite and PostgreSQL, with the same promises on both.
 //!
-//! The backend follows from the scheme of `[storage] database_url`. Both backends run the same
-//! SQL (written once in `backend.rs`, with `$N` placeholders that sqlx binds by number on both), except
-//! where the databases really differ: PostgreSQL claims with `FOR UPDATE SKIP LOCKED`, SQLite
-//! relies on its single writer. Every state change is a conditional `UPDATE … WHERE id = $1 AND
-//! status = <expected> [AND lease_token = <held>]`; zero rows changed means someone else moved
-//! the row first, which callers treat as "not mine any more", never as an error.
+//! The backend follows from the scheme of `[storage] database_url`. Each statement is written
+//! once, as a `const` beside the one function that runs it, in the module of its table
+//! (`updates`, `jobs`, `outbox`, `chats`, `pacing`, `migrations`; `retention` for what the
+//! janitor reads and removes). sqlx binds `$N` placeholders by number on SQLite as on
+//! PostgreSQL, so one small macro, `dispatch!`, runs the same expression on either. What really
+//! differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction
+//! starts, and the claim statements (PostgreSQL locks the claimed row with `FOR UPDATE SKIP
+//! LOCKED` and serialises message claims with an advisory lock; SQLite relies on its single
+//! writer). This file holds the API: [`Store`] and [`Tx`] run those functions, and compose the
+//! transactions that span tables.
 //!
-//! sqlx types stop here: callers see [`Job`], [`OutboxMessage`] and domain types.
+//! Every state change is a conditional `UPDATE … WHERE id = $1 AND status = <expected> [AND
+//! lease_token = <held>]`; zero rows changed means someone else moved the row first, which
+//! callers treat as "not mine any more", never as an error.
+//!
+//! sqlx types stop here: callers see domain types such as [`Job`] and [`OutboxMessage`].
 
-mod backend;
+/// Runs one expression on whichever backend a [`Conn`] is connected to, with `$c` bound to that
+/// backend's own connection (`&mut SqliteConnection` or `&mut PgConnection`): written like a
+/// closure, `dispatch!(conn, |c| sqlx::query(SQL).bind(x).execute(c).await)`. sqlx binds `$N`
+/// placeholders by number on both backends, so one statement serves both; the expression must
+/// have the same type in each arm (map a query result to what the caller needs inside it).
+macro_rules! dispatch {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::store::Conn::Sqlite(conn) => {
+                let $c = &mut **conn;
+                $body
+            }
+            #[cfg(feature = "postgres")]
+            $crate::store::Conn::Postgres(conn) => {
+                let $c = &mut **conn;
+                $body
+            }
+        }
+    };
+}
+
+mod chats;
 #[cfg(test)]
 mod conformance;
+mod database_url;
+mod error;
+mod jobs;
+mod migrations;
+mod outbox;
+mod pacing;
 #[cfg(feature = "postgres")]
-pub mod postgres;
-pub mod sqlite;
+mod postgres;
+mod retention;
+mod sqlite;
+mod updates;
 
-pub use backend::ClaimSql;
+pub use database_url::DatabaseUrl;
+use error::QueryContext;
+pub use error::{DatabaseError, StoreError, StoreResult};
+
+#[doc(hidden)]
+pub mod statements;
 
 /// The `chat_pacing` row that pauses the bot as a whole (every chat waits); no Telegram chat has
 /// this id. The claim statements name it as the literal `0`.
@@ -28,232 +70,15 @@ pub const SEND_SLOTS: i64 = i64::MIN;
 
 use std::time::Duration;
 
-use crate::config::DatabaseUrl;
-use crate::domain::job::UnknownName;
-use crate::domain::{ChatRef, JobEvent, JobState, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
+use crate::domain::{
+    ChatRef, FileOwner, Job, JobEvent, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket,
+    Timestamp,
+};
 
-/// Why a storage operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Connecting or creating the database failed.
-    #[error("cannot open the database {url}: {source}")]
-    Open {
-        /// The database URL, password redacted.
-        url: String,
-        /// The cause.
-        #[source]
-        source: sqlx::Error,
-    },
-    /// Creating the folder of a SQLite file failed.
-    #[error("cannot create the database folder {path}: {source}")]
-    Folder {
-        /// The folder.
-        path: String,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Applying migrations failed.
-    #[error("cannot migrate the database: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
-    /// [`Store::open_existing`]: there is no database at the URL.
-    #[error("no database at {url} (has docket run here?)")]
-    Missing {
-        /// The database URL, password redacted.
-        url: String,
-    },
-    /// [`Store::open_existing`]: the database exists but docket never created its tables there.
-    #[error("the database at {url} has no docket schema (has docket run here?)")]
-    NotDocket {
-        /// The database URL, password redacted.
-        url: String,
-    },
-    /// [`Store::open_existing`]: the schema is older than this docket's.
-    #[error("the database at {url} lacks {missing} of this docket's {known} migrations; run `docket migrate` first")]
-    Outdated {
-        /// The database URL, password redacted.
-        url: String,
-        /// Migrations this docket has that the database has not applied.
-        missing: usize,
-        /// Migrations this docket has.
-        known: usize,
-    },
-    /// A query failed.
-    #[error("database query failed while {action}: {source}")]
-    Query {
-        /// What the store was doing.
-        action: &'static str,
-        /// The cause.
-        #[source]
-        source: sqlx::Error,
-    },
-    /// A row holds a value the code does not know.
-    #[error("database row is inconsistent: {0}")]
-    Corrupt(String),
-    /// The caller asked for a transition the state machine forbids.
-    #[error(transparent)]
-    Transition(#[from] crate::domain::TransitionError),
-}
-
-impl StoreError {
-    /// Whether the failure is about the database being unavailable or busy (worth waiting for),
-    /// as opposed to a statement that will fail the same way again.
-    pub fn is_transient(&self) -> bool {
-        let source = match self {
-            Self::Query { source, .. } | Self::Open { source, .. } => source,
-            _ => return false,
-        };
-        match source {
-            sqlx::Error::Io(_)
-            | sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::WorkerCrashed => true,
-            sqlx::Error::Database(db) => {
-                let code = db.code().unwrap_or_default();
-                // SQLite: BUSY (5), LOCKED (6) and their extended codes; PostgreSQL: connection
-                // errors (08…), serialization failures and deadlocks (40…), shutdown (57P…).
-                code == "5"
-                    || code == "6"
-                    || code == "517"
-                    || code == "261"
-                    || code.starts_with("08")
-                    || code.starts_with("40")
-                    || code.starts_with("57P")
-            }
-            _ => false,
-        }
-    }
-}
-
-impl From<UnknownName> for StoreError {
-    fn from(e: UnknownName) -> Self {
-        Self::Corrupt(e.to_string())
-    }
-}
-
-/// Shorthand for storage results.
-pub type StoreResult<T> = Result<T, StoreError>;
-
-/// Adds "while …" context to sqlx errors.
-pub(crate) trait QueryContext<T> {
-    fn context(self, action: &'static str) -> StoreResult<T>;
-}
-
-impl<T> QueryContext<T> for Result<T, sqlx::Error> {
-    fn context(self, action: &'static str) -> StoreResult<T> {
-        self.map_err(|source| StoreError::Query { action, source })
-    }
-}
-
-/// What the janitor needs to know of a job that may own files: which files are its own and
-/// whether a worker holds it right now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileOwner {
-    /// The job.
-    pub ticket: Ticket,
-    /// Its state.
-    pub state: JobState,
-    /// The lease, if any (possibly lapsed).
-    pub lease: Option<Lease>,
-    /// The downloaded source, once `fetched`.
-    pub local_path: Option<String>,
-    /// The result, once `ready`.
-    pub result_path: Option<String>,
-}
-
-/// A job as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Job {
-    /// The ticket (primary key).
-    pub ticket: Ticket,
-    /// The update that created (or last re-submitted) the job.
-    pub update_id: i64,
-    /// The chat that owns the ticket.
-    pub chat: ChatRef,
-    /// The sender, when Telegram named one.
-    pub user_id: Option<i64>,
-    /// The message that carried the document (replies thread to it).
-    pub message_id: i64,
-    /// Telegram's file_id, valid for this bot; passed to getFile.
-    pub file_id: String,
-    /// Telegram's stable id of the file content, part of the unique key.
-    pub file_unique_id: String,
-    /// File name as sent; a hint only, never used as a path.
-    pub declared_name: Option<String>,
-    /// MIME type as sent; a hint only.
-    pub declared_mime: Option<String>,
-    /// Size as sent; `None` when Telegram did not say.
-    pub declared_size: Option<i64>,
-    /// What to do with the document.
-    pub operation: Operation,
-    /// Where the job is.
-    pub state: JobState,
-    /// The verified source on disk (`fetched` and `processing`).
-    pub local_path: Option<String>,
-    /// Bytes actually downloaded.
-    pub real_size: Option<i64>,
-    /// Hex sha256 of the source.
-    pub sha256: Option<String>,
-    /// Format label detected from the content.
-    pub detected_format: Option<String>,
-    /// The current or last claim.
-    pub lease: Option<Lease>,
-    /// Attempts at the current stage.
-    pub attempts: i64,
-    /// When the job became due at its stage (its arrival, resubmission, download, or the end of
-    /// a delay): claims take the earliest first, and it is not claimed before then.
-    pub not_before: Timestamp,
-    /// How often its verified source went missing or changed before processing.
-    pub source_losses: i64,
-    /// The reason a person reads, when failed.
-    pub error: Option<String>,
-    /// Detail for admins.
-    pub error_detail: Option<String>,
-    /// The result on disk (`ready`).
-    pub result_path: Option<String>,
-    /// Bytes of the result.
-    pub result_size: Option<i64>,
-    /// Telegram's file_id of the delivered result, for re-delivery without upload.
-    pub result_file_id: Option<String>,
-    /// The result is kept until then.
-    pub result_expires_at: Option<Timestamp>,
-    /// When intake recorded the job.
-    pub created_at: Timestamp,
-    /// Last change.
-    pub updated_at: Timestamp,
-}
-
-impl Job {
-    /// The display name: the declared one, or a neutral stand-in.
-    pub fn name(&self) -> &str {
-        self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
-    }
-}
-
-/// A job to record, exactly as Telegram described it.
-#[derive(Debug, Clone)]
-pub struct NewJob {
-    /// The update that carried it.
-    pub update_id: i64,
-    /// The chat.
-    pub chat: ChatRef,
-    /// The sender.
-    pub user_id: Option<i64>,
-    /// The message with the document.
-    pub message_id: i64,
-    /// Telegram's file_id.
-    pub file_id: String,
-    /// Telegram's file_unique_id.
-    pub file_unique_id: String,
-    /// Declared file name.
-    pub declared_name: Option<String>,
-    /// Declared MIME type.
-    pub declared_mime: Option<String>,
-    /// Declared size (`None` = unknown).
-    pub declared_size: Option<i64>,
-    /// The operation.
-    pub operation: Operation,
+/// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
+/// `None` when the row is not leased.
+fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease> {
+    Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
 }
 
 /// What became of an update Telegram delivered.
@@ -272,52 +97,6 @@ impl UpdateOutcome {
             Self::Rejected => "rejected",
         }
     }
-}
-
-/// A message to queue in the outbox.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewMessage {
-    /// Unique per purpose, e.g. `job:12:result`; queueing the same key twice is a no-op.
-    pub idempotency_key: String,
-    /// The job it is about, if any.
-    pub job: Option<Ticket>,
-    /// Where it goes.
-    pub chat: ChatRef,
-    /// What it is for.
-    pub kind: MessageKind,
-    /// Text, or the caption of a document.
-    pub body: String,
-    /// The message it answers.
-    pub reply_to_message_id: Option<i64>,
-}
-
-/// A queued outgoing message as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboxMessage {
-    /// Row id; also the sending order within a chat.
-    pub id: i64,
-    /// The idempotency key.
-    pub idempotency_key: String,
-    /// The job it is about.
-    pub job: Option<Ticket>,
-    /// Destination chat.
-    pub chat: ChatRef,
-    /// Purpose.
-    pub kind: MessageKind,
-    /// Text or caption.
-    pub body: String,
-    /// The message it answers.
-    pub reply_to_message_id: Option<i64>,
-    /// Delivery state.
-    pub state: OutboxState,
-    /// Send attempts so far.
-    pub attempts: i64,
-    /// The claim, while sending.
-    pub lease: Option<Lease>,
-    /// Telegram's id of the delivered message.
-    pub telegram_message_id: Option<i64>,
-    /// Last error, for admins.
-    pub error: Option<String>,
 }
 
 /// The pipeline stages that claim jobs.
@@ -418,40 +197,36 @@ pub struct JobFilter {
     pub limit: i64,
 }
 
-/// The storage handle: one of the backends. Cheap to clone (a pool inside).
+/// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
 #[derive(Clone, Debug)]
-pub enum Store {
-    /// SQLite in WAL mode.
-    Sqlite(sqlite::SqliteStore),
-    /// PostgreSQL.
-    #[cfg(feature = "postgres")]
-    Postgres(postgres::PostgresStore),
+pub struct Store {
+    pool: Pool,
 }
 
-/// Forwards a call to whichever backend the store is.
-macro_rules! forward {
-    ($self:ident, $s:ident => $call:expr) => {
-        match $self {
-            Self::Sqlite($s) => $call,
-            #[cfg(feature = "postgres")]
-            Self::Postgres($s) => $call,
-        }
-    };
+/// The connection pool of a [`Store`], on its backend.
+#[derive(Clone, Debug)]
+enum Pool {
+    /// SQLite in WAL mode.
+    Sqlite(sqlx::SqlitePool),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool),
 }
 
 impl Store {
     /// Opens the database named by `url` (creating a SQLite file and its folder when missing)
     /// and applies pending migrations.
     pub async fn open(url: &DatabaseUrl) -> StoreResult<Self> {
-        let store = match url {
-            DatabaseUrl::Sqlite(path) => Self::Sqlite(sqlite::SqliteStore::open(path).await?),
+        let pool = match url {
+            DatabaseUrl::Sqlite(path) => Pool::Sqlite(sqlite::open(path).await?),
             #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(url) => Self::Postgres(postgres::PostgresStore::open(url).await?),
+            DatabaseUrl::Postgres(url) => Pool::Postgres(postgres::open(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
+        let store = Self { pool };
         store.migrate().await?;
         Ok(store)
     }
@@ -464,15 +239,16 @@ impl Store {
     /// [`StoreError::NotDocket`] when it has no docket schema, [`StoreError::Outdated`] when it
     /// needs `docket migrate`, and [`StoreError::Open`] when it cannot be reached.
     pub async fn open_existing(url: &DatabaseUrl) -> StoreResult<Self> {
-        let store = match url {
-            DatabaseUrl::Sqlite(path) => Self::Sqlite(sqlite::SqliteStore::open_existing(path).await?),
+        let pool = match url {
+            DatabaseUrl::Sqlite(path) => Pool::Sqlite(sqlite::open_existing(path).await?),
             #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(url) => Self::Postgres(postgres::PostgresStore::open_existing(url).await?),
+            DatabaseUrl::Postgres(url) => Pool::Postgres(postgres::open_existing(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
+        let store = Self { pool };
         let checked = match store.applied_migrations().await {
             Err(e) => Err(e),
             Ok(None) => Err(StoreError::NotDocket { url: url.redacted() }),
@@ -495,29 +271,64 @@ impl Store {
         }
     }
 
+    /// A connection from the pool, for statements outside a transaction.
+    async fn acquire(&self) -> StoreResult<Pooled> {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.acquire().await.map(Pooled::Sqlite),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => pool.acquire().await.map(Pooled::Postgres),
+        }
+        .context("acquiring a connection")
+    }
+
     /// Applies pending migrations of the backend.
     pub async fn migrate(&self) -> StoreResult<()> {
-        forward!(self, s => s.migrate().await)
+        match &self.pool {
+            Pool::Sqlite(pool) => sqlite::MIGRATOR.run(pool).await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::MIGRATOR.run(pool).await,
+        }
+        .map_err(|e| StoreError::Migrate(DatabaseError::from_migrate(e)))
     }
 
-    /// The migrations applied to the database; `None` without a migrations table.
+    /// The migrations applied to the database; `None` without a migrations table (docket never
+    /// ran on it).
     async fn applied_migrations(&self) -> StoreResult<Option<Vec<i64>>> {
-        forward!(self, s => s.applied_migrations().await)
+        let present = match &self.pool {
+            Pool::Sqlite(pool) => sqlite::has_migrations_table(pool).await?,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::has_migrations_table(pool).await?,
+        };
+        if !present {
+            return Ok(None);
+        }
+        migrations::applied(&mut self.acquire().await?.conn()).await.map(Some)
     }
 
-    /// The migrations of this build.
+    /// The versions of the migrations of this build.
     fn known_migrations(&self) -> Vec<i64> {
-        forward!(self, s => s.known_migrations())
+        let migrator = match &self.pool {
+            Pool::Sqlite(_) => &sqlite::MIGRATOR,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => &postgres::MIGRATOR,
+        };
+        migrator.iter().map(|m| m.version).collect()
     }
 
     /// Starts a write transaction.
     pub async fn begin(&self) -> StoreResult<Tx> {
-        forward!(self, s => s.begin().await)
+        let tx = match &self.pool {
+            Pool::Sqlite(pool) => sqlite::begin(pool).await.map(Transaction::Sqlite),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::begin(pool).await.map(Transaction::Postgres),
+        }
+        .context("starting a transaction")?;
+        Ok(Tx { tx })
     }
 
     /// The getUpdates offset to continue from, if any was stored.
     pub async fn poll_offset(&self, bot_id: i64) -> StoreResult<Option<i64>> {
-        forward!(self, s => s.poll_offset(bot_id).await)
+        updates::poll_offset(&mut self.acquire().await?.conn(), bot_id).await
     }
 
     /// Whether an update was registered, and how.
@@ -526,17 +337,17 @@ impl Store {
         bot_id: i64,
         update_id: i64,
     ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
-        forward!(self, s => s.update_outcome(bot_id, update_id).await)
+        updates::update_outcome(&mut self.acquire().await?.conn(), bot_id, update_id).await
     }
 
     /// One job by ticket.
     pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.job(ticket).await)
+        jobs::job(&mut self.acquire().await?.conn(), ticket).await
     }
 
     /// Jobs matching `filter`, newest first.
     pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
-        forward!(self, s => s.jobs(filter).await)
+        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.limit).await
     }
 
     /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
@@ -547,7 +358,7 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.claim_job(stage, owner, now, lease_len, &ClaimLimits::NONE).await)
+        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, now, lease_len, &ClaimLimits::NONE).await
     }
 
     /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
@@ -558,12 +369,12 @@ impl Store {
         lease_len: Duration,
         limits: &ClaimLimits,
     ) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.claim_job(Stage::Download, owner, now, lease_len, limits).await)
+        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, now, lease_len, limits).await
     }
 
     /// `ready` jobs, oldest expiry first; only those expired at `expired_at` when given.
     pub async fn ready_results(&self, expired_at: Option<Timestamp>) -> StoreResult<Vec<Job>> {
-        forward!(self, s => s.ready_results(expired_at).await)
+        retention::ready_results(&mut self.acquire().await?.conn(), expired_at).await
     }
 
     /// `ready` → `expired` (expiry moved back to `at` if that is earlier), forgetting the result
@@ -577,7 +388,15 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
-        forward!(self, s => s.expire_job(ticket, at, notice, now).await)
+        let mut tx = self.begin().await?;
+        if !retention::expire_job(&mut tx.conn(), ticket, at, now).await? {
+            return Ok(false);
+        }
+        if let Some(notice) = notice {
+            outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        }
+        tx.commit_as("committing an expiry").await?;
+        Ok(true)
     }
 
     /// Every `ready` job past its `result_expires_at` becomes `expired`, forgetting its result
@@ -585,13 +404,13 @@ impl Store {
     /// returns (a crash in between leaves orphans the next pass removes).
     pub async fn expire_due(&self, now: Timestamp) -> StoreResult<Vec<Ticket>> {
         crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
-        forward!(self, s => s.expire_due(now).await)
+        retention::expire_due(&mut self.acquire().await?.conn(), now).await
     }
 
     /// Every job that may own files on disk (`accepted` … `ready`), with only what the janitor
     /// judges files by.
     pub async fn file_owners(&self) -> StoreResult<Vec<FileOwner>> {
-        forward!(self, s => s.file_owners().await)
+        retention::file_owners(&mut self.acquire().await?.conn()).await
     }
 
     /// Queues one message in its own transaction (for messages not tied to a state change,
@@ -606,13 +425,13 @@ impl Store {
     /// The Telegram message id of job `ticket`'s status message (its latest delivered ticket
     /// reply), which progress edits change.
     pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<i64>> {
-        forward!(self, s => s.status_message(ticket).await)
+        outbox::status_message(&mut self.acquire().await?.conn(), ticket).await
     }
 
     /// No call to `chat` ([`WHOLE_BOT`]: the bot as a whole) before `not_before`; an existing
     /// later pause is kept. Shared by every sender and kept across restarts.
     pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
-        forward!(self, s => s.pace_chat(chat, not_before, reason).await)
+        pacing::pace_chat(&mut self.acquire().await?.conn(), chat, not_before, reason).await
     }
 
     /// Reserves the next moment a call to Telegram may be made under the global rate limit, for
@@ -620,49 +439,58 @@ impl Store {
     /// if that is later. The caller waits until the returned moment, then calls. Kept in
     /// `chat_pacing` under the pseudo-chat [`SEND_SLOTS`].
     pub async fn reserve_send_slot(&self, now: Timestamp, spacing: Duration) -> StoreResult<Timestamp> {
-        forward!(self, s => s.reserve_send_slot(now, spacing).await)
+        pacing::reserve_send_slot(&mut self.acquire().await?.conn(), now, spacing).await
     }
 
     /// Chats ([`WHOLE_BOT`]: the bot) paced or paused beyond `now`, with until when and why; also
     /// the [`SEND_SLOTS`] row while its last reserved slot is ahead of `now`.
     pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(i64, Timestamp, String)>> {
-        forward!(self, s => s.pacing(now).await)
+        pacing::pacing(&mut self.acquire().await?.conn(), now).await
     }
 
     /// The earliest time a `pending` message may become claimable, counting its own
     /// `not_before` and its chat's and the bot's pacing; `None` with nothing pending.
     pub async fn next_message_due(&self) -> StoreResult<Option<Timestamp>> {
-        forward!(self, s => s.next_message_due().await)
+        outbox::next_message_due(&mut self.acquire().await?.conn()).await
     }
 
     /// `sending` rows whose lease lapsed (their sender died mid-call) become `unknown`; they are
     /// returned so the sender can apply each kind's rule.
     pub async fn lapse_messages(&self, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
-        forward!(self, s => s.lapse_messages(now).await)
+        outbox::lapse_messages(&mut self.acquire().await?.conn(), now).await
     }
 
     /// A group became a supergroup: its open messages (reply links dropped) and its jobs move
     /// to the new chat id. Returns how many messages moved.
     pub async fn migrate_chat(&self, from: ChatRef, to: ChatRef, now: Timestamp) -> StoreResult<u64> {
-        forward!(self, s => s.migrate_chat(from, to, now).await)
+        let mut tx = self.begin().await?;
+        // Replies cannot point at messages of the old chat any more.
+        let moved = outbox::move_chat_messages(&mut tx.conn(), from, to, now).await?;
+        // Later notices of the chat's jobs follow it.
+        jobs::move_chat_jobs(&mut tx.conn(), from, to, now).await?;
+        tx.commit_as("committing a chat migration").await?;
+        Ok(moved)
     }
 
     /// Deletes (or, with `dry_run`, counts) rows older than `before`: registered updates,
     /// delivered/dead/failed messages and, with `prune_jobs`, ended jobs with their messages.
     pub async fn prune(&self, before: Timestamp, prune_jobs: bool, dry_run: bool) -> StoreResult<Pruned> {
-        forward!(self, s => s.prune(before, prune_jobs, dry_run).await)
+        let mut tx = self.begin().await?;
+        let pruned = retention::prune(&mut tx.conn(), before, prune_jobs, dry_run).await?;
+        tx.commit_as("committing the pruning").await?;
+        Ok(pruned)
     }
 
     /// The job a download claim would take next if nothing limited it (head of the queue).
     pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
-        forward!(self, s => s.next_waiting_download(now).await)
+        jobs::next_waiting_download(&mut self.acquire().await?.conn(), now).await
     }
 
     /// The jobs that may hold files of this machine, and so a place in its byte budget: every
     /// `fetched` or `processing` job, and the `accepted` ones under a live lease whose owner
     /// starts with `owner_prefix` (this process's downloads).
     pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        forward!(self, s => s.jobs_holding_files(owner_prefix, now).await)
+        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, now).await
     }
 
     /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
@@ -673,7 +501,7 @@ impl Store {
         until: Timestamp,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.renew_job_lease(ticket, lease, until, now).await)
+        jobs::renew_lease(&mut self.acquire().await?.conn(), ticket, lease, until, now).await
     }
 
     /// `accepted` → `fetched` with the verified source, as the lease holder.
@@ -687,7 +515,7 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Accepted, JobEvent::Fetched)?;
-        forward!(self, s => s.mark_fetched(ticket, lease, path, size, sha256, now).await)
+        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, lease, path, size, sha256, now).await
     }
 
     /// Gives a job back to be tried again later, as the lease holder.
@@ -699,7 +527,7 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         let to = crate::domain::job::next(release.from, release.event)?;
-        forward!(self, s => s.release_job(ticket, lease, release, to, now).await)
+        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, to, now).await
     }
 
     /// Fails a job (as the lease holder when `lease` is given) and queues the notices (the
@@ -716,7 +544,15 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(from, JobEvent::Failed)?;
-        forward!(self, s => s.fail_job(ticket, from, lease, reason, detail, notices, now).await)
+        let mut tx = self.begin().await?;
+        if !jobs::fail_job(&mut tx.conn(), ticket, from, lease, reason, detail, now).await? {
+            return Ok(false);
+        }
+        for notice in notices {
+            outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        }
+        tx.commit_as("committing a failure").await?;
+        Ok(true)
     }
 
     /// `processing` → `ready` with the result, and queues its delivery (and the status
@@ -730,7 +566,15 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(JobState::Processing, JobEvent::Completed)?;
-        forward!(self, s => s.complete_job(ticket, lease, done, deliveries, now).await)
+        let mut tx = self.begin().await?;
+        if !jobs::complete_job(&mut tx.conn(), ticket, lease, done, now).await? {
+            return Ok(false);
+        }
+        for delivery in deliveries {
+            outbox::enqueue(&mut tx.conn(), delivery, now).await?;
+        }
+        tx.commit_as("committing a completion").await?;
+        Ok(true)
     }
 
     /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
@@ -740,7 +584,12 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<OutboxMessage>> {
-        forward!(self, s => s.claim_message(owner, now, lease_len).await)
+        match &self.pool {
+            // SQLite's single writer serialises the claims already.
+            Pool::Sqlite(_) => outbox::claim_message(&mut self.acquire().await?.conn(), owner, now, lease_len).await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::claim_message(pool, owner, now, lease_len).await,
+        }
     }
 
     /// Records a delivery (and, for a result, the document's file_id on the job).
@@ -752,7 +601,14 @@ impl Store {
         telegram_file_id: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.mark_message_sent(message, lease, telegram_message_id, telegram_file_id, now).await)
+        let mut tx = self.begin().await?;
+        let sent =
+            outbox::mark_sent(&mut tx.conn(), message, lease, telegram_message_id, telegram_file_id, now).await?;
+        if let (true, Some(ticket), Some(file_id)) = (sent, message.job, telegram_file_id) {
+            jobs::record_result_file_id(&mut tx.conn(), ticket, file_id, now).await?;
+        }
+        tx.commit_as("committing a delivery").await?;
+        Ok(sent)
     }
 
     /// Extends a sender's lease on a message (long uploads). `false`: the lease was lost.
@@ -763,7 +619,7 @@ impl Store {
         until: Timestamp,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.renew_message_lease(id, lease, until, now).await)
+        outbox::renew_lease(&mut self.acquire().await?.conn(), id, lease, until, now).await
     }
 
     /// Puts a message back to `pending`, not before `not_before`.
@@ -775,7 +631,8 @@ impl Store {
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.retry_message(id, lease, not_before, error, now).await)
+        let mut c = self.acquire().await?;
+        outbox::set_message_state(&mut c.conn(), id, lease, OutboxState::Pending, Some(not_before), error, now).await
     }
 
     /// Ends a message in `state` (`dead`, `failed` or `unknown`) with the error.
@@ -787,14 +644,18 @@ impl Store {
         error: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.close_message(id, lease, state, error, now).await)
+        outbox::set_message_state(&mut self.acquire().await?.conn(), id, lease, state, None, error, now).await
     }
 
     /// Records that `chat` refused the bot for good and ends its queued messages as `dead`, in one
     /// transaction; messages queued for it later are stored `dead` without a call, until a new
     /// message from the chat revives it. Returns how many queued messages were ended.
     pub async fn mark_chat_dead(&self, chat: ChatRef, reason: &str, now: Timestamp) -> StoreResult<u64> {
-        forward!(self, s => s.mark_chat_dead(chat, reason, now).await)
+        let mut tx = self.begin().await?;
+        chats::mark_dead(&mut tx.conn(), chat, reason, now).await?;
+        let closed = outbox::close_dead_chat_messages(&mut tx.conn(), chat, reason, now).await?;
+        tx.commit_as("committing a dead chat").await?;
+        Ok(closed)
     }
 
     /// Sends an `unknown` message again: back to `pending`, with `note` saying why.
@@ -805,33 +666,42 @@ impl Store {
         note: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        forward!(self, s => s.requeue_unknown(id, not_before, note, now).await)
+        outbox::requeue_unknown(&mut self.acquire().await?.conn(), id, not_before, note, now).await
     }
 
     /// Gives up on an `unknown` message that has no attempts left: `failed`, with `error`.
     /// `false` when the row is not `unknown` (any more).
     pub async fn fail_unknown(&self, id: i64, error: &str, now: Timestamp) -> StoreResult<bool> {
-        forward!(self, s => s.fail_unknown(id, error, now).await)
+        outbox::fail_unknown(&mut self.acquire().await?.conn(), id, error, now).await
     }
 
     /// Messages of a job or chat, oldest first (status pages, tests).
     pub async fn messages(&self, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
-        forward!(self, s => s.messages(chat, job).await)
+        outbox::messages(&mut self.acquire().await?.conn(), chat, job).await
     }
 
     /// Forgets the stored file_id of a result Telegram refused to resend.
     pub async fn forget_result_file_id(&self, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
-        forward!(self, s => s.forget_result_file_id(ticket, now).await)
+        jobs::forget_result_file_id(&mut self.acquire().await?.conn(), ticket, now).await
     }
 
     /// Closes the pool.
     pub async fn close(&self) {
-        forward!(self, s => s.close().await)
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => pool.close().await,
+        }
     }
 }
 
 /// A write transaction on either backend. Dropped without [`Tx::commit`], it rolls back.
-pub enum Tx {
+pub struct Tx {
+    tx: Transaction,
+}
+
+/// The transaction of a [`Tx`], on its backend.
+enum Transaction {
     /// SQLite.
     Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
     /// PostgreSQL.
@@ -840,6 +710,15 @@ pub enum Tx {
 }
 
 impl Tx {
+    /// The transaction's connection, for a statement.
+    fn conn(&mut self) -> Conn<'_> {
+        match &mut self.tx {
+            Transaction::Sqlite(t) => Conn::Sqlite(t),
+            #[cfg(feature = "postgres")]
+            Transaction::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
     /// Registers an update once. `false`: it was registered before (a repeat).
     pub async fn register_update(
         &mut self,
@@ -849,51 +728,51 @@ impl Tx {
         reason: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        backend::tx::register_update(self, bot_id, update_id, outcome, reason, now).await
+        updates::register_update(&mut self.conn(), bot_id, update_id, outcome, reason, now).await
     }
 
     /// Forgets that `chat` was dead (it wrote to the bot again). `true` when it was.
     pub async fn revive_chat(&mut self, chat: ChatRef) -> StoreResult<bool> {
-        backend::tx::revive_chat(self, chat).await
+        chats::revive(&mut self.conn(), chat).await
     }
 
     /// Moves the stored poll offset forward to `next_offset` (never back).
     pub async fn advance_offset(&mut self, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
-        backend::tx::advance_offset(self, bot_id, next_offset, now).await
+        updates::advance_offset(&mut self.conn(), bot_id, next_offset, now).await
     }
 
     /// The chat's job for a file, by the unique key.
     pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
-        backend::tx::job_by_file(self, chat, file_unique_id).await
+        jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
     }
 
     /// One job by ticket, inside the transaction.
     pub async fn job(&mut self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        backend::tx::job(self, ticket).await
+        jobs::job(&mut self.conn(), ticket).await
     }
 
     /// How many unfinished jobs came before `ticket` (its place in the queue), counted up to
     /// `cap` + 1 at most, so the cost stays bounded however long the queue is.
     pub async fn jobs_ahead(&mut self, ticket: Ticket, cap: u64) -> StoreResult<u64> {
         let cap = i64::try_from(cap).unwrap_or(i64::MAX - 1);
-        Ok(u64::try_from(backend::tx::jobs_ahead(self, ticket, cap).await?).unwrap_or(0))
+        Ok(u64::try_from(jobs::jobs_ahead(&mut self.conn(), ticket, cap).await?).unwrap_or(0))
     }
 
     /// The chat's latest jobs, newest first.
     pub async fn chat_jobs(&mut self, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
-        backend::tx::chat_jobs(self, chat, limit).await
+        jobs::jobs(&mut self.conn(), Some(chat), None, limit).await
     }
 
     /// How many of `chat`'s jobs wait in `accepted` without a live download lease at `now`
     /// (queued, not downloading), counted up to `cap` at most.
     pub async fn waiting_in_chat(&mut self, chat: ChatRef, now: Timestamp, cap: u64) -> StoreResult<u64> {
         let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-        Ok(u64::try_from(backend::tx::waiting_in_chat(self, chat, now, cap).await?).unwrap_or(0))
+        Ok(u64::try_from(jobs::waiting_in_chat(&mut self.conn(), chat, now, cap).await?).unwrap_or(0))
     }
 
     /// Inserts a new `accepted` job and returns its ticket.
     pub async fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
-        backend::tx::insert_job(self, job, now).await
+        jobs::insert_job(&mut self.conn(), job, now).await
     }
 
     /// Starts an ended job again (`expired`/`failed` → `accepted`) with the new update's file_id.
@@ -905,21 +784,68 @@ impl Tx {
         now: Timestamp,
     ) -> StoreResult<bool> {
         crate::domain::job::next(from, JobEvent::Resubmitted)?;
-        backend::tx::resubmit_job(self, ticket, from, job, now).await
+        jobs::resubmit_job(&mut self.conn(), ticket, from, job, now).await
     }
 
     /// Queues a message; `false` when its idempotency key was queued before.
     pub async fn enqueue(&mut self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        backend::tx::enqueue(self, message, now).await
+        outbox::enqueue(&mut self.conn(), message, now).await
     }
 
     /// Commits.
     pub async fn commit(self) -> StoreResult<()> {
-        match self {
-            Self::Sqlite(tx) => tx.commit().await,
+        self.commit_as("committing").await
+    }
+
+    /// Commits, naming what is committed in the error.
+    async fn commit_as(self, action: &'static str) -> StoreResult<()> {
+        match self.tx {
+            Transaction::Sqlite(tx) => tx.commit().await,
             #[cfg(feature = "postgres")]
-            Self::Postgres(tx) => tx.commit().await,
+            Transaction::Postgres(tx) => tx.commit().await,
         }
-        .context("committing")
+        .context(action)
+    }
+}
+
+/// One connection of either backend, from the pool or inside a transaction: what every statement
+/// runs on (through [`dispatch!`]).
+enum Conn<'c> {
+    /// SQLite.
+    Sqlite(&'c mut sqlx::SqliteConnection),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(&'c mut sqlx::PgConnection),
+}
+
+impl Conn<'_> {
+    /// The claim statements of the connection's backend.
+    fn claims(&self) -> &'static statements::ClaimSql {
+        match self {
+            Self::Sqlite(_) => &sqlite::CLAIMS,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => &postgres::CLAIMS,
+        }
+    }
+}
+
+/// A connection taken from a [`Store`]'s pool for statements outside a transaction; it goes back
+/// to the pool when dropped.
+enum Pooled {
+    /// SQLite.
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+}
+
+impl Pooled {
+    /// The connection, for a statement.
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Self::Sqlite(c) => Conn::Sqlite(c),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(c) => Conn::Postgres(c),
+        }
     }
 }

@@ -195,8 +195,8 @@ async fn a_file_bigger_than_the_whole_budget_is_refused_at_intake() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_starts() {
-    use docket::domain::{ChatRef, Operation};
-    use docket::store::{NewJob, Stage};
+    use docket::domain::{ChatRef, NewJob, Operation};
+    use docket::store::Stage;
     let mut app = TestApp::create(Backend::Sqlite, |c| {
         c.budget.bytes = 64 * 1024 * 1024;
         c.budget.multiplier = 2.0;

@@ -271,7 +271,7 @@ async fn status_and_jobs_read_the_bots_database() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("docket.toml");
-    let docket::config::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
+    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
     std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
 
     let out = docket(&["status", "1", "--json"], Some(&config));
@@ -381,7 +381,7 @@ async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
     assert!(started.elapsed() < std::time::Duration::from_secs(15), "stopped after {:?}", started.elapsed());
 
     let db = bot._dir.path().join("data").join("docket.db");
-    let store = docket::store::Store::open(&docket::config::DatabaseUrl::Sqlite(db)).await.expect("open");
+    let store = docket::store::Store::open(&docket::store::DatabaseUrl::Sqlite(db)).await.expect("open");
     let job = store.job(docket::domain::Ticket(1)).await.expect("read").expect("the job exists");
     assert_eq!(job.state, docket::domain::JobState::Accepted);
     assert!(job.lease.is_none(), "released at shutdown, not left to lapse: {:?}", job.lease);

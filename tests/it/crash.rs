@@ -16,9 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use docket::config::DatabaseUrl;
-use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
-use docket::store::{Job, JobFilter, OutboxMessage, Store};
+use docket::domain::{Clock as _, Job, JobState, MessageKind, OutboxMessage, OutboxState, SystemClock, Ticket};
+use docket::store::{DatabaseUrl, JobFilter, Store};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use sha2::{Digest as _, Sha256};

@@ -3,8 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
-use docket::store::NewMessage;
+use docket::domain::{ChatRef, JobState, MessageKind, NewMessage, OutboxState, Ticket};
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, DownloadFault, Fault};
@@ -36,7 +35,7 @@ async fn a_blocked_chat_gets_one_call_and_its_other_messages_are_dead(backend: B
     app.start().await;
 
     app.fake.wait_for_call("sendMessage", to_chat(11), DEADLINE).await;
-    let dead = |m: &Vec<docket::store::OutboxMessage>| m.len() == 2 && m.iter().all(|m| m.state == OutboxState::Dead);
+    let dead = |m: &Vec<docket::domain::OutboxMessage>| m.len() == 2 && m.iter().all(|m| m.state == OutboxState::Dead);
     app.wait_until_messages(ChatRef(10), dead).await;
     let calls: Vec<Call> = app.fake.calls().into_iter().filter(to_chat(10)).collect();
     assert_eq!(calls.len(), 1, "exactly one call to the blocked chat: {calls:?}");
@@ -45,7 +44,7 @@ async fn a_blocked_chat_gets_one_call_and_its_other_messages_are_dead(backend: B
     // A message queued later (a job's result, say) is stored dead without a call.
     app.enqueue("d", 10, "later").await;
     let three_dead =
-        |m: &Vec<docket::store::OutboxMessage>| m.len() == 3 && m.iter().all(|m| m.state == OutboxState::Dead);
+        |m: &Vec<docket::domain::OutboxMessage>| m.len() == 3 && m.iter().all(|m| m.state == OutboxState::Dead);
     app.wait_until_messages(ChatRef(10), three_dead).await;
 
     // The person unblocks the bot and writes again: the chat is answered again.
@@ -276,7 +275,7 @@ async fn a_status_message_follows_its_job() {
 async fn an_edit_that_changes_nothing_counts_as_delivered() {
     let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
     app.send_document(81, fixture("pdf/text-1page.pdf"), "same.pdf", "application/pdf");
-    let is_ready = |m: &docket::store::OutboxMessage| {
+    let is_ready = |m: &docket::domain::OutboxMessage| {
         m.kind == MessageKind::Progress && m.state == OutboxState::Sent && m.body.contains("\nReady: ")
     };
     app.wait_until_messages(ChatRef(81), |m| m.iter().any(is_ready)).await;

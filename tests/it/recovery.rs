@@ -28,7 +28,7 @@ async fn an_update_interrupted_before_recording_is_recorded_once_after_restart()
         app.fake.push_update(app.fake.document_update(50, 50, &file, Some("c.pdf"), Some("application/pdf")));
 
     // Hold the database's write lock so the bot receives the update but cannot record it.
-    let docket::config::DatabaseUrl::Sqlite(path) = app.config.storage.database_url.clone() else { unreachable!() };
+    let docket::store::DatabaseUrl::Sqlite(path) = app.config.storage.database_url.clone() else { unreachable!() };
     let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.expect("connect");
     sqlx::query("BEGIN EXCLUSIVE").execute(&mut blocker).await.expect("lock");
 
@@ -158,7 +158,7 @@ async fn record_a_fetched_job_whose_bytes_were_lost(app: &TestApp) -> (std::path
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     let mut tx = app.store.begin().await.expect("tx");
     tx.insert_job(
-        &docket::store::NewJob {
+        &docket::domain::NewJob {
             update_id: 1,
             chat: docket::domain::ChatRef(70),
             user_id: Some(70),

@@ -7,10 +7,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use docket::domain::{ChatRef, JobState, ManualClock, Operation, Ticket, Timestamp};
+use docket::domain::{ChatRef, JobState, ManualClock, NewJob, Operation, Ticket, Timestamp};
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
-use docket::store::{NewJob, Stage, UpdateOutcome};
+use docket::store::{Stage, UpdateOutcome};
 use tokio::sync::Notify;
 
 use crate::support::fake_telegram::{Call, Fault};
@@ -28,7 +28,7 @@ fn text_of(call: &Call) -> String {
 fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("docket.toml");
-    let docket::config::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
+    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
     std::fs::write(
         &path,
         format!(

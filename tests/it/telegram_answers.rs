@@ -7,9 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use docket::app::Options;
-use docket::config::DatabaseUrl;
-use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
-use docket::store::OutboxMessage;
+use docket::domain::{ChatRef, JobState, OutboxMessage, OutboxState, Ticket};
+use docket::store::DatabaseUrl;
 
 use crate::per_backend;
 use crate::support::fake_telegram::{Call, FakeTelegram, Fault, TEST_TOKEN};

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use docket::app::{Options, Running};
-use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{SystemClock, Ticket};
-use docket::store::{Job, Store};
+use docket::config::{BotToken, Config};
+use docket::domain::{Job, SystemClock, Ticket};
+use docket::store::{DatabaseUrl, Store};
 use fake_telegram::{FakeTelegram, FileRef, TEST_TOKEN};
 use tempfile::TempDir;
 
@@ -138,7 +138,7 @@ impl TestApp {
 
     /// Queues `body` for `chat` straight into the outbox, as any stage would.
     pub async fn enqueue(&self, key: &str, chat: i64, body: &str) {
-        let m = docket::store::NewMessage {
+        let m = docket::domain::NewMessage {
             idempotency_key: key.to_owned(),
             job: None,
             chat: docket::domain::ChatRef(chat),
@@ -150,7 +150,7 @@ impl TestApp {
     }
 
     /// Waits until every message in the outbox is `sent`, with `expected` rows in all.
-    pub async fn wait_until_all_sent(&self, expected: usize, deadline: Duration) -> Vec<docket::store::OutboxMessage> {
+    pub async fn wait_until_all_sent(&self, expected: usize, deadline: Duration) -> Vec<docket::domain::OutboxMessage> {
         eventually(deadline, async || {
             let m = self.store.messages(None, None).await.expect("store reads");
             if m.len() == expected && m.iter().all(|m| m.state == docket::domain::OutboxState::Sent) {
@@ -184,7 +184,7 @@ impl TestApp {
     /// Records a job straight into the store, as an earlier intake (under other settings) would
     /// have; returns its ticket.
     pub async fn insert_job(&self, chat: i64, file: &FileRef, name: &str, declared_size: Option<u64>) -> Ticket {
-        let job = docket::store::NewJob {
+        let job = docket::domain::NewJob {
             update_id: chat,
             chat: docket::domain::ChatRef(chat),
             user_id: Some(chat),
@@ -255,7 +255,7 @@ impl TestApp {
     pub async fn wait_until_messages(
         &self,
         chat: docket::domain::ChatRef,
-        pred: impl Fn(&Vec<docket::store::OutboxMessage>) -> bool,
+        pred: impl Fn(&Vec<docket::domain::OutboxMessage>) -> bool,
     ) {
         eventually(DEADLINE, async || {
             let m = self.store.messages(Some(chat), None).await.expect("store reads");

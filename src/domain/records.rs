@@ -1,0 +1,163 @@
+//! The records docket keeps: jobs and outgoing messages as stored, and what callers hand the
+//! store to create them.
+//!
+//! Plain data: the store reads and writes them, the services act on them. Like the rest of the
+//! domain, nothing here does I/O or knows how the rows are stored.
+
+use super::{ChatRef, JobState, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
+
+/// What the janitor needs to know of a job that may own files: which files are its own and
+/// whether a worker holds it right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOwner {
+    /// The job.
+    pub ticket: Ticket,
+    /// Its state.
+    pub state: JobState,
+    /// The lease, if any (possibly lapsed).
+    pub lease: Option<Lease>,
+    /// The downloaded source, once `fetched`.
+    pub local_path: Option<String>,
+    /// The result, once `ready`.
+    pub result_path: Option<String>,
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// The ticket (primary key).
+    pub ticket: Ticket,
+    /// The update that created (or last re-submitted) the job.
+    pub update_id: i64,
+    /// The chat that owns the ticket.
+    pub chat: ChatRef,
+    /// The sender, when Telegram named one.
+    pub user_id: Option<i64>,
+    /// The message that carried the document (replies thread to it).
+    pub message_id: i64,
+    /// Telegram's file_id, valid for this bot; passed to getFile.
+    pub file_id: String,
+    /// Telegram's stable id of the file content, part of the unique key.
+    pub file_unique_id: String,
+    /// File name as sent; a hint only, never used as a path.
+    pub declared_name: Option<String>,
+    /// MIME type as sent; a hint only.
+    pub declared_mime: Option<String>,
+    /// Size as sent; `None` when Telegram did not say.
+    pub declared_size: Option<i64>,
+    /// What to do with the document.
+    pub operation: Operation,
+    /// Where the job is.
+    pub state: JobState,
+    /// The verified source on disk (`fetched` and `processing`).
+    pub local_path: Option<String>,
+    /// Bytes actually downloaded.
+    pub real_size: Option<i64>,
+    /// Hex sha256 of the source.
+    pub sha256: Option<String>,
+    /// Format label detected from the content.
+    pub detected_format: Option<String>,
+    /// The current or last claim.
+    pub lease: Option<Lease>,
+    /// Attempts at the current stage.
+    pub attempts: i64,
+    /// When the job became due at its stage (its arrival, resubmission, download, or the end of
+    /// a delay): claims take the earliest first, and it is not claimed before then.
+    pub not_before: Timestamp,
+    /// How often its verified source went missing or changed before processing.
+    pub source_losses: i64,
+    /// The reason a person reads, when failed.
+    pub error: Option<String>,
+    /// Detail for admins.
+    pub error_detail: Option<String>,
+    /// The result on disk (`ready`).
+    pub result_path: Option<String>,
+    /// Bytes of the result.
+    pub result_size: Option<i64>,
+    /// Telegram's file_id of the delivered result, for re-delivery without upload.
+    pub result_file_id: Option<String>,
+    /// The result is kept until then.
+    pub result_expires_at: Option<Timestamp>,
+    /// When intake recorded the job.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+}
+
+impl Job {
+    /// The display name: the declared one, or a neutral stand-in.
+    pub fn name(&self) -> &str {
+        self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
+    }
+}
+
+/// A job to record, exactly as Telegram described it.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    /// The update that carried it.
+    pub update_id: i64,
+    /// The chat.
+    pub chat: ChatRef,
+    /// The sender.
+    pub user_id: Option<i64>,
+    /// The message with the document.
+    pub message_id: i64,
+    /// Telegram's file_id.
+    pub file_id: String,
+    /// Telegram's file_unique_id.
+    pub file_unique_id: String,
+    /// Declared file name.
+    pub declared_name: Option<String>,
+    /// Declared MIME type.
+    pub declared_mime: Option<String>,
+    /// Declared size (`None` = unknown).
+    pub declared_size: Option<i64>,
+    /// The operation.
+    pub operation: Operation,
+}
+
+/// A message to queue in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Unique per purpose, e.g. `job:12:result`; queueing the same key twice is a no-op.
+    pub idempotency_key: String,
+    /// The job it is about, if any.
+    pub job: Option<Ticket>,
+    /// Where it goes.
+    pub chat: ChatRef,
+    /// What it is for.
+    pub kind: MessageKind,
+    /// Text, or the caption of a document.
+    pub body: String,
+    /// The message it answers.
+    pub reply_to_message_id: Option<i64>,
+}
+
+/// A queued outgoing message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Row id; also the sending order within a chat.
+    pub id: i64,
+    /// The idempotency key.
+    pub idempotency_key: String,
+    /// The job it is about.
+    pub job: Option<Ticket>,
+    /// Destination chat.
+    pub chat: ChatRef,
+    /// Purpose.
+    pub kind: MessageKind,
+    /// Text or caption.
+    pub body: String,
+    /// The message it answers.
+    pub reply_to_message_id: Option<i64>,
+    /// Delivery state.
+    pub state: OutboxState,
+    /// Send attempts so far.
+    pub attempts: i64,
+    /// The claim, while sending.
+    pub lease: Option<Lease>,
+    /// Telegram's id of the delivered message.
+    pub telegram_message_id: Option<i64>,
+    /// Last error, for admins.
+    pub error: Option<String>,
+}

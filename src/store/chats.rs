@@ -1,0 +1,33 @@
+//! The `dead_chats` table: chats that refused the bot for good (blocked it, or removed it from the
+//! group). Messages queued for them are stored `dead` without a call, until the chat writes again.
+
+use super::{Conn, QueryContext, StoreResult};
+use crate::domain::{ChatRef, Timestamp};
+
+/// Records that a chat refused the bot: $1 chat, $2 reason, $3 now. A known one takes the new
+/// reason.
+pub const MARK_CHAT_DEAD: &str = "INSERT INTO dead_chats (chat_id, reason, since) VALUES ($1, $2, $3)
+    ON CONFLICT (chat_id) DO UPDATE SET reason = excluded.reason";
+
+/// Forgets that a chat refused the bot: $1 chat.
+pub const REVIVE_CHAT: &str = "DELETE FROM dead_chats WHERE chat_id = $1";
+
+/// Runs [`MARK_CHAT_DEAD`].
+pub(super) async fn mark_dead(c: &mut Conn<'_>, chat: ChatRef, reason: &str, now: Timestamp) -> StoreResult<()> {
+    dispatch!(c, |c| sqlx::query(MARK_CHAT_DEAD)
+        .bind(chat.0)
+        .bind(reason)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(drop))
+    .context("marking a chat dead")
+}
+
+/// Runs [`REVIVE_CHAT`]; `true` when the chat was dead.
+pub(super) async fn revive(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<bool> {
+    let revived =
+        dispatch!(c, |c| sqlx::query(REVIVE_CHAT).bind(chat.0).execute(c).await.map(|done| done.rows_affected()))
+            .context("reviving a chat")?;
+    Ok(revived == 1)
+}

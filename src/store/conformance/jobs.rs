@@ -1,0 +1,530 @@
+//! Jobs: one per chat and file, the queue order and its limits, releases and attempts, failures and
+//! completions written atomically with their notices, and transitions the state machine forbids.
+
+use std::time::Duration;
+
+use super::{
+    CHAT, LEASE, OTHER_CHAT, T0, at, claim, claim_message, completion, enqueue, insert, job, message, new_job,
+    processing_job, raw, tickets,
+};
+use crate::domain::{
+    ChatRef, JobEvent, JobState, MessageKind, NewJob, OutboxState, Ticket, Timestamp, TransitionError,
+};
+use crate::store::{AttemptRule, ClaimLimits, JobFilter, Release, Stage, Store, StoreError};
+
+conformance!(
+    one_job_per_chat_and_file,
+    fail_job_writes_failure_and_notice_atomically,
+    complete_job_records_the_result_and_queues_delivery,
+    illegal_transitions_are_rejected_before_sql,
+    resubmitting_an_ended_job_keeps_the_ticket,
+    job_listing_filters_newest_first,
+    claims_respect_not_before,
+    a_lapsed_processing_job_is_resumed_before_fetched_ones,
+    downloads_respect_size_and_per_chat_limits,
+    the_queue_is_ordered_by_when_jobs_became_due,
+    releases_refund_or_count_attempts_and_count_lost_sources,
+    a_failed_job_points_at_no_source,
+    the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
+    waiting_jobs_per_chat_leave_out_downloads,
+);
+
+async fn one_job_per_chat_and_file(store: Store) {
+    let first = insert(&store, &new_job(CHAT, 1), T0).await;
+
+    let mut tx = store.begin().await.unwrap();
+    let again = NewJob { update_id: 2_000, message_id: 2_001, file_id: "file-again".into(), ..new_job(CHAT, 1) };
+    let err = tx.insert_job(&again, at(1)).await.expect_err("UNIQUE(chat_id, file_unique_id) refuses a second row");
+    assert!(matches!(err, StoreError::Query { .. }), "{err:?}");
+    assert!(!err.is_transient(), "a constraint violation fails the same way again: {err:?}");
+    drop(tx);
+
+    let mut tx = store.begin().await.unwrap();
+    let found = tx.job_by_file(CHAT, "uniq-1").await.unwrap().expect("the first job");
+    assert_eq!((found.ticket, found.update_id, found.file_id.as_str()), (first, 1_001, "file-1"));
+    assert_eq!(tx.job(first).await.unwrap(), Some(found));
+    assert_eq!(tx.job_by_file(OTHER_CHAT, "uniq-1").await.unwrap(), None);
+    assert_eq!(tx.job_by_file(CHAT, "uniq-2").await.unwrap(), None);
+    // The same file in another chat is another job.
+    let other = tx.insert_job(&new_job(OTHER_CHAT, 1), at(2)).await.unwrap();
+    assert_ne!(other, first);
+    tx.commit().await.unwrap();
+    assert_eq!(store.jobs(&JobFilter { limit: 10, ..JobFilter::default() }).await.unwrap().len(), 2);
+}
+
+async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
+    // The holder fails a job: state, reason and notice together.
+    let t1 = insert(&store, &new_job(CHAT, 1), T0).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", T0).await;
+    let notice = message("job:1:failure", CHAT, MessageKind::Failure, Some(t1));
+    assert!(
+        store
+            .fail_job(t1, JobState::Accepted, Some(&lease), "not a PDF", "png", std::slice::from_ref(&notice), at(1))
+            .await
+            .unwrap()
+    );
+    let failed = job(&store, t1).await;
+    assert_eq!(
+        (failed.state, failed.error.as_deref(), failed.error_detail.as_deref()),
+        (JobState::Failed, Some("not a PDF"), Some("png"))
+    );
+    assert_eq!((failed.lease, failed.updated_at), (None, at(1)));
+    let queued = store.messages(None, Some(t1)).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!((queued[0].kind, queued[0].body.as_str()), (MessageKind::Failure, "body of job:1:failure"));
+
+    // The conditional update matches nothing: no notice.
+    let other = message("job:1:failure-again", CHAT, MessageKind::Failure, Some(t1));
+    assert!(
+        !store
+            .fail_job(t1, JobState::Accepted, None, "again", "again", std::slice::from_ref(&other), at(2))
+            .await
+            .unwrap()
+    );
+    let t2 = insert(&store, &new_job(CHAT, 2), T0).await;
+    let notice2 = message("job:2:failure", CHAT, MessageKind::Failure, Some(t2));
+    assert!(
+        !store
+            .fail_job(t2, JobState::Fetched, None, "wrong state", "", std::slice::from_ref(&notice2), at(2))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.messages(Some(CHAT), None).await.unwrap().len(), 1, "no notice for failures that did not happen");
+    assert_eq!(job(&store, t2).await.state, JobState::Accepted);
+
+    // Without a lease (intake, admin), an unclaimed job fails too.
+    assert!(
+        store
+            .fail_job(t2, JobState::Accepted, None, "too big", "", std::slice::from_ref(&notice2), at(3))
+            .await
+            .unwrap()
+    );
+    assert_eq!(job(&store, t2).await.state, JobState::Failed);
+    assert_eq!(store.messages(None, Some(t2)).await.unwrap().len(), 1);
+
+    // The notice cannot be queued (it names a job that does not exist): the failure is undone.
+    let t3 = insert(&store, &new_job(CHAT, 3), T0).await;
+    let broken = message("job:3:failure", CHAT, MessageKind::Failure, Some(Ticket(i64::MAX)));
+    store
+        .fail_job(t3, JobState::Accepted, None, "x", "y", std::slice::from_ref(&broken), at(4))
+        .await
+        .expect_err("the notice violates a foreign key");
+    let kept = job(&store, t3).await;
+    assert_eq!((kept.state, kept.error), (JobState::Accepted, None));
+    assert_eq!(store.messages(Some(CHAT), None).await.unwrap().len(), 2);
+}
+
+async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
+    let (ticket, lease) = processing_job(&store, 1, T0).await;
+    let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
+    assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(5)).await.unwrap());
+    let ready = job(&store, ticket).await;
+    assert_eq!(ready.state, JobState::Ready);
+    assert_eq!((ready.result_path.as_deref(), ready.result_size), (Some("/spool/results/1.pdf"), Some(777)));
+    assert_eq!((ready.detected_format.as_deref(), ready.result_expires_at), (Some("pdf-1.7"), Some(at(86_400_000))));
+    assert_eq!((ready.local_path, ready.lease, ready.updated_at), (None, None, at(5)));
+    assert_eq!((ready.real_size, ready.sha256.as_deref()), (Some(2_048), Some("ab12")));
+    let queued = store.messages(None, Some(ticket)).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!((queued[0].kind, queued[0].state, queued[0].chat), (MessageKind::Result, OutboxState::Pending, CHAT));
+
+    // Completing twice does nothing the second time.
+    assert!(!store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(6)).await.unwrap());
+    assert_eq!(store.messages(None, Some(ticket)).await.unwrap().len(), 1);
+
+    // The delivery cannot be queued: the job stays in processing with its lease.
+    let (t2, lease2) = processing_job(&store, 2, at(10)).await;
+    let broken = message("job:2:result", CHAT, MessageKind::Result, Some(Ticket(i64::MAX)));
+    store
+        .complete_job(t2, &lease2, &completion(2), std::slice::from_ref(&broken), at(11))
+        .await
+        .expect_err("the delivery violates a foreign key");
+    let kept = job(&store, t2).await;
+    assert_eq!((kept.state, kept.result_path, kept.lease), (JobState::Processing, None, Some(lease2)));
+}
+
+async fn illegal_transitions_are_rejected_before_sql(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", T0).await;
+    let before = job(&store, ticket).await;
+    let skip = Release {
+        from: JobState::Accepted,
+        event: JobEvent::Completed,
+        not_before: at(1),
+        detail: Some("skip".into()),
+        attempts: AttemptRule::Restarted,
+    };
+    let notice = message("job:1:failure", CHAT, MessageKind::Failure, Some(ticket));
+    let is_refused = |r: Result<bool, StoreError>, from: JobState, event: JobEvent| match r {
+        Err(StoreError::Transition(e)) => assert_eq!(e, TransitionError { from, event }),
+        other => panic!("{from} + {event:?} must be refused, got {other:?}"),
+    };
+
+    is_refused(store.release_job(ticket, &lease, &skip, at(1)).await, JobState::Accepted, JobEvent::Completed);
+    is_refused(
+        store.fail_job(ticket, JobState::Ready, Some(&lease), "x", "y", std::slice::from_ref(&notice), at(1)).await,
+        JobState::Ready,
+        JobEvent::Failed,
+    );
+    let mut tx = store.begin().await.unwrap();
+    is_refused(
+        tx.resubmit_job(ticket, JobState::Accepted, &new_job(CHAT, 1), at(1)).await,
+        JobState::Accepted,
+        JobEvent::Resubmitted,
+    );
+    is_refused(
+        tx.resubmit_job(ticket, JobState::Ready, &new_job(CHAT, 1), at(1)).await,
+        JobState::Ready,
+        JobEvent::Resubmitted,
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(job(&store, ticket).await, before, "nothing changed");
+    assert!(store.messages(None, None).await.unwrap().is_empty());
+
+    // With the pool closed, any SQL would fail with a query error: the refusal comes first.
+    store.close().await;
+    is_refused(store.release_job(ticket, &lease, &skip, at(2)).await, JobState::Accepted, JobEvent::Completed);
+    is_refused(
+        store.fail_job(ticket, JobState::Expired, None, "x", "y", std::slice::from_ref(&notice), at(2)).await,
+        JobState::Expired,
+        JobEvent::Failed,
+    );
+    assert!(matches!(store.job(ticket).await, Err(StoreError::Query { .. })), "the pool is closed");
+}
+
+async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
+    // A job that went all the way and whose result expired.
+    let (ticket, lease) = processing_job(&store, 1, T0).await;
+    let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
+    assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(1)).await.unwrap());
+    let (m, mlease) = claim_message(&store, "s", at(2)).await;
+    assert!(store.mark_message_sent(&m, &mlease, 1, Some("result-file"), at(3)).await.unwrap());
+    let done = job(&store, ticket).await;
+    let old_token = lease.token;
+    // No store method expires jobs yet (retention is not written), so set the state directly.
+    assert_eq!(
+        raw(&store, "UPDATE jobs SET status = 'expired', result_path = NULL WHERE id = $1", ticket.0).await.unwrap(),
+        1
+    );
+
+    let again = NewJob {
+        update_id: 5_000,
+        message_id: 6_000,
+        file_id: "file-new".into(),
+        declared_name: Some("renamed.pdf".into()),
+        ..new_job(CHAT, 1)
+    };
+    let mut tx = store.begin().await.unwrap();
+    assert!(!tx.resubmit_job(ticket, JobState::Failed, &again, at(10)).await.unwrap(), "it is expired, not failed");
+    assert!(tx.resubmit_job(ticket, JobState::Expired, &again, at(10)).await.unwrap());
+    tx.commit().await.unwrap();
+
+    let fresh = job(&store, ticket).await;
+    assert_eq!((fresh.ticket, fresh.state, fresh.chat), (ticket, JobState::Accepted, CHAT));
+    assert_eq!((fresh.update_id, fresh.message_id, fresh.file_id.as_str()), (5_000, 6_000, "file-new"));
+    assert_eq!((fresh.file_unique_id.as_str(), fresh.declared_name.as_deref()), ("uniq-1", Some("renamed.pdf")));
+    assert_eq!((fresh.local_path, fresh.real_size, fresh.sha256, fresh.detected_format), (None, None, None, None));
+    assert_eq!(
+        (fresh.result_path, fresh.result_size, fresh.result_file_id, fresh.result_expires_at),
+        (None, None, None, None)
+    );
+    assert_eq!((fresh.error, fresh.error_detail, fresh.lease), (None, None, None));
+    // Due from its resubmission: it queues behind what arrived before it.
+    assert_eq!((fresh.attempts, fresh.not_before, fresh.source_losses), (0, at(10), 0));
+    assert_eq!((fresh.created_at, fresh.updated_at), (done.created_at, at(10)));
+
+    // Claimable again, with a token above every earlier one.
+    let (claimed, new_lease) = claim(&store, Stage::Download, "d", at(11)).await;
+    assert_eq!((claimed.ticket, claimed.attempts), (ticket, 1));
+    assert!(new_lease.token > old_token);
+
+    // A failed job comes back the same way.
+    let t2 = insert(&store, &new_job(CHAT, 2), at(20)).await;
+    let notice = message("job:2:failure", CHAT, MessageKind::Failure, Some(t2));
+    assert!(
+        store
+            .fail_job(t2, JobState::Accepted, None, "gone", "404", std::slice::from_ref(&notice), at(21))
+            .await
+            .unwrap()
+    );
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.resubmit_job(t2, JobState::Failed, &new_job(CHAT, 2), at(22)).await.unwrap());
+    tx.commit().await.unwrap();
+    let back = job(&store, t2).await;
+    assert_eq!((back.state, back.error, back.error_detail), (JobState::Accepted, None, None));
+}
+
+async fn job_listing_filters_newest_first(store: Store) {
+    let a1 = insert(&store, &new_job(CHAT, 1), T0).await;
+    let a2 = insert(&store, &new_job(CHAT, 2), at(1)).await;
+    let a3 = insert(&store, &new_job(CHAT, 3), at(2)).await;
+    let b1 = insert(&store, &new_job(OTHER_CHAT, 4), at(3)).await;
+    let b2 = insert(&store, &new_job(OTHER_CHAT, 5), at(4)).await;
+    let notice = message("job:2:failure", CHAT, MessageKind::Failure, Some(a2));
+    assert!(
+        store.fail_job(a2, JobState::Accepted, None, "no", "", std::slice::from_ref(&notice), at(5)).await.unwrap()
+    );
+
+    let list = |chat: Option<ChatRef>, state: Option<JobState>, limit: i64| {
+        let store = store.clone();
+        async move { tickets(&store.jobs(&JobFilter { chat, state, limit }).await.unwrap()) }
+    };
+    assert_eq!(list(Some(CHAT), None, 10).await, [a3, a2, a1]);
+    assert_eq!(list(Some(CHAT), None, 2).await, [a3, a2]);
+    assert_eq!(list(Some(CHAT), Some(JobState::Failed), 10).await, [a2]);
+    assert_eq!(list(Some(CHAT), Some(JobState::Accepted), 10).await, [a3, a1]);
+    assert_eq!(list(None, Some(JobState::Accepted), 10).await, [b2, b1, a3, a1]);
+    assert_eq!(list(None, None, 100).await, [b2, b1, a3, a2, a1]);
+    assert_eq!(list(None, None, 1).await, [b2]);
+    assert_eq!(list(Some(OTHER_CHAT), Some(JobState::Failed), 10).await, []);
+    assert_eq!(list(Some(ChatRef(999)), None, 10).await, []);
+
+    let mut tx = store.begin().await.unwrap();
+    assert_eq!(tickets(&tx.chat_jobs(OTHER_CHAT, 1).await.unwrap()), [b2]);
+    assert_eq!(tickets(&tx.chat_jobs(CHAT, 10).await.unwrap()), [a3, a2, a1]);
+    // The queue ahead of a ticket: unfinished jobs before it (a2 failed), counted to cap + 1.
+    assert_eq!(tx.jobs_ahead(a3, 10).await.unwrap(), 1);
+    assert_eq!(tx.jobs_ahead(b2, 10).await.unwrap(), 3);
+    assert_eq!(tx.jobs_ahead(b2, 1).await.unwrap(), 2, "stops counting past the cap");
+    tx.commit().await.unwrap();
+}
+
+async fn claims_respect_not_before(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", T0).await;
+    assert!(store.mark_fetched(ticket, &lease, "/spool/1.pdf", 10, "ff", T0).await.unwrap());
+    let (_, lease) = claim(&store, Stage::Process, "p", T0).await;
+
+    // A retry keeps the source and waits until not_before.
+    let retry = Release {
+        from: JobState::Processing,
+        event: JobEvent::RetryLater,
+        not_before: at(30_000),
+        detail: Some("timeout".into()),
+        attempts: AttemptRule::Spent,
+    };
+    assert!(store.release_job(ticket, &lease, &retry, at(1)).await.unwrap());
+    let waiting = job(&store, ticket).await;
+    assert_eq!((waiting.state, waiting.not_before, waiting.attempts), (JobState::Fetched, at(30_000), 1));
+    assert_eq!(
+        (waiting.local_path.as_deref(), waiting.error_detail.as_deref(), waiting.lease),
+        (Some("/spool/1.pdf"), Some("timeout"), None)
+    );
+    assert!(store.claim_job(Stage::Process, "p", at(29_999), LEASE).await.unwrap().is_none());
+    let (again, lease) = claim(&store, Stage::Process, "p", at(30_000)).await;
+    assert_eq!((again.ticket, again.attempts), (ticket, 2));
+
+    // A lost source goes back to download: path dropped, attempts restarted, detail kept.
+    let lost = Release {
+        from: JobState::Processing,
+        event: JobEvent::SourceLost,
+        not_before: at(60_000),
+        detail: None,
+        attempts: AttemptRule::Restarted,
+    };
+    assert!(store.release_job(ticket, &lease, &lost, at(30_001)).await.unwrap());
+    let back = job(&store, ticket).await;
+    assert_eq!((back.state, back.local_path, back.attempts), (JobState::Accepted, None, 0));
+    assert_eq!(back.error_detail.as_deref(), Some("timeout"), "no new detail keeps the old one");
+    assert!(store.claim_job(Stage::Download, "d", at(59_999), LEASE).await.unwrap().is_none());
+    assert!(store.claim_job(Stage::Process, "p", at(60_000), LEASE).await.unwrap().is_none(), "not a process job");
+    let (claimed, _) = claim(&store, Stage::Download, "d", at(60_000)).await;
+    assert_eq!((claimed.ticket, claimed.attempts), (ticket, 1));
+
+    // A job not yet due is passed over for a later one that is; a retried message waits too.
+    let late = insert(&store, &new_job(CHAT, 2), at(60_001)).await;
+    let early = insert(&store, &new_job(CHAT, 3), at(60_002)).await;
+    assert!(raw(&store, "UPDATE jobs SET not_before = 1900000000000 WHERE id = $1", late.0).await.is_ok());
+    let (first, _) = claim(&store, Stage::Download, "d", at(60_003)).await;
+    assert_eq!(first.ticket, early);
+    assert!(store.claim_job(Stage::Download, "d", at(60_003), LEASE).await.unwrap().is_none());
+    assert!(enqueue(&store, &message("m", CHAT, MessageKind::Reply, None), T0).await);
+    let (m, mlease) = claim_message(&store, "s", T0).await;
+    assert!(store.retry_message(m.id, &mlease, at(5_000), "flood", T0).await.unwrap());
+    assert!(store.claim_message("s", at(4_999), LEASE).await.unwrap().is_none());
+    assert_eq!(claim_message(&store, "s", at(5_000)).await.0.id, m.id);
+}
+
+async fn a_lapsed_processing_job_is_resumed_before_fetched_ones(store: Store) {
+    let (stuck, lease) = processing_job(&store, 1, T0).await;
+    // A newer job waits in `fetched`, and is due earlier than the stuck one's lease ends.
+    let waiting = insert(&store, &new_job(CHAT, 2), at(1)).await;
+    let (_, dl) = claim(&store, Stage::Download, "downloader", at(1)).await;
+    assert!(store.mark_fetched(waiting, &dl, "/spool/2.pdf", 10, "ff", at(1)).await.unwrap());
+
+    let lapsed = T0.plus(LEASE);
+    let (first, resumed) = claim(&store, Stage::Process, "p2", lapsed).await;
+    assert_eq!((first.ticket, first.state, first.attempts), (stuck, JobState::Processing, 2));
+    assert_eq!(resumed.token, lease.token + 1);
+    let (second, _) = claim(&store, Stage::Process, "p3", lapsed).await;
+    assert_eq!((second.ticket, second.state), (waiting, JobState::Processing));
+    assert!(store.claim_job(Stage::Process, "p4", lapsed, LEASE).await.unwrap().is_none());
+}
+
+async fn downloads_respect_size_and_per_chat_limits(store: Store) {
+    let limits = ClaimLimits { unknown_size: 5_000, max_size: 4_096, per_chat: 2 };
+    let claim_dl = |owner: &'static str, now: Timestamp| {
+        let store = store.clone();
+        async move { store.claim_download(owner, now, LEASE, &limits).await.unwrap().map(|j| j.ticket) }
+    };
+    // CHAT: a job too big for the budget right now, then three that fit; OTHER_CHAT: one.
+    let big = insert(&store, &new_job(CHAT, 9), T0).await; // 10 KiB declared
+    let a1 = insert(&store, &new_job(CHAT, 1), at(1)).await;
+    let a2 = insert(&store, &new_job(CHAT, 2), at(2)).await;
+    let a3 = insert(&store, &new_job(CHAT, 3), at(3)).await;
+    let unknown = NewJob { declared_size: None, ..new_job(OTHER_CHAT, 4) };
+    let unsized_job = insert(&store, &unknown, at(4)).await;
+    let b1 = insert(&store, &new_job(OTHER_CHAT, 0), at(5)).await;
+
+    assert_eq!(claim_dl("w1", at(10)).await, Some(a1), "the big one waits, without an attempt");
+    assert_eq!(claim_dl("w2", at(10)).await, Some(a2));
+    assert_eq!(claim_dl("w3", at(10)).await, Some(b1), "CHAT is at its bound; a job without a size is assumed too big");
+    assert_eq!(claim_dl("w4", at(10)).await, None);
+    assert_eq!(job(&store, big).await.attempts, 0);
+
+    // One of CHAT's jobs moves on to `fetched`: it still holds its source, so the bound holds.
+    let lease = job(&store, a1).await.lease.unwrap();
+    assert!(store.mark_fetched(a1, &lease, "/spool/1.pdf", 10, "ff", at(11)).await.unwrap());
+    assert_eq!(claim_dl("w5", at(12)).await, None);
+    // Its processing ends: CHAT has room again.
+    let (_, plase) = claim(&store, Stage::Process, "p", at(13)).await;
+    let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(a1));
+    assert!(store.complete_job(a1, &plase, &completion(1), std::slice::from_ref(&delivery), at(14)).await.unwrap());
+    assert_eq!(claim_dl("w6", at(15)).await, Some(a3));
+    // A lapsed lease no longer counts against the chat.
+    let wide = ClaimLimits { max_size: i64::MAX, ..limits };
+    let after = at(15).plus(LEASE);
+    let got = store.claim_download("w7", after, LEASE, &wide).await.unwrap().map(|j| j.ticket);
+    assert_eq!(got, Some(big), "the oldest, now that it fits and CHAT's leases lapsed");
+    assert_ne!(unsized_job, big);
+}
+
+async fn the_queue_is_ordered_by_when_jobs_became_due(store: Store) {
+    // Job 1 arrives first, fails a getFile and waits 10 s; jobs 2 and 3 arrive meanwhile, job 4
+    // after its delay ended. Due order: 2, 3 (arrived before job 1 became due again), 1, 4.
+    let first = insert(&store, &new_job(CHAT, 1), at(0)).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", at(1)).await;
+    let retry = Release {
+        from: JobState::Accepted,
+        event: JobEvent::RetryLater,
+        not_before: at(10_000),
+        detail: None,
+        attempts: AttemptRule::Spent,
+    };
+    assert!(store.release_job(first, &lease, &retry, at(2)).await.unwrap());
+    let second = insert(&store, &new_job(OTHER_CHAT, 2), at(3)).await;
+    let third = insert(&store, &new_job(OTHER_CHAT, 3), at(9_000)).await;
+    let fourth = insert(&store, &new_job(ChatRef(77), 4), at(10_001)).await;
+    let mut order = Vec::new();
+    for n in 0..4 {
+        let (job, lease) = claim(&store, Stage::Download, "d", at(20_000 + n)).await;
+        order.push(job.ticket);
+        let detail = "done";
+        assert!(
+            store.fail_job(job.ticket, JobState::Accepted, Some(&lease), "x", detail, &[], at(20_000)).await.unwrap()
+        );
+    }
+    assert_eq!(order, [second, third, first, fourth]);
+
+    // A resubmitted job counts from its resubmission, not from its first arrival.
+    let fifth = insert(&store, &new_job(ChatRef(78), 5), at(30_000)).await;
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.resubmit_job(first, JobState::Failed, &new_job(CHAT, 1), at(30_001)).await.unwrap());
+    tx.commit().await.unwrap();
+    let (next, _) = claim(&store, Stage::Download, "d", at(30_002)).await;
+    assert_eq!(next.ticket, fifth, "the resubmitted job does not jump the queue");
+    assert_eq!(job(&store, first).await.not_before, at(30_001));
+}
+
+async fn releases_refund_or_count_attempts_and_count_lost_sources(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let release = |attempts, event, from| Release { from, event, not_before: at(5), detail: None, attempts };
+    let (claimed, lease) = claim(&store, Stage::Download, "d", at(1)).await;
+    assert_eq!(claimed.attempts, 1);
+    // A shutdown or a flood wait is not the job's fault: the claim's attempt is given back.
+    let refund = release(AttemptRule::Refunded, JobEvent::RetryLater, JobState::Accepted);
+    assert!(store.release_job(ticket, &lease, &refund, at(2)).await.unwrap());
+    assert_eq!(job(&store, ticket).await.attempts, 0);
+    let (_, lease) = claim(&store, Stage::Download, "d", at(5)).await;
+    let spent = release(AttemptRule::Spent, JobEvent::RetryLater, JobState::Accepted);
+    assert!(store.release_job(ticket, &lease, &spent, at(6)).await.unwrap());
+    assert_eq!(job(&store, ticket).await.attempts, 1, "a failure of its own counts");
+
+    // Each lost source is counted, across the restarted download attempts, until resubmission.
+    for losses in 1..=2 {
+        let (_, lease) = claim(&store, Stage::Download, "d", at(10 * losses)).await;
+        assert!(store.mark_fetched(ticket, &lease, "/spool/1.source", 10, "ff", at(10 * losses)).await.unwrap());
+        let (_, lease) = claim(&store, Stage::Process, "p", at(10 * losses + 1)).await;
+        let lost = release(AttemptRule::Restarted, JobEvent::SourceLost, JobState::Processing);
+        let lost = Release { not_before: at(10 * losses + 2), ..lost };
+        assert!(store.release_job(ticket, &lease, &lost, at(10 * losses + 2)).await.unwrap());
+        let back = job(&store, ticket).await;
+        assert_eq!((back.state, back.attempts, back.source_losses), (JobState::Accepted, 0, losses));
+    }
+    let (_, lease) = claim(&store, Stage::Download, "d", at(100)).await;
+    assert!(store.fail_job(ticket, JobState::Accepted, Some(&lease), "x", "y", &[], at(101)).await.unwrap());
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.resubmit_job(ticket, JobState::Failed, &new_job(CHAT, 1), at(102)).await.unwrap());
+    tx.commit().await.unwrap();
+    assert_eq!(job(&store, ticket).await.source_losses, 0, "a resubmission starts afresh");
+}
+
+async fn a_failed_job_points_at_no_source(store: Store) {
+    let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
+    let (_, lease) = claim(&store, Stage::Download, "d", at(1)).await;
+    assert!(store.mark_fetched(ticket, &lease, "/spool/1.source", 10, "ff", at(2)).await.unwrap());
+    let (_, lease) = claim(&store, Stage::Process, "p", at(3)).await;
+    assert!(store.fail_job(ticket, JobState::Processing, Some(&lease), "x", "y", &[], at(4)).await.unwrap());
+    let failed = job(&store, ticket).await;
+    assert_eq!((failed.state, failed.local_path), (JobState::Failed, None), "the source is deleted with the failure");
+}
+
+async fn the_jobs_holding_files_are_in_flight_or_leased_by_this_process(store: Store) {
+    // Claimed in ticket order: this process's live download, another process's, a download that
+    // became `fetched`, one whose lease lapsed, one that failed; the last never claimed.
+    let claims = [("h:1:download-0", LEASE), ("h:2:download-0", LEASE), ("h:1:download-1", LEASE)];
+    let claims = claims.into_iter().chain([("h:1:download-0", Duration::from_millis(1)), ("h:1:download-1", LEASE)]);
+    let mut tickets = Vec::new();
+    for (n, (owner, lease_len)) in claims.enumerate() {
+        let ticket = insert(&store, &new_job(CHAT, n as i64), T0).await;
+        let job = store.claim_download(owner, T0, lease_len, &ClaimLimits::NONE).await.unwrap().expect("claimable");
+        assert_eq!(job.ticket, ticket);
+        let lease = job.lease.expect("leased");
+        if n == 2 {
+            assert!(store.mark_fetched(ticket, &lease, "/spool/3.source", 10, "ff", at(1)).await.unwrap());
+        }
+        if n == 4 {
+            assert!(store.fail_job(ticket, JobState::Accepted, Some(&lease), "x", "y", &[], at(1)).await.unwrap());
+        }
+        tickets.push(ticket);
+    }
+    let _waiting = insert(&store, &new_job(CHAT, 9), T0).await;
+    let mut holding = store.jobs_holding_files("h:1:", at(10)).await.unwrap();
+    holding.sort();
+    assert_eq!(holding, [tickets[0], tickets[2]], "this process's live downloads and every job with a source");
+}
+
+async fn waiting_in_chat(store: &Store, now: Timestamp, cap: u64) -> u64 {
+    let mut tx = store.begin().await.unwrap();
+    let n = tx.waiting_in_chat(CHAT, now, cap).await.unwrap();
+    tx.commit().await.unwrap();
+    n
+}
+
+async fn waiting_jobs_per_chat_leave_out_downloads(store: Store) {
+    for n in 1..=3 {
+        insert(&store, &new_job(CHAT, n), at(n)).await;
+    }
+    insert(&store, &new_job(OTHER_CHAT, 9), at(4)).await;
+    assert_eq!(waiting_in_chat(&store, at(10), 100).await, 3, "another chat's job is not counted");
+    assert_eq!(waiting_in_chat(&store, at(10), 2).await, 2, "counted up to the cap");
+
+    // Downloading is no longer waiting; a download whose lease lapsed waits again.
+    let (downloading, lease) = claim(&store, Stage::Download, "w", at(10)).await;
+    assert_eq!(downloading.chat, CHAT);
+    assert_eq!(waiting_in_chat(&store, at(11), 100).await, 2);
+    assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 3);
+    // Downloaded: it has left the queue.
+    assert!(store.mark_fetched(downloading.ticket, &lease, "/spool/1.pdf", 10, "ff", at(12)).await.unwrap());
+    assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 2);
+}

@@ -1,0 +1,398 @@
+//! The `outbox` table: every message docket sends, queued once per idempotency key and delivered
+//! in order within a chat.
+//!
+//! A sender claims a row (`pending` → `sending`, with a lease) and ends it as the lease holder:
+//! `sent`, back to `pending` for a retry, or `dead`/`failed`/`unknown`. A row whose sender died
+//! mid-call is not claimed again as it is; it becomes `unknown` first ([`LAPSE_MESSAGES`]).
+
+use std::time::Duration;
+
+use super::{Conn, QueryContext, StoreResult, lease};
+use crate::domain::{
+    ChatRef, Lease, MessageKind, NewMessage, OutboxMessage, OutboxState, PROGRESS_SETTLE, Ticket, Timestamp,
+};
+
+/// Queues a message: $1 idempotency key, $2 job, $3 chat, $4 kind, $5 priority, $6 body, $7 the
+/// message it answers, $8 now. A key queued before inserts nothing; a message to a dead chat is
+/// stored `dead`.
+pub const ENQUEUE: &str =
+    "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
+                        status, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7,
+            CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
+            $8, $8)
+    ON CONFLICT (idempotency_key) DO NOTHING";
+
+/// Removes a job's delivered or dropped progress row so it can be queued anew: $1 idempotency key,
+/// $2 when the reported state happened. A row showing a later state stays.
+pub const REARM_PROGRESS: &str = "DELETE FROM outbox WHERE idempotency_key = $1 AND kind = 'progress'
+      AND status IN ('sent', 'unknown', 'failed') AND COALESCE(state_at, 0) <= $2";
+
+/// Queues a progress edit, or gives a waiting (or in-flight) one the new text: the binds of
+/// [`ENQUEUE`], with $8 when the state happened and $9 when a new row may go out. A text that is
+/// the same, or a state older than the row's, changes nothing.
+pub const UPSERT_PROGRESS: &str =
+    "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
+                        status, not_before, created_at, updated_at, state_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7,
+            CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
+            $9, $8, $8, $8)
+    ON CONFLICT (idempotency_key) DO UPDATE
+      SET body = excluded.body, updated_at = excluded.updated_at, state_at = excluded.state_at
+    WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending')
+      AND outbox.body <> excluded.body AND COALESCE(outbox.state_at, 0) <= excluded.state_at";
+
+/// Records a delivery, as the lease holder: $1 id, $2 lease token, $3 Telegram's message id,
+/// $4 Telegram's file id, $5 now, $6 the body that was sent. A progress row whose text changed
+/// while it was being sent goes back to `pending`, to go out again.
+pub const MARK_SENT: &str = "UPDATE outbox SET status = CASE WHEN body = $6 THEN 'sent' ELSE 'pending' END,
+        telegram_message_id = $3, telegram_file_id = $4, error = NULL,
+        lease_owner = NULL, lease_until = NULL, updated_at = $5
+    WHERE id = $1 AND status = 'sending' AND lease_token = $2";
+
+/// Messages, oldest first: $1 only this chat, $2 only this job (NULL: any).
+pub const MESSAGES: &str =
+    "SELECT * FROM outbox WHERE ($1 IS NULL OR chat_id = $1) AND ($2 IS NULL OR job_id = $2) ORDER BY id";
+
+/// Ends a send, as the lease holder: $1 id, $2 lease token, $3 the new state, $4 not before
+/// (NULL: unchanged), $5 error, $6 now.
+pub const SET_MESSAGE_STATE: &str = "UPDATE outbox SET status = $3, not_before = COALESCE($4, not_before), error = $5,
+        lease_owner = NULL, lease_until = NULL, updated_at = $6
+    WHERE id = $1 AND status = 'sending' AND lease_token = $2";
+
+/// Extends a sender's lease: $1 id, $2 lease token, $3 until, $4 now.
+pub const RENEW_MESSAGE_LEASE: &str =
+    "UPDATE outbox SET lease_until = $3, updated_at = $4 WHERE id = $1 AND status = 'sending' AND lease_token = $2";
+
+/// Ends the queued messages of a chat that refused the bot: $1 chat, $2 reason, $3 now.
+pub const CLOSE_DEAD_CHAT_MESSAGES: &str =
+    "UPDATE outbox SET status = 'dead', error = $2, updated_at = $3 WHERE chat_id = $1 AND status = 'pending'";
+
+/// The Telegram message id of a job's latest delivered ticket reply: $1 job.
+pub const STATUS_MESSAGE: &str = "SELECT telegram_message_id FROM outbox
+    WHERE job_id = $1 AND kind = 'ticket_reply' AND status = 'sent'
+    ORDER BY id DESC LIMIT 1";
+
+/// The earliest time a `pending` message may become claimable: the first open row of each chat,
+/// at its own `not_before` or its chat's pacing, whichever is later, and not before the bot's
+/// pause (chat 0). NULL with nothing pending.
+pub const NEXT_MESSAGE_DUE: &str = "SELECT CASE WHEN g.not_before > d.first THEN g.not_before ELSE d.first END
+    FROM (SELECT MIN(CASE WHEN COALESCE(p.not_before, 0) > o.not_before THEN p.not_before
+                          ELSE o.not_before END) AS first
+          FROM outbox o LEFT JOIN chat_pacing p ON p.chat_id = o.chat_id
+          WHERE o.status = 'pending'
+            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                            AND e.status IN ('pending', 'sending')
+                            AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))) AS d
+    LEFT JOIN chat_pacing g ON g.chat_id = 0";
+
+/// Turns `sending` rows whose lease lapsed at $1 now into `unknown`, and returns them.
+pub const LAPSE_MESSAGES: &str =
+    "UPDATE outbox SET status = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $1,
+        error = 'the sender stopped while sending (its lease lapsed); the outcome is unknown'
+    WHERE status = 'sending' AND lease_until <= $1
+    RETURNING *";
+
+/// Moves a chat's open messages to its new id, dropping their reply links: $1 old chat, $2 new
+/// chat, $3 now.
+pub const MOVE_CHAT_MESSAGES: &str = "UPDATE outbox SET chat_id = $2, reply_to_message_id = NULL, updated_at = $3
+    WHERE chat_id = $1 AND status IN ('pending', 'sending')";
+
+/// Sends an `unknown` message again: $1 id, $2 not before, $3 note, $4 now.
+pub const REQUEUE_UNKNOWN: &str = "UPDATE outbox SET status = 'pending', not_before = $2, error = $3, updated_at = $4
+    WHERE id = $1 AND status = 'unknown'";
+
+/// Gives up on an `unknown` message: $1 id, $2 error, $3 now.
+pub const FAIL_UNKNOWN: &str =
+    "UPDATE outbox SET status = 'failed', error = $2, updated_at = $3 WHERE id = $1 AND status = 'unknown'";
+
+/// An `outbox` row as the databases return it.
+#[derive(Debug, sqlx::FromRow)]
+struct OutboxRow {
+    id: i64,
+    idempotency_key: String,
+    job_id: Option<i64>,
+    chat_id: i64,
+    kind: String,
+    body: String,
+    reply_to_message_id: Option<i64>,
+    status: String,
+    attempts: i64,
+    lease_owner: Option<String>,
+    lease_token: i64,
+    lease_until: Option<i64>,
+    telegram_message_id: Option<i64>,
+    error: Option<String>,
+}
+
+impl OutboxRow {
+    /// The message the row holds; an unknown kind or state is corrupt.
+    fn into_message(self) -> StoreResult<OutboxMessage> {
+        Ok(OutboxMessage {
+            id: self.id,
+            idempotency_key: self.idempotency_key,
+            job: self.job_id.map(Ticket),
+            chat: ChatRef(self.chat_id),
+            kind: self.kind.parse::<MessageKind>()?,
+            body: self.body,
+            reply_to_message_id: self.reply_to_message_id,
+            state: self.status.parse::<OutboxState>()?,
+            attempts: self.attempts,
+            lease: lease(self.lease_owner, self.lease_token, self.lease_until),
+            telegram_message_id: self.telegram_message_id,
+            error: self.error,
+        })
+    }
+}
+
+/// Queues `m` with [`ENQUEUE`], or a progress edit with [`REARM_PROGRESS`] and
+/// [`UPSERT_PROGRESS`]; `false` when nothing changed (the key was queued before, or the edit is
+/// stale or says nothing new).
+pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+    if m.kind == MessageKind::Progress {
+        return upsert_progress(c, m, now).await;
+    }
+    let inserted = dispatch!(c, |c| sqlx::query(ENQUEUE)
+        .bind(&m.idempotency_key)
+        .bind(m.job.map(|t| t.0))
+        .bind(m.chat.0)
+        .bind(m.kind.as_str())
+        .bind(m.kind.priority())
+        .bind(&m.body)
+        .bind(m.reply_to_message_id)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("queueing a message")?;
+    Ok(inserted == 1)
+}
+
+/// A progress edit (`now`: when its state happened) re-arms the job's one progress row: a waiting
+/// row takes the new text (coalesced: only the latest state goes out); a delivered or dropped one
+/// is replaced by a new row, so it queues behind what its chat has waiting; a row being sent
+/// takes the text too, and goes out again once the send ends.
+async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+    // `now` is when the reported state happened: a report older than what the row shows (or
+    // showed) is stale and changes nothing.
+    dispatch!(c, |c| sqlx::query(REARM_PROGRESS)
+        .bind(&m.idempotency_key)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(drop))
+    .context("re-arming a progress edit")?;
+    // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before it is shown
+    // (a waiting row keeps its time: updates do not postpone it).
+    let changed = dispatch!(c, |c| sqlx::query(UPSERT_PROGRESS)
+        .bind(&m.idempotency_key)
+        .bind(m.job.map(|t| t.0))
+        .bind(m.chat.0)
+        .bind(m.kind.as_str())
+        .bind(m.kind.priority())
+        .bind(&m.body)
+        .bind(m.reply_to_message_id)
+        .bind(now.as_millis())
+        .bind(now.plus(PROGRESS_SETTLE).as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("queueing a progress edit")?;
+    Ok(changed == 1)
+}
+
+/// Claims the next deliverable message with the claim statement of the connection's backend
+/// ([`ClaimSql::message`](super::statements::ClaimSql::message)), for `owner` with a lease of
+/// `lease_len`.
+pub(super) async fn claim_message(
+    c: &mut Conn<'_>,
+    owner: &str,
+    now: Timestamp,
+    lease_len: Duration,
+) -> StoreResult<Option<OutboxMessage>> {
+    let claim = c.claims().message;
+    dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(claim)
+        .bind(owner)
+        .bind(now.plus(lease_len).as_millis())
+        .bind(now.as_millis())
+        .fetch_optional(c)
+        .await)
+    .context("claiming a message")?
+    .map(OutboxRow::into_message)
+    .transpose()
+}
+
+/// Runs [`MARK_SENT`] for `m` as sent; `false` when the lease was lost.
+pub(super) async fn mark_sent(
+    c: &mut Conn<'_>,
+    m: &OutboxMessage,
+    lease: &Lease,
+    telegram_message_id: i64,
+    telegram_file_id: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let marked = dispatch!(c, |c| sqlx::query(MARK_SENT)
+        .bind(m.id)
+        .bind(lease.token)
+        .bind(telegram_message_id)
+        .bind(telegram_file_id)
+        .bind(now.as_millis())
+        .bind(&m.body)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("recording a delivery")?;
+    Ok(marked == 1)
+}
+
+/// Runs [`MESSAGES`].
+pub(super) async fn messages(
+    c: &mut Conn<'_>,
+    chat: Option<ChatRef>,
+    job: Option<Ticket>,
+) -> StoreResult<Vec<OutboxMessage>> {
+    dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(MESSAGES)
+        .bind(chat.map(|chat| chat.0))
+        .bind(job.map(|t| t.0))
+        .fetch_all(c)
+        .await)
+    .context("listing messages")?
+    .into_iter()
+    .map(OutboxRow::into_message)
+    .collect()
+}
+
+/// Runs [`SET_MESSAGE_STATE`]; `false` when the lease was lost.
+pub(super) async fn set_message_state(
+    c: &mut Conn<'_>,
+    id: i64,
+    lease: &Lease,
+    state: OutboxState,
+    not_before: Option<Timestamp>,
+    error: &str,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let set = dispatch!(c, |c| sqlx::query(SET_MESSAGE_STATE)
+        .bind(id)
+        .bind(lease.token)
+        .bind(state.as_str())
+        .bind(not_before.map(Timestamp::as_millis))
+        .bind(error)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("updating a message")?;
+    Ok(set == 1)
+}
+
+/// Runs [`RENEW_MESSAGE_LEASE`]; `false` when the lease was lost.
+pub(super) async fn renew_lease(
+    c: &mut Conn<'_>,
+    id: i64,
+    lease: &Lease,
+    until: Timestamp,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let renewed = dispatch!(c, |c| sqlx::query(RENEW_MESSAGE_LEASE)
+        .bind(id)
+        .bind(lease.token)
+        .bind(until.as_millis())
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("renewing a message lease")?;
+    Ok(renewed == 1)
+}
+
+/// Runs [`CLOSE_DEAD_CHAT_MESSAGES`]; returns how many messages it ended.
+pub(super) async fn close_dead_chat_messages(
+    c: &mut Conn<'_>,
+    chat: ChatRef,
+    reason: &str,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    dispatch!(c, |c| sqlx::query(CLOSE_DEAD_CHAT_MESSAGES)
+        .bind(chat.0)
+        .bind(reason)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("closing a dead chat's messages")
+}
+
+/// Runs [`STATUS_MESSAGE`]; `None` before the ticket reply was delivered.
+pub(super) async fn status_message(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<i64>> {
+    let id: Option<Option<i64>> =
+        dispatch!(c, |c| sqlx::query_scalar(STATUS_MESSAGE).bind(ticket.0).fetch_optional(c).await)
+            .context("finding a job's status message")?;
+    Ok(id.flatten())
+}
+
+/// Runs [`NEXT_MESSAGE_DUE`].
+pub(super) async fn next_message_due(c: &mut Conn<'_>) -> StoreResult<Option<Timestamp>> {
+    let due: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(NEXT_MESSAGE_DUE).fetch_one(c).await)
+        .context("finding the next due message")?;
+    Ok(due.map(Timestamp::from_millis))
+}
+
+/// Runs [`LAPSE_MESSAGES`].
+pub(super) async fn lapse_messages(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
+    dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(LAPSE_MESSAGES).bind(now.as_millis()).fetch_all(c).await)
+        .context("finding lapsed sends")?
+        .into_iter()
+        .map(OutboxRow::into_message)
+        .collect()
+}
+
+/// Runs [`MOVE_CHAT_MESSAGES`]; returns how many messages moved.
+pub(super) async fn move_chat_messages(
+    c: &mut Conn<'_>,
+    from: ChatRef,
+    to: ChatRef,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    dispatch!(c, |c| sqlx::query(MOVE_CHAT_MESSAGES)
+        .bind(from.0)
+        .bind(to.0)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("moving a chat's messages")
+}
+
+/// Runs [`REQUEUE_UNKNOWN`]; `false` when the message is not `unknown`.
+pub(super) async fn requeue_unknown(
+    c: &mut Conn<'_>,
+    id: i64,
+    not_before: Timestamp,
+    note: &str,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let requeued = dispatch!(c, |c| sqlx::query(REQUEUE_UNKNOWN)
+        .bind(id)
+        .bind(not_before.as_millis())
+        .bind(note)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("requeueing a message")?;
+    Ok(requeued == 1)
+}
+
+/// Runs [`FAIL_UNKNOWN`]; `false` when the message is not `unknown`.
+pub(super) async fn fail_unknown(c: &mut Conn<'_>, id: i64, error: &str, now: Timestamp) -> StoreResult<bool> {
+    let failed = dispatch!(c, |c| sqlx::query(FAIL_UNKNOWN)
+        .bind(id)
+        .bind(error)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("giving up on a message")?;
+    Ok(failed == 1)
+}

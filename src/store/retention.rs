@@ -1,0 +1,170 @@
+//! What the janitor reads and removes: results past their expiry, the jobs that may own files on
+//! disk, and rows old enough to forget (across `updates`, `outbox`, `jobs` and `chat_pacing`).
+//!
+//! Files are the caller's: these statements only forget them, and the janitor deletes a file
+//! after the change that forgot it committed (a crash in between leaves an orphan the next pass
+//! removes).
+
+use super::{Conn, Pruned, QueryContext, StoreResult, jobs::JobRow, lease};
+use crate::domain::{FileOwner, Job, Ticket, Timestamp};
+
+/// Every `ready` job, oldest expiry first: $1 NULL (the bind of [`DUE_RESULTS`], so the binds
+/// match).
+pub const READY_RESULTS: &str =
+    "SELECT * FROM jobs WHERE status = 'ready' AND $1 IS NULL ORDER BY result_expires_at, id";
+
+/// The `ready` jobs expired at $1, oldest expiry first. Separate from [`READY_RESULTS`] so it is
+/// a range of the partial index `jobs_expiry`.
+pub const DUE_RESULTS: &str =
+    "SELECT * FROM jobs WHERE status = 'ready' AND result_expires_at <= $1 ORDER BY result_expires_at, id";
+
+/// `ready` → `expired`, forgetting the result file: $1 ticket, $2 the expiry, kept when it is
+/// earlier, $3 now.
+pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
+        result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
+        updated_at = $3
+    WHERE id = $1 AND status = 'ready'";
+
+/// Every `ready` job expired at $1 now becomes `expired`, forgetting its result file; returns
+/// their ids.
+pub const EXPIRE_DUE: &str =
+    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, updated_at = $1
+    WHERE status = 'ready' AND result_expires_at <= $1
+    RETURNING id";
+
+/// The jobs that may own files on disk (`accepted` … `ready`), with what the janitor judges their
+/// files by.
+pub const FILE_OWNERS: &str = "SELECT id, status, lease_owner, lease_token, lease_until, local_path, result_path
+    FROM jobs WHERE status IN ('accepted', 'fetched', 'processing', 'ready')";
+
+/// How many updates were registered before $1.
+pub const COUNT_OLD_UPDATES: &str = "SELECT COUNT(*) FROM updates WHERE received_at < $1";
+/// Forgets the updates registered before $1.
+pub const DELETE_OLD_UPDATES: &str = "DELETE FROM updates WHERE received_at < $1";
+
+/// How many messages ended (`sent`, `dead`, `failed`) before $1.
+pub const COUNT_OLD_MESSAGES: &str =
+    "SELECT COUNT(*) FROM outbox WHERE status IN ('sent', 'dead', 'failed') AND updated_at < $1";
+/// Forgets the messages that ended before $1.
+pub const DELETE_OLD_MESSAGES: &str =
+    "DELETE FROM outbox WHERE status IN ('sent', 'dead', 'failed') AND updated_at < $1";
+
+/// How many messages belong to jobs that ended (`failed`, `expired`) before $1.
+pub const COUNT_OLD_JOB_MESSAGES: &str = "SELECT COUNT(*) FROM outbox
+    WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
+/// Forgets the messages of jobs that ended before $1 (first: the messages point at the jobs).
+pub const DELETE_OLD_JOB_MESSAGES: &str = "DELETE FROM outbox
+    WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
+
+/// How many jobs ended (`failed`, `expired`) before $1.
+pub const COUNT_OLD_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
+/// Forgets the jobs that ended before $1.
+pub const DELETE_OLD_JOBS: &str = "DELETE FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
+
+/// Forgets the pacing rows that ran out before $1 (one row per chat, so not counted).
+pub const DELETE_OLD_PACING: &str = "DELETE FROM chat_pacing WHERE not_before < $1";
+
+/// The columns of a `jobs` row the janitor judges files by.
+#[derive(Debug, sqlx::FromRow)]
+struct FileOwnerRow {
+    id: i64,
+    status: String,
+    lease_owner: Option<String>,
+    lease_token: i64,
+    lease_until: Option<i64>,
+    local_path: Option<String>,
+    result_path: Option<String>,
+}
+
+impl FileOwnerRow {
+    /// What the row says about the job's files; an unknown state is corrupt.
+    fn into_owner(self) -> StoreResult<FileOwner> {
+        Ok(FileOwner {
+            ticket: Ticket(self.id),
+            state: self.status.parse()?,
+            lease: lease(self.lease_owner, self.lease_token, self.lease_until),
+            local_path: self.local_path,
+            result_path: self.result_path,
+        })
+    }
+}
+
+/// Runs [`DUE_RESULTS`] with `expired_at`, [`READY_RESULTS`] without.
+pub(super) async fn ready_results(c: &mut Conn<'_>, expired_at: Option<Timestamp>) -> StoreResult<Vec<Job>> {
+    let sql = if expired_at.is_some() { DUE_RESULTS } else { READY_RESULTS };
+    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(sql).bind(expired_at.map(Timestamp::as_millis)).fetch_all(c).await)
+        .context("listing results")?
+        .into_iter()
+        .map(JobRow::into_job)
+        .collect()
+}
+
+/// Runs [`EXPIRE_JOB`]; `false` when the job was not `ready` any more.
+pub(super) async fn expire_job(c: &mut Conn<'_>, ticket: Ticket, at: Timestamp, now: Timestamp) -> StoreResult<bool> {
+    let expired = dispatch!(c, |c| sqlx::query(EXPIRE_JOB)
+        .bind(ticket.0)
+        .bind(at.as_millis())
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("expiring a result")?;
+    Ok(expired == 1)
+}
+
+/// Runs [`EXPIRE_DUE`].
+pub(super) async fn expire_due(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<Ticket>> {
+    let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(EXPIRE_DUE).bind(now.as_millis()).fetch_all(c).await)
+        .context("expiring results")?;
+    Ok(ids.into_iter().map(Ticket).collect())
+}
+
+/// Runs [`FILE_OWNERS`].
+pub(super) async fn file_owners(c: &mut Conn<'_>) -> StoreResult<Vec<FileOwner>> {
+    dispatch!(c, |c| sqlx::query_as::<_, FileOwnerRow>(FILE_OWNERS).fetch_all(c).await)
+        .context("listing jobs that may own files")?
+        .into_iter()
+        .map(FileOwnerRow::into_owner)
+        .collect()
+}
+
+/// Deletes (or, with `dry_run`, counts) the rows older than `before`: registered updates and
+/// ended messages, and with `prune_jobs` ended jobs with their messages; a real run forgets old
+/// pacing rows too. Run it in one transaction, so the counts hold together.
+pub(super) async fn prune(c: &mut Conn<'_>, before: Timestamp, prune_jobs: bool, dry_run: bool) -> StoreResult<Pruned> {
+    // Which count of `Pruned` each pair (dry run, real run) adds to.
+    const UPDATES: usize = 0;
+    const MESSAGES: usize = 1;
+    const JOBS: usize = 2;
+    let mut counts = [0u64; 3];
+    let targets: &[(usize, &str, &str)] = if prune_jobs {
+        &[
+            (UPDATES, COUNT_OLD_UPDATES, DELETE_OLD_UPDATES),
+            (MESSAGES, COUNT_OLD_MESSAGES, DELETE_OLD_MESSAGES),
+            (MESSAGES, COUNT_OLD_JOB_MESSAGES, DELETE_OLD_JOB_MESSAGES),
+            (JOBS, COUNT_OLD_JOBS, DELETE_OLD_JOBS),
+        ]
+    } else {
+        &[(UPDATES, COUNT_OLD_UPDATES, DELETE_OLD_UPDATES), (MESSAGES, COUNT_OLD_MESSAGES, DELETE_OLD_MESSAGES)]
+    };
+    for &(slot, count, delete) in targets {
+        let n = if dry_run {
+            let n: i64 = dispatch!(c, |c| sqlx::query_scalar(count).bind(before.as_millis()).fetch_one(c).await)
+                .context("counting old rows")?;
+            u64::try_from(n).unwrap_or(0)
+        } else {
+            dispatch!(c, |c| sqlx::query(delete)
+                .bind(before.as_millis())
+                .execute(c)
+                .await
+                .map(|done| done.rows_affected()))
+            .context("pruning old rows")?
+        };
+        counts[slot] += n;
+    }
+    if !dry_run {
+        dispatch!(c, |c| sqlx::query(DELETE_OLD_PACING).bind(before.as_millis()).execute(c).await.map(drop))
+            .context("pruning old pacing")?;
+    }
+    Ok(Pruned { updates: counts[UPDATES], messages: counts[MESSAGES], jobs: counts[JOBS] })
+}

@@ -1,0 +1,81 @@
+//! The store's own SQL, for the benchmarks, which EXPLAIN and time the statements the store really
+//! runs instead of copies of them. Not an API: the statements change with the store.
+//!
+//! Each table module's statements are here under the module's name; what only one backend runs
+//! is under [`sqlite`] and `postgres`.
+
+/// The claim statements, which differ per backend in how they lock (see each backend's
+/// `CLAIMS`). Each picks one row in a subquery `WHERE id = (SELECT … LIMIT 1)` and leases it in
+/// the same statement, bumping its `lease_token` and counting an attempt.
+///
+/// The per-chat order check of the message claim reads other rows of the chat; the status
+/// re-check in its outer UPDATE keeps a row from being taken after it left `pending`. The
+/// download claim's per-chat count repeats the predicate of the partial index `jobs_held` word
+/// for word (`o.lease_owner IS NOT NULL OR …`), which is what lets both databases use it; the term
+/// changes nothing, because every write that clears `lease_owner` clears `lease_until` too.
+#[derive(Debug)]
+pub struct ClaimSql {
+    /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now, $4 the size assumed for a
+    /// job without a declared size, $5 the largest size that fits the byte budget, $6 how many
+    /// jobs of one chat may be in flight.
+    pub download: &'static str,
+    /// Claims a `processing` job whose lease lapsed (resumed first: it already holds a source on
+    /// disk and a place in the budget): same binds.
+    pub process_lapsed: &'static str,
+    /// Claims a `fetched` job: same binds. Separate from `process_lapsed` so each is one index
+    /// range in order, not an OR of two ranges plus a sort.
+    pub process_fetched: &'static str,
+    /// Claims the next deliverable outbox row: `pending`, due, the first open row of its chat,
+    /// and neither its chat nor the bot as a whole (chat 0) paced or paused. Same first binds.
+    /// A lapsed `sending` row is not claimed here: its outcome is unknown, and
+    /// [`Store::lapse_messages`](crate::store::Store::lapse_messages) hands it to the kind's rule
+    /// first.
+    pub message: &'static str,
+}
+
+/// The `updates` and `poll_offsets` tables.
+pub mod updates {
+    pub use crate::store::updates::*;
+}
+
+/// The `jobs` table.
+pub mod jobs {
+    pub use crate::store::jobs::*;
+}
+
+/// The `outbox` table.
+pub mod outbox {
+    pub use crate::store::outbox::*;
+}
+
+/// The `dead_chats` table.
+pub mod chats {
+    pub use crate::store::chats::*;
+}
+
+/// The `chat_pacing` table.
+pub mod pacing {
+    pub use crate::store::pacing::*;
+}
+
+/// What the janitor reads and removes.
+pub mod retention {
+    pub use crate::store::retention::*;
+}
+
+/// The `_sqlx_migrations` table.
+pub mod migrations {
+    pub use crate::store::migrations::*;
+}
+
+/// What only SQLite runs: its claim statements and its look for the migrations table.
+pub mod sqlite {
+    pub use crate::store::sqlite::{CLAIMS, MIGRATIONS_TABLE};
+}
+
+/// What only PostgreSQL runs: its claim statements, the lock that serialises message claims and
+/// its look for the migrations table.
+#[cfg(feature = "postgres")]
+pub mod postgres {
+    pub use crate::store::postgres::{CLAIMS, LOCK_MESSAGE_CLAIMS, MIGRATIONS_TABLE};
+}

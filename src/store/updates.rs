@@ -1,0 +1,78 @@
+//! The `updates` and `poll_offsets` tables: which updates docket has handled (so a redelivered
+//! one changes nothing), and the getUpdates offset polling continues from.
+
+use super::{Conn, QueryContext, StoreResult, UpdateOutcome};
+use crate::domain::Timestamp;
+
+/// Registers an update, once per bot and update id: $1 bot, $2 update id, $3 outcome, $4 reason,
+/// $5 now. A repeat inserts nothing.
+pub const REGISTER_UPDATE: &str = "INSERT INTO updates (bot_id, update_id, outcome, reason, received_at)
+    VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (bot_id, update_id) DO NOTHING";
+
+/// How an update was handled: $1 bot, $2 update id.
+pub const UPDATE_OUTCOME: &str = "SELECT outcome, reason FROM updates WHERE bot_id = $1 AND update_id = $2";
+
+/// Stores the poll offset, moving it only forward: $1 bot, $2 next offset, $3 now.
+pub const ADVANCE_OFFSET: &str = "INSERT INTO poll_offsets (bot_id, next_offset, updated_at) VALUES ($1, $2, $3)
+    ON CONFLICT (bot_id) DO UPDATE SET next_offset = excluded.next_offset, updated_at = excluded.updated_at
+    WHERE poll_offsets.next_offset < excluded.next_offset";
+
+/// The stored poll offset: $1 bot.
+pub const POLL_OFFSET: &str = "SELECT next_offset FROM poll_offsets WHERE bot_id = $1";
+
+/// Runs [`REGISTER_UPDATE`]; `false` when the update was registered before.
+pub(super) async fn register_update(
+    c: &mut Conn<'_>,
+    bot_id: i64,
+    update_id: i64,
+    outcome: UpdateOutcome,
+    reason: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let inserted = dispatch!(c, |c| sqlx::query(REGISTER_UPDATE)
+        .bind(bot_id)
+        .bind(update_id)
+        .bind(outcome.as_str())
+        .bind(reason)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("registering an update")?;
+    Ok(inserted == 1)
+}
+
+/// Runs [`UPDATE_OUTCOME`]; `None` when the update was never registered.
+pub(super) async fn update_outcome(
+    c: &mut Conn<'_>,
+    bot_id: i64,
+    update_id: i64,
+) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
+    let row: Option<(String, Option<String>)> =
+        dispatch!(c, |c| sqlx::query_as(UPDATE_OUTCOME).bind(bot_id).bind(update_id).fetch_optional(c).await)
+            .context("reading an update")?;
+    Ok(row.map(|(outcome, reason)| {
+        let outcome = if outcome == "recorded" { UpdateOutcome::Recorded } else { UpdateOutcome::Rejected };
+        (outcome, reason)
+    }))
+}
+
+/// Runs [`ADVANCE_OFFSET`].
+pub(super) async fn advance_offset(c: &mut Conn<'_>, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+    dispatch!(c, |c| sqlx::query(ADVANCE_OFFSET)
+        .bind(bot_id)
+        .bind(next_offset)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(drop))
+    .context("storing the poll offset")?;
+    Ok(())
+}
+
+/// Runs [`POLL_OFFSET`]; `None` before the first offset was stored.
+pub(super) async fn poll_offset(c: &mut Conn<'_>, bot_id: i64) -> StoreResult<Option<i64>> {
+    dispatch!(c, |c| sqlx::query_scalar(POLL_OFFSET).bind(bot_id).fetch_optional(c).await)
+        .context("reading the poll offset")
+}
