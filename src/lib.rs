@@ -1,17 +1,21 @@
 //! docket: a Telegram bot that takes large documents, processes them in the background through a
 //! durable job store, and never lies about where a file is.
 //!
-//! The modules are layered; dependencies point downward only.
+//! The modules are layered, bottom to top; a module imports from its own layer and those below
+//! it, never from above (`tests/layers.rs` checks every `crate::` path).
 //!
-//! - Wiring: [`cli`] (commands), [`app`] (starts the loops, handles signals), [`telemetry`],
-//!   [`config`].
-//! - Services: [`intake`] (update → job + ticket reply, one transaction), [`pipeline`] (download
-//!   and processing pools with leases), [`outbox`] (the sender of every message).
+//! - Wiring: [`cli`] (commands), [`app`] (starts the loops, handles signals), [`config`] (reads
+//!   and checks the configuration, and hands each service its own settings), [`telemetry`].
+//! - Services: [`intake`] (the polling loop, and update → job + ticket reply in one transaction),
+//!   [`pipeline`] (download and processing pools with leases, and what a stage's outcome means),
+//!   [`outbox`] (the sender of every message), [`janitor`] (retention, orphans, history).
 //! - Adapters: [`store`] (SQLite and PostgreSQL behind one interface), [`telegram`] (Bot API
-//!   client, polling, texts), [`pdf`] (lopdf), [`detect`] (format by signature), [`spool`]
+//!   client and update parsing), [`pdf`] (lopdf), [`detect`] (format by signature), [`spool`]
 //!   (files on disk, named by job, never by user input).
-//! - Domain: [`domain`] (tickets, states, transitions, leases, the records of jobs and messages,
-//!   time), no I/O.
+//! - Runtime and presentation: [`runtime`] (shutdown, wake-ups, worker pools, the lease
+//!   heartbeat), [`texts`] (every sentence a person reads).
+//! - Domain: [`domain`] (tickets, states, transitions, leases, what an update means, the records
+//!   of jobs and messages, time), no I/O.
 
 pub mod app;
 pub mod cli;

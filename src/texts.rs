@@ -3,6 +3,8 @@
 //!
 //! Names come from users and may contain anything; they are shown as plain text (messages are
 //! sent without a parse mode), shortened, and never used as paths.
+//!
+//! It depends on the domain only, so every layer above may use it.
 
 use humansize::{DECIMAL, FormatSizeOptions, format_size};
 
