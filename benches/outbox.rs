@@ -18,9 +18,6 @@
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
-#[path = "../tests/it/support/fake_telegram.rs"]
-mod fake_telegram;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -29,9 +26,8 @@ use docket::app::Options;
 use docket::config::{BotToken, Config, DatabaseUrl};
 use docket::domain::{ChatRef, Clock, JobState, MessageKind, SystemClock};
 use docket::store::{JobFilter, NewMessage, Store};
+use fake_bot_api::{Call, DownloadFault, FakeTelegram};
 use serde_json::Value;
-
-use fake_telegram::{Call, DownloadFault, FakeTelegram};
 
 struct Args {
     runs: usize,

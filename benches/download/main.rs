@@ -15,8 +15,6 @@
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
-#[path = "../../tests/it/support/fake_telegram.rs"]
-mod fake_telegram;
 mod latency;
 mod servers;
 mod sys;

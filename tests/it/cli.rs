@@ -158,7 +158,7 @@ struct Running {
     _dir: tempfile::TempDir,
 }
 
-async fn run_binary(fake: &crate::support::fake_telegram::FakeTelegram, grace: &str) -> Running {
+async fn run_binary(fake: &fake_bot_api::FakeTelegram, grace: &str) -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let metrics: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
@@ -173,7 +173,7 @@ async fn run_binary(fake: &crate::support::fake_telegram::FakeTelegram, grace: &
     let child = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["--config", config.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
-        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
+        .env("TELOXIDE_TOKEN", fake_bot_api::TEST_TOKEN)
         .env("TELOXIDE_API_URL", fake.api_url().as_str())
         .env_remove("DOCKET_CONFIG")
         .stdout(std::process::Stdio::null())
@@ -191,7 +191,7 @@ async fn scrape(addr: std::net::SocketAddr) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let fake = fake_bot_api::FakeTelegram::start().await;
     let mut bot = run_binary(&fake, "10s").await;
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
@@ -220,15 +220,11 @@ async fn sigterm(bot: &mut Running) -> std::process::ExitStatus {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let fake = fake_bot_api::FakeTelegram::start().await;
     let mut bot = run_binary(&fake, "1s").await;
     let file = fake.add_file(fixture("pdf/text-20pages.pdf"));
     // About a minute to download: still running when SIGTERM comes and when the grace runs out.
-    fake.fail_downloads_for(
-        &file.file_id,
-        crate::support::fake_telegram::DownloadFault::Throttle { bytes_per_sec: 300 },
-        None,
-    );
+    fake.fail_downloads_for(&file.file_id, fake_bot_api::DownloadFault::Throttle { bytes_per_sec: 300 }, None);
     fake.push_update(fake.document_update(96, 96, &file, Some("slow.pdf"), Some("application/pdf")));
     fake.wait_for_call("getFile", |_| true, crate::support::DEADLINE).await;
     let started = std::time::Instant::now();
@@ -247,14 +243,14 @@ async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_to_a_pipe_carry_no_colour_codes() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let fake = fake_bot_api::FakeTelegram::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("docket.toml");
     std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
     let child = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["--config", config.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
-        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
+        .env("TELOXIDE_TOKEN", fake_bot_api::TEST_TOKEN)
         .env("TELOXIDE_API_URL", fake.api_url().as_str())
         .env("RUST_LOG", "info")
         .env_remove("DOCKET_CONFIG")

@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use docket::config::DatabaseUrl;
 use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
 use docket::store::{Job, JobFilter, OutboxMessage, Store};
+use fake_bot_api::{Call, DownloadFault, FakeTelegram, Fault, TEST_TOKEN};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use sha2::{Digest as _, Sha256};
 use tempfile::TempDir;
 
-use crate::support::fake_telegram::{Call, DownloadFault, FakeTelegram, Fault, TEST_TOKEN};
 use crate::support::{DEADLINE, files_under, fixture};
 
 /// `[workers] lease` of every process: the shortest allowed, so a killed process's claims lapse
@@ -151,7 +151,7 @@ impl Docket {
     }
 
     /// The download requests the fake answered for `file_id`.
-    fn downloads_of(&self, file_id: &str) -> Vec<crate::support::fake_telegram::Download> {
+    fn downloads_of(&self, file_id: &str) -> Vec<fake_bot_api::Download> {
         self.fake.download_log().into_iter().filter(|d| d.file_id.as_deref() == Some(file_id)).collect()
     }
 

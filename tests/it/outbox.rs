@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
 use docket::store::NewMessage;
+use fake_bot_api::{Call, DownloadFault, Fault};
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, DownloadFault, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(

@@ -11,9 +11,9 @@ use docket::domain::{ChatRef, JobState, ManualClock, Operation, Ticket, Timestam
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
 use docket::store::{NewJob, Stage, UpdateOutcome};
+use fake_bot_api::{Call, Fault};
 use tokio::sync::Notify;
 
-use crate::support::fake_telegram::{Call, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {

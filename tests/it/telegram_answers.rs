@@ -10,9 +10,9 @@ use docket::app::Options;
 use docket::config::DatabaseUrl;
 use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
 use docket::store::OutboxMessage;
+use fake_bot_api::{Call, FakeTelegram, Fault, TEST_TOKEN};
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, FakeTelegram, Fault, TEST_TOKEN};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test_options};
 
 per_backend!(

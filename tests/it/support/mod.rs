@@ -1,7 +1,6 @@
 //! The test harness: a running docket wired to a fake Bot API, a temp data folder and a fresh
 //! database, plus waiting helpers that poll a condition until a deadline (never a bare sleep).
 
-pub mod fake_telegram;
 pub mod logs;
 
 use std::path::{Path, PathBuf};
@@ -12,7 +11,7 @@ use docket::app::{Options, Running};
 use docket::config::{BotToken, Config, DatabaseUrl};
 use docket::domain::{SystemClock, Ticket};
 use docket::store::{Job, Store};
-use fake_telegram::{FakeTelegram, FileRef, TEST_TOKEN};
+use fake_bot_api::{FakeTelegram, FileRef, TEST_TOKEN};
 use tempfile::TempDir;
 
 /// How long any single wait in a test may take before it fails.
