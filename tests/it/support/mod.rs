@@ -2,6 +2,8 @@
 //! database, plus waiting helpers that poll a condition until a deadline (never a bare sleep).
 
 pub mod logs;
+#[cfg(feature = "postgres-tests")]
+pub mod postgres;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -313,52 +315,4 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-#[cfg(feature = "postgres-tests")]
-pub mod postgres {
-    //! A fresh PostgreSQL database per test, dropped afterwards.
-
-    use sqlx::Connection;
-
-    pub struct TestDatabase {
-        pub url: String,
-        admin_url: String,
-        name: String,
-    }
-
-    impl TestDatabase {
-        pub async fn create() -> Self {
-            let admin_url = std::env::var("DATABASE_URL")
-                .expect("DATABASE_URL must point at a PostgreSQL server for --features postgres-tests");
-            let name = format!("docket_it_{:016x}", rand::random::<u64>());
-            let mut conn = sqlx::PgConnection::connect(&admin_url).await.expect("connect to DATABASE_URL");
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .execute(&mut conn)
-                .await
-                .expect("create test database");
-            let mut url = url::Url::parse(&admin_url).expect("DATABASE_URL is a URL");
-            url.set_path(&name);
-            Self { url: url.to_string(), admin_url, name }
-        }
-    }
-
-    impl Drop for TestDatabase {
-        fn drop(&mut self) {
-            let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
-            // Drop runs outside async; a short-lived runtime on its own thread does the cleanup.
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-                rt.block_on(async {
-                    if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
-                        let _ =
-                            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-                                .execute(&mut conn)
-                                .await;
-                    }
-                });
-            })
-            .join();
-        }
-    }
 }
