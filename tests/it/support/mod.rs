@@ -1,6 +1,8 @@
 //! The test harness: a running docket wired to a fake Bot API, a temp data folder and a fresh
-//! database, plus waiting helpers that poll a condition until a deadline (never a bare sleep).
+//! database ([`TestApp`], in this process), the real binary as a child process ([`child`]), plus
+//! waiting helpers that poll a condition until a deadline (never a bare sleep).
 
+pub mod child;
 pub mod logs;
 #[cfg(feature = "postgres-tests")]
 pub mod postgres;
@@ -285,12 +287,19 @@ pub fn test_options() -> Options {
 
 /// Polls `probe` every 20 ms until it gives `Ok`; once `deadline` has passed, panics with what
 /// its last `Err` said (the state the test waited in vain to see change).
-pub async fn eventually<T>(deadline: Duration, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+pub async fn eventually<T>(deadline: Duration, probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+    poll_until(deadline, probe).await.unwrap_or_else(|last| panic!("{last}"))
+}
+
+/// The one polling loop of the harness, behind [`eventually`] and the waits of
+/// [`child::DocketProcess`]: polls `probe` every 20 ms until it gives `Ok`, or, once `deadline`
+/// has passed, returns its last `Err`.
+pub async fn poll_until<T, E>(deadline: Duration, mut probe: impl AsyncFnMut() -> Result<T, E>) -> Result<T, E> {
     let deadline = tokio::time::Instant::now() + deadline;
     loop {
         match probe().await {
-            Ok(value) => return value,
-            Err(last) if tokio::time::Instant::now() > deadline => panic!("{last}"),
+            Ok(value) => return Ok(value),
+            Err(last) if tokio::time::Instant::now() > deadline => return Err(last),
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
