@@ -9,14 +9,16 @@ pub mod postgres;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use docket::app::{Options, Running};
+use docket::app::{Options, Running, SENDERS_AFTER_WORKERS};
 use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{SystemClock, Ticket};
-use docket::store::{Job, Store};
+use docket::domain::{OutboxState, SharedClock, SystemClock, Ticket};
+use docket::runtime::WorkerId;
+use docket::store::{Job, JobFilter, OutboxMessage, Store};
 use fake_bot_api::{FakeTelegram, FileRef, TEST_TOKEN};
 use tempfile::TempDir;
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// How long any single wait in a test may take before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -55,12 +57,19 @@ pub enum Backend {
 }
 
 /// A running docket and everything around it.
+///
+/// Every orderly stop — [`stop`](Self::stop), or dropping the app while docket runs — checks
+/// that docket left nothing half done (see [`stop`](Self::stop)).
 pub struct TestApp {
     pub fake: FakeTelegram,
     pub config: Config,
     /// A store handle of the test's own, for assertions.
     pub store: Store,
     running: Option<Running>,
+    /// The clock of the docket started last: leases are in its time.
+    clock: SharedClock,
+    /// Claims the last [`kill`](Self::kill) left behind, as they were right after it.
+    crashed: Leftovers,
     _dir: TempDir,
     #[cfg(feature = "postgres-tests")]
     _pg: Option<postgres::TestDatabase>,
@@ -113,6 +122,8 @@ impl TestApp {
             config,
             store,
             running: None,
+            clock: Arc::new(SystemClock),
+            crashed: Leftovers::default(),
             _dir: dir,
             #[cfg(feature = "postgres-tests")]
             _pg: pg,
@@ -127,6 +138,7 @@ impl TestApp {
     /// Starts docket (again) with these options instead of [`test_options`].
     pub async fn start_with(&mut self, options: Options) {
         assert!(self.running.is_none(), "already running");
+        self.clock = Arc::clone(&options.clock);
         let running =
             docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("docket starts");
         self.running = Some(running);
@@ -165,17 +177,65 @@ impl TestApp {
         .await
     }
 
-    /// Stops docket in order, as SIGTERM would.
+    /// Stops docket in order, as SIGTERM would, then checks that it left nothing half done: no
+    /// job under a live lease of a docket worker (the workers release what they hold, even what
+    /// the grace period cut short) and, when the stop ended before the senders could have been
+    /// aborted ([`SENDERS_AFTER_WORKERS`]), no message left `sending`. Claims a [`kill`] left and
+    /// nobody has touched since, and leases a test took itself (another owner), are not docket's
+    /// to release.
+    ///
+    /// [`kill`]: Self::kill
     pub async fn stop(&mut self) {
         if let Some(r) = self.running.take() {
+            let started = Instant::now();
             r.stop().await;
+            self.assert_nothing_half_done(started.elapsed()).await;
         }
     }
 
-    /// Drops every loop at once, as a crash would.
+    /// Drops every loop at once, as a crash would. What it leaves claimed is remembered, so a
+    /// later [`stop`](Self::stop) does not count it against the docket started after.
     pub async fn kill(&mut self) {
         if let Some(r) = self.running.take() {
             r.kill().await;
+            self.crashed = self.claims().await;
+        }
+    }
+
+    /// The jobs under a live lease of a docket worker, and the messages in `sending`.
+    async fn claims(&self) -> Leftovers {
+        let now = self.clock.now();
+        let workers = WorkerId::process_prefix();
+        let all = JobFilter { limit: i64::MAX, ..JobFilter::default() };
+        let jobs = self.store.jobs(&all).await.expect("store reads");
+        let messages = self.store.messages(None, None).await.expect("store reads");
+        Leftovers {
+            jobs: jobs
+                .into_iter()
+                .filter(|j| j.lease.as_ref().is_some_and(|l| l.owner.starts_with(&workers) && !l.is_expired(now)))
+                .collect(),
+            sending: messages.into_iter().filter(|m| m.state == OutboxState::Sending).collect(),
+        }
+    }
+
+    async fn assert_nothing_half_done(&self, stop_took: Duration) {
+        let claims = self.claims().await;
+        let same_claim = |a: &Option<docket::domain::Lease>, b: &Option<docket::domain::Lease>| {
+            a.as_ref().map(|l| (&l.owner, l.token)) == b.as_ref().map(|l| (&l.owner, l.token))
+        };
+        let leased: Vec<&Job> = claims
+            .jobs
+            .iter()
+            .filter(|j| !self.crashed.jobs.iter().any(|c| c.ticket == j.ticket && same_claim(&c.lease, &j.lease)))
+            .collect();
+        assert!(leased.is_empty(), "docket stopped in order but left jobs under its lease: {leased:#?}");
+        if stop_took < SENDERS_AFTER_WORKERS {
+            let sending: Vec<&OutboxMessage> = claims
+                .sending
+                .iter()
+                .filter(|m| !self.crashed.sending.iter().any(|c| c.id == m.id && same_claim(&c.lease, &m.lease)))
+                .collect();
+            assert!(sending.is_empty(), "docket stopped in order but left messages half sent: {sending:#?}");
         }
     }
 
@@ -268,8 +328,26 @@ impl TestApp {
     }
 }
 
+/// What docket holds claimed: see [`TestApp::stop`].
+#[derive(Default)]
+struct Leftovers {
+    jobs: Vec<Job>,
+    sending: Vec<OutboxMessage>,
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The loops die with the runtime; a second panic would hide the first.
+            return;
+        }
+        // A docket still running is stopped in order, and checked, as `stop` does. That takes
+        // a multi-threaded runtime (the loops run on its workers while this thread blocks).
+        let multi_thread = Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if self.running.is_some() && multi_thread {
+            let handle = Handle::current();
+            tokio::task::block_in_place(|| handle.block_on(self.stop()));
+        }
         // Whatever the test did, the token must never have reached the logs.
         logs::assert_no_secrets();
     }
