@@ -44,6 +44,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, ensure};
 use bench_support::stats::Latency;
+use docket::app::{self, Options};
 use docket::config::{Config, DatabaseUrl};
 use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
@@ -916,10 +917,9 @@ struct JanitorRun {
 
 async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
     println!("\n## 1. Janitor pass\n");
-    let config = Config::from_toml_str("", None, None)?;
-    let mut settings = JanitorSettings::from_config(&config);
-    settings.min_free = 1;
-    let settings = Arc::new(settings);
+    let mut config = Config::from_toml_str("", None, None)?;
+    config.storage.min_free = 1;
+    let settings = JanitorSettings::from_config(&config);
     println!(
         "Settings: the defaults (`part_max_age` {:?}, `history` {:?}, `prune_jobs` {}, `results_bytes` {:?}), \
          `min_free` lowered to 1 byte. {} runs per size, each on freshly built data.\n",
@@ -933,10 +933,10 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
         let mut phases = Vec::new();
         for run in 0..args.runs {
             eprintln!("janitor: N = {n}, run {}/{}", run + 1, args.runs);
-            let r = janitor_run(args, dir, n, run, &settings).await?;
+            let r = janitor_run(args, dir, n, run, &config).await?;
             if run < args.phase_runs {
                 eprintln!("janitor: N = {n}, run {}/{}, phases one by one", run + 1, args.phase_runs);
-                phases.push(phases_run(dir, n, run, &settings).await?);
+                phases.push(phases_run(dir, n, run, &config).await?);
             }
             writeln!(
                 detail,
@@ -1113,14 +1113,9 @@ async fn build(dir: &Path, n: usize, seed: u64) -> anyhow::Result<Built> {
 }
 
 impl Built {
-    fn deps(&self, settings: &Arc<JanitorSettings>) -> JanitorDeps {
-        JanitorDeps {
-            store: self.store.clone(),
-            clock: Arc::new(SystemClock),
-            spool: self.spool.clone(),
-            settings: settings.clone(),
-            outbox: Arc::new(Notify::new()),
-        }
+    /// The janitor's dependencies on this data, as `docket run` builds them for `config`.
+    fn deps(&self, config: &Config) -> JanitorDeps {
+        app::janitor_deps(config, &Options::default(), self.store.clone(), self.spool.clone(), Arc::new(Notify::new()))
     }
 
     async fn remove(self) -> anyhow::Result<()> {
@@ -1130,16 +1125,11 @@ impl Built {
     }
 }
 
-async fn janitor_run(
-    args: &Args,
-    dir: &Path,
-    n: usize,
-    run: usize,
-    settings: &Arc<JanitorSettings>,
-) -> anyhow::Result<JanitorRun> {
+async fn janitor_run(args: &Args, dir: &Path, n: usize, run: usize, config: &Config) -> anyhow::Result<JanitorRun> {
     let b = build(dir, n, (n * 31 + run) as u64).await?;
     let (store, expect) = (b.store.clone(), b.expect);
-    let deps = b.deps(settings);
+    let deps = b.deps(config);
+    let settings = &deps.settings;
     let mut r =
         JanitorRun { fill: b.fill, files: expect.files, outbox: b.outbox, load: load_now(), ..JanitorRun::default() };
     if args.cold {
@@ -1236,9 +1226,10 @@ struct Phases {
 /// How many threads the janitor deletes with (`DELETERS` in src/janitor.rs).
 const DELETERS: usize = 4;
 
-async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSettings>) -> anyhow::Result<Phases> {
+async fn phases_run(dir: &Path, n: usize, run: usize, config: &Config) -> anyhow::Result<Phases> {
     let b = build(dir, n, (n * 31 + run) as u64).await?;
-    let deps = b.deps(settings);
+    let deps = b.deps(config);
+    let settings = &deps.settings;
     // The list of files to delete, from a dry run (untimed).
     let plan = pass(&deps, true).await?;
     let mut p = Phases::default();

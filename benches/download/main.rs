@@ -27,16 +27,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use bench_support::stats::{Spread, median, min_max, percentile, ratios};
-use docket::app::Options;
+use docket::app::{self, Options};
 use docket::config::{BotToken, Config, DatabaseUrl};
 use docket::domain::{ChatRef, Clock, Operation, SystemClock};
-use docket::pipeline::budget::Budget;
-use docket::pipeline::{PipelineDeps, PipelineSettings, download};
-use docket::runtime::Wakeups;
+use docket::pipeline::{PipelineDeps, download};
 use docket::spool::Spool;
 use docket::store::{Job, NewJob, Stage, Store};
-use docket::telegram::TelegramClient;
-use docket::telegram::client::ClientSettings;
 use serde_json::json;
 use url::Url;
 
@@ -157,39 +153,16 @@ fn main() -> anyhow::Result<()> {
 
 fn pipeline_deps(store: &Store, spool: &Spool, api: &FileApi, files_url: Option<Url>) -> anyhow::Result<PipelineDeps> {
     // The defaults of `docket run`, with a download limit above every test file (the limit is
-    // not what is measured) and a local Bot API.
-    let config = Config::from_toml_str(
+    // not what is measured) and a local Bot API, its files over HTTP at `files_url` if given.
+    let mut config = Config::from_toml_str(
         "[telegram]\nlocal_api = true\n[limits]\nlocal_download = \"8 GiB\"\n",
         None,
         Some(api.api_url().as_str()),
     )?;
-    let telegram = TelegramClient::new(
-        BotToken::new(TOKEN),
-        ClientSettings {
-            api_url: config.telegram.api_url.clone(),
-            local_api: config.telegram.local_api,
-            poll_timeout: config.telegram.poll_timeout,
-            answer_timeout: Options::default().answer_timeout,
-            local_files_url: files_url,
-        },
-    );
-    let wake = Wakeups::default();
-    let budget = Arc::new(Budget::new(
-        config.budget.bytes,
-        config.budget.multiplier,
-        config.budget.max_wait,
-        Arc::clone(&wake.downloads),
-    ));
+    config.telegram.local_files_url = files_url;
     let options = Options::default();
-    Ok(PipelineDeps {
-        store: store.clone(),
-        clock: Arc::new(SystemClock),
-        telegram,
-        spool: spool.clone(),
-        settings: Arc::new(PipelineSettings::from_config(&config, options.idle_poll, options.retry_base)),
-        wake,
-        budget,
-    })
+    let telegram = app::telegram_client(&config, BotToken::new(TOKEN), &options);
+    Ok(app::pipeline_deps(&config, &options, store.clone(), spool.clone(), telegram))
 }
 
 /// A job in `accepted`, recorded and claimed as intake and a download worker would.
