@@ -43,7 +43,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
+use bench_support::stats::Latency;
+use docket::app::{self, Options};
 use docket::config::Config;
 use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
@@ -65,77 +67,66 @@ const QUIET_CHAT: i64 = 7;
 const LEASE: Duration = Duration::from_secs(300);
 const OWNER: &str = "bench:1:worker-0";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A part of the benchmark (`--only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Part {
     Janitor,
     Queries,
     Pg,
 }
 
-#[derive(Debug)]
+/// The janitor and query-latency benchmark (see BENCHMARKS.md).
+#[derive(Debug, clap::Parser)]
+#[command(bin_name = "cargo bench --bench janitor --")]
 struct Args {
+    /// Job rows (and files) of the janitor passes, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = trimmed_count, default_values_t = [10_000, 100_000])]
     sizes: Vec<usize>,
+    /// Janitor runs per size (more than 0).
+    #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Runs that also replay the real pass phase by phase (more than 0).
+    #[arg(long, default_value_t = 1)]
     phase_runs: usize,
+    /// Job rows and outbox rows of the query part (at least 10000).
+    #[arg(long, default_value_t = 1_000_000)]
     rows: usize,
+    /// Timed iterations per read (at least 10; claims use a third).
+    #[arg(long, default_value_t = 1000)]
     iters: usize,
-    parts: Vec<Part>,
+    /// Run only this part (repeatable); all of them by default (pg only with --pg).
+    #[arg(long = "only", value_enum)]
+    only: Vec<Part>,
+    /// A PostgreSQL server where the benchmark may create (and drop) a database.
+    #[arg(long, value_name = "URL")]
     pg: Option<String>,
+    /// One more dry pass per run after dropping the page cache (needs root).
+    #[arg(long)]
     cold: bool,
+    /// Keep the 1M-row SQLite file.
+    #[arg(long)]
     keep: bool,
+    /// Where the data goes: on the disk, not tmpfs, so commits fsync.
+    #[arg(long, default_value = "target/docket-bench-janitor")]
     dir: PathBuf,
 }
 
+/// A count in a comma-separated list, spaces around it allowed.
+fn trimmed_count(s: &str) -> Result<usize, std::num::ParseIntError> {
+    s.trim().parse()
+}
+
 impl Args {
-    fn parse() -> anyhow::Result<Self> {
-        let mut a = Self {
-            sizes: vec![10_000, 100_000],
-            runs: 3,
-            phase_runs: 1,
-            rows: 1_000_000,
-            iters: 1000,
-            parts: Vec::new(),
-            pg: None,
-            cold: false,
-            keep: false,
-            dir: PathBuf::from("target/docket-bench-janitor"),
-        };
-        let mut it = std::env::args().skip(1);
-        while let Some(arg) = it.next() {
-            let mut value = || it.next().with_context(|| format!("{arg} needs a value"));
-            match arg.as_str() {
-                "--bench" => {}
-                "--sizes" => {
-                    a.sizes = value()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?;
-                }
-                "--runs" => a.runs = value()?.parse()?,
-                "--phase-runs" => a.phase_runs = value()?.parse()?,
-                "--rows" => a.rows = value()?.parse()?,
-                "--iters" => a.iters = value()?.parse()?,
-                "--pg" => a.pg = Some(value()?),
-                "--cold" => a.cold = true,
-                "--keep" => a.keep = true,
-                "--dir" => a.dir = PathBuf::from(value()?),
-                "--only" => a.parts.push(match value()?.as_str() {
-                    "janitor" => Part::Janitor,
-                    "queries" => Part::Queries,
-                    "pg" => Part::Pg,
-                    other => bail!("--only {other}: expected janitor, queries or pg"),
-                }),
-                other => bail!("unknown argument {other}"),
-            }
-        }
-        if a.parts.is_empty() {
-            a.parts = vec![Part::Janitor, Part::Queries, Part::Pg];
-        }
-        ensure!(a.phase_runs > 0, "--phase-runs > 0");
-        ensure!(a.runs > 0 && a.iters >= 10 && a.rows >= 10_000, "--runs > 0, --iters >= 10, --rows >= 10000");
-        Ok(a)
+    /// The parts to run.
+    fn parts(&self) -> Vec<Part> {
+        if self.only.is_empty() { vec![Part::Janitor, Part::Queries, Part::Pg] } else { self.only.clone() }
     }
 }
 
 fn main() -> anyhow::Result<()> {
-    let args = Args::parse()?;
+    let args: Args = bench_support::args();
+    ensure!(args.phase_runs > 0, "--phase-runs > 0");
+    ensure!(args.runs > 0 && args.iters >= 10 && args.rows >= 10_000, "--runs > 0, --iters >= 10, --rows >= 10000");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run(args))
 }
@@ -146,10 +137,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("# docket janitor and query benchmark\n");
     println!("{}", machine_facts(&dir).await?);
     let started = Instant::now();
-    if args.parts.contains(&Part::Janitor) {
+    let parts = args.parts();
+    if parts.contains(&Part::Janitor) {
         janitor_part(&args, &dir).await?;
     }
-    if args.parts.contains(&Part::Queries) {
+    if parts.contains(&Part::Queries) {
         let root = dir.join("queries");
         fresh_dir(&root)?;
         let db = root.join("docket.db");
@@ -160,7 +152,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             std::fs::remove_dir_all(&root)?;
         }
     }
-    if args.parts.contains(&Part::Pg) {
+    if parts.contains(&Part::Pg) {
         match &args.pg {
             Some(url) => pg_part(&args, url).await?,
             None => eprintln!("(PostgreSQL skipped: no --pg URL)"),
@@ -528,7 +520,7 @@ impl Raw {
     }
 
     /// Times a read-only statement `iters` times.
-    async fn time_select(&mut self, sql: &str, binds: &[B], iters: usize) -> anyhow::Result<Stats> {
+    async fn time_select(&mut self, sql: &str, binds: &[B], iters: usize) -> anyhow::Result<Latency> {
         let mut samples = Vec::with_capacity(iters);
         let started = Instant::now();
         while more(&samples, iters, started) {
@@ -547,7 +539,7 @@ impl Raw {
             }
             samples.push(t.elapsed());
         }
-        Ok(Stats::of(samples))
+        Ok(Latency::of(&samples))
     }
 }
 
@@ -687,25 +679,8 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Statistics
+// Statistics (the definitions are `bench_support::stats`, shared with the other benchmarks)
 // ---------------------------------------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy)]
-struct Stats {
-    n: usize,
-    median: Duration,
-    p99: Duration,
-    max: Duration,
-}
-
-impl Stats {
-    fn of(mut v: Vec<Duration>) -> Self {
-        v.sort();
-        let n = v.len();
-        let at = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-        Self { n, median: at(0.5), p99: at(0.99), max: v[n - 1] }
-    }
-}
 
 fn ms(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1000.0;
@@ -713,7 +688,7 @@ fn ms(d: Duration) -> String {
 }
 
 fn median(v: &[Duration]) -> Duration {
-    Stats::of(v.to_vec()).median
+    Latency::of(v).median
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -945,10 +920,9 @@ struct JanitorRun {
 
 async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
     println!("\n## 1. Janitor pass\n");
-    let config = Config::from_toml_str("", None, None)?;
-    let mut settings = JanitorSettings::from_config(&config);
-    settings.min_free = 1;
-    let settings = Arc::new(settings);
+    let mut config = Config::from_toml_str("", None, None)?;
+    config.storage.min_free = 1;
+    let settings = JanitorSettings::from_config(&config);
     println!(
         "Settings: the defaults (`part_max_age` {:?}, `history` {:?}, `prune_jobs` {}, `results_bytes` {:?}), \
          `min_free` lowered to 1 byte. {} runs per size, each on freshly built data.\n",
@@ -962,10 +936,10 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
         let mut phases = Vec::new();
         for run in 0..args.runs {
             eprintln!("janitor: N = {n}, run {}/{}", run + 1, args.runs);
-            let r = janitor_run(args, dir, n, run, &settings).await?;
+            let r = janitor_run(args, dir, n, run, &config).await?;
             if run < args.phase_runs {
                 eprintln!("janitor: N = {n}, run {}/{}, phases one by one", run + 1, args.phase_runs);
-                phases.push(phases_run(dir, n, run, &settings).await?);
+                phases.push(phases_run(dir, n, run, &config).await?);
             }
             writeln!(
                 detail,
@@ -1142,14 +1116,9 @@ async fn build(dir: &Path, n: usize, seed: u64) -> anyhow::Result<Built> {
 }
 
 impl Built {
-    fn deps(&self, settings: &Arc<JanitorSettings>) -> JanitorDeps {
-        JanitorDeps {
-            store: self.store.clone(),
-            clock: Arc::new(SystemClock),
-            spool: self.spool.clone(),
-            settings: settings.clone(),
-            outbox: Arc::new(Notify::new()),
-        }
+    /// The janitor's dependencies on this data, as `docket run` builds them for `config`.
+    fn deps(&self, config: &Config) -> JanitorDeps {
+        app::janitor_deps(config, &Options::default(), self.store.clone(), self.spool.clone(), Arc::new(Notify::new()))
     }
 
     async fn remove(self) -> anyhow::Result<()> {
@@ -1159,16 +1128,11 @@ impl Built {
     }
 }
 
-async fn janitor_run(
-    args: &Args,
-    dir: &Path,
-    n: usize,
-    run: usize,
-    settings: &Arc<JanitorSettings>,
-) -> anyhow::Result<JanitorRun> {
+async fn janitor_run(args: &Args, dir: &Path, n: usize, run: usize, config: &Config) -> anyhow::Result<JanitorRun> {
     let b = build(dir, n, (n * 31 + run) as u64).await?;
     let (store, expect) = (b.store.clone(), b.expect);
-    let deps = b.deps(settings);
+    let deps = b.deps(config);
+    let settings = &deps.settings;
     let mut r =
         JanitorRun { fill: b.fill, files: expect.files, outbox: b.outbox, load: load_now(), ..JanitorRun::default() };
     if args.cold {
@@ -1265,9 +1229,10 @@ struct Phases {
 /// How many threads the janitor deletes with (`DELETERS` in src/janitor.rs).
 const DELETERS: usize = 4;
 
-async fn phases_run(dir: &Path, n: usize, run: usize, settings: &Arc<JanitorSettings>) -> anyhow::Result<Phases> {
+async fn phases_run(dir: &Path, n: usize, run: usize, config: &Config) -> anyhow::Result<Phases> {
     let b = build(dir, n, (n * 31 + run) as u64).await?;
-    let deps = b.deps(settings);
+    let deps = b.deps(config);
+    let settings = &deps.settings;
     // The list of files to delete, from a dry run (untimed).
     let plan = pass(&deps, true).await?;
     let mut p = Phases::default();
@@ -1536,7 +1501,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
         store.forget_result_file_id(Ticket(1), SystemClock.now()).await?;
         samples.push(t.elapsed());
     }
-    table.push(Stats::of(samples));
+    table.push(Latency::of(&samples));
 
     table.start(backend, "`next_waiting_download`");
     let mut samples = Vec::new();
@@ -1546,7 +1511,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
         store.next_waiting_download(SystemClock.now()).await?.context("none waiting")?;
         samples.push(t.elapsed());
     }
-    table.push(Stats::of(samples));
+    table.push(Latency::of(&samples));
     table.start(backend, "`job(ticket)` (the status query), random tickets");
     let mut samples = Vec::new();
     let started = Instant::now();
@@ -1556,7 +1521,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
         store.job(ticket).await?.context("job missing")?;
         samples.push(t.elapsed());
     }
-    table.push(Stats::of(samples));
+    table.push(Latency::of(&samples));
     for (what, chat) in [
         ("a typical chat (~100 jobs)", typical_chat),
         ("the heavy chat (2 % of all jobs)", ChatRef(HEAVY_CHAT)),
@@ -1572,7 +1537,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
             samples.push(t.elapsed());
             ensure!(!got.is_empty());
         }
-        table.push(Stats::of(samples));
+        table.push(Latency::of(&samples));
     }
     table.start(backend, "order check of the message claim, one candidate of the heavy chat");
     table.push(raw.time_select(&sql::CHAT_ORDER_CHECK, &[B::I(HEAVY_CHAT), B::I(args.rows as i64)], iters).await?);
@@ -1623,7 +1588,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
 /// Latency rows, printed as a table.
 #[derive(Default)]
 struct Table {
-    rows: Vec<(String, Stats)>,
+    rows: Vec<(String, Latency)>,
     current: String,
 }
 
@@ -1632,7 +1597,7 @@ impl Table {
         eprintln!("{backend}: {name}");
         self.current = name.to_owned();
     }
-    fn push(&mut self, stats: Stats) {
+    fn push(&mut self, stats: Latency) {
         self.rows.push((std::mem::take(&mut self.current), stats));
     }
     fn print(&self) {
@@ -1651,7 +1616,7 @@ async fn time_claim_job(
     stage: Stage,
     limits: Option<ClaimLimits>,
     iters: usize,
-) -> anyhow::Result<Stats> {
+) -> anyhow::Result<Latency> {
     let mut samples = Vec::with_capacity(iters);
     let started = Instant::now();
     while more(&samples, iters, started) {
@@ -1673,10 +1638,10 @@ async fn time_claim_job(
         };
         ensure!(store.release_job(job.ticket, &lease, &release, now).await?, "release failed");
     }
-    Ok(Stats::of(samples))
+    Ok(Latency::of(&samples))
 }
 
-async fn time_claim_message(store: &Store, iters: usize) -> anyhow::Result<Stats> {
+async fn time_claim_message(store: &Store, iters: usize) -> anyhow::Result<Latency> {
     let mut samples = Vec::with_capacity(iters);
     let started = Instant::now();
     while more(&samples, iters, started) {
@@ -1691,7 +1656,7 @@ async fn time_claim_message(store: &Store, iters: usize) -> anyhow::Result<Stats
             "giving the message back failed"
         );
     }
-    Ok(Stats::of(samples))
+    Ok(Latency::of(&samples))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,51 +18,38 @@
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
-#[path = "../tests/it/support/fake_telegram.rs"]
-mod fake_telegram;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
+use bench_support::stats::{Spread, median, percentile};
 use docket::app::Options;
-use docket::config::{BotToken, Config};
-use docket::domain::{ChatRef, Clock, JobState, MessageKind, NewMessage, SystemClock};
-use docket::store::{DatabaseUrl, JobFilter, Store};
+use docket::config::{BotToken, Config, DatabaseUrl};
+use docket::domain::NewMessage;
+use docket::domain::{ChatRef, Clock, JobState, MessageKind, SystemClock};
+use docket::store::{JobFilter, Store};
+use fake_bot_api::{Call, DownloadFault, FakeTelegram};
 use serde_json::Value;
 
-use fake_telegram::{Call, DownloadFault, FakeTelegram};
-
+/// The outbox benchmark: throughput under Telegram's limits, and ready → sendDocument.
+#[derive(Debug, clap::Parser)]
+#[command(bin_name = "cargo bench --bench outbox --")]
 struct Args {
+    /// Throughput runs.
+    #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Messages queued per throughput run (to half as many private chats).
+    #[arg(long, default_value_t = 500)]
     messages: usize,
+    /// `[outbox] global_per_second` of the throughput runs.
+    #[arg(long, default_value_t = 25)]
     rate: u32,
+    /// Documents per ready → sendDocument case.
+    #[arg(long, default_value_t = 15)]
     jobs: usize,
+    /// Where the databases and data folders go.
+    #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-outbox"))]
     dir: PathBuf,
-}
-
-fn args() -> anyhow::Result<Args> {
-    let mut a = Args {
-        runs: 5,
-        messages: 500,
-        rate: 25,
-        jobs: 15,
-        dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-outbox"),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--runs" => a.runs = value()?.parse()?,
-            "--messages" => a.messages = value()?.parse()?,
-            "--rate" => a.rate = value()?.parse()?,
-            "--jobs" => a.jobs = value()?.parse()?,
-            "--dir" => a.dir = value()?.into(),
-            "--bench" => {}
-            other => bail!("unknown option {other}"),
-        }
-    }
-    Ok(a)
 }
 
 /// A fresh docket on a fresh SQLite database against `fake`.
@@ -75,16 +62,6 @@ async fn docket(fake: &FakeTelegram, dir: &Path, tune: impl FnOnce(&mut Config))
     tune(&mut config);
     let store = Store::open(&config.storage.database_url).await?;
     Ok((config, store))
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
-}
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[((v.len() - 1) as f64 * p).round() as usize] }
 }
 
 fn load() -> String {
@@ -187,7 +164,7 @@ async fn ready_to_send(args: &Args, throttle: Option<u64>) -> anyhow::Result<Vec
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
-    let args = args()?;
+    let args: Args = bench_support::args();
     println!("## Outbox throughput under Telegram's limits\n");
     println!(
         "{} messages to {} private chats (two each), `global_per_second = {}`, `senders = 4`, the fake \
@@ -216,8 +193,8 @@ async fn main() -> anyhow::Result<()> {
         );
         ratios.push(t.ratio);
     }
-    let (lo, hi) = (ratios.iter().copied().fold(f64::MAX, f64::min), ratios.iter().copied().fold(0.0, f64::max));
-    println!("\n**Median ratio {:.3}** (range {lo:.3}–{hi:.3}; goal ≥ 0.95 with zero 429s).\n", median(&mut ratios));
+    let Spread { min: lo, median: ratio, max: hi } = Spread::of(&ratios);
+    println!("\n**Median ratio {ratio:.3}** (range {lo:.3}–{hi:.3}; goal ≥ 0.95 with zero 429s).\n");
 
     println!("## Ready → sendDocument on an idle bot\n");
     for (label, throttle) in
@@ -225,13 +202,13 @@ async fn main() -> anyhow::Result<()> {
     {
         eprintln!("latency: {label}");
         let l = load();
-        let mut s = ready_to_send(&args, throttle).await?;
+        let s = ready_to_send(&args, throttle).await?;
         println!(
             "- {label}, {} jobs, load {l}: median **{:.1} ms**, p95 {:.1} ms, max {:.1} ms",
             s.len(),
-            median(&mut s),
-            percentile(&mut s, 0.95),
-            percentile(&mut s, 1.0)
+            median(&s),
+            percentile(&s, 95.0),
+            percentile(&s, 100.0)
         );
     }
     Ok(())

@@ -147,16 +147,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let store = Store::open(&config.storage.database_url)
         .await
         .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))?;
-    let telegram = TelegramClient::new(
-        token,
-        ClientSettings {
-            api_url: config.telegram.api_url.clone(),
-            local_api: config.telegram.local_api,
-            poll_timeout: config.telegram.poll_timeout,
-            answer_timeout: options.answer_timeout,
-            local_files_url: config.telegram.local_files_url.clone(),
-        },
-    );
+    let telegram = telegram_client(config, token, &options);
     let bot_username = match telegram.get_me().await {
         Ok(name) => {
             info!(bot = %name, "connected to the Bot API");
@@ -173,17 +164,9 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         }
     };
 
-    let wake = Wakeups {
-        downloads: Arc::new(Notify::new()),
-        processing: Arc::new(Notify::new()),
-        outbox: Arc::new(Notify::new()),
-    };
-    let budget = Arc::new(Budget::new(
-        config.budget.bytes,
-        config.budget.multiplier,
-        config.budget.max_wait,
-        Arc::clone(&wake.downloads),
-    ));
+    let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
+    let wake = pipeline.wake.clone();
+    let budget = Arc::clone(&pipeline.budget);
     // Jobs whose files are still on this machine reserve again before anything new starts.
     for state in [JobState::Fetched, JobState::Processing] {
         let held = store
@@ -211,15 +194,6 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
     );
-    let pipeline = PipelineDeps {
-        store: store.clone(),
-        clock: Arc::clone(&options.clock),
-        telegram: telegram.clone(),
-        spool: spool.clone(),
-        settings: Arc::new(PipelineSettings::from_config(config, options.idle_poll, options.retry_base)),
-        wake: wake.clone(),
-        budget: Arc::clone(&budget),
-    };
     let outbox = OutboxDeps {
         store: store.clone(),
         clock: Arc::clone(&options.clock),
@@ -238,13 +212,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
     };
 
-    let janitor = JanitorDeps {
-        store: store.clone(),
-        clock: Arc::clone(&options.clock),
-        spool: spool.clone(),
-        settings: Arc::new(JanitorSettings::from_config(config)),
-        outbox: Arc::clone(&wake.outbox),
-    };
+    let janitor = janitor_deps(config, &options, store.clone(), spool.clone(), Arc::clone(&wake.outbox));
     // A machine that crashed comes back clean: reconcile the folders with the database before
     // any worker runs.
     // If the database is busy right now, the periodic pass does the same work later; the janitor
@@ -292,6 +260,68 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         grace: config.workers.shutdown_grace,
         fatal: Some(fatal),
     })
+}
+
+/// The Bot API client [`start`] talks through: `config`'s `[telegram]` section, and the answer
+/// timeout of `options`.
+pub fn telegram_client(config: &Config, token: BotToken, options: &Options) -> TelegramClient {
+    TelegramClient::new(
+        token,
+        ClientSettings {
+            api_url: config.telegram.api_url.clone(),
+            local_api: config.telegram.local_api,
+            poll_timeout: config.telegram.poll_timeout,
+            answer_timeout: options.answer_timeout,
+            local_files_url: config.telegram.local_files_url.clone(),
+        },
+    )
+}
+
+/// The download and processing stages' dependencies as [`start`] builds them around an open
+/// store, data folder and client: fresh wake-ups, the byte budget of `[budget]` (which wakes the
+/// downloads when it frees bytes), and the settings of `config` and `options`. Benchmarks run one
+/// stage alone on them.
+pub fn pipeline_deps(
+    config: &Config,
+    options: &Options,
+    store: Store,
+    spool: Spool,
+    telegram: TelegramClient,
+) -> PipelineDeps {
+    let wake = Wakeups::default();
+    let budget = Arc::new(Budget::new(
+        config.budget.bytes,
+        config.budget.multiplier,
+        config.budget.max_wait,
+        Arc::clone(&wake.downloads),
+    ));
+    PipelineDeps {
+        store,
+        clock: Arc::clone(&options.clock),
+        telegram,
+        spool,
+        settings: Arc::new(PipelineSettings::from_config(config, options.idle_poll, options.retry_base)),
+        wake,
+        budget,
+    }
+}
+
+/// The janitor's dependencies as [`start`] builds them: the settings of `config`, and `outbox`
+/// to wake when a pass queues messages (results expired under the cap).
+pub fn janitor_deps(
+    config: &Config,
+    options: &Options,
+    store: Store,
+    spool: Spool,
+    outbox: Arc<Notify>,
+) -> JanitorDeps {
+    JanitorDeps {
+        store,
+        clock: Arc::clone(&options.clock),
+        spool,
+        settings: Arc::new(JanitorSettings::from_config(config)),
+        outbox,
+    }
 }
 
 /// `docket run`: starts, waits for SIGTERM or SIGINT, stops in order.

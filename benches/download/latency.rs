@@ -8,12 +8,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use docket::app::Options;
-use docket::config::{BotToken, Config};
-use docket::domain::{ChatRef, Job, JobState};
-use docket::store::{DatabaseUrl, JobFilter, Store};
+use docket::config::{BotToken, Config, DatabaseUrl};
+use docket::domain::Job;
+use docket::domain::{ChatRef, JobState};
+use docket::store::{JobFilter, Store};
+use fake_bot_api::{Call, FakeTelegram};
 use serde_json::Value;
-
-use crate::fake_telegram::FakeTelegram;
 
 const CHAT: i64 = 4242;
 
@@ -84,8 +84,7 @@ pub async fn run(work: &Path, jobs: usize) -> anyhow::Result<Report> {
         let job = wait_until_done(&store, &file.file_unique_id).await?;
         if job.state == JobState::Ready {
             documents_sent += 1;
-            let to_chat =
-                |c: &crate::fake_telegram::Call| c.params.get("chat_id").and_then(Value::as_i64) == Some(CHAT);
+            let to_chat = |c: &Call| c.params.get("chat_id").and_then(Value::as_i64) == Some(CHAT);
             fake.wait_for_calls("sendDocument", to_chat, documents_sent, Duration::from_secs(20)).await;
         } else {
             not_ready += 1;

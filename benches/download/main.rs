@@ -15,8 +15,6 @@
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
-#[path = "../../tests/it/support/fake_telegram.rs"]
-mod fake_telegram;
 mod latency;
 mod servers;
 mod sys;
@@ -28,83 +26,82 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use docket::app::Options;
-use docket::config::{BotToken, Config};
-use docket::domain::{ChatRef, Clock, Job, NewJob, Operation, SystemClock};
-use docket::pipeline::budget::Budget;
-use docket::pipeline::{PipelineDeps, PipelineSettings, download};
-use docket::runtime::Wakeups;
+use bench_support::stats::{Spread, median, min_max, percentile, ratios};
+use docket::app::{self, Options};
+use docket::config::{BotToken, Config, DatabaseUrl};
+use docket::domain::{ChatRef, Clock, Operation, SystemClock};
+use docket::domain::{Job, NewJob};
+use docket::pipeline::{PipelineDeps, download};
 use docket::spool::Spool;
-use docket::store::{DatabaseUrl, Stage, Store};
-use docket::telegram::TelegramClient;
-use docket::telegram::client::ClientSettings;
+use docket::store::{Stage, Store};
 use serde_json::json;
 use url::Url;
 
 use servers::{FileApi, Nginx, TOKEN};
-use sys::{CacheMode, MIB, median, min_max, percentile};
+use sys::{CacheMode, MIB};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A part of the benchmark (`--only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Part {
     Throughput,
     Rss,
     Latency,
 }
 
-#[derive(Debug)]
+/// The download-stage benchmark: docket's `download::fetch` against curl and cp, its peak RSS,
+/// and accepted → first byte requested (see BENCHMARKS.md).
+#[derive(Debug, clap::Parser)]
+#[command(bin_name = "cargo bench --bench download --")]
 struct Args {
+    /// Interleaved runs per throughput case.
+    #[arg(long, default_value_t = 5)]
     runs: usize,
-    size: u64,
-    big: u64,
+    /// The throughput file, and the smaller RSS file, in MiB.
+    #[arg(long, default_value_t = 1024)]
+    size_mib: u64,
+    /// The larger RSS file, in MiB.
+    #[arg(long, default_value_t = 4096)]
+    big_mib: u64,
+    /// Jobs in the latency part.
+    #[arg(long, default_value_t = 20)]
     jobs: usize,
-    parts: Vec<Part>,
+    /// Run only this part (repeatable); all of them by default.
+    #[arg(long = "only", value_enum)]
+    only: Vec<Part>,
+    /// Where the test files go; must be readable by nginx's unprivileged worker.
+    #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("docket-bench"))]
     dir: PathBuf,
+    /// Keep the generated test files for the next run.
+    #[arg(long)]
     keep_files: bool,
+    /// Internal: one fetch in a fresh process for the RSS part, then an `RSS {json}` line.
+    #[arg(long, hide = true, num_args = 6, value_names = ["MODE", "FILE", "SIZE", "SHA256", "DATA_DIR", "FILES_URL"])]
+    child_rss: Option<Vec<String>>,
 }
 
-fn parse_args(mut it: impl Iterator<Item = String>) -> anyhow::Result<Args> {
-    let mut args = Args {
-        runs: 5,
-        size: 1024 * MIB,
-        big: 4096 * MIB,
-        jobs: 20,
-        parts: Vec::new(),
-        dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("docket-bench"),
-        keep_files: false,
-    };
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value"));
-        match arg.as_str() {
-            // cargo passes `--bench` to harness-less benches.
-            "--bench" => {}
-            "--runs" => args.runs = value("--runs")?.parse()?,
-            "--size-mib" => args.size = value("--size-mib")?.parse::<u64>()? * MIB,
-            "--big-mib" => args.big = value("--big-mib")?.parse::<u64>()? * MIB,
-            "--jobs" => args.jobs = value("--jobs")?.parse()?,
-            "--dir" => args.dir = PathBuf::from(value("--dir")?),
-            "--keep-files" => args.keep_files = true,
-            "--only" => args.parts.push(match value("--only")?.as_str() {
-                "throughput" => Part::Throughput,
-                "rss" => Part::Rss,
-                "latency" => Part::Latency,
-                other => bail!("--only {other}: expected throughput, rss or latency"),
-            }),
-            other => bail!("unknown argument {other}"),
-        }
+impl Args {
+    /// The throughput file's size, in bytes.
+    fn size(&self) -> u64 {
+        self.size_mib * MIB
     }
-    ensure!(args.runs > 0 && args.jobs > 0, "--runs and --jobs must be positive");
-    if args.parts.is_empty() {
-        args.parts = vec![Part::Throughput, Part::Rss, Part::Latency];
+
+    /// The larger RSS file's size, in bytes.
+    fn big(&self) -> u64 {
+        self.big_mib * MIB
     }
-    Ok(args)
+
+    /// The parts to run.
+    fn parts(&self) -> Vec<Part> {
+        if self.only.is_empty() { vec![Part::Throughput, Part::Rss, Part::Latency] } else { self.only.clone() }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut argv = std::env::args().skip(1).peekable();
-    if argv.peek().map(String::as_str) == Some("--child-rss") {
-        return child_rss(&argv.skip(1).collect::<Vec<_>>());
+    let args: Args = bench_support::args();
+    if let Some(child) = &args.child_rss {
+        return child_rss(child);
     }
-    let args = parse_args(argv)?;
+    ensure!(args.runs > 0 && args.jobs > 0, "--runs and --jobs must be positive");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     std::fs::create_dir_all(&args.dir)?;
     let dir = args.dir.canonicalize()?;
@@ -126,13 +123,14 @@ fn main() -> anyhow::Result<()> {
     writeln!(out, "1-minute load average at start: {load_before}.\n")?;
 
     let measured = (|| {
-        if args.parts.contains(&Part::Throughput) {
+        let parts = args.parts();
+        if parts.contains(&Part::Throughput) {
             throughput(&rt, &args, &dir, &mut out)?;
         }
-        if args.parts.contains(&Part::Rss) {
+        if parts.contains(&Part::Rss) {
             rss(&args, &dir, &mut out)?;
         }
-        if args.parts.contains(&Part::Latency) {
+        if parts.contains(&Part::Latency) {
             let report = rt.block_on(latency::run(&dir.join("latency"), args.jobs))?;
             latency_table(&report, &mut out)?;
         }
@@ -156,39 +154,16 @@ fn main() -> anyhow::Result<()> {
 
 fn pipeline_deps(store: &Store, spool: &Spool, api: &FileApi, files_url: Option<Url>) -> anyhow::Result<PipelineDeps> {
     // The defaults of `docket run`, with a download limit above every test file (the limit is
-    // not what is measured) and a local Bot API.
-    let config = Config::from_toml_str(
+    // not what is measured) and a local Bot API, its files over HTTP at `files_url` if given.
+    let mut config = Config::from_toml_str(
         "[telegram]\nlocal_api = true\n[limits]\nlocal_download = \"8 GiB\"\n",
         None,
         Some(api.api_url().as_str()),
     )?;
-    let telegram = TelegramClient::new(
-        BotToken::new(TOKEN),
-        ClientSettings {
-            api_url: config.telegram.api_url.clone(),
-            local_api: config.telegram.local_api,
-            poll_timeout: config.telegram.poll_timeout,
-            answer_timeout: Options::default().answer_timeout,
-            local_files_url: files_url,
-        },
-    );
-    let wake = Wakeups::default();
-    let budget = Arc::new(Budget::new(
-        config.budget.bytes,
-        config.budget.multiplier,
-        config.budget.max_wait,
-        Arc::clone(&wake.downloads),
-    ));
+    config.telegram.local_files_url = files_url;
     let options = Options::default();
-    Ok(PipelineDeps {
-        store: store.clone(),
-        clock: Arc::new(SystemClock),
-        telegram,
-        spool: spool.clone(),
-        settings: Arc::new(PipelineSettings::from_config(&config, options.idle_poll, options.retry_base)),
-        wake,
-        budget,
-    })
+    let telegram = app::telegram_client(&config, BotToken::new(TOKEN), &options);
+    Ok(app::pipeline_deps(&config, &options, store.clone(), spool.clone(), telegram))
 }
 
 /// A job in `accepted`, recorded and claimed as intake and a download worker would.
@@ -252,14 +227,14 @@ struct Pair {
 fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut String) -> anyhow::Result<()> {
     let files = dir.join("files");
     std::fs::create_dir_all(&files)?;
-    let source = files.join(format!("source-{}m.bin", args.size / MIB));
-    eprintln!("throughput: writing {} ({} MiB of pseudo-random bytes)", source.display(), args.size / MIB);
-    let sha256 = sys::make_file(&source, args.size)?;
+    let source = files.join(format!("source-{}m.bin", args.size() / MIB));
+    eprintln!("throughput: writing {} ({} MiB of pseudo-random bytes)", source.display(), args.size() / MIB);
+    let sha256 = sys::make_file(&source, args.size())?;
     let cache = CacheMode::detect();
     let sha_speed = sys::sha256_mib_per_s();
     eprintln!("throughput: sha2 {sha_speed:.0} MiB/s; measuring the disk with dd conv=fsync");
     cache.settle(&source)?;
-    let disk_speed = sys::disk_write_mib_per_s(dir, args.size)?;
+    let disk_speed = sys::disk_write_mib_per_s(dir, args.size())?;
 
     let nginx = Nginx::start(dir, &files)?;
     let url = nginx.url_of(&source);
@@ -269,12 +244,12 @@ fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut S
     let copy = outputs.join("baseline.bin");
     let (api, store, http_deps, local_deps, job) = rt.block_on(async {
         let api = FileApi::start().await?;
-        api.serve(&source, args.size, false);
+        api.serve(&source, args.size(), false);
         let store = Store::open(&DatabaseUrl::Sqlite(outputs.join("docket.db"))).await?;
         let spool = Spool::open(&outputs.join("data"))?;
         let http = pipeline_deps(&store, &spool, &api, Some(nginx.base_url()))?;
         let local = pipeline_deps(&store, &spool, &api, None)?;
-        let job = claimed_job(&store, args.size).await?;
+        let job = claimed_job(&store, args.size()).await?;
         anyhow::Ok((api, store, http, local, job))
     })?;
 
@@ -288,7 +263,7 @@ fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut S
             for docket_turn in [docket_first, !docket_first] {
                 cache.settle(&source)?;
                 if docket_turn {
-                    let (secs, produced) = rt.block_on(fetch_once(deps, &job, args.size, &sha256))?;
+                    let (secs, produced) = rt.block_on(fetch_once(deps, &job, args.size(), &sha256))?;
                     pair.docket = secs;
                     std::fs::remove_file(produced)?;
                 } else {
@@ -307,7 +282,7 @@ fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut S
                     pair.base = sys::timed(&mut cmd)?.as_secs_f64();
                     let synced = sys::timed(Command::new("sync").arg(&copy))?.as_secs_f64();
                     pair.base_synced = pair.base + synced;
-                    sys::check_size(&copy, args.size)?;
+                    sys::check_size(&copy, args.size())?;
                     std::fs::remove_file(&copy)?;
                 }
             }
@@ -326,7 +301,7 @@ fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut S
         // What getFile with a file_size of 4 GiB or more does to teloxide's u32 `file_size`.
         api.serve(&source, 4096 * MIB, true);
         let r = local_deps.telegram.get_file("BQACAgIAAxkBAAIbench").await;
-        api.serve(&source, args.size, false);
+        api.serve(&source, args.size(), false);
         match r {
             Ok(f) => format!("accepted (size {:?})", f.size),
             Err(e) => format!("refused: `{e}`"),
@@ -336,8 +311,8 @@ fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut S
     rt.block_on(store.close());
     let _ = std::fs::remove_dir_all(&outputs);
 
-    let mib = args.size as f64 / MIB as f64;
-    writeln!(out, "### Throughput: {} MiB file, {} interleaved runs per case\n", args.size / MIB, args.runs)?;
+    let mib = args.size() as f64 / MIB as f64;
+    writeln!(out, "### Throughput: {} MiB file, {} interleaved runs per case\n", args.size() / MIB, args.runs)?;
     writeln!(out, "Cache: {}.", cache.describe())?;
     writeln!(
         out,
@@ -356,9 +331,8 @@ fn throughput(rt: &tokio::runtime::Runtime, args: &Args, dir: &Path, out: &mut S
         let docket: Vec<f64> = runs.iter().map(|p| p.docket).collect();
         for (synced, base_label) in [(false, base_label[0]), (true, base_label[1])] {
             let base: Vec<f64> = runs.iter().map(|p| if synced { p.base_synced } else { p.base }).collect();
-            let ratios: Vec<f64> = runs.iter().zip(&base).map(|(p, b)| b / p.docket).collect();
-            let (lo, hi) = min_max(&ratios);
-            let r = median(&ratios);
+            // Throughput ratio = baseline seconds / docket seconds, per run pair.
+            let Spread { min: lo, median: r, max: hi } = Spread::of(&ratios(&base, &docket));
             writeln!(
                 out,
                 "| {label} | {:.2} s ({:.0} MiB/s) | {base_label} | {:.2} s ({:.0} MiB/s) | **{r:.2}** {} | {lo:.2}–{hi:.2} |",
@@ -400,7 +374,7 @@ fn rss(args: &Args, dir: &Path, out: &mut String) -> anyhow::Result<()> {
     let nginx = Nginx::start(dir, &files)?;
     let exe = std::env::current_exe()?;
     let mut rows = Vec::new();
-    for size in [args.size, args.big] {
+    for size in [args.size(), args.big()] {
         let source = files.join(format!("source-{}m.bin", size / MIB));
         eprintln!("rss: writing {} ({} MiB)", source.display(), size / MIB);
         let sha256 = sys::make_file(&source, size)?;
@@ -437,7 +411,7 @@ fn rss(args: &Args, dir: &Path, out: &mut String) -> anyhow::Result<()> {
             eprintln!("rss: {} MiB {mode}: VmHWM {} KiB", size / MIB, row.hwm_after_kib);
             rows.push(row);
         }
-        if !args.keep_files && size != args.size {
+        if !args.keep_files && size != args.size() {
             sys::remove_file(&source);
         }
     }

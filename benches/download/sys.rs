@@ -1,4 +1,5 @@
 //! The machine around the benchmark: facts, page cache, peak RSS, test files, timed commands.
+//! (Statistics are `bench_support::stats`, shared with the other benchmarks.)
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -204,30 +205,4 @@ pub fn disk_write_mib_per_s(dir: &Path, size: u64) -> anyhow::Result<f64> {
     ]));
     let _ = std::fs::remove_file(&target);
     Ok(size as f64 / MIB as f64 / took?.as_secs_f64())
-}
-
-/// Median of a non-empty sample (mean of the middle two for an even count).
-pub fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-}
-
-/// Nearest-rank percentile (`p` in 0..=100) of a non-empty sample.
-pub fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-    v[rank.min(v.len()) - 1]
-}
-
-pub fn min_max(values: &[f64]) -> (f64, f64) {
-    values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(*v), hi.max(*v)))
 }

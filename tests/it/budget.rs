@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use docket::domain::{JobState, Ticket};
+use fake_bot_api::{Call, DownloadFault};
 use lopdf::{Document, Object, Stream, dictionary};
 
-use crate::support::fake_telegram::{Call, DownloadFault};
 use crate::support::{Backend, DEADLINE, TestApp};
 
 const MB: u64 = 1_000_000;
@@ -256,8 +256,8 @@ async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_sta
 /// of each kind in a row leave the budget empty, and a good file still completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_way_a_job_fails_gives_its_reservation_back() {
-    use crate::support::fake_telegram::Fault;
     use crate::support::fixture;
+    use fake_bot_api::Fault;
 
     const DECLARED: u64 = 8_000;
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
@@ -272,7 +272,7 @@ async fn every_way_a_job_fails_gives_its_reservation_back() {
     let noise = |len: usize, seed: u8| (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
     // Each kind: the bytes on the fake, the size the document declares when it lies (else its
     // real size), what to script before it is sent, and words of the reason the person reads.
-    type Script = Box<dyn Fn(&crate::support::fake_telegram::FakeTelegram, &str)>;
+    type Script = Box<dyn Fn(&fake_bot_api::FakeTelegram, &str)>;
     let none: fn() -> Script = || Box::new(|_, _| {});
     type Kind = (&'static str, Vec<u8>, Option<u64>, Script, &'static str);
     let kinds: Vec<Kind> = vec![

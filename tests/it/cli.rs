@@ -1,35 +1,20 @@
 //! The real `docket` binary: its commands, its exit codes and its error messages.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use docket::domain::{JobState, Ticket};
+use fake_bot_api::FakeTelegram;
 
-use crate::support::{Backend, TestApp, eventually, fixture};
-
-fn docket(args: &[&str], config: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
-    cmd.args(args)
-        .env_remove("DOCKET_CONFIG")
-        .env_remove("TELOXIDE_TOKEN")
-        .env_remove("TELOXIDE_API_URL")
-        .env_remove("CREDENTIALS_DIRECTORY");
-    if let Some(c) = config {
-        cmd.arg("--config").arg(c);
-    }
-    cmd.output().expect("the binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use crate::support::child::{self, DocketProcess, stderr};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 #[test]
 fn check_config_names_every_bad_key_and_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("docket.toml");
     std::fs::write(&path, "[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n").expect("write");
-    let out = docket(&["check-config"], Some(&path));
+    let out = child::output(&["check-config"], Some(&path));
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("[workers] download = 0: expected a whole number from 1 to 256"), "{err}");
@@ -39,7 +24,7 @@ fn check_config_names_every_bad_key_and_fails() {
 #[test]
 fn check_config_accepts_the_documented_example() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/docket.toml");
-    let out = docket(&["check-config"], Some(&example));
+    let out = child::output(&["check-config"], Some(&example));
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.starts_with("# configuration is valid"), "{shown}");
@@ -115,18 +100,18 @@ fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("docket.toml");
     std::fs::write(&path, "[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n").expect("write");
-    let out = docket(&["check-config"], Some(&path));
+    let out = child::output(&["check-config"], Some(&path));
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("per_chat_queued = 7"), "{shown}");
     assert!(shown.contains("groups = \"all\""), "{shown}");
 
-    let defaults = docket(&["check-config"], None);
+    let defaults = child::output(&["check-config"], None);
     let shown = String::from_utf8_lossy(&defaults.stdout);
     assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = \"addressed\""), "{shown}");
 
     std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
-    let out = docket(&["check-config"], Some(&path));
+    let out = child::output(&["check-config"], Some(&path));
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("[limits] per_chat_queued = 0: expected a whole number from 1 to"), "{err}");
@@ -136,14 +121,7 @@ fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
 #[test]
 fn run_without_a_token_says_which_variable_is_missing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
-        .arg("run")
-        .current_dir(dir.path())
-        .env_remove("TELOXIDE_TOKEN")
-        .env_remove("DOCKET_CONFIG")
-        .env_remove("CREDENTIALS_DIRECTORY")
-        .output()
-        .expect("runs");
+    let out = child::command().arg("run").current_dir(dir.path()).output().expect("runs");
     assert!(!out.status.success());
     assert!(stderr(&out).contains("$TELOXIDE_TOKEN = (not set)"), "{}", stderr(&out));
     assert!(stderr(&out).contains("$CREDENTIALS_DIRECTORY = (not set)"), "{}", stderr(&out));
@@ -193,7 +171,7 @@ fn check_config_says_where_the_token_comes_from_without_showing_it() {
 /// logs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_takes_the_token_from_the_systemd_credential() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let credentials = dir.path().join("credentials");
     std::fs::create_dir(&credentials).expect("mkdir");
@@ -232,7 +210,7 @@ fn run_with_an_unusable_data_dir_stops_naming_it() {
     std::fs::write(&blocker, b"a file, not a folder").expect("write");
     let path = dir.path().join("docket.toml");
     std::fs::write(&path, format!("[storage]\ndata_dir = {:?}\n", blocker.display().to_string())).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+    let out = child::command()
         .args(["--config", path.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
         .env("TELOXIDE_TOKEN", "1:x")
@@ -249,7 +227,7 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
     let input = dir.path().join("in.pdf");
     let output = dir.path().join("out.pdf");
     std::fs::write(&input, fixture("pdf/text-20pages.pdf")).expect("write");
-    let out = docket(
+    let out = child::output(
         &["process", input.to_str().expect("utf8"), "--op", "optimize", "-o", output.to_str().expect("utf8")],
         None,
     );
@@ -258,7 +236,7 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
     assert_eq!(doc.get_pages().len(), 20);
 
     std::fs::write(&input, fixture("other/red-8x8.png")).expect("write");
-    let out = docket(&["process", input.to_str().expect("utf8"), "-o", output.to_str().expect("utf8")], None);
+    let out = child::output(&["process", input.to_str().expect("utf8"), "-o", output.to_str().expect("utf8")], None);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("is not a PDF (the content looks like a PNG image)"), "{}", stderr(&out));
 }
@@ -274,7 +252,7 @@ async fn status_and_jobs_read_the_bots_database() {
     let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
     std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
 
-    let out = docket(&["status", "1", "--json"], Some(&config));
+    let out = child::output(&["status", "1", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
     assert_eq!(json["ticket"], 1);
@@ -287,44 +265,30 @@ async fn status_and_jobs_read_the_bots_database() {
     assert!(json["result_expires_at"].as_str().is_some_and(|s| s.ends_with('Z')));
     assert!(json.get("size").is_some());
 
-    let out = docket(&["jobs", "--state", "ready", "--json"], Some(&config));
+    let out = child::output(&["jobs", "--state", "ready", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
-    let out = docket(&["status", "2"], Some(&config));
+    let out = child::output(&["status", "2"], Some(&config));
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no such ticket: #2"));
 }
 
 /// `docket run` as a child process against a fake Bot API, with metrics on a free port.
 struct Running {
-    child: std::process::Child,
+    process: DocketProcess,
     metrics: std::net::SocketAddr,
-    _dir: tempfile::TempDir,
 }
 
-async fn run_binary(fake: &crate::support::fake_telegram::FakeTelegram, grace: &str) -> Running {
+fn run_binary(fake: &FakeTelegram, grace: &str) -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let metrics: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"{grace}\"\n[metrics]\nlisten = \"{metrics}\"\n"
-        ),
-    )
-    .expect("write");
-    let child = Command::new(env!("CARGO_BIN_EXE_docket"))
-        .args(["--config", config.to_str().expect("utf8"), "run"])
-        .current_dir(dir.path())
-        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
-        .env("TELOXIDE_API_URL", fake.api_url().as_str())
-        .env_remove("DOCKET_CONFIG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("docket run starts");
-    Running { child, metrics, _dir: dir }
+    let toml = format!(
+        "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"{grace}\"\n[metrics]\nlisten = \"{metrics}\"\n"
+    );
+    let process = DocketProcess::new(dir, &toml, fake);
+    process.start();
+    Running { process, metrics }
 }
 
 async fn scrape(addr: std::net::SocketAddr) -> Option<String> {
@@ -335,13 +299,13 @@ async fn scrape(addr: std::net::SocketAddr) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
-    let mut bot = run_binary(&fake, "10s").await;
+    let fake = FakeTelegram::start().await;
+    let bot = run_binary(&fake, "10s");
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), crate::support::DEADLINE).await;
+    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), DEADLINE).await;
 
-    let body = eventually(crate::support::DEADLINE, async || {
+    let body = eventually(DEADLINE, async || {
         scrape(bot.metrics).await.filter(|b| b.contains("docket_messages_sent_total")).ok_or("no metrics served".into())
     })
     .await;
@@ -349,74 +313,52 @@ async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
         assert!(body.contains(name), "{name} missing from:\n{body}");
     }
 
-    let exit = sigterm(&mut bot).await;
+    let exit = sigterm(&bot.process).await;
     assert!(exit.success(), "exit status after SIGTERM: {exit:?}");
 }
 
-async fn sigterm(bot: &mut Running) -> std::process::ExitStatus {
-    let status = Command::new("kill").args(["-TERM", &bot.child.id().to_string()]).status().expect("kill runs");
-    assert!(status.success());
-    eventually(crate::support::DEADLINE, async || {
-        bot.child.try_wait().expect("wait").ok_or("docket did not stop after SIGTERM".into())
-    })
-    .await
+/// SIGTERM, then the exit status once the process has ended (panics after [`DEADLINE`]).
+async fn sigterm(process: &DocketProcess) -> std::process::ExitStatus {
+    process.terminate();
+    process.exit_status(DEADLINE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_unfinished_work_at_once_after_the_grace_period() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
-    let mut bot = run_binary(&fake, "1s").await;
+    let fake = FakeTelegram::start().await;
+    let bot = run_binary(&fake, "1s");
     let file = fake.add_file(fixture("pdf/text-20pages.pdf"));
     // About a minute to download: still running when SIGTERM comes and when the grace runs out.
-    fake.fail_downloads_for(
-        &file.file_id,
-        crate::support::fake_telegram::DownloadFault::Throttle { bytes_per_sec: 300 },
-        None,
-    );
+    fake.fail_downloads_for(&file.file_id, fake_bot_api::DownloadFault::Throttle { bytes_per_sec: 300 }, None);
     fake.push_update(fake.document_update(96, 96, &file, Some("slow.pdf"), Some("application/pdf")));
-    fake.wait_for_call("getFile", |_| true, crate::support::DEADLINE).await;
+    fake.wait_for_call("getFile", |_| true, DEADLINE).await;
     let started = std::time::Instant::now();
-    let exit = sigterm(&mut bot).await;
+    let exit = sigterm(&bot.process).await;
     assert!(exit.success(), "exit status after SIGTERM: {exit:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(15), "stopped after {:?}", started.elapsed());
 
-    let db = bot._dir.path().join("data").join("docket.db");
+    let db = bot.process.dir().join("data").join("docket.db");
     let store = docket::store::Store::open(&docket::store::DatabaseUrl::Sqlite(db)).await.expect("open");
     let job = store.job(docket::domain::Ticket(1)).await.expect("read").expect("the job exists");
     assert_eq!(job.state, docket::domain::JobState::Accepted);
     assert!(job.lease.is_none(), "released at shutdown, not left to lapse: {:?}", job.lease);
-    let parts: Vec<_> = crate::support::files_under(&bot._dir.path().join("data").join("downloads"));
+    let parts: Vec<_> = crate::support::files_under(&bot.process.dir().join("data").join("downloads"));
     assert!(parts.is_empty(), "the interrupted download left {parts:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_to_a_pipe_carry_no_colour_codes() {
-    let fake = crate::support::fake_telegram::FakeTelegram::start().await;
+    let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
-    let child = Command::new(env!("CARGO_BIN_EXE_docket"))
-        .args(["--config", config.to_str().expect("utf8"), "run"])
-        .current_dir(dir.path())
-        .env("TELOXIDE_TOKEN", crate::support::fake_telegram::TEST_TOKEN)
-        .env("TELOXIDE_API_URL", fake.api_url().as_str())
-        .env("RUST_LOG", "info")
-        .env_remove("DOCKET_CONFIG")
-        .env_remove("DOCKET_LOG_FORMAT")
-        .env_remove("NO_COLOR")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("docket run starts");
+    let toml = "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n";
+    // RUST_LOG=info, and neither NO_COLOR nor DOCKET_LOG_FORMAT: only the pipe says "no colours".
+    let process = DocketProcess::new(dir, toml, &fake).without_env("NO_COLOR").stderr_to_pipe();
+    process.start();
     // Polling has started: the startup lines (levels, fields) are written by now.
-    fake.wait_for_call("getUpdates", |_| true, crate::support::DEADLINE).await;
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
-    assert!(status.success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("docket exits"))
-        .await
-        .expect("the waiting thread");
-    assert!(out.status.success(), "exit status after SIGTERM: {:?}", out.status);
-    let logs = stderr(&out);
+    fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+    let status = sigterm(&process).await;
+    assert!(status.success(), "exit status after SIGTERM: {status:?}");
+    let logs = process.log_text();
     assert!(logs.contains("docket is running"), "{logs}");
     assert!(!logs.contains("\u{1b}["), "ANSI escape codes in piped logs:\n{logs:?}");
 }
@@ -430,7 +372,7 @@ fn admin_commands_on_a_missing_database_say_so_and_create_nothing() {
     for args in
         [&["status", "1"][..], &["status", "1", "--json"], &["jobs"], &["jobs", "--json"], &["janitor", "--dry-run"]]
     {
-        let out = docket(args, Some(&config));
+        let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a missing database");
         let err = stderr(&out);
         assert!(err.contains(&format!("no database at sqlite://{}", db.display())), "{args:?}: {err}");
@@ -448,7 +390,7 @@ fn admin_commands_refuse_a_sqlite_file_without_dockets_schema() {
     let config = dir.path().join("docket.toml");
     std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
     for args in [&["status", "1"][..], &["jobs"]] {
-        let out = docket(args, Some(&config));
+        let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a foreign database");
         let err = stderr(&out);
         assert!(err.contains("has no docket schema"), "{args:?}: {err}");
@@ -466,7 +408,7 @@ async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
     let config = dir.path().join("docket.toml");
     std::fs::write(&config, format!("[storage]\ndatabase_url = \"{}\"\n", db.url)).expect("write");
     for args in [&["status", "1"][..], &["jobs"]] {
-        let out = docket(args, Some(&config));
+        let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a database without docket's schema");
         let err = stderr(&out);
         assert!(err.contains("has no docket schema") && err.contains("(has docket run here?)"), "{args:?}: {err}");
@@ -483,7 +425,7 @@ async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
     let mut missing = url::Url::parse(&db.url).expect("a URL");
     missing.set_path("docket_it_does_not_exist");
     std::fs::write(&config, format!("[storage]\ndatabase_url = \"{missing}\"\n")).expect("write");
-    let out = docket(&["jobs"], Some(&config));
+    let out = child::output(&["jobs"], Some(&config));
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("no database at postgres://") && err.contains("(has docket run here?)"), "{err}");

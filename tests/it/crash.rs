@@ -10,21 +10,20 @@
 //! their job ending.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::OpenOptions;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use docket::domain::{Clock as _, Job, JobState, MessageKind, OutboxMessage, OutboxState, SystemClock, Ticket};
-use docket::store::{DatabaseUrl, JobFilter, Store};
+use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
+use docket::domain::{Job, OutboxMessage};
+use docket::store::DatabaseUrl;
+use docket::store::{JobFilter, Store};
+use fake_bot_api::{Call, DownloadFault, FakeTelegram, Fault};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use sha2::{Digest as _, Sha256};
-use tempfile::TempDir;
 
-use crate::support::fake_telegram::{Call, DownloadFault, FakeTelegram, Fault, TEST_TOKEN};
-use crate::support::{DEADLINE, files_under, fixture};
+use crate::support::child::DocketProcess;
+use crate::support::{DEADLINE, files_under, fixture, poll_until};
 
 /// `[workers] lease` of every process: the shortest allowed, so a killed process's claims lapse
 /// quickly.
@@ -36,12 +35,9 @@ struct Docket {
     /// The test's own handle on the bot's SQLite file.
     store: Store,
     data: PathBuf,
-    config: PathBuf,
-    log: PathBuf,
-    child: Option<Child>,
-    /// Processes started so far.
-    runs: u32,
-    dir: TempDir,
+    /// `docket run`, started and killed as the test goes; its stderr (docket at debug level) is
+    /// printed when the test fails.
+    process: DocketProcess,
 }
 
 impl Docket {
@@ -58,7 +54,6 @@ impl Docket {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("db").join("docket.db");
         let data = dir.path().join("data");
-        let config = dir.path().join("docket.toml");
         let toml = format!(
             "[telegram]\npoll_timeout = \"1s\"\n\
              [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
@@ -68,65 +63,31 @@ impl Docket {
             data = data.display().to_string(),
             lease = LEASE.as_secs(),
         );
-        std::fs::write(&config, toml).expect("write the configuration");
         let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
-        let log = dir.path().join("docket.log");
-        Self { fake, store, data, config, log, child: None, runs: 0, dir }
+        // docket's own debug lines; sqlx's per-statement lines would drown them.
+        let process = DocketProcess::new(dir, &toml, &fake).env("RUST_LOG", "debug,sqlx=warn,hyper_util=info");
+        Self { fake, store, data, process }
     }
 
     /// Starts `docket run`; its stderr goes to the shared log file.
-    fn start(&mut self) {
-        assert!(self.child.is_none(), "a docket process is already running");
-        self.runs += 1;
-        let mut log = OpenOptions::new().create(true).append(true).open(&self.log).expect("open the log file");
-        writeln!(log, "===== docket run #{} =====", self.runs).expect("write the log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_docket"))
-            .arg("--config")
-            .arg(&self.config)
-            .arg("run")
-            .current_dir(self.dir.path())
-            .env_remove("DOCKET_CONFIG")
-            .env_remove("DOCKET_LOG_FORMAT")
-            .env("TELOXIDE_TOKEN", TEST_TOKEN)
-            .env("TELOXIDE_API_URL", self.fake.api_url().as_str())
-            // docket's own debug lines; sqlx's per-statement lines would drown them.
-            .env("RUST_LOG", "debug,sqlx=warn,hyper_util=info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("the docket binary starts");
-        self.child = Some(child);
+    fn start(&self) {
+        self.process.start();
     }
 
     /// SIGKILLs the running process and reaps it.
-    fn kill(&mut self) {
-        let mut child = self.child.take().expect("a docket process is running");
-        child.kill().expect("SIGKILL the docket process");
-        child.wait().expect("reap the docket process");
+    fn kill(&self) {
+        self.process.kill();
     }
 
     /// The running process's id.
     fn pid(&self) -> u32 {
-        self.child.as_ref().expect("a docket process is running").id()
+        self.process.pid()
     }
 
     /// Polls `probe` until it gives a value; panics after `timeout`, or at once if the process
     /// exited on its own.
-    async fn until<T>(&mut self, what: &str, timeout: Duration, probe: impl AsyncFn(&Self) -> Option<T>) -> T {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(value) = probe(self).await {
-                return value;
-            }
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().expect("poll the child")) {
-                self.child = None;
-                panic!("docket exited on its own ({status}) while the test waited for {what}");
-            }
-            assert!(Instant::now() < deadline, "waited {timeout:?} for {what} in vain");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    async fn until<T>(&self, what: &str, timeout: Duration, probe: impl AsyncFn(&Self) -> Option<T>) -> T {
+        self.process.until(what, timeout, async || probe(self).await).await
     }
 
     async fn job(&self, ticket: Ticket) -> Option<Job> {
@@ -150,7 +111,7 @@ impl Docket {
     }
 
     /// The download requests the fake answered for `file_id`.
-    fn downloads_of(&self, file_id: &str) -> Vec<crate::support::fake_telegram::Download> {
+    fn downloads_of(&self, file_id: &str) -> Vec<fake_bot_api::Download> {
         self.fake.download_log().into_iter().filter(|d| d.file_id.as_deref() == Some(file_id)).collect()
     }
 
@@ -166,50 +127,12 @@ impl Docket {
     /// then: a file the commit stopped pointing at goes right after it, and one a crash orphaned
     /// goes at the next janitor pass (every second here).
     async fn files_when(&self, settled: impl Fn(&[PathBuf]) -> bool) -> Vec<PathBuf> {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
+        let files = poll_until(Duration::from_secs(5), async || {
             let files = self.files();
-            if settled(&files) || Instant::now() > deadline {
-                return files;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn log_text(&self) -> String {
-        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
-    }
-
-    /// Neither the token nor a download URL reached any process's log.
-    fn assert_no_secrets_logged(&self) {
-        let secret = TEST_TOKEN.split(':').nth(1).expect("the token has a secret half");
-        let log = self.log_text();
-        assert!(!log.contains(secret), "the bot token leaked into docket's log");
-        assert!(!log.contains("/file/bot"), "a file download URL leaked into docket's log");
-    }
-}
-
-impl Drop for Docket {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if std::thread::panicking() {
-            // The temp folder goes with the test; the whole log is kept beside it.
-            let kept = self.dir.path().with_extension("log");
-            let kept = std::fs::copy(&self.log, &kept).map(|_| kept.display().to_string());
-            eprintln!("docket's whole log: {}", kept.unwrap_or_else(|e| format!("(not kept: {e})")));
-            let log = self.log_text();
-            let lines: Vec<&str> = log.lines().collect();
-            let tail = lines[lines.len().saturating_sub(400)..].join("\n");
-            eprintln!(
-                "----- docket's log ({} processes, last {} of {} lines) -----\n{tail}\n----- end of docket's log -----",
-                self.runs,
-                lines.len().min(400),
-                lines.len()
-            );
-        }
+            if settled(&files) { Ok(files) } else { Err(files) }
+        })
+        .await;
+        files.unwrap_or_else(|unsettled| unsettled)
     }
 }
 
@@ -299,7 +222,7 @@ fn only_result_of(files: &[PathBuf], ticket: Ticket) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_download_then_restart_completes_once() {
     const CHAT: i64 = 7001;
-    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let d = Docket::new("download = 1\nprocess = 1").await;
     let pdf = generated_pdf(100, 15_000, 1);
     assert!(pdf.len() > 1_000_000, "{} bytes", pdf.len());
     let file = d.fake.add_file(pdf.clone());
@@ -373,7 +296,7 @@ async fn sigkill_mid_download_then_restart_completes_once() {
     let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
     assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
     assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
-    d.assert_no_secrets_logged();
+    d.process.assert_no_secrets_logged();
 }
 
 /// Kill while the PDF is being optimized; the next process takes the job over once the lease
@@ -381,7 +304,7 @@ async fn sigkill_mid_download_then_restart_completes_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_processing_then_restart_completes_once() {
     const CHAT: i64 = 7002;
-    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let d = Docket::new("download = 1\nprocess = 1").await;
     let pdf = heavy_pdf();
     let file = d.fake.add_file(pdf.clone());
     d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("heavy.pdf"), Some("application/pdf")));
@@ -429,7 +352,7 @@ async fn sigkill_mid_processing_then_restart_completes_once() {
     let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
     assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
     assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
-    d.assert_no_secrets_logged();
+    d.process.assert_no_secrets_logged();
 }
 
 /// Kill in the narrow window between the processing stage moving its output into
@@ -441,7 +364,7 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
     use sqlx::Connection as _;
 
     const CHAT: i64 = 7003;
-    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let d = Docket::new("download = 1\nprocess = 1").await;
     let pdf = heavy_pdf();
     let file = d.fake.add_file(pdf.clone());
     d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("window.pdf"), Some("application/pdf")));
@@ -454,7 +377,7 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
     .await;
 
     // Hold the write lock: the result is moved into results/1/, and its commit waits.
-    let db = d.dir.path().join("db").join("docket.db");
+    let db = d.process.dir().join("db").join("docket.db");
     let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.expect("connect");
     sqlx::query("BEGIN EXCLUSIVE").execute(&mut blocker).await.expect("take the write lock");
     let orphan = d
@@ -490,7 +413,7 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_send_stalls_the_chat_no_longer_than_a_lease() {
     const CHAT: i64 = 7004;
-    let mut d = Docket::new("download = 1\nprocess = 1").await;
+    let d = Docket::new("download = 1\nprocess = 1").await;
     // The first result send hangs at the fake, so the kill finds it in flight. (Kept short: when
     // the kill cuts the upload before the fake has read it, the fault stays queued and delays
     // the resend instead.)
@@ -575,7 +498,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
     let seed = std::env::var("DOCKET_CHAOS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0xD0C_4E7_u64);
     let started = Instant::now();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut d = Docket::new("download = 4\nprocess = 2").await;
+    let d = Docket::new("download = 4\nprocess = 2").await;
 
     let small = generated_pdf(20, 2_000, 11);
     let medium = generated_pdf(60, 8_000, 12);
@@ -744,7 +667,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
     let missing = expected.iter().filter(|f| !files.contains(f)).collect::<Vec<_>>();
     assert!(missing.is_empty(), "results of ready jobs are missing: {missing:?}");
     assert!(unexpected.is_empty(), "files left beyond one result per ready job: {unexpected:?}");
-    d.assert_no_secrets_logged();
+    d.process.assert_no_secrets_logged();
     // Messages still on their way (a row a killed process was sending waits for its lease).
     let mut outbox: BTreeMap<&str, usize> = BTreeMap::new();
     let mut undelivered = Vec::new();
@@ -779,7 +702,7 @@ async fn sigterm_during_a_long_run_exits_in_time_and_still_delivers_what_is_read
     const SHORT_CHAT: i64 = 7102;
     // No grace at all: the run is interrupted at once, while the upload still has seconds to go.
     const GRACE: Duration = Duration::ZERO;
-    let mut d = Docket::with_config(
+    let d = Docket::with_config(
         "shutdown_grace = \"0s\"\ndownload = 2\nprocess = 2",
         "[limits]\ncloud_download = \"128 MiB\"",
     )
@@ -809,20 +732,12 @@ async fn sigterm_during_a_long_run_exits_in_time_and_still_delivers_what_is_read
         "the long run is still going when SIGTERM comes"
     );
 
-    let pid = d.pid();
     let sent_at = Instant::now();
-    let kill = Command::new("kill").arg("-TERM").arg(pid.to_string()).status().expect("run kill");
-    assert!(kill.success());
-    let mut child = d.child.take().expect("running");
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            break status;
-        }
-        assert!(sent_at.elapsed() < Duration::from_secs(60), "docket did not exit within a minute of SIGTERM");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    d.process.terminate();
+    // Panics (with docket's log) if it does not exit within a minute of SIGTERM.
+    let status = d.process.exit_status(Duration::from_secs(60)).await;
     let took = sent_at.elapsed();
-    assert!(status.success(), "exit status {status}: {}", d.log_text());
+    assert!(status.success(), "exit status {status}: {}", d.process.log_text());
     // The grace period, the senders' few seconds after the workers, and room for a loaded machine.
     let bound = GRACE + docket::app::SENDERS_AFTER_WORKERS + Duration::from_secs(4);
     assert!(took < bound, "exited {took:?} after SIGTERM, over {bound:?}");

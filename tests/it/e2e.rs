@@ -3,9 +3,9 @@
 
 use docket::domain::{JobState, Ticket};
 use docket::store::UpdateOutcome;
+use fake_bot_api::Call;
 
 use crate::per_backend;
-use crate::support::fake_telegram::Call;
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
 per_backend!(
@@ -92,7 +92,7 @@ async fn the_same_file_twice_gets_the_same_ticket(backend: Backend) {
     let bytes = fixture("pdf/text-1page.pdf");
     let file = app.fake.add_file(bytes);
     // Slow the download so the job is still running when the file comes again.
-    app.fake.fail_downloads(crate::support::fake_telegram::DownloadFault::Throttle { bytes_per_sec: 1_000 }, Some(1));
+    app.fake.fail_downloads(fake_bot_api::DownloadFault::Throttle { bytes_per_sec: 1_000 }, Some(1));
     app.fake.push_update(app.fake.document_update(300, 300, &file, Some("same.pdf"), Some("application/pdf")));
     app.fake.wait_for_call("sendMessage", to_chat(300), DEADLINE).await;
     app.fake.push_update(app.fake.document_update(300, 300, &file, Some("same-renamed.pdf"), Some("application/pdf")));

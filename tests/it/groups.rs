@@ -10,10 +10,10 @@ use std::time::Duration;
 use docket::config::{Config, GroupMode};
 use docket::domain::{ChatRef, MessageKind, Ticket};
 use docket::store::{JobFilter, UpdateOutcome};
+use fake_bot_api::{Call, FloodLimits};
 use serde_json::{Value, json};
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, FloodLimits};
 use crate::support::{Backend, DEADLINE, TestApp, fixture};
 
 per_backend!(

@@ -3,10 +3,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use docket::domain::{ChatRef, JobState, MessageKind, NewMessage, OutboxState, Ticket};
+use docket::domain::NewMessage;
+use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
+use fake_bot_api::{Call, DownloadFault, Fault};
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, DownloadFault, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use docket::domain::{Clock as _, JobState, SystemClock, Ticket};
+use fake_bot_api::{DownloadFault, Fault};
 
-use crate::support::fake_telegram::{DownloadFault, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 /// One getFile answered 429 delays job 1 by a second; four files arrive meanwhile and are

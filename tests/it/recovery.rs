@@ -1,10 +1,10 @@
 //! Interruptions: crashes between receiving and recording, cut downloads, lying sizes.
 
 use docket::domain::{JobState, Ticket};
+use fake_bot_api::{Call, DownloadFault, Fault};
 use sqlx::Connection;
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, DownloadFault, Fault};
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
 per_backend!(

@@ -3,7 +3,6 @@
 //! first, and old rows are pruned only past the configured history.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -11,9 +10,10 @@ use docket::domain::{ChatRef, JobState, ManualClock, NewJob, Operation, Ticket, 
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
 use docket::store::{Stage, UpdateOutcome};
+use fake_bot_api::{Call, Fault};
 use tokio::sync::Notify;
 
-use crate::support::fake_telegram::{Call, Fault};
+use crate::support::child;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
@@ -42,13 +42,9 @@ fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn janitor_cli(config: &Path, dry_run: bool) -> String {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
-    cmd.arg("--config").arg(config).arg("janitor");
-    if dry_run {
-        cmd.arg("--dry-run");
-    }
-    let out = cmd.env_remove("DOCKET_CONFIG").output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let args: &[&str] = if dry_run { &["janitor", "--dry-run"] } else { &["janitor"] };
+    let out = child::output(args, Some(config));
+    assert!(out.status.success(), "{}", child::stderr(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

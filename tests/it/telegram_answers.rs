@@ -2,16 +2,16 @@
 //! webhook is set, another process polls, the token is refused), when an answer does not come
 //! in time, and when a sender can no longer keep its claim on a message.
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use docket::app::Options;
-use docket::domain::{ChatRef, JobState, OutboxMessage, OutboxState, Ticket};
+use docket::domain::OutboxMessage;
+use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
 use docket::store::DatabaseUrl;
+use fake_bot_api::{Call, FakeTelegram, Fault, TEST_TOKEN};
 
 use crate::per_backend;
-use crate::support::fake_telegram::{Call, FakeTelegram, Fault, TEST_TOKEN};
+use crate::support::child::DocketProcess;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test_options};
 
 per_backend!(
@@ -98,59 +98,25 @@ async fn a_second_poller_is_named_plainly_and_not_fatal(backend: Backend) {
 // ---------------------------------------------------------------------------------------------
 // 401: the token is refused
 
-/// `docket run` as a child process against `fake`, with `token`; its stderr goes to a file.
-struct DocketRun {
-    child: tokio::process::Child,
-    stderr: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+/// `docket run` as a child process against `fake`, with `token`.
+fn docket_run(fake: &FakeTelegram, token: &str) -> DocketProcess {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = format!(
+        "[telegram]\npoll_timeout = \"1s\"\n\
+         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
+         [workers]\nlease = \"3s\"\nshutdown_grace = \"5s\"\n",
+        url = format!("sqlite://{}", dir.path().join("docket.db").display()),
+        data = dir.path().join("data").display().to_string(),
+    );
+    let process = DocketProcess::new(dir, &toml, fake).env("TELOXIDE_TOKEN", token);
+    process.start();
+    process
 }
 
-impl DocketRun {
-    fn start(fake: &FakeTelegram, token: &str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("docket.toml");
-        let toml = format!(
-            "[telegram]\npoll_timeout = \"1s\"\n\
-             [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-             [workers]\nlease = \"3s\"\nshutdown_grace = \"5s\"\n",
-            url = format!("sqlite://{}", dir.path().join("docket.db").display()),
-            data = dir.path().join("data").display().to_string(),
-        );
-        std::fs::write(&config, toml).expect("write the configuration");
-        let stderr = dir.path().join("stderr.log");
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_docket"))
-            .arg("--config")
-            .arg(&config)
-            .arg("run")
-            .current_dir(dir.path())
-            .env_remove("DOCKET_CONFIG")
-            .env_remove("DOCKET_LOG_FORMAT")
-            .env("TELOXIDE_TOKEN", token)
-            .env("TELOXIDE_API_URL", fake.api_url().as_str())
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).expect("create the stderr file"))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the docket binary starts");
-        Self { child, stderr, _dir: dir }
-    }
-
-    /// Waits for the process to end on its own; panics with its stderr after `timeout`.
-    async fn exit_status(&mut self, timeout: Duration) -> (std::process::ExitStatus, String) {
-        let status = tokio::time::timeout(timeout, self.child.wait()).await;
-        let stderr = read(&self.stderr);
-        match status {
-            Ok(status) => (status.expect("wait for docket"), stderr),
-            Err(_) => panic!("docket still runs after {timeout:?}; its stderr:\n{stderr}"),
-        }
-    }
-}
-
-fn read(path: &Path) -> String {
-    String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+/// Waits for the process to end on its own; panics with its stderr after `timeout`.
+async fn exit_status(docket: &DocketProcess, timeout: Duration) -> (std::process::ExitStatus, String) {
+    let status = docket.exit_status(timeout).await;
+    (status, docket.log_text())
 }
 
 const TOKEN_REFUSED: &str = "the Bot API refused the token (401 Unauthorized): check TELOXIDE_TOKEN / revoked?";
@@ -158,8 +124,8 @@ const TOKEN_REFUSED: &str = "the Bot API refused the token (401 Unauthorized): c
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docket_run_with_a_wrong_token_exits_naming_the_token() {
     let fake = FakeTelegram::start().await;
-    let mut docket = DocketRun::start(&fake, "123456:WRONG-docket-token");
-    let (status, stderr) = docket.exit_status(DEADLINE).await;
+    let docket = docket_run(&fake, "123456:WRONG-docket-token");
+    let (status, stderr) = exit_status(&docket, DEADLINE).await;
     assert!(!status.success(), "{status}: {stderr}");
     assert!(stderr.contains(TOKEN_REFUSED), "{stderr}");
     assert!(!stderr.contains("WRONG-docket-token"), "the token was printed: {stderr}");
@@ -168,11 +134,11 @@ async fn docket_run_with_a_wrong_token_exits_naming_the_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_while_polling_stops_docket_run() {
     let fake = FakeTelegram::start().await;
-    let mut docket = DocketRun::start(&fake, TEST_TOKEN);
+    let docket = docket_run(&fake, TEST_TOKEN);
     fake.wait_for_call("getUpdates", |c| c.status == 200, DEADLINE).await;
     fake.revoke_token();
     fake.wait_for_call("getUpdates", |c| c.status == 401, DEADLINE).await;
-    let (status, stderr) = docket.exit_status(DEADLINE).await;
+    let (status, stderr) = exit_status(&docket, DEADLINE).await;
     assert!(!status.success(), "{status}: {stderr}");
     assert!(stderr.contains(&format!("docket: while polling for updates: {TOKEN_REFUSED}")), "{stderr}");
     assert!(stderr.contains("stopped"), "it stopped in order: {stderr}");

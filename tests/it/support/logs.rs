@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
-use super::fake_telegram::TEST_TOKEN;
+use fake_bot_api::TEST_TOKEN;
 
 static CAPTURED: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
 

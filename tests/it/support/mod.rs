@@ -1,19 +1,17 @@
 //! The test harness: a running docket wired to a fake Bot API, a temp data folder and a fresh
-//! database, plus waiting helpers that poll a condition until a deadline (never a bare sleep).
+//! database ([`TestApp`], in this process), the real binary as a child process ([`child`]), plus
+//! waiting helpers that poll a condition until a deadline (never a bare sleep).
 
-pub mod fake_telegram;
+mod app;
+pub mod child;
 pub mod logs;
+#[cfg(feature = "postgres-tests")]
+pub mod postgres;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use docket::app::{Options, Running};
-use docket::config::{BotToken, Config};
-use docket::domain::{Job, SystemClock, Ticket};
-use docket::store::{DatabaseUrl, Store};
-use fake_telegram::{FakeTelegram, FileRef, TEST_TOKEN};
-use tempfile::TempDir;
+pub use app::{TestApp, test_options};
 
 /// How long any single wait in a test may take before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -51,245 +49,21 @@ pub enum Backend {
     Postgres,
 }
 
-/// A running docket and everything around it.
-pub struct TestApp {
-    pub fake: FakeTelegram,
-    pub config: Config,
-    /// A store handle of the test's own, for assertions.
-    pub store: Store,
-    running: Option<Running>,
-    _dir: TempDir,
-    #[cfg(feature = "postgres-tests")]
-    _pg: Option<postgres::TestDatabase>,
-}
-
-impl TestApp {
-    /// docket on `backend`, with `tune` applied to the configuration, running.
-    pub async fn spawn_with(backend: Backend, tune: impl FnOnce(&mut Config)) -> Self {
-        let mut app = Self::create(backend, tune).await;
-        app.start().await;
-        app
-    }
-
-    /// Everything prepared (fake, folders, database) but docket not started yet.
-    pub async fn create(backend: Backend, tune: impl FnOnce(&mut Config)) -> Self {
-        logs::capture();
-        let fake = FakeTelegram::start().await;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = Config::from_toml_str(
-            r#"
-            [telegram]
-            poll_timeout = "1s"
-            [workers]
-            download = 2
-            process = 2
-            lease = "3s"
-            shutdown_grace = "5s"
-            "#,
-            None,
-            Some(fake.api_url().as_str()),
-        )
-        .expect("test config is valid");
-        config.storage.data_dir = dir.path().join("data");
-        #[cfg(feature = "postgres-tests")]
-        let mut pg = None;
-        config.storage.database_url = match backend {
-            Backend::Sqlite => DatabaseUrl::Sqlite(dir.path().join("db").join("docket.db")),
-            #[cfg(feature = "postgres-tests")]
-            Backend::Postgres => {
-                let db = postgres::TestDatabase::create().await;
-                let url = db.url.clone();
-                pg = Some(db);
-                DatabaseUrl::Postgres(url)
-            }
-        };
-        tune(&mut config);
-        let store = Store::open(&config.storage.database_url).await.expect("test store opens");
-        Self {
-            fake,
-            config,
-            store,
-            running: None,
-            _dir: dir,
-            #[cfg(feature = "postgres-tests")]
-            _pg: pg,
-        }
-    }
-
-    /// Starts docket (again) on the same database and data folder.
-    pub async fn start(&mut self) {
-        self.start_with(test_options()).await;
-    }
-
-    /// Starts docket (again) with these options instead of [`test_options`].
-    pub async fn start_with(&mut self, options: Options) {
-        assert!(self.running.is_none(), "already running");
-        let running =
-            docket::app::start(&self.config, BotToken::new(TEST_TOKEN), options).await.expect("docket starts");
-        self.running = Some(running);
-    }
-
-    /// A second docket on the same database, data folder and fake (another machine, say).
-    pub async fn start_another(&self) -> Running {
-        docket::app::start(&self.config, BotToken::new(TEST_TOKEN), test_options())
-            .await
-            .expect("a second docket starts")
-    }
-
-    /// Queues `body` for `chat` straight into the outbox, as any stage would.
-    pub async fn enqueue(&self, key: &str, chat: i64, body: &str) {
-        let m = docket::domain::NewMessage {
-            idempotency_key: key.to_owned(),
-            job: None,
-            chat: docket::domain::ChatRef(chat),
-            kind: docket::domain::MessageKind::Reply,
-            body: body.to_owned(),
-            reply_to_message_id: None,
-        };
-        self.store.enqueue(&m, docket::domain::Clock::now(&SystemClock)).await.expect("enqueue");
-    }
-
-    /// Waits until every message in the outbox is `sent`, with `expected` rows in all.
-    pub async fn wait_until_all_sent(&self, expected: usize, deadline: Duration) -> Vec<docket::domain::OutboxMessage> {
-        eventually(deadline, async || {
-            let m = self.store.messages(None, None).await.expect("store reads");
-            if m.len() == expected && m.iter().all(|m| m.state == docket::domain::OutboxState::Sent) {
-                return Ok(m);
-            }
-            let open: Vec<_> = m.iter().filter(|m| m.state != docket::domain::OutboxState::Sent).collect();
-            Err(format!("{} of {expected} messages, not all sent: {open:#?}", m.len()))
-        })
-        .await
-    }
-
-    /// Stops docket in order, as SIGTERM would.
-    pub async fn stop(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.stop().await;
-        }
-    }
-
-    /// Drops every loop at once, as a crash would.
-    pub async fn kill(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.kill().await;
-        }
-    }
-
-    /// Bytes the running docket holds in its byte budget.
-    pub fn reserved_bytes(&self) -> u64 {
-        self.running.as_ref().expect("docket is running").reserved_bytes()
-    }
-
-    /// Records a job straight into the store, as an earlier intake (under other settings) would
-    /// have; returns its ticket.
-    pub async fn insert_job(&self, chat: i64, file: &FileRef, name: &str, declared_size: Option<u64>) -> Ticket {
-        let job = docket::domain::NewJob {
-            update_id: chat,
-            chat: docket::domain::ChatRef(chat),
-            user_id: Some(chat),
-            message_id: 1,
-            file_id: file.file_id.clone(),
-            file_unique_id: file.file_unique_id.clone(),
-            declared_name: Some(name.to_owned()),
-            declared_mime: Some("application/pdf".to_owned()),
-            declared_size: declared_size.map(|s| s as i64),
-            operation: docket::domain::Operation::Optimize,
-        };
-        let mut tx = self.store.begin().await.expect("tx");
-        let ticket = tx.insert_job(&job, docket::domain::Clock::now(&SystemClock)).await.expect("insert");
-        tx.commit().await.expect("commit");
-        ticket
-    }
-
-    /// Runs one SQL statement on the test's database (to set up a state no API reaches).
-    pub async fn execute(&self, sql: &str) {
-        use sqlx::Connection as _;
-        match &self.config.storage.database_url {
-            DatabaseUrl::Sqlite(path) => {
-                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-                    .await
-                    .expect("connect to the test database");
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("run the statement");
-            }
-            #[cfg(feature = "postgres-tests")]
-            DatabaseUrl::Postgres(url) => {
-                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect to the test database");
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("run the statement");
-            }
-            #[allow(unreachable_patterns)]
-            other => panic!("no test connection for {other:?}"),
-        }
-    }
-
-    /// The data folder.
-    pub fn data_dir(&self) -> PathBuf {
-        self.config.storage.data_dir.clone()
-    }
-
-    /// Puts `bytes` on the fake as a file and sends it as a document from `chat` (user = chat).
-    pub fn send_document(&self, chat: i64, bytes: Vec<u8>, name: &str, mime: &str) -> (i64, FileRef) {
-        let file = self.fake.add_file(bytes);
-        let update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
-        (self.fake.push_update(update), file)
-    }
-
-    /// Sends `text` from `chat` (user = chat).
-    pub fn send_text(&self, chat: i64, text: &str) -> i64 {
-        let update = self.fake.text_update(chat, chat, text);
-        self.fake.push_update(update)
-    }
-
-    /// Waits until job `ticket` satisfies `pred`; panics with the job's last state otherwise.
-    pub async fn wait_for_job(&self, ticket: Ticket, pred: impl Fn(&Job) -> bool) -> Job {
-        eventually(DEADLINE, async || match self.store.job(ticket).await.expect("store reads") {
-            Some(job) if pred(&job) => Ok(job),
-            job => Err(format!("job {ticket} never reached the expected condition; last seen: {job:#?}")),
-        })
-        .await
-    }
-}
-
-impl TestApp {
-    /// Waits until the messages of `chat` satisfy `pred`.
-    pub async fn wait_until_messages(
-        &self,
-        chat: docket::domain::ChatRef,
-        pred: impl Fn(&Vec<docket::domain::OutboxMessage>) -> bool,
-    ) {
-        eventually(DEADLINE, async || {
-            let m = self.store.messages(Some(chat), None).await.expect("store reads");
-            if pred(&m) { Ok(()) } else { Err(format!("messages of chat {} never matched: {m:#?}", chat.0)) }
-        })
-        .await;
-    }
-}
-
-impl Drop for TestApp {
-    fn drop(&mut self) {
-        // Whatever the test did, the token must never have reached the logs.
-        logs::assert_no_secrets();
-    }
-}
-
-/// The options every test docket runs with: the real clock, quick idle polls and retries.
-pub fn test_options() -> Options {
-    Options {
-        clock: Arc::new(SystemClock),
-        idle_poll: Duration::from_millis(100),
-        retry_base: Duration::from_millis(100),
-        ..Options::default()
-    }
-}
-
 /// Polls `probe` every 20 ms until it gives `Ok`; once `deadline` has passed, panics with what
 /// its last `Err` said (the state the test waited in vain to see change).
-pub async fn eventually<T>(deadline: Duration, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+pub async fn eventually<T>(deadline: Duration, probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+    poll_until(deadline, probe).await.unwrap_or_else(|last| panic!("{last}"))
+}
+
+/// The one polling loop of the harness, behind [`eventually`] and the waits of
+/// [`child::DocketProcess`]: polls `probe` every 20 ms until it gives `Ok`, or, once `deadline`
+/// has passed, returns its last `Err`.
+pub async fn poll_until<T, E>(deadline: Duration, mut probe: impl AsyncFnMut() -> Result<T, E>) -> Result<T, E> {
     let deadline = tokio::time::Instant::now() + deadline;
     loop {
         match probe().await {
-            Ok(value) => return value,
-            Err(last) if tokio::time::Instant::now() > deadline => panic!("{last}"),
+            Ok(value) => return Ok(value),
+            Err(last) if tokio::time::Instant::now() > deadline => return Err(last),
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
@@ -314,52 +88,4 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-#[cfg(feature = "postgres-tests")]
-pub mod postgres {
-    //! A fresh PostgreSQL database per test, dropped afterwards.
-
-    use sqlx::Connection;
-
-    pub struct TestDatabase {
-        pub url: String,
-        admin_url: String,
-        name: String,
-    }
-
-    impl TestDatabase {
-        pub async fn create() -> Self {
-            let admin_url = std::env::var("DATABASE_URL")
-                .expect("DATABASE_URL must point at a PostgreSQL server for --features postgres-tests");
-            let name = format!("docket_it_{:016x}", rand::random::<u64>());
-            let mut conn = sqlx::PgConnection::connect(&admin_url).await.expect("connect to DATABASE_URL");
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .execute(&mut conn)
-                .await
-                .expect("create test database");
-            let mut url = url::Url::parse(&admin_url).expect("DATABASE_URL is a URL");
-            url.set_path(&name);
-            Self { url: url.to_string(), admin_url, name }
-        }
-    }
-
-    impl Drop for TestDatabase {
-        fn drop(&mut self) {
-            let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
-            // Drop runs outside async; a short-lived runtime on its own thread does the cleanup.
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-                rt.block_on(async {
-                    if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
-                        let _ =
-                            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-                                .execute(&mut conn)
-                                .await;
-                    }
-                });
-            })
-            .join();
-        }
-    }
 }
