@@ -367,37 +367,7 @@ mod tests {
     }
 
     fn job(ticket: i64, name: &str, size: Option<i64>) -> Job {
-        let t0 = Timestamp::from_millis(1_796_000_000_000);
-        Job {
-            ticket: Ticket(ticket),
-            update_id: 1,
-            chat: crate::domain::ChatRef(7),
-            user_id: Some(7),
-            message_id: 3,
-            file_id: "f".into(),
-            file_unique_id: "u".into(),
-            declared_name: Some(name.into()),
-            declared_mime: Some("application/pdf".into()),
-            declared_size: size,
-            operation: crate::domain::Operation::Optimize,
-            state: JobState::Accepted,
-            local_path: None,
-            real_size: None,
-            sha256: None,
-            detected_format: None,
-            lease: None,
-            attempts: 0,
-            not_before: t0,
-            source_losses: 0,
-            error: None,
-            error_detail: None,
-            result_path: None,
-            result_size: None,
-            result_file_id: None,
-            result_expires_at: None,
-            created_at: t0,
-            updated_at: t0,
-        }
+        Job::accepted_for_tests(ticket, name, size, Timestamp::from_millis(1_796_000_000_000))
     }
 
     #[test]

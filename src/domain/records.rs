@@ -161,3 +161,41 @@ pub struct OutboxMessage {
     /// Last error, for admins.
     pub error: Option<String>,
 }
+
+#[cfg(test)]
+impl Job {
+    /// A freshly accepted job for unit tests: ticket `ticket`, `name`, declared `size`, chat and
+    /// user 7, every time `at`; tests change the fields they are about with struct update syntax.
+    pub(crate) fn accepted_for_tests(ticket: i64, name: &str, size: Option<i64>, at: super::Timestamp) -> Self {
+        Self {
+            ticket: super::Ticket(ticket),
+            update_id: 1,
+            chat: super::ChatRef(7),
+            user_id: Some(7),
+            message_id: 3,
+            file_id: "f".into(),
+            file_unique_id: "u".into(),
+            declared_name: Some(name.into()),
+            declared_mime: Some("application/pdf".into()),
+            declared_size: size,
+            operation: super::Operation::Optimize,
+            state: super::JobState::Accepted,
+            local_path: None,
+            real_size: None,
+            sha256: None,
+            detected_format: None,
+            lease: None,
+            attempts: 0,
+            not_before: at,
+            source_losses: 0,
+            error: None,
+            error_detail: None,
+            result_path: None,
+            result_size: None,
+            result_file_id: None,
+            result_expires_at: None,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+}

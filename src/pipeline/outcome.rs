@@ -142,7 +142,7 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{ChatRef, JobState, Operation, Ticket};
+    use crate::domain::{ChatRef, JobState, Ticket};
 
     const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
     const RULES: Rules = Rules { max_attempts: 3, max_source_losses: 3, retry_base: Duration::from_secs(2) };
@@ -152,31 +152,15 @@ mod tests {
             ticket: Ticket(12),
             update_id: 5,
             chat: ChatRef(42),
-            user_id: Some(42),
             message_id: 7,
-            file_id: "f".into(),
-            file_unique_id: "u".into(),
-            declared_name: Some("report.pdf".into()),
             declared_mime: None,
             declared_size: Some(1_000),
-            operation: Operation::Optimize,
             state,
             local_path: Some("/data/downloads/12-1-x.source".into()),
             real_size: Some(1_000),
-            sha256: None,
-            detected_format: None,
-            lease: None,
             attempts,
-            not_before: NOW,
             source_losses,
-            error: None,
-            error_detail: None,
-            result_path: None,
-            result_size: None,
-            result_file_id: None,
-            result_expires_at: None,
-            created_at: NOW,
-            updated_at: NOW,
+            ..Job::accepted_for_tests(12, "report.pdf", Some(1_000), NOW)
         }
     }
 
