@@ -175,7 +175,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             .context("while reading jobs in flight")?;
         for job in held {
             // No download claim made this reservation (token 0): only the job's end gives it back.
-            budget.hold(job.ticket, 0, job.real_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+            let size = job.source.as_ref().map_or(0, |s| u64::try_from(s.size).unwrap_or(0));
+            budget.hold(job.ticket, 0, size);
         }
     }
     let intake = Intake::new(
