@@ -16,7 +16,7 @@ use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::domain::JobState;
-use crate::domain::{SharedClock, SystemClock};
+use crate::domain::{Clock, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -25,7 +25,7 @@ use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{JobFilter, Stage, Store};
+use crate::store::{JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
@@ -332,6 +332,8 @@ pub fn janitor_deps(
 /// Starting fails, or polling stopped for good (the Bot API refused the token): then the bot
 /// stops in order as on SIGTERM, and the error says why.
 pub async fn run(config: &Config, token: BotToken) -> anyhow::Result<()> {
+    // Held until this function returns: one `docket run` per SQLite database.
+    let _sole_runner = RunLock::acquire(&config.storage.database_url, SystemClock.now())?;
     if let Some(listen) = config.metrics.listen {
         crate::telemetry::serve_metrics(listen)?;
         info!(%listen, "serving metrics at /metrics");
