@@ -5,6 +5,7 @@
 //! resume it at once. The same orderly stop follows when polling ends for good (the Bot API
 //! refused the token), and `run` then returns that error.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
+use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
@@ -41,6 +43,9 @@ pub struct Options {
     /// How long a Bot API call may wait for its answer beyond the long poll's own wait; a send
     /// still unanswered then counts as lost (outcome unknown).
     pub answer_timeout: Duration,
+    /// The program processing runs re-execute as their child (`docket process … --contained`):
+    /// this binary. Tests, whose own binary is not docket, name docket's.
+    pub program: PathBuf,
 }
 
 impl Default for Options {
@@ -50,6 +55,7 @@ impl Default for Options {
             idle_poll: Duration::from_secs(1),
             retry_base: Duration::from_secs(2),
             answer_timeout: Duration::from_secs(60),
+            program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("docket")),
         }
     }
 }
@@ -295,12 +301,19 @@ pub fn pipeline_deps(
         config.budget.max_wait,
         Arc::clone(&wake.downloads),
     ));
+    let memory = Arc::new(MemoryBudget::new(config.budget.memory));
     PipelineDeps {
+        memory,
         store,
         clock: Arc::clone(&options.clock),
         telegram,
         spool,
-        settings: Arc::new(PipelineSettings::from_config(config, options.idle_poll, options.retry_base)),
+        settings: Arc::new(PipelineSettings::from_config(
+            config,
+            options.idle_poll,
+            options.retry_base,
+            options.program.clone(),
+        )),
         wake,
         budget,
     }

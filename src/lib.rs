@@ -24,6 +24,7 @@ pub mod detect;
 pub mod domain;
 pub mod intake;
 pub mod janitor;
+pub mod operations;
 pub mod outbox;
 pub mod pdf;
 pub mod pipeline;
