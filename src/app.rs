@@ -21,6 +21,7 @@ use crate::domain::{SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
+use crate::operations::Availability;
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::memory::MemoryBudget;
@@ -170,6 +171,14 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         }
     };
 
+    for tool in config.processing.tools() {
+        match tool.availability() {
+            Availability::Available(path) => {
+                info!(operation = %tool.name, program = %path.display(), "external operation available")
+            }
+            Availability::Unavailable(why) => warn!(operation = %tool.name, "{why}"),
+        }
+    }
     let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
     let wake = pipeline.wake.clone();
     let budget = Arc::clone(&pipeline.budget);

@@ -115,9 +115,10 @@ fn parse_state(s: &str) -> Result<JobState, String> {
 
 /// Runs the parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Command::Process { contained: true, .. } = &cli.command {
-        return contained_child(cli.command);
-    }
+    let cli = match run_if_contained_child(cli) {
+        Ok(cli) => cli,
+        Err(done) => return done,
+    };
     let config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Run => {
@@ -280,6 +281,17 @@ fn work_named(config: &Config, name: &str) -> anyhow::Result<Work> {
     match tool.availability() {
         Availability::Available(_) => Ok(Work::Tool(tool)),
         Availability::Unavailable(why) => anyhow::bail!("{why}"),
+    }
+}
+
+/// Runs `docket process … --contained`, synchronously, and gives its result as `Err`; any other
+/// command comes back as `Ok` to be run on the async runtime. The binary calls this before it
+/// starts the runtime, so the child of a contained run has no runtime threads.
+#[expect(clippy::result_large_err, reason = "the Ok side is handed straight back to the caller")]
+pub fn run_if_contained_child(cli: Cli) -> Result<Cli, anyhow::Result<()>> {
+    match cli.command {
+        Command::Process { contained: true, .. } => Err(contained_child(cli.command)),
+        _ => Ok(cli),
     }
 }
 

@@ -15,14 +15,16 @@ pub const DEFAULT_MEMORY_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// `max_inflate` when not set: 256 MiB.
 pub const DEFAULT_MAX_INFLATE: u64 = 256 * 1024 * 1024;
-/// The smallest `memory_limit` (and a tool's): below it, docket's own child cannot start.
-pub const MIN_MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
+/// The smallest `memory_limit` (and a tool's): the address space docket's own child takes before
+/// it reads anything (its binary, and the 64 MiB stack of the lopdf thread), with room to work.
+pub const MIN_MEMORY_LIMIT: u64 = 128 * 1024 * 1024;
 
 /// `[processing]`: the limits every operation runs under.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProcessingConfig {
-    /// `memory_limit`: address space of the child process of one run; at least 64 MiB.
+    /// `memory_limit`: address space of the child process of one run; at least 128 MiB, and room
+    /// for 4 × `max_inflate` beyond that.
     #[serde(deserialize_with = "memory_limit", serialize_with = "value::write_size")]
     pub memory_limit: u64,
     /// `timeout`: how long one run may take before its child is killed; 1 s to 1 day.
@@ -92,7 +94,7 @@ fn default_memory_factor() -> f64 {
 fn memory_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let bytes = value::size(d)?;
     if bytes < MIN_MEMORY_LIMIT {
-        return Err(serde::de::Error::custom("a size of at least \"64 MiB\", such as \"2 GiB\""));
+        return Err(serde::de::Error::custom("a size of at least \"128 MiB\", such as \"2 GiB\""));
     }
     Ok(bytes)
 }
@@ -123,8 +125,22 @@ fn command<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Err
 }
 
 impl ProcessingConfig {
-    /// Names of external operations that clash with a built-in one, as problems.
+    /// Names of external operations that clash with a built-in one, and an inflate cap the
+    /// memory limit cannot hold, as problems.
     pub(super) fn check(&self, problems: &mut Vec<super::Problem>) {
+        // Inflating grows its buffer by doubling and copies on the way: up to about three times
+        // the cap at once, beside the child's own base and the document around it.
+        if self.max_inflate.saturating_mul(4).saturating_add(MIN_MEMORY_LIMIT) > self.memory_limit {
+            problems.push(super::Problem {
+                key: "[processing] max_inflate".into(),
+                found: format!("{:?}", super::value::human_size(self.max_inflate)),
+                expected: format!(
+                    "at most a quarter of what [processing] memory_limit ({:?}) leaves beyond 128 MiB, or \
+                     a stream that inflates to near the cap fails as out of memory instead",
+                    super::value::human_size(self.memory_limit)
+                ),
+            });
+        }
         for name in self.external.keys() {
             if name == crate::operations::OPTIMIZE {
                 problems.push(super::Problem {

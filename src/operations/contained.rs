@@ -51,6 +51,9 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // glibc gives each thread an arena that reserves 64 MiB of address space: under
+        // RLIMIT_AS that is memory the document cannot use. Two arenas are enough for lopdf.
+        .env("MALLOC_ARENA_MAX", "2")
         // Its own process group, so that the child and everything it starts die together.
         .process_group(0)
         .kill_on_drop(true);
