@@ -345,6 +345,35 @@ mod tests {
     }
 
     #[test]
+    fn external_tools_are_read_and_their_problems_named() {
+        let c = Config::from_toml_str(
+            "[processing]\nmemory_limit = \"4 GiB\"\n[processing.external.ocr]\n\
+             command = [\"ocrmypdf\", \"-l\", \"{lang}\", \"{input}\", \"{output}\"]\naccepts = [\"pdf\"]\n\
+             timeout = \"30m\"\n",
+            None,
+            None,
+        )
+        .expect("valid");
+        let tools = c.processing.tools();
+        assert_eq!(tools.len(), 1);
+        assert_eq!((tools[0].name.as_str(), tools[0].output.as_str()), ("ocr", "pdf"));
+        assert_eq!(tools[0].timeout, Some(Duration::from_secs(1800)));
+        assert_eq!(tools[0].memory_limit, None);
+        let back = Config::from_toml_str(&c.to_toml(), None, None).expect("the written configuration is valid");
+        assert_eq!(back, c);
+
+        let p = problems("[processing.external.optimize]\ncommand = [\"x\"]\naccepts = [\"pdf\"]\n");
+        assert_eq!(p[0].key, "[processing.external.optimize]", "{p:?}");
+        let p = problems("[processing.external.ocr]\ncommand = []\naccepts = [\"pdf\"]\n");
+        assert!(p[0].key.starts_with("[processing] external"), "{p:?}");
+        let p = problems("[processing]\nmemory_limit = \"256 MiB\"\nmax_inflate = \"64 MiB\"\n");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].key, "[processing] max_inflate");
+        let p = problems("[processing]\nmemory_limit = \"100 MiB\"\n");
+        assert_eq!(p[0].key, "[processing] memory_limit", "{p:?}");
+    }
+
+    #[test]
     fn local_api_switches_limits() {
         let c = Config::from_toml_str("[telegram]\nlocal_api = true\n", None, None).expect("valid");
         assert_eq!(c.download_limit(), 2_000_000_000);
