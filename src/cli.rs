@@ -241,7 +241,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
     let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
     let name = file.display().to_string();
     let reason = match outcome {
-        Outcome::Reported(Report::Done { output_bytes, pages }) => {
+        Outcome::Reported(Report::Done { output_bytes, pages, .. }) => {
             let input_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
             let pages = pages.map(|p| format!("{p} pages, ")).unwrap_or_default();
             return out(&format!(
@@ -287,7 +287,6 @@ fn work_named(config: &Config, name: &str) -> anyhow::Result<Work> {
 /// Runs `docket process … --contained`, synchronously, and gives its result as `Err`; any other
 /// command comes back as `Ok` to be run on the async runtime. The binary calls this before it
 /// starts the runtime, so the child of a contained run has no runtime threads.
-#[expect(clippy::result_large_err, reason = "the Ok side is handed straight back to the caller")]
 pub fn run_if_contained_child(cli: Cli) -> Result<Cli, anyhow::Result<()>> {
     match cli.command {
         Command::Process { contained: true, .. } => Err(contained_child(cli.command)),

@@ -1,8 +1,8 @@
 //! PDF work with lopdf: the `optimize` operation on files in the spool.
 //!
 //! This module owns every lopdf call in docket; lopdf types never leave it. Its work is
-//! synchronous and CPU-heavy, so callers run it on a blocking thread (`spawn_blocking`, behind
-//! the pipeline's semaphore). It must not import the store, Telegram, tokio or the domain's
+//! synchronous, CPU-heavy and unbounded in memory, so docket calls it only in the child process
+//! of a contained run ([`crate::operations::child`]), never in the service. It must not import the store, Telegram, tokio or the domain's
 //! state machines; it only reads one path and writes another, whose names the caller chooses.
 //!
 //! # Hostile input
@@ -148,7 +148,8 @@ impl PdfError {
 ///
 /// `output` is created or truncated, and synced to disk before this returns `Ok`; the caller
 /// owns temp naming and the rename into place. On error `output` may be left partially
-/// written, and the caller removes it. Synchronous and CPU-heavy: run it on a blocking thread.
+/// written, and the caller removes it. Synchronous and CPU-heavy: run it in a child process
+/// ([`crate::operations`]).
 /// See the module docs for what this protects against and what it leaves to the caller.
 ///
 /// # Errors

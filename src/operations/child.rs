@@ -23,7 +23,11 @@ pub fn run_here(request: &Request) -> Report {
         Work::Optimize => {
             let max_inflate = usize::try_from(request.limits.max_inflate).unwrap_or(usize::MAX);
             match pdf::optimize(&request.input, &request.output, max_inflate) {
-                Ok(report) => Report::Done { output_bytes: report.output_bytes, pages: Some(report.pages) },
+                Ok(report) => Report::Done {
+                    output_bytes: report.output_bytes,
+                    pages: Some(report.pages),
+                    peak_rss_bytes: peak_rss(),
+                },
                 Err(e) => pdf_failure(e),
             }
         }
@@ -60,13 +64,23 @@ fn run_tool(args: &[std::ffi::OsString], output: &Path) -> Report {
     let name = Path::new(program).display();
     match status {
         Ok(status) if status.success() => match std::fs::metadata(output) {
-            Ok(meta) if meta.len() > 0 => Report::Done { output_bytes: meta.len(), pages: None },
+            Ok(meta) if meta.len() > 0 => {
+                Report::Done { output_bytes: meta.len(), pages: None, peak_rss_bytes: peak_rss() }
+            }
             Ok(_) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote an empty result") },
             Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote no result: {e}") },
         },
         Ok(status) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} ended with {status}") },
         Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") },
     }
+}
+
+/// This process's peak resident memory so far, from `/proc/self/status`.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib =
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse::<u64>();
+    kib.ok().map(|kib| kib * 1024)
 }
 
 /// CPU seconds a run may use: its wall-clock limit on every core.

@@ -157,7 +157,7 @@ mod tests {
     fn a_report_on_the_last_line_wins() {
         let stdout = b"noise\n{\"outcome\":\"done\",\"output_bytes\":5,\"pages\":1}\n";
         let outcome = judge(ExitStatus::from_raw(0), stdout, b"", &request());
-        assert_eq!(outcome, Outcome::Reported(Report::Done { output_bytes: 5, pages: Some(1) }));
+        assert_eq!(outcome, Outcome::Reported(Report::Done { output_bytes: 5, pages: Some(1), peak_rss_bytes: None }));
     }
 
     #[test]

@@ -158,6 +158,9 @@ pub enum Report {
         output_bytes: u64,
         /// Its pages, when the operation counted them.
         pages: Option<u32>,
+        /// The child's peak resident memory (`VmHWM`), external programs not included.
+        #[serde(default)]
+        peak_rss_bytes: Option<u64>,
     },
     /// The operation refused the input or could not finish.
     Failed {

@@ -132,7 +132,16 @@ async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &P
         .await
         .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))?;
     match outcome {
-        Outcome::Reported(Report::Done { output_bytes, .. }) => Ok(output_bytes),
+        Outcome::Reported(Report::Done { output_bytes, peak_rss_bytes, .. }) => {
+            tracing::debug!(
+                operation = work.name(),
+                input_bytes,
+                reserved_bytes = need,
+                peak_rss_bytes,
+                "the operation's process finished"
+            );
+            Ok(output_bytes)
+        }
         Outcome::Reported(Report::Failed { failure, detail }) => Err(failure_error(&work, failure, detail)),
         Outcome::OutOfMemory { limit } => Err(StageError::fail(
             FailureReason::NeedsTooMuchMemory { limit },
