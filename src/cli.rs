@@ -227,8 +227,18 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         Work::Optimize => format == crate::detect::DetectedFormat::Pdf,
         Work::Tool(tool) => tool.accepts.iter().any(|label| label == format.label()),
     };
-    if !accepted {
-        anyhow::bail!("{} cannot take {} (the content looks like {})", work.name(), file.display(), format.describe());
+    match &work {
+        Work::Optimize if !accepted => {
+            anyhow::bail!("{} is not a PDF (the content looks like {})", file.display(), format.describe())
+        }
+        Work::Tool(tool) if !accepted => anyhow::bail!(
+            "{} takes {}, and {} is none of them (the content looks like {})",
+            tool.name,
+            tool.accepts.join(", "),
+            file.display(),
+            format.describe()
+        ),
+        _ => {}
     }
     let request = Request {
         limits: work.limits(Limits::from(&config.processing)),
