@@ -5,6 +5,7 @@
 //! resume it at once. The same orderly stop follows when polling ends for good (the Bot API
 //! refused the token), and `run` then returns that error.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +22,10 @@ use crate::domain::{Clock, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
+use crate::operations::Availability;
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
+use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
@@ -42,6 +45,9 @@ pub struct Options {
     /// How long a Bot API call may wait for its answer beyond the long poll's own wait; a send
     /// still unanswered then counts as lost (outcome unknown).
     pub answer_timeout: Duration,
+    /// The program processing runs re-execute as their child (`docket process … --contained`):
+    /// this binary. Tests, whose own binary is not docket, name docket's.
+    pub program: PathBuf,
 }
 
 impl Default for Options {
@@ -51,6 +57,7 @@ impl Default for Options {
             idle_poll: Duration::from_secs(1),
             retry_base: Duration::from_secs(2),
             answer_timeout: Duration::from_secs(60),
+            program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("docket")),
         }
     }
 }
@@ -221,6 +228,14 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         }
     };
 
+    for tool in config.processing.tools() {
+        match tool.availability() {
+            Availability::Available(path) => {
+                info!(operation = %tool.name, program = %path.display(), "external operation available")
+            }
+            Availability::Unavailable(why) => warn!(operation = %tool.name, "{why}"),
+        }
+    }
     let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
     let wake = pipeline.wake.clone();
     let budget = Arc::clone(&pipeline.budget);
@@ -355,12 +370,19 @@ pub fn pipeline_deps(
         config.budget.max_wait,
         Arc::clone(&wake.downloads),
     ));
+    let memory = Arc::new(MemoryBudget::new(config.budget.memory));
     PipelineDeps {
+        memory,
         store,
         clock: Arc::clone(&options.clock),
         telegram,
         spool,
-        settings: Arc::new(PipelineSettings::from_config(config, options.idle_poll, options.retry_base)),
+        settings: Arc::new(PipelineSettings::from_config(
+            config,
+            options.idle_poll,
+            options.retry_base,
+            options.program.clone(),
+        )),
         wake,
         budget,
     }

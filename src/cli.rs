@@ -17,8 +17,9 @@ use tokio::sync::Notify;
 use crate::config::{CONFIG_ENV, Config};
 use crate::domain::Job;
 use crate::domain::SystemClock;
-use crate::domain::{JobState, Operation, Ticket};
+use crate::domain::{FailureReason, JobState, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
+use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Request, Work};
 use crate::spool::Spool;
 use crate::store::{JobFilter, Store};
 use crate::telegram::BotToken;
@@ -74,16 +75,35 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Run one operation on a local file (no bot, no database).
+    /// Run one operation on a local file (no bot, no database), in a child process under the
+    /// limits of `[processing]`, as the bot does.
     Process {
         /// The input file.
         file: PathBuf,
-        /// The operation.
-        #[arg(long, default_value = "optimize", value_parser = parse_op)]
-        op: Operation,
+        /// The operation: optimize, or an external one of `[processing.external.<name>]`.
+        #[arg(long, default_value = operations::OPTIMIZE)]
+        op: String,
         /// Where to write the result.
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
+        /// The document's language(s), for tools that use `{lang}` (Tesseract codes: eng+rus).
+        #[arg(long, default_value = operations::DEFAULT_LANG)]
+        lang: String,
+        /// Be the child of a contained run: limit this process, work, report JSON on stdout.
+        #[arg(long, hide = true)]
+        contained: bool,
+        /// The child's address-space limit, in bytes.
+        #[arg(long, hide = true, requires = "contained")]
+        memory_limit: Option<u64>,
+        /// The child's time limit, in seconds.
+        #[arg(long, hide = true, requires = "contained")]
+        timeout_secs: Option<u64>,
+        /// The child's inflate cap, in bytes.
+        #[arg(long, hide = true, requires = "contained")]
+        max_inflate: Option<u64>,
+        /// The external program and its arguments (placeholders unexpanded), for the child.
+        #[arg(last = true, hide = true)]
+        tool: Vec<String>,
     },
 }
 
@@ -93,15 +113,12 @@ fn parse_state(s: &str) -> Result<JobState, String> {
     })
 }
 
-fn parse_op(s: &str) -> Result<Operation, String> {
-    s.parse().map_err(|_| format!("unknown operation {s:?}; expected optimize"))
-}
-
 /// Runs the parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Command::Process { file, op: Operation::Optimize, output } = &cli.command {
-        return process(file.clone(), output.clone()).await;
-    }
+    let cli = match run_if_contained_child(cli) {
+        Ok(cli) => cli,
+        Err(done) => return done,
+    };
     let config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Run => {
@@ -118,7 +135,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok((token, source)) => format!("# bot token: from {source}, bot {}", token.bot_id()),
                 Err(e) => format!("# bot token: none usable yet (docket run needs one): {e}"),
             };
-            out(&effective(&config, cli.config.as_deref(), &token))
+            out(&effective(&config, cli.config.as_deref(), &token))?;
+            out(&tool_availability(&config))
         }
         Command::Status { ticket, json } => {
             let store = open_existing(&config).await?;
@@ -149,7 +167,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             out(&lines.join("\n"))
         }
         Command::Janitor { dry_run } => janitor(&config, dry_run).await,
-        Command::Process { .. } => unreachable!("handled before loading the configuration"),
+        Command::Process { file, op, output, lang, .. } => process(&config, file, &op, output, lang).await,
     }
 }
 
@@ -201,24 +219,141 @@ async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
     out(&lines.join("\n"))
 }
 
-async fn process(file: PathBuf, output: PathBuf) -> anyhow::Result<()> {
+/// `docket process FILE --op NAME -o OUT`: the operation, contained as the bot runs it.
+async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang: String) -> anyhow::Result<()> {
+    let work = work_named(config, op)?;
     let format = crate::detect::detect_path(&file).with_context(|| format!("while reading {}", file.display()))?;
-    if format != crate::detect::DetectedFormat::Pdf {
-        anyhow::bail!("{} is not a PDF (the content looks like {})", file.display(), format.describe());
+    let accepted = match &work {
+        Work::Optimize => format == crate::detect::DetectedFormat::Pdf,
+        Work::Tool(tool) => tool.accepts.iter().any(|label| label == format.label()),
+    };
+    match &work {
+        Work::Optimize if !accepted => {
+            anyhow::bail!("{} is not a PDF (the content looks like {})", file.display(), format.describe())
+        }
+        Work::Tool(tool) if !accepted => anyhow::bail!(
+            "{} takes {}, and {} is none of them (the content looks like {})",
+            tool.name,
+            tool.accepts.join(", "),
+            file.display(),
+            format.describe()
+        ),
+        _ => {}
     }
-    let (input, out_path) = (file.clone(), output.clone());
-    let report = tokio::task::spawn_blocking(move || crate::pdf::optimize(&input, &out_path))
-        .await
-        .context("the operation panicked")?
-        .with_context(|| format!("while optimizing {}", file.display()))?;
-    out(&format!(
-        "{} → {}: {} pages, {} → {}",
-        file.display(),
-        output.display(),
-        report.pages,
-        texts::size(report.input_bytes),
-        texts::size(report.output_bytes)
-    ))
+    let request = Request {
+        limits: work.limits(Limits::from(&config.processing)),
+        work,
+        input: file.clone(),
+        output: output.clone(),
+        lang,
+    };
+    let program = std::env::current_exe().context("while finding docket's own binary")?;
+    let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
+    let name = file.display().to_string();
+    let reason = match outcome {
+        Outcome::Reported(Report::Done { output_bytes, pages, .. }) => {
+            let input_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+            let pages = pages.map(|p| format!("{p} pages, ")).unwrap_or_default();
+            return out(&format!(
+                "{} → {}: {pages}{} → {}",
+                file.display(),
+                output.display(),
+                texts::size(input_bytes),
+                texts::size(output_bytes)
+            ));
+        }
+        Outcome::Reported(Report::Failed { failure, detail }) => match failure {
+            Failure::Encrypted => FailureReason::Encrypted,
+            Failure::NoPages => FailureReason::NoPages,
+            Failure::Unreadable => FailureReason::Unreadable,
+            Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
+            Failure::ToolFailed => FailureReason::ToolFailed { tool: request.work.name().to_owned() },
+            Failure::Io | Failure::LimitsRefused => anyhow::bail!("{} failed: {detail}", request.work.name()),
+        },
+        Outcome::OutOfMemory { limit } => FailureReason::NeedsTooMuchMemory { limit },
+        Outcome::TimedOut { limit } => FailureReason::TookTooLong { limit },
+        Outcome::Crashed { .. } => FailureReason::Crashed,
+        Outcome::KilledFromOutside { detail } => anyhow::bail!("{} was stopped: {detail}", request.work.name()),
+    };
+    anyhow::bail!("{}", texts::failure_reason(&name, &reason))
+}
+
+/// The operation called `name`: optimize, or an available external tool.
+fn work_named(config: &Config, name: &str) -> anyhow::Result<Work> {
+    if name == operations::OPTIMIZE {
+        return Ok(Work::Optimize);
+    }
+    let Some(tool) = config.processing.external.get(name).map(|t| t.to_tool(name)) else {
+        let mut known = vec![operations::OPTIMIZE.to_owned()];
+        known.extend(config.processing.external.keys().cloned());
+        anyhow::bail!("unknown operation {name:?}; this configuration has {}", known.join(", "));
+    };
+    match tool.availability() {
+        Availability::Available(_) => Ok(Work::Tool(tool)),
+        Availability::Unavailable(why) => anyhow::bail!("{why}"),
+    }
+}
+
+/// Runs `docket process … --contained`, synchronously, and gives its result as `Err`; any other
+/// command comes back as `Ok` to be run on the async runtime. The binary calls this before it
+/// starts the runtime, so the child of a contained run has no runtime threads.
+pub fn run_if_contained_child(cli: Cli) -> Result<Cli, anyhow::Result<()>> {
+    match cli.command {
+        Command::Process { contained: true, .. } => Err(contained_child(cli.command)),
+        _ => Ok(cli),
+    }
+}
+
+/// The child of a contained run (`--contained`): limit this process, run, print the report as
+/// one JSON line. Fails (a non-zero exit) when the operation did, after the report.
+fn contained_child(command: Command) -> anyhow::Result<()> {
+    let Command::Process { file, op, output, lang, memory_limit, timeout_secs, max_inflate, tool, .. } = command else {
+        unreachable!("called for `process --contained` only");
+    };
+    let work = if tool.is_empty() {
+        anyhow::ensure!(op == operations::OPTIMIZE, "operation {op:?} needs its command after `--`");
+        Work::Optimize
+    } else {
+        let mut external = crate::config::ExternalToolConfig {
+            command: tool,
+            accepts: Vec::new(),
+            output: String::new(),
+            memory_limit: None,
+            timeout: None,
+            memory_factor: 1.0,
+        }
+        .to_tool(&op);
+        external.accepts.clear();
+        Work::Tool(external)
+    };
+    let limits = Limits {
+        memory: memory_limit.context("--memory-limit is required with --contained")?,
+        timeout: std::time::Duration::from_secs(timeout_secs.context("--timeout-secs is required with --contained")?),
+        max_inflate: max_inflate.context("--max-inflate is required with --contained")?,
+    };
+    let request = Request { work, input: file, output, lang, limits };
+    let report = operations::child::run_here(&request);
+    out(&serde_json::to_string(&report).context("while writing the report")?)?;
+    match report {
+        Report::Done { .. } => Ok(()),
+        Report::Failed { detail, .. } => anyhow::bail!("{detail}"),
+    }
+}
+
+/// Comment lines on whether each external tool can run here, for `check-config`.
+fn tool_availability(config: &Config) -> String {
+    let lines: Vec<String> = config
+        .processing
+        .tools()
+        .iter()
+        .map(|tool| match tool.availability() {
+            Availability::Available(path) => {
+                format!("# operation {:?}: available ({})", tool.name, path.display())
+            }
+            Availability::Unavailable(why) => format!("# {why}"),
+        })
+        .collect();
+    if lines.is_empty() { "# no external operations configured".to_owned() } else { lines.join("\n") }
 }
 
 fn size_of(bytes: Option<i64>) -> String {

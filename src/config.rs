@@ -1,7 +1,8 @@
 //! Configuration: a TOML file (optional) plus environment, validated into typed settings.
 //!
 //! Each section of the file is one struct, in a module of its own ([`telegram`], [`storage`],
-//! [`limits`], [`workers`], [`retention`], [`access`], [`budget`], [`metrics`], [`outbox`]):
+//! [`limits`], [`workers`], [`retention`], [`access`], [`budget`], [`metrics`], [`outbox`],
+//! [`processing`]):
 //! the struct's fields are the section's keys, each with its bounds beside it, its default is a
 //! named constant there, and serde reads and writes it, sizes and durations in their human
 //! forms ("20 MiB", "30s"). That struct is the one place a key is defined: reading the file,
@@ -27,6 +28,7 @@ pub mod budget;
 pub mod limits;
 pub mod metrics;
 pub mod outbox;
+pub mod processing;
 mod read;
 pub mod retention;
 mod services;
@@ -40,6 +42,7 @@ pub use budget::BudgetConfig;
 pub use limits::Limits;
 pub use metrics::MetricsConfig;
 pub use outbox::OutboxConfig;
+pub use processing::{ExternalToolConfig, ProcessingConfig};
 pub use retention::Retention;
 pub use storage::StorageConfig;
 pub use telegram::{TelegramConfig, UpdateMode};
@@ -83,6 +86,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[outbox]`
     pub outbox: OutboxConfig,
+    /// `[processing]`
+    pub processing: ProcessingConfig,
 }
 
 /// One thing wrong with the configuration.
@@ -176,6 +181,7 @@ impl Config {
             }
         }
         config.telegram.check(&mut problems);
+        config.processing.check(&mut problems);
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -194,7 +200,7 @@ impl Config {
     }
 
     /// Every section and its keys, in the order of [`Config`]'s fields and of each section's.
-    pub fn keys() -> [(&'static str, &'static [&'static str]); 9] {
+    pub fn keys() -> [(&'static str, &'static [&'static str]); 10] {
         use read::keys_of;
         [
             ("telegram", keys_of::<TelegramConfig>()),
@@ -206,6 +212,7 @@ impl Config {
             ("budget", keys_of::<BudgetConfig>()),
             ("metrics", keys_of::<MetricsConfig>()),
             ("outbox", keys_of::<OutboxConfig>()),
+            ("processing", keys_of::<ProcessingConfig>()),
         ]
     }
 
@@ -335,6 +342,35 @@ mod tests {
             assert_eq!(p[0].key, "[limits] per_chat_queued");
             assert_eq!(p[0].expected, "a whole number from 1 to 100000");
         }
+    }
+
+    #[test]
+    fn external_tools_are_read_and_their_problems_named() {
+        let c = Config::from_toml_str(
+            "[processing]\nmemory_limit = \"4 GiB\"\n[processing.external.ocr]\n\
+             command = [\"ocrmypdf\", \"-l\", \"{lang}\", \"{input}\", \"{output}\"]\naccepts = [\"pdf\"]\n\
+             timeout = \"30m\"\n",
+            None,
+            None,
+        )
+        .expect("valid");
+        let tools = c.processing.tools();
+        assert_eq!(tools.len(), 1);
+        assert_eq!((tools[0].name.as_str(), tools[0].output.as_str()), ("ocr", "pdf"));
+        assert_eq!(tools[0].timeout, Some(Duration::from_secs(1800)));
+        assert_eq!(tools[0].memory_limit, None);
+        let back = Config::from_toml_str(&c.to_toml(), None, None).expect("the written configuration is valid");
+        assert_eq!(back, c);
+
+        let p = problems("[processing.external.optimize]\ncommand = [\"x\"]\naccepts = [\"pdf\"]\n");
+        assert_eq!(p[0].key, "[processing.external.optimize]", "{p:?}");
+        let p = problems("[processing.external.ocr]\ncommand = []\naccepts = [\"pdf\"]\n");
+        assert!(p[0].key.starts_with("[processing] external"), "{p:?}");
+        let p = problems("[processing]\nmemory_limit = \"256 MiB\"\nmax_inflate = \"64 MiB\"\n");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].key, "[processing] max_inflate");
+        let p = problems("[processing]\nmemory_limit = \"100 MiB\"\n");
+        assert_eq!(p[0].key, "[processing] memory_limit", "{p:?}");
     }
 
     #[test]
@@ -491,11 +527,17 @@ mod tests {
                     Some(_) => {}
                     None if !is_commented => drift.push(format!("{name} is not in config/docket.toml at all")),
                     // Left out (commented) only when there is no fixed default to write: an
-                    // optional key, or the number of CPU cores.
-                    None if default.is_some() && name != "[workers] process" => drift.push(format!(
-                        "{name}: the built-in default is {}, but config/docket.toml leaves the key out",
-                        default.map_or("nothing".into(), |v| v.to_string()),
-                    )),
+                    // optional key, the number of CPU cores, the machine's memory, or the
+                    // external tools (none by default; the example shows some, commented).
+                    None if default.is_some()
+                        && !["[workers] process", "[budget] memory", "[processing] external"]
+                            .contains(&name.as_str()) =>
+                    {
+                        drift.push(format!(
+                            "{name}: the built-in default is {}, but config/docket.toml leaves the key out",
+                            default.map_or("nothing".into(), |v| v.to_string()),
+                        ))
+                    }
                     None => {}
                 }
                 let comments = blocks.iter().find(|(k, _)| k.0 == *section && k.1 == *key).map(|(_, c)| c.join(" "));

@@ -10,8 +10,9 @@
 //!   [`pipeline`] (download and processing pools with leases, and what a stage's outcome means),
 //!   [`outbox`] (the sender of every message), [`janitor`] (retention, orphans, history).
 //! - Adapters: [`store`] (SQLite and PostgreSQL behind one interface), [`telegram`] (Bot API
-//!   client and update parsing), [`pdf`] (lopdf), [`detect`] (format by signature), [`spool`]
-//!   (files on disk, named by job, never by user input).
+//!   client and update parsing), [`pdf`] (lopdf), [`operations`] (every operation in a child
+//!   process under limits; external tools), [`detect`] (format by signature), [`spool`] (files
+//!   on disk, named by job, never by user input).
 //! - Runtime and presentation: [`runtime`] (shutdown, wake-ups, worker pools, the lease
 //!   heartbeat), [`texts`] (every sentence a person reads).
 //! - Domain: [`domain`] (tickets, states, transitions, leases, what an update means, the records
@@ -24,6 +25,7 @@ pub mod detect;
 pub mod domain;
 pub mod intake;
 pub mod janitor;
+pub mod operations;
 pub mod outbox;
 pub mod pdf;
 pub mod pipeline;

@@ -14,6 +14,16 @@ const BLOCKING_WORK_AT_EXIT: Duration = Duration::from_millis(500);
 fn main() -> ExitCode {
     docket::telemetry::init();
     let cli = docket::cli::Cli::parse();
+    // The child of a contained run works alone under an address-space limit: no runtime, whose
+    // threads would take address space from the document.
+    let cli = match docket::cli::run_if_contained_child(cli) {
+        Ok(cli) => cli,
+        Err(Ok(())) => return ExitCode::SUCCESS,
+        Err(Err(e)) => {
+            eprintln!("docket: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

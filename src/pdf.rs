@@ -1,8 +1,8 @@
 //! PDF work with lopdf: the `optimize` operation on files in the spool.
 //!
 //! This module owns every lopdf call in docket; lopdf types never leave it. Its work is
-//! synchronous and CPU-heavy, so callers run it on a blocking thread (`spawn_blocking`, behind
-//! the pipeline's semaphore). It must not import the store, Telegram, tokio or the domain's
+//! synchronous, CPU-heavy and unbounded in memory, so docket calls it only in the child process
+//! of a contained run ([`crate::operations::child`]), never in the service. It must not import the store, Telegram, tokio or the domain's
 //! state machines; it only reads one path and writes another, whose names the caller chooses.
 //!
 //! # Hostile input
@@ -19,7 +19,8 @@
 //!   (saving, pruning). With lopdf's default `rayon` feature, large files are parsed on rayon's
 //!   pool, whose threads have the default stack; the parser's nesting cap is what protects them.
 //! - **Decompression bombs.** Loading decodes object streams and cross-reference streams, each
-//!   capped at [`MAX_DECOMPRESSED_STREAM_BYTES`]; a larger one makes the file unreadable. Page
+//!   capped at the caller's `max_inflate` (`[processing] max_inflate`, by default
+//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`]. Page
 //!   content, images and fonts are never decoded: optimizing only compresses streams that have
 //!   no filter, so their size on disk is their size in memory.
 //! - **Reference loops.** Pruning marks visited objects, dereferencing gives up after a bounded
@@ -30,10 +31,10 @@
 //!
 //! - **Total memory.** The whole input is read into memory and parsed; parsed objects take
 //!   several times the bytes they came from, and the per-stream cap does not bound the sum over
-//!   many object streams. Cap the input size before calling, and run workers under a memory
-//!   limit (systemd `MemoryMax=`) so an outlier kills a worker rather than the host.
+//!   many object streams. The service therefore never calls this in its own process: it runs
+//!   in a child process under an address-space limit ([`crate::operations`]).
 //! - **Time.** lopdf cannot be interrupted. Work is roughly linear in the input size, but there
-//!   is no deadline: a caller that stops waiting leaves the thread running until it finishes.
+//!   is no deadline here: the child process that runs it is killed when its time is up.
 //!
 //! # Encryption
 //!
@@ -60,9 +61,10 @@ use crate::detect::{self, DetectedFormat};
 pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest size, in bytes, that any one object stream or cross-reference stream may decode to
-/// while a PDF is loaded. Real files stay far below it (an object stream holds about a hundred
-/// small objects; a cross-reference stream for a million objects is about 7 MB).
-pub const MAX_DECOMPRESSED_STREAM_BYTES: usize = 32 * 1024 * 1024;
+/// while a PDF is loaded, unless the caller says otherwise (`[processing] max_inflate`). Real
+/// files stay far below it (an object stream holds about a hundred small objects; a
+/// cross-reference stream for a million objects is about 7 MB).
+pub const DEFAULT_MAX_INFLATE_BYTES: usize = 256 * 1024 * 1024;
 
 /// How many objects go into one object stream when saving; larger groups compress better.
 const OBJECTS_PER_STREAM: usize = 200;
@@ -113,6 +115,13 @@ pub enum PdfError {
         /// What went wrong, for logs; never shown to users.
         detail: String,
     },
+    /// A stream inflates to more than the cap the caller set: a decompression bomb, or a file
+    /// this machine is not configured for.
+    #[error("a stream inflates to more than {limit} bytes")]
+    InflatesTooMuch {
+        /// The cap in force, in bytes.
+        limit: usize,
+    },
     /// The PDF loaded and has a page tree, but the tree holds no pages.
     #[error("the PDF has no pages")]
     NoPages,
@@ -139,7 +148,8 @@ impl PdfError {
 ///
 /// `output` is created or truncated, and synced to disk before this returns `Ok`; the caller
 /// owns temp naming and the rename into place. On error `output` may be left partially
-/// written, and the caller removes it. Synchronous and CPU-heavy: run it on a blocking thread.
+/// written, and the caller removes it. Synchronous and CPU-heavy: run it in a child process
+/// ([`crate::operations`]).
 /// See the module docs for what this protects against and what it leaves to the caller.
 ///
 /// # Errors
@@ -147,18 +157,19 @@ impl PdfError {
 /// - [`PdfError::NotPdf`] if the content is not a PDF by [`detect::detect_bytes`];
 /// - [`PdfError::Encrypted`] if it needs a password;
 /// - [`PdfError::Unreadable`] if lopdf cannot make sense of it, or panics;
+/// - [`PdfError::InflatesTooMuch`] if a stream that loading decodes inflates past `max_inflate`;
 /// - [`PdfError::NoPages`] if its page tree is empty;
 /// - [`PdfError::Io`] if reading `input` or writing `output` fails, or the work thread cannot
 ///   be started.
 #[tracing::instrument(name = "pdf_optimize", skip_all)]
-pub fn optimize(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError> {
+pub fn optimize(input: &Path, output: &Path, max_inflate: usize) -> Result<OptimizeReport, PdfError> {
     let started = Instant::now();
     let span = tracing::Span::current();
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
     let worker =
         std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
             let _entered = span.enter();
-            optimize_on_this_thread(&input, &output)
+            optimize_on_this_thread(&input, &output, max_inflate)
         })?;
     // `optimize_on_this_thread` catches panics itself; a panic that still escapes (one in the
     // panic handling) lands here.
@@ -177,7 +188,7 @@ pub fn optimize(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError>
     Ok(report)
 }
 
-fn optimize_on_this_thread(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError> {
+fn optimize_on_this_thread(input: &Path, output: &Path, max_inflate: usize) -> Result<OptimizeReport, PdfError> {
     let bytes = std::fs::read(input)?;
     let input_bytes = bytes.len() as u64;
     let found = detect::detect_bytes(&bytes);
@@ -185,14 +196,14 @@ fn optimize_on_this_thread(input: &Path, output: &Path) -> Result<OptimizeReport
         return Err(PdfError::NotPdf { found });
     }
 
-    let pages = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, output)))
+    let pages = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, output, max_inflate)))
         .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??;
 
     let written_bytes = std::fs::metadata(output)?.len();
     let keep_original = if written_bytes >= input_bytes {
         true
     } else {
-        match catch_unwind(AssertUnwindSafe(|| count_pages_of_file(output))) {
+        match catch_unwind(AssertUnwindSafe(|| count_pages_of_file(output, max_inflate))) {
             Ok(Ok(reloaded)) if reloaded == pages => false,
             outcome => {
                 let detail = match outcome {
@@ -217,8 +228,8 @@ fn optimize_on_this_thread(input: &Path, output: &Path) -> Result<OptimizeReport
 }
 
 /// Loads the PDF in `bytes`, optimizes it and saves it to `output`; returns its page count.
-fn rewrite(bytes: &[u8], output: &Path) -> Result<u32, PdfError> {
-    let mut document = load(bytes)?;
+fn rewrite(bytes: &[u8], output: &Path, max_inflate: usize) -> Result<u32, PdfError> {
+    let mut document = load(bytes, max_inflate)?;
     let pages = count_pages(&document)?;
 
     // Taken before anything changes, to encrypt the result the way the input was.
@@ -276,13 +287,16 @@ fn write_lengths_directly(document: &mut Document) {
     }
 }
 
-fn load_options() -> LoadOptions {
-    LoadOptions { max_decompressed_size: Some(MAX_DECOMPRESSED_STREAM_BYTES), ..LoadOptions::default() }
+fn load_options(max_inflate: usize) -> LoadOptions {
+    LoadOptions { max_decompressed_size: Some(max_inflate), ..LoadOptions::default() }
 }
 
 /// Loads a PDF without a password; lopdf opens one with an empty user password by itself.
-fn load(bytes: &[u8]) -> Result<Document, PdfError> {
-    let document = Document::load_mem_with_options(bytes, load_options()).map_err(|error| match error {
+fn load(bytes: &[u8], max_inflate: usize) -> Result<Document, PdfError> {
+    let document = Document::load_mem_with_options(bytes, load_options(max_inflate)).map_err(|error| match error {
+        lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
+            PdfError::InflatesTooMuch { limit }
+        }
         lopdf::Error::InvalidPassword | lopdf::Error::UnsupportedSecurityHandler(_) | lopdf::Error::Decryption(_) => {
             PdfError::Encrypted
         }
@@ -315,9 +329,9 @@ fn count_pages(document: &Document) -> Result<u32, PdfError> {
 }
 
 /// Loads the PDF at `path` as [`optimize`] does and counts its pages.
-fn count_pages_of_file(path: &Path) -> Result<u32, PdfError> {
+fn count_pages_of_file(path: &Path, max_inflate: usize) -> Result<u32, PdfError> {
     let bytes = std::fs::read(path)?;
-    count_pages(&load(&bytes)?)
+    count_pages(&load(&bytes, max_inflate)?)
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -389,6 +403,11 @@ mod tests {
 
     fn fixture(relative: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(relative)
+    }
+
+    /// [`super::optimize`] with the default inflate cap.
+    fn optimize(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError> {
+        super::optimize(input, output, DEFAULT_MAX_INFLATE_BYTES)
     }
 
     fn optimize_fixture(name: &str) -> (tempfile::TempDir, PathBuf, Result<OptimizeReport, PdfError>) {
@@ -645,7 +664,8 @@ mod tests {
 
     #[test]
     fn decompression_bomb_in_an_object_stream_is_refused() {
-        let mut bomb = Stream::new(Dictionary::new(), vec![b' '; MAX_DECOMPRESSED_STREAM_BYTES + 1024]);
+        const CAP: usize = 4 * 1024 * 1024;
+        let mut bomb = Stream::new(Dictionary::new(), vec![b' '; CAP + 1024]);
         bomb.compress().unwrap();
         assert!(bomb.content.len() < 100_000, "the bomb must be small on disk");
         let mut object =
@@ -653,13 +673,11 @@ mod tests {
                 .into_bytes();
         object.extend_from_slice(&bomb.content);
         object.extend_from_slice(b"\nendstream");
-        let result = optimize_bytes(&assemble(&[CATALOG, PAGES, PAGE, CONTENT, &object]));
-        match result {
-            Err(PdfError::Unreadable { detail }) => {
-                assert!(detail.contains("decompress"), "{detail}")
-            }
-            other => panic!("{other:?}"),
-        }
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.pdf");
+        std::fs::write(&input, assemble(&[CATALOG, PAGES, PAGE, CONTENT, &object])).unwrap();
+        let result = super::optimize(&input, &dir.path().join("out.pdf"), CAP);
+        assert!(matches!(result, Err(PdfError::InflatesTooMuch { limit: CAP })), "{result:?}");
     }
 
     #[test]

@@ -231,6 +231,31 @@ pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
         FailureReason::SourceKeptVanishing { times } => format!(
             "the downloaded copy of {name} was lost or damaged on this server {times} times; please try again later"
         ),
+        FailureReason::NeedsTooMuchMemory { limit } => {
+            format!("{name} needs more than {} of memory to process", memory_size(*limit))
+        }
+        FailureReason::TookTooLong { limit } => format!("processing {name} took longer than {}", minutes(*limit)),
+        FailureReason::InflatesTooMuch { limit } => format!(
+            "{name} holds compressed data that unpacks to more than {}, more than this bot processes",
+            memory_size(*limit)
+        ),
+        FailureReason::Crashed => format!("{name} made the processing crash, so it cannot be processed"),
+        FailureReason::ToolFailed { tool } => format!("{tool} could not process {name}"),
+    }
+}
+
+/// A memory size in binary units, as limits are set: "2 GiB", "256 MiB".
+pub fn memory_size(bytes: u64) -> String {
+    humansize::format_size(bytes, humansize::FormatSizeOptions::from(humansize::BINARY).space_after_value(true))
+}
+
+/// A time limit in words: "10 min", "90 s", "2 h".
+pub fn minutes(limit: std::time::Duration) -> String {
+    let secs = limit.as_secs();
+    match secs {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
     }
 }
 

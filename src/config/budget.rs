@@ -1,5 +1,6 @@
 //! `[budget]`: bytes of in-flight files (downloads, sources, intermediate output) allowed on
-//! this machine. Results kept for retention are not counted.
+//! this machine, and the memory its processing runs may take together. Results kept for
+//! retention are not counted.
 
 use std::time::Duration;
 
@@ -15,6 +16,19 @@ pub const DEFAULT_MULTIPLIER: f64 = 2.0;
 /// `max_wait` when not set.
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(60);
 
+/// `memory` when not set: half of this machine's memory (`MemTotal` in `/proc/meminfo`), or
+/// 4 GiB where that cannot be read.
+pub fn default_memory() -> u64 {
+    const FALLBACK: u64 = 4 * 1024 * 1024 * 1024;
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("MemTotal:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    });
+    // Rounded down to whole MiB, so the effective configuration writes it as a readable size.
+    total_kib.map_or(FALLBACK, |kib| kib / 2 / 1024 * 1024 * 1024)
+}
+
 /// `[budget]`: bytes of in-flight files allowed on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -29,10 +43,19 @@ pub struct BudgetConfig {
     /// 0 to 1 day.
     #[serde(deserialize_with = "Between::<0, DAY>::duration", serialize_with = "value::write_duration")]
     pub max_wait: Duration,
+    /// `memory`: memory the processing runs of this machine may take together; each reserves
+    /// its input's size × its operation's factor (at most its `memory_limit`) before it starts.
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub memory: u64,
 }
 
 impl Default for BudgetConfig {
     fn default() -> Self {
-        Self { bytes: DEFAULT_BYTES, multiplier: DEFAULT_MULTIPLIER, max_wait: DEFAULT_MAX_WAIT }
+        Self {
+            bytes: DEFAULT_BYTES,
+            multiplier: DEFAULT_MULTIPLIER,
+            max_wait: DEFAULT_MAX_WAIT,
+            memory: default_memory(),
+        }
     }
 }

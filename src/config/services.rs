@@ -2,20 +2,24 @@
 //! never see [`Config`]; the conversions live here, in the wiring layer, so a service depends on
 //! nothing above it.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Config;
 use super::access::Access;
 use super::outbox::OutboxConfig;
+use super::processing::{ExternalToolConfig, ProcessingConfig};
 use crate::intake::AccessRules;
 use crate::janitor::JanitorSettings;
+use crate::operations::{ExternalTool, Limits};
 use crate::outbox::SendLimits;
 use crate::pipeline::{MAX_SOURCE_LOSSES, PipelineSettings};
 
 impl PipelineSettings {
     /// The pipeline's slice of the configuration, with the pacing of idle polls and retries
     /// (`docket::app::Options`).
-    pub fn from_config(config: &Config, idle_poll: Duration, retry_base: Duration) -> Self {
+    /// `program` is what processing runs re-execute as their child (docket's own binary).
+    pub fn from_config(config: &Config, idle_poll: Duration, retry_base: Duration, program: PathBuf) -> Self {
         Self {
             lease: config.workers.lease,
             max_attempts: config.workers.max_attempts,
@@ -27,6 +31,8 @@ impl PipelineSettings {
             per_chat: config.workers.per_chat,
             min_free: config.storage.min_free,
             max_source_losses: MAX_SOURCE_LOSSES,
+            limits: Limits::from(&config.processing),
+            program,
         }
     }
 }
@@ -59,6 +65,34 @@ impl From<OutboxConfig> for SendLimits {
             private_interval: outbox.private_interval,
             group_per_minute: outbox.group_per_minute,
             max_attempts: outbox.max_attempts,
+        }
+    }
+}
+
+impl From<&ProcessingConfig> for Limits {
+    fn from(processing: &ProcessingConfig) -> Self {
+        Self { memory: processing.memory_limit, timeout: processing.timeout, max_inflate: processing.max_inflate }
+    }
+}
+
+impl ProcessingConfig {
+    /// The external tools, as operations.
+    pub fn tools(&self) -> Vec<ExternalTool> {
+        self.external.iter().map(|(name, tool)| tool.to_tool(name)).collect()
+    }
+}
+
+impl ExternalToolConfig {
+    /// This section as the operation `name`.
+    pub fn to_tool(&self, name: &str) -> ExternalTool {
+        ExternalTool {
+            name: name.to_owned(),
+            command: self.command.clone(),
+            accepts: self.accepts.clone(),
+            output: self.output.clone(),
+            memory_limit: self.memory_limit,
+            timeout: self.timeout,
+            memory_factor: self.memory_factor,
         }
     }
 }

@@ -164,7 +164,7 @@ pub(crate) fn write_optional_size<S: Serializer>(bytes: &Option<u64>, s: S) -> R
     }
 }
 
-fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [(&str, u64); 8] = [
         ("TiB", 1 << 40),
         ("TB", 1_000_000_000_000),

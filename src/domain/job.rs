@@ -238,6 +238,29 @@ pub enum FailureReason {
         /// How often it was lost.
         times: u32,
     },
+    /// Processing needs more memory than one run may have (its memory limit, or the whole
+    /// memory budget).
+    NeedsTooMuchMemory {
+        /// The limit it reached, in bytes.
+        limit: u64,
+    },
+    /// Processing did not finish within the time limit.
+    TookTooLong {
+        /// The limit.
+        limit: std::time::Duration,
+    },
+    /// A compressed stream inflates past the limit (a decompression bomb, or just too big).
+    InflatesTooMuch {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The operation's process crashed on this file.
+    Crashed,
+    /// An external tool could not process the file.
+    ToolFailed {
+        /// The operation's name.
+        tool: String,
+    },
 }
 
 #[cfg(test)]

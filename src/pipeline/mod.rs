@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod download;
+pub mod memory;
 pub mod outcome;
 pub mod process;
 
@@ -96,6 +97,10 @@ pub struct PipelineSettings {
     /// How often a job's source may be lost (missing or changed before processing) before the
     /// job fails instead of being downloaded again.
     pub max_source_losses: u32,
+    /// The limits of one processing run (`[processing]`).
+    pub limits: crate::operations::Limits,
+    /// The program every processing run re-executes as its child: docket's own binary.
+    pub program: std::path::PathBuf,
 }
 
 /// How often a job's source may be lost before the job fails: a disk that keeps losing or
@@ -119,6 +124,8 @@ pub struct PipelineDeps {
     pub wake: Wakeups,
     /// The byte budget of this machine.
     pub budget: Arc<budget::Budget>,
+    /// The memory budget of this machine's processing runs.
+    pub memory: Arc<memory::MemoryBudget>,
 }
 
 /// What a finished stage produced.

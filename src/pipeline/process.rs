@@ -1,5 +1,6 @@
-//! The processing stage: verify the source, detect what it really is, run the operation off the
-//! async runtime, check the result against the upload limit, move it into `results/`.
+//! The processing stage: verify the source, detect what it really is, run the operation in a
+//! child process under the run's limits (after reserving its memory), check the result against
+//! the upload limit, move it into `results/`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
 use crate::domain::{FailureReason, Job};
-use crate::pdf::{self, PdfError};
+use crate::operations::{self, DEFAULT_LANG, Failure, Outcome, Report, Request, Work};
 use crate::spool::Spool;
 
 /// A result on disk, ready to be committed.
@@ -65,17 +66,13 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .tempfile_in(&work_dir)
         .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
         .into_temp_path();
-    let (input, output) = (source.clone(), work_file.to_path_buf());
-    let report = tokio::task::spawn_blocking(move || pdf::optimize(&input, &output))
-        .await
-        .map_err(|e| StageError::fail(FailureReason::Unreadable, format!("the PDF operation panicked: {e}")))?
-        .map_err(pdf_error)?;
+    let output_bytes = run_contained(deps, Work::Optimize, &source, &work_file).await?;
 
     let limit = deps.settings.upload_limit;
-    if report.output_bytes > limit {
+    if output_bytes > limit {
         return Err(StageError::fail(
-            FailureReason::ResultTooBig { size: report.output_bytes, limit },
-            format!("result of {} bytes over the upload limit", report.output_bytes),
+            FailureReason::ResultTooBig { size: output_bytes, limit },
+            format!("result of {} bytes over the upload limit", output_bytes),
         ));
     }
     let result_dir =
@@ -89,11 +86,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             .and_then(|dir| dir.sync_all())
             .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
     }
-    Ok(Output {
-        path: result.to_string_lossy().into_owned(),
-        size: report.output_bytes,
-        format: format.label().to_owned(),
-    })
+    Ok(Output { path: result.to_string_lossy().into_owned(), size: output_bytes, format: format.label().to_owned() })
 }
 
 /// The source must be on disk with the recorded size and sha256; otherwise it is lost, and the
@@ -120,11 +113,60 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
     Ok(())
 }
 
-fn pdf_error(e: PdfError) -> StageError {
-    match e {
-        PdfError::Encrypted => StageError::fail(FailureReason::Encrypted, "the PDF needs a password"),
-        PdfError::NoPages => StageError::fail(FailureReason::NoPages, "the PDF has no pages"),
-        PdfError::Io(e) => StageError::retry(format!("disk error during the operation: {e}")),
-        other => StageError::fail(FailureReason::Unreadable, other.to_string()),
+/// Runs `work` on `input` into `output` in a child process, once its memory is reserved;
+/// returns the result's size. Dropping the future (a lost lease, shutdown) kills the child and
+/// gives the memory back.
+async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &Path) -> Result<u64, StageError> {
+    let limits = work.limits(deps.settings.limits);
+    let input_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let need = limits.reservation(&work, input_bytes);
+    let _memory = deps.memory.reserve(need).await.map_err(|never| {
+        StageError::fail(FailureReason::NeedsTooMuchMemory { limit: never.capacity }, never.to_string())
+    })?;
+    let request = Request {
+        work: work.clone(),
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
+        lang: DEFAULT_LANG.to_owned(),
+        limits,
+    };
+    let outcome = operations::run_contained(&deps.settings.program, &request)
+        .await
+        .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))?;
+    match outcome {
+        Outcome::Reported(Report::Done { output_bytes, peak_rss_bytes, .. }) => {
+            tracing::debug!(
+                operation = work.name(),
+                input_bytes,
+                reserved_bytes = need,
+                peak_rss_bytes,
+                "the operation's process finished"
+            );
+            Ok(output_bytes)
+        }
+        Outcome::Reported(Report::Failed { failure, detail }) => Err(failure_error(&work, failure, detail)),
+        Outcome::OutOfMemory { limit } => Err(StageError::fail(
+            FailureReason::NeedsTooMuchMemory { limit },
+            format!("the {} process reached its memory limit of {limit} bytes", work.name()),
+        )),
+        Outcome::TimedOut { limit } => Err(StageError::fail(
+            FailureReason::TookTooLong { limit },
+            format!("the {} process was killed after {}", work.name(), humantime::format_duration(limit)),
+        )),
+        Outcome::KilledFromOutside { detail } => Err(StageError::retry(detail)),
+        Outcome::Crashed { detail } => Err(StageError::fail(FailureReason::Crashed, detail)),
     }
+}
+
+fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
+    let reason = match failure {
+        Failure::Encrypted => FailureReason::Encrypted,
+        Failure::NoPages => FailureReason::NoPages,
+        Failure::Unreadable => FailureReason::Unreadable,
+        Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
+        Failure::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },
+        // Not the document's fault: worth another attempt.
+        Failure::Io | Failure::LimitsRefused => return StageError::retry(detail),
+    };
+    StageError::fail(reason, detail)
 }

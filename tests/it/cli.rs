@@ -55,13 +55,21 @@ fn check_config_accepts_the_documented_example() {
     assert_eq!(read_back, from_example);
 }
 
-/// The `[section] key` pairs a TOML text sets or shows as a comment (`# key = …`).
+/// The `[section] key` pairs a TOML text sets or shows as a comment (`# key = …`). Keys of an
+/// example section shown only as a comment (`# [processing.external.ocr]`) are the example's,
+/// not keys of the section above it, and are left out.
 fn keys_in(text: &str) -> Vec<(String, String)> {
     let mut section = String::new();
     let mut keys = Vec::new();
+    let mut in_example = false;
     for line in text.lines().map(str::trim) {
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             section = name.to_owned();
+            in_example = false;
+        } else if line.strip_prefix("# [").is_some_and(|l| l.ends_with(']')) {
+            in_example = true;
+        } else if in_example {
+            continue;
         } else if let Some((key, _)) = line.trim_start_matches("# ").split_once(" = ")
             && !key.is_empty()
             && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')

@@ -7,6 +7,7 @@ mod support;
 
 mod budget;
 mod cli;
+mod containment;
 mod crash;
 mod e2e;
 mod groups;

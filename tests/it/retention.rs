@@ -193,7 +193,8 @@ async fn the_results_cap_expires_the_oldest_first_and_tells_their_owners() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (input, output) = (tmp.path().join("in.pdf"), tmp.path().join("out.pdf"));
     std::fs::write(&input, fixture("pdf/text-1page.pdf")).expect("write");
-    let size = docket::pdf::optimize(&input, &output).expect("optimize").output_bytes;
+    let size =
+        docket::pdf::optimize(&input, &output, docket::pdf::DEFAULT_MAX_INFLATE_BYTES).expect("optimize").output_bytes;
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.retention.janitor_interval = Duration::from_secs(1);
         // Room for two results, not three.

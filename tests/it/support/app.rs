@@ -317,9 +317,11 @@ impl Drop for TestApp {
     }
 }
 
-/// The options every test docket runs with: the real clock, quick idle polls and retries.
+/// The options every test docket runs with: the real clock, quick idle polls and retries, and
+/// docket's binary as the child of processing runs (this test binary is not docket).
 pub fn test_options() -> Options {
     Options {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_docket")),
         clock: Arc::new(SystemClock),
         idle_poll: Duration::from_millis(100),
         retry_base: Duration::from_millis(100),

@@ -1,0 +1,154 @@
+//! `[processing]`: the limits every operation runs under, and `[processing.external.<name>]`,
+//! operations backed by external programs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::DAY;
+use super::value::{self, Between};
+
+/// `memory_limit` when not set: 2 GiB.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
+/// `timeout` when not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// `max_inflate` when not set: 256 MiB.
+pub const DEFAULT_MAX_INFLATE: u64 = 256 * 1024 * 1024;
+/// The smallest `memory_limit` (and a tool's): the address space docket's own child takes before
+/// it reads anything (its binary, and the 64 MiB stack of the lopdf thread), with room to work.
+pub const MIN_MEMORY_LIMIT: u64 = 128 * 1024 * 1024;
+
+/// `[processing]`: the limits every operation runs under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProcessingConfig {
+    /// `memory_limit`: address space of the child process of one run; at least 128 MiB, and room
+    /// for 4 × `max_inflate` beyond that.
+    #[serde(deserialize_with = "memory_limit", serialize_with = "value::write_size")]
+    pub memory_limit: u64,
+    /// `timeout`: how long one run may take before its child is killed; 1 s to 1 day.
+    #[serde(deserialize_with = "Between::<1, DAY>::duration", serialize_with = "value::write_duration")]
+    pub timeout: Duration,
+    /// `max_inflate`: the largest size one stream of a PDF may inflate to.
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub max_inflate: u64,
+    /// `external`: operations backed by programs, by name (`[processing.external.ocr]`).
+    pub external: BTreeMap<String, ExternalToolConfig>,
+}
+
+impl Default for ProcessingConfig {
+    fn default() -> Self {
+        Self {
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            timeout: DEFAULT_TIMEOUT,
+            max_inflate: DEFAULT_MAX_INFLATE,
+            external: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[processing.external.<name>]`: one operation backed by a program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalToolConfig {
+    /// `command`: the program and its arguments, with `{input}`, `{output}` and `{lang}`
+    /// placeholders; never run through a shell.
+    #[serde(deserialize_with = "command")]
+    pub command: Vec<String>,
+    /// `accepts`: the formats it takes (`pdf`, `docx`, `odt`, `xlsx`, …).
+    pub accepts: Vec<String>,
+    /// `output`: the format it writes. Default: "pdf".
+    #[serde(default = "pdf")]
+    pub output: String,
+    /// `memory_limit`: its own, instead of `[processing] memory_limit`.
+    #[serde(
+        default,
+        deserialize_with = "optional_memory_limit",
+        serialize_with = "value::write_optional_size",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub memory_limit: Option<u64>,
+    /// `timeout`: its own, instead of `[processing] timeout`; 1 s to 1 day.
+    #[serde(
+        default,
+        deserialize_with = "optional_timeout",
+        serialize_with = "write_optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+    /// `memory_factor`: peak memory per byte of input, reserved from `[budget] memory`; 1 to
+    /// 1000. Default: 10.
+    #[serde(default = "default_memory_factor", deserialize_with = "Between::<1, 1000>::ratio")]
+    pub memory_factor: f64,
+}
+
+fn pdf() -> String {
+    "pdf".to_owned()
+}
+
+fn default_memory_factor() -> f64 {
+    crate::operations::external::DEFAULT_TOOL_MEMORY_FACTOR
+}
+
+fn memory_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let bytes = value::size(d)?;
+    if bytes < MIN_MEMORY_LIMIT {
+        return Err(serde::de::Error::custom("a size of at least \"128 MiB\", such as \"2 GiB\""));
+    }
+    Ok(bytes)
+}
+
+fn optional_memory_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    memory_limit(d).map(Some)
+}
+
+fn optional_timeout<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Between::<1, DAY>::duration(d).map(Some)
+}
+
+fn write_optional_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => value::write_duration(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn command<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let command = Vec::<String>::deserialize(d)?;
+    if command.first().is_none_or(|program| program.trim().is_empty()) {
+        return Err(serde::de::Error::custom(
+            "a list of the program and its arguments, such as [\"ocrmypdf\", \"{input}\", \"{output}\"]",
+        ));
+    }
+    Ok(command)
+}
+
+impl ProcessingConfig {
+    /// Names of external operations that clash with a built-in one, and an inflate cap the
+    /// memory limit cannot hold, as problems.
+    pub(super) fn check(&self, problems: &mut Vec<super::Problem>) {
+        // Inflating grows its buffer by doubling and copies on the way: up to about three times
+        // the cap at once, beside the child's own base and the document around it.
+        if self.max_inflate.saturating_mul(4).saturating_add(MIN_MEMORY_LIMIT) > self.memory_limit {
+            problems.push(super::Problem {
+                key: "[processing] max_inflate".into(),
+                found: format!("{:?}", super::value::human_size(self.max_inflate)),
+                expected: format!(
+                    "at most a quarter of what [processing] memory_limit ({:?}) leaves beyond 128 MiB, or \
+                     a stream that inflates to near the cap fails as out of memory instead",
+                    super::value::human_size(self.memory_limit)
+                ),
+            });
+        }
+        for name in self.external.keys() {
+            if name == crate::operations::OPTIMIZE {
+                problems.push(super::Problem {
+                    key: format!("[processing.external.{name}]"),
+                    found: name.clone(),
+                    expected: "a name other than the built-in operation optimize".into(),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The child's side: limit this process, run the operation, say how it went.
+//!
+//! [`run_here`] is what `docket process … --contained` does. The limits come first, before a
+//! byte of the input is read: `RLIMIT_AS` (so an allocation past the limit fails, and Rust
+//! aborts with "memory allocation of N bytes failed", which the parent recognises),
+//! `RLIMIT_CPU` (so a child whose parent is gone cannot spin for ever) and `RLIMIT_CORE` 0 (a
+//! hostile file must not fill the disk with core dumps). External programs inherit all three.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use super::external::expand;
+use super::{Failure, Limits, Report, Request, Work};
+use crate::pdf::{self, PdfError};
+
+/// Limits this process, runs `request` and returns what to report. Synchronous: it is the only
+/// work of its process.
+pub fn run_here(request: &Request) -> Report {
+    if let Err(e) = apply_limits(&request.limits) {
+        return Report::Failed { failure: Failure::LimitsRefused, detail: format!("setting the limits: {e}") };
+    }
+    match &request.work {
+        Work::Optimize => {
+            let max_inflate = usize::try_from(request.limits.max_inflate).unwrap_or(usize::MAX);
+            match pdf::optimize(&request.input, &request.output, max_inflate) {
+                Ok(report) => Report::Done {
+                    output_bytes: report.output_bytes,
+                    pages: Some(report.pages),
+                    peak_rss_bytes: peak_rss(),
+                },
+                Err(e) => pdf_failure(e),
+            }
+        }
+        Work::Tool(tool) => {
+            let args = expand(&tool.command, &request.input, &request.output, &request.lang);
+            run_tool(&args, &request.output)
+        }
+    }
+}
+
+fn pdf_failure(error: PdfError) -> Report {
+    let detail = error.to_string();
+    let failure = match error {
+        PdfError::Encrypted => Failure::Encrypted,
+        PdfError::NoPages => Failure::NoPages,
+        PdfError::InflatesTooMuch { limit } => Failure::InflatesTooMuch { limit: limit as u64 },
+        PdfError::Io(_) => Failure::Io,
+        PdfError::Unreadable { .. } | PdfError::NotPdf { .. } => Failure::Unreadable,
+    };
+    Report::Failed { failure, detail }
+}
+
+/// Runs an external program (`args[0]` with the rest) to completion. Its stdout goes to this
+/// process's stderr: stdout carries the report alone.
+fn run_tool(args: &[std::ffi::OsString], output: &Path) -> Report {
+    let Some((program, rest)) = args.split_first() else {
+        return Report::Failed { failure: Failure::ToolFailed, detail: "the command is empty".into() };
+    };
+    let status = std::process::Command::new(program)
+        .args(rest)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::io::stderr()))
+        .status();
+    let name = Path::new(program).display();
+    match status {
+        Ok(status) if status.success() => match std::fs::metadata(output) {
+            Ok(meta) if meta.len() > 0 => {
+                Report::Done { output_bytes: meta.len(), pages: None, peak_rss_bytes: peak_rss() }
+            }
+            Ok(_) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote an empty result") },
+            Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote no result: {e}") },
+        },
+        Ok(status) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} ended with {status}") },
+        Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") },
+    }
+}
+
+/// This process's peak resident memory so far, from `/proc/self/status`.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib =
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse::<u64>();
+    kib.ok().map(|kib| kib * 1024)
+}
+
+/// CPU seconds a run may use: its wall-clock limit on every core.
+pub fn cpu_seconds(limits: &Limits) -> u64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    limits.timeout.as_secs().max(1).saturating_mul(cores)
+}
+
+#[cfg(target_os = "linux")]
+fn apply_limits(limits: &Limits) -> std::io::Result<()> {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let exactly = |n: u64| Rlimit { current: Some(n), maximum: Some(n) };
+    setrlimit(Resource::Core, exactly(0))?;
+    let cpu = cpu_seconds(limits);
+    // SIGXCPU at the soft limit, SIGKILL a little later if it is ignored.
+    setrlimit(Resource::Cpu, Rlimit { current: Some(cpu), maximum: Some(cpu.saturating_add(5)) })?;
+    setrlimit(Resource::As, exactly(limits.memory))?;
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn apply_limits(_limits: &Limits) -> std::io::Result<()> {
+    Err(std::io::Error::other("process limits are implemented for Linux only"))
+}

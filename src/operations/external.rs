@@ -1,0 +1,146 @@
+//! External programs as operations: `[processing.external.<name>]`.
+//!
+//! A tool is an argument list, never a shell command line: `{input}`, `{output}` and `{lang}`
+//! are replaced inside the arguments, and nothing else is interpreted, so a file name or a
+//! language can never become a command. Whether the program exists is checked once, when docket
+//! starts ([`ExternalTool::availability`]); a missing one makes its operation unavailable with
+//! a message, not a failure per run.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Peak resident memory per byte of input assumed for a tool that does not say its own.
+pub const DEFAULT_TOOL_MEMORY_FACTOR: f64 = 10.0;
+
+/// One configured external program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalTool {
+    /// The operation's name (the `<name>` of its section).
+    pub name: String,
+    /// The program and its arguments, with `{input}`, `{output}` and `{lang}` placeholders.
+    pub command: Vec<String>,
+    /// The formats it takes, by [`crate::detect::DetectedFormat::label`] (`pdf`, `docx`, …).
+    pub accepts: Vec<String>,
+    /// The format of what it writes (a label as in `accepts`).
+    pub output: String,
+    /// Its own address-space limit, instead of `[processing] memory_limit`.
+    pub memory_limit: Option<u64>,
+    /// Its own time limit, instead of `[processing] timeout`.
+    pub timeout: Option<Duration>,
+    /// Peak resident memory per byte of input, for the memory budget.
+    pub memory_factor: f64,
+}
+
+// The factor is a measured ratio, never NaN.
+impl Eq for ExternalTool {}
+
+/// Whether a tool's program can run on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    /// Found, at this path.
+    Available(PathBuf),
+    /// Not found: why, in words for an admin.
+    Unavailable(String),
+}
+
+impl ExternalTool {
+    /// Whether the program is there: a path is checked as is, a bare name is looked up in
+    /// `PATH`, and it must be an executable file.
+    pub fn availability(&self) -> Availability {
+        let Some(program) = self.command.first() else {
+            return Availability::Unavailable(format!("operation {:?} has an empty command", self.name));
+        };
+        match find_program(program, std::env::var_os("PATH")) {
+            Some(path) => Availability::Available(path),
+            None => Availability::Unavailable(format!(
+                "operation {:?} is unavailable: its program {program:?} is not installed on this machine \
+                 (not an executable file{})",
+                self.name,
+                if program.contains('/') { "" } else { " in PATH" },
+            )),
+        }
+    }
+}
+
+/// The arguments of `command` with its placeholders replaced.
+pub fn expand(command: &[String], input: &Path, output: &Path, lang: &str) -> Vec<OsString> {
+    command
+        .iter()
+        .map(|arg| match arg.as_str() {
+            // Whole-argument placeholders keep paths that are not UTF-8 intact.
+            "{input}" => input.as_os_str().to_owned(),
+            "{output}" => output.as_os_str().to_owned(),
+            other => other
+                .replace("{input}", &input.to_string_lossy())
+                .replace("{output}", &output.to_string_lossy())
+                .replace("{lang}", lang)
+                .into(),
+        })
+        .collect()
+}
+
+/// Where `program` is: itself when it names a path, else the first executable file of that
+/// name in `path` (a `PATH` value).
+pub fn find_program(program: &str, path: Option<OsString>) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program)).filter(|p| is_executable(p));
+    }
+    std::env::split_paths(&path?).map(|dir| dir.join(program)).find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(command: &[&str]) -> ExternalTool {
+        ExternalTool {
+            name: "t".into(),
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            accepts: vec!["pdf".into()],
+            output: "pdf".into(),
+            memory_limit: None,
+            timeout: None,
+            memory_factor: DEFAULT_TOOL_MEMORY_FACTOR,
+        }
+    }
+
+    #[test]
+    fn placeholders_are_replaced_inside_arguments_and_nothing_else_is_interpreted() {
+        let args = expand(
+            &[
+                "ocrmypdf".into(),
+                "-l".into(),
+                "{lang}".into(),
+                "{input}".into(),
+                "--out={output}".into(),
+                "$HOME;".into(),
+            ],
+            Path::new("/in dir/a b.pdf"),
+            Path::new("/out/r.pdf"),
+            "eng+rus",
+        );
+        let args: Vec<_> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args, ["ocrmypdf", "-l", "eng+rus", "/in dir/a b.pdf", "--out=/out/r.pdf", "$HOME;"]);
+    }
+
+    #[test]
+    fn a_missing_program_makes_the_tool_unavailable_with_its_name() {
+        let missing = tool(&["docket-no-such-tool-3f9a", "{input}"]).availability();
+        match missing {
+            Availability::Unavailable(why) => {
+                assert!(why.contains("\"docket-no-such-tool-3f9a\" is not installed"), "{why}");
+                assert!(why.contains("operation \"t\""), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(tool(&["/bin/no/such"]).availability(), Availability::Unavailable(_)));
+        assert!(matches!(tool(&[]).availability(), Availability::Unavailable(_)));
+        assert!(matches!(tool(&["sh"]).availability(), Availability::Available(_)));
+    }
+}

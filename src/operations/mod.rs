@@ -1,0 +1,195 @@
+//! Operations, and the process boundary every one of them runs behind.
+//!
+//! An operation ([`Work`]: `optimize` with lopdf, or an external program configured under
+//! `[processing.external.<name>]`) never runs in the service's own process. The service (the
+//! *parent*, [`contained`]) re-executes its own binary as `docket process INPUT --op NAME -o
+//! OUTPUT --contained …` with the run's limits, in a process group of its own; the *child*
+//! ([`child`]) first limits itself (address space, CPU time, no core dumps), then works, and
+//! writes one [`Report`] as a JSON line on its stdout. Whatever the child does — finish, fail,
+//! panic, run out of memory, hang — the parent turns it into an [`Outcome`], and nothing of the
+//! document's cost reaches the service: its memory, its threads and its other runs stay as
+//! they were.
+//!
+//! The parent kills the whole process group when the run's time is up and when its future is
+//! dropped (the run's lease was lost, the job was cancelled, shutdown), so an external tool's
+//! own children (ocrmypdf → tesseract, ghostscript) die with it.
+//!
+//! This module is an adapter: it may use [`crate::pdf`], [`crate::detect`] and the domain, and
+//! must not import the store, Telegram, the pipeline or the configuration (which converts its
+//! sections into [`Limits`] and [`ExternalTool`]s).
+
+pub mod child;
+pub mod contained;
+pub mod external;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use contained::{Outcome, run_contained};
+pub use external::{Availability, ExternalTool};
+
+/// The name of the built-in lopdf operation.
+pub const OPTIMIZE: &str = "optimize";
+
+/// Peak resident memory of an `optimize` child per byte of input, at worst: files made of very
+/// many small objects. Measured by `benches/memory.rs`; see BENCHMARKS.md.
+pub const OPTIMIZE_MEMORY_FACTOR: f64 = 50.0;
+
+/// Peak resident memory of a child that has not read anything yet (the binary, its runtime and
+/// allocator), added to every reservation. Measured by `benches/memory.rs`; see BENCHMARKS.md.
+pub const CHILD_BASE_MEMORY: u64 = 16 * 1024 * 1024;
+
+/// What a contained run does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// Recompress and prune a PDF with lopdf ([`crate::pdf::optimize`]).
+    Optimize,
+    /// Run an external program on the input.
+    Tool(ExternalTool),
+}
+
+impl Work {
+    /// The operation's name: `optimize`, or the external tool's.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Optimize => OPTIMIZE,
+            Self::Tool(tool) => &tool.name,
+        }
+    }
+
+    /// Peak resident memory per byte of input, at worst (what the memory budget reserves).
+    pub fn memory_factor(&self) -> f64 {
+        match self {
+            Self::Optimize => OPTIMIZE_MEMORY_FACTOR,
+            Self::Tool(tool) => tool.memory_factor,
+        }
+    }
+
+    /// The limits of a run of this operation: a tool's own where it sets them, else `defaults`.
+    pub fn limits(&self, defaults: Limits) -> Limits {
+        match self {
+            Self::Optimize => defaults,
+            Self::Tool(tool) => Limits {
+                memory: tool.memory_limit.unwrap_or(defaults.memory),
+                timeout: tool.timeout.unwrap_or(defaults.timeout),
+                ..defaults
+            },
+        }
+    }
+}
+
+/// What bounds one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Address space of the child, in bytes (`RLIMIT_AS`); reaching it is "out of memory".
+    pub memory: u64,
+    /// Wall-clock time from start to report; the child is killed when it is up. CPU time is
+    /// capped at this times the machine's cores, so a child cannot spin on after a lost parent.
+    pub timeout: Duration,
+    /// Largest size one stream may inflate to while a PDF is loaded.
+    pub max_inflate: u64,
+}
+
+impl Limits {
+    /// The memory one run of `work` on `input_bytes` reserves from the memory budget: its base
+    /// plus its worst-case factor, but never more than its address-space limit allows it to use.
+    pub fn reservation(&self, work: &Work, input_bytes: u64) -> u64 {
+        let worst = CHILD_BASE_MEMORY as f64 + input_bytes as f64 * work.memory_factor();
+        (worst.ceil() as u64).min(self.memory)
+    }
+}
+
+/// One contained run: what to do, on what, into where, within what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The operation.
+    pub work: Work,
+    /// The input file.
+    pub input: PathBuf,
+    /// Where the result goes; created or truncated by the child.
+    pub output: PathBuf,
+    /// The document's language(s) for tools that use `{lang}` (Tesseract codes: `eng+rus`).
+    pub lang: String,
+    /// The bounds.
+    pub limits: Limits,
+}
+
+/// `{lang}` when no language is given.
+pub const DEFAULT_LANG: &str = "eng";
+
+impl Request {
+    /// The arguments of `docket` that make it the child of this run (after the program name).
+    pub fn child_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "process".into(),
+            self.input.clone().into(),
+            "--op".into(),
+            self.work.name().into(),
+            "--output".into(),
+            self.output.clone().into(),
+            "--contained".into(),
+            "--memory-limit".into(),
+            self.limits.memory.to_string().into(),
+            "--timeout-secs".into(),
+            self.limits.timeout.as_secs().max(1).to_string().into(),
+            "--max-inflate".into(),
+            self.limits.max_inflate.to_string().into(),
+            "--lang".into(),
+            self.lang.clone().into(),
+        ];
+        if let Work::Tool(tool) = &self.work {
+            args.push("--".into());
+            args.extend(tool.command.iter().map(OsString::from));
+        }
+        args
+    }
+}
+
+/// What a child reports on its stdout, as one JSON line, when it got to report at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Report {
+    /// The result is at the output path.
+    Done {
+        /// Its size.
+        output_bytes: u64,
+        /// Its pages, when the operation counted them.
+        pages: Option<u32>,
+        /// The child's peak resident memory (`VmHWM`), external programs not included.
+        #[serde(default)]
+        peak_rss_bytes: Option<u64>,
+    },
+    /// The operation refused the input or could not finish.
+    Failed {
+        /// Why, as a kind the parent maps to a reason.
+        failure: Failure,
+        /// What happened, for admins.
+        detail: String,
+    },
+}
+
+/// Why a child's operation failed, when it could say.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Failure {
+    /// The PDF needs a password.
+    Encrypted,
+    /// The PDF's structure cannot be read (lopdf refused or panicked, caps included).
+    Unreadable,
+    /// The PDF has no pages.
+    NoPages,
+    /// A stream inflates past the limit.
+    InflatesTooMuch {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// Reading the input or writing the output failed: worth another attempt.
+    Io,
+    /// The external program ended without a result.
+    ToolFailed,
+    /// The child could not set its own limits: it did no work.
+    LimitsRefused,
+}
