@@ -1,7 +1,8 @@
 //! Configuration: a TOML file (optional) plus environment, validated into typed settings.
 //!
 //! Each section of the file is one struct, in a module of its own ([`telegram`], [`storage`],
-//! [`limits`], [`workers`], [`retention`], [`access`], [`budget`], [`metrics`], [`outbox`]):
+//! [`limits`], [`workers`], [`retention`], [`access`], [`budget`], [`metrics`], [`outbox`],
+//! [`log`]):
 //! the struct's fields are the section's keys, each with its bounds beside it, its default is a
 //! named constant there, and serde reads and writes it, sizes and durations in their human
 //! forms ("20 MiB", "30s"). That struct is the one place a key is defined: reading the file,
@@ -25,6 +26,7 @@ use toml::{Table, Value};
 pub mod access;
 pub mod budget;
 pub mod limits;
+pub mod log;
 pub mod metrics;
 pub mod outbox;
 mod read;
@@ -38,6 +40,7 @@ pub mod workers;
 pub use access::{Access, GroupMode};
 pub use budget::BudgetConfig;
 pub use limits::Limits;
+pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
 pub use outbox::OutboxConfig;
 pub use retention::Retention;
@@ -83,6 +86,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[outbox]`
     pub outbox: OutboxConfig,
+    /// `[log]`
+    pub log: LogConfig,
 }
 
 /// One thing wrong with the configuration.
@@ -194,7 +199,7 @@ impl Config {
     }
 
     /// Every section and its keys, in the order of [`Config`]'s fields and of each section's.
-    pub fn keys() -> [(&'static str, &'static [&'static str]); 9] {
+    pub fn keys() -> [(&'static str, &'static [&'static str]); 10] {
         use read::keys_of;
         [
             ("telegram", keys_of::<TelegramConfig>()),
@@ -206,6 +211,7 @@ impl Config {
             ("budget", keys_of::<BudgetConfig>()),
             ("metrics", keys_of::<MetricsConfig>()),
             ("outbox", keys_of::<OutboxConfig>()),
+            ("log", keys_of::<LogConfig>()),
         ]
     }
 

@@ -69,7 +69,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .map_err(|e| StageError::fail(FailureReason::Unreadable, format!("the PDF operation panicked: {e}")))?
         .map_err(pdf_error)?;
 
-    let limit = deps.settings.upload_limit;
+    let limit = deps.settings.get().upload_limit;
     if report.output_bytes > limit {
         return Err(StageError::fail(
             FailureReason::ResultTooBig { size: report.output_bytes, limit },
