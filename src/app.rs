@@ -142,8 +142,9 @@ impl Running {
     /// Applies the reloadable part of `new` to the running services: the byte budget, limits,
     /// retention, the outbox's per-chat limits and attempts, access lists, worker leases and
     /// attempts, `[storage] min_free`, and the log's level and format. Work already under way
-    /// finishes with the settings it started with. Returns the keys whose change `old` → `new`
-    /// takes effect only after a restart (they keep their old values until then).
+    /// finishes with the settings it started with. Returns the keys where `new` differs from
+    /// `old`, the configuration the process started with, that take effect only after a
+    /// restart (they keep their old values until then).
     pub fn reload(&self, old: &Config, new: &Config) -> Vec<&'static str> {
         self.budget.set_sizing(new.budget.bytes, new.budget.multiplier, new.budget.max_wait);
         let intake = self.live.intake.get();
@@ -511,7 +512,6 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
     }
     // Migrations and the startup janitor pass are done (`start`): systemd may go on.
     notify(&[sd_notify::NotifyState::Ready]);
-    let mut current = config.clone();
     let mut watchdog = watchdog_ticker();
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -529,7 +529,7 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
             Event::KeepAlive => notify(&[sd_notify::NotifyState::Watchdog]),
             Event::Reload => {
                 notify(&[sd_notify::NotifyState::Reloading, monotonic_now()]);
-                current = reload(&running, current, config_path);
+                reload(&running, config, config_path);
                 notify(&[sd_notify::NotifyState::Ready]);
             }
         }
@@ -552,25 +552,24 @@ enum Event {
     KeepAlive,
 }
 
-/// Reads the configuration again (SIGHUP) and applies it; keeps `current` when the new one is
-/// invalid. Returns the configuration now in force (the keys that need a restart keep their
-/// values in the running process, but are remembered as read, so they are named only once).
-fn reload(running: &Running, current: Config, path: Option<&std::path::Path>) -> Config {
+/// Reads the configuration again (SIGHUP) and applies it, or keeps the settings in force when
+/// the new file is invalid. The keys that need a restart are named against `started`, the
+/// configuration the process started with, which is what those keys still follow.
+fn reload(running: &Running, started: &Config, path: Option<&std::path::Path>) {
     info!("SIGHUP: reading the configuration again");
     let new = match Config::load(path) {
         Ok(new) => new,
         Err(e) => {
             error!(error = %e, "the new configuration is refused; the running one stays");
-            return current;
+            return;
         }
     };
-    let restart = running.reload(&current, &new);
+    let restart = running.reload(started, &new);
     if restart.is_empty() {
         info!("configuration reloaded");
     } else {
         warn!(keys = %restart.join(", "), "configuration reloaded; these changes need a restart to take effect");
     }
-    new
 }
 
 /// SIGHUP (`systemctl reload`, a closed terminal): a stream of them.
