@@ -4,6 +4,11 @@
 //! `[workers] shutdown_grace`, then interrupt and release what is left so another process can
 //! resume it at once. The same orderly stop follows when polling ends for good (the Bot API
 //! refused the token), and `run` then returns that error.
+//!
+//! Under systemd, `run` reports readiness once the migrations and the startup janitor pass are
+//! done, sends watchdog keep-alives from its main loop, and on SIGHUP reads the configuration
+//! again and hands each service its new settings ([`Running::reload`]); a file with a problem
+//! is refused and the running settings stay.
 
 use std::sync::Arc;
 use std::time::Duration;

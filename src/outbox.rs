@@ -291,6 +291,16 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     {
         warn!(error = %e, "cannot record the chat's pace; sending on");
     }
+    let outcome = match &result {
+        Ok(_) => "delivered",
+        Err(TelegramError::RetryAfter(_)) => "flood_wait",
+        Err(TelegramError::Migrated(_)) => "migrated",
+        Err(TelegramError::ChatGone(_)) => "chat_gone",
+        Err(TelegramError::Lost(_)) => "unknown",
+        Err(_) => "error",
+    };
+    // Every Bot API answer to a send, by what it was (the rows' fates are counted below).
+    metrics::counter!("docket_sends_total", "outcome" => outcome).increment(1);
     let written = match result {
         Ok(sent) => {
             let ok =

@@ -124,10 +124,17 @@ impl std::fmt::Display for WorkerId {
     }
 }
 
+/// The machine's name, from uname(2): the systemd unit's `ProcSubset=pid` hides
+/// `/proc/sys/kernel/hostname`.
+#[cfg(target_os = "linux")]
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "host".to_owned())
+    let name = rustix::system::uname().nodename().to_string_lossy().trim().to_owned();
+    if name.is_empty() { "host".to_owned() } else { name }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hostname() -> String {
+    "host".to_owned()
 }
 
 /// When a pool's loops end.

@@ -1,8 +1,13 @@
-//! Logging setup and the metrics endpoint. Log output goes to stderr (journald under systemd);
-//! `[log] level` (or `RUST_LOG`) filters, and `[log] format = "json"` (or
-//! `DOCKET_LOG_FORMAT=json`) switches to one JSON object per line; a reload applies a new level. Colours (ANSI escape codes)
-//! are used only when stderr is a terminal and `NO_COLOR` is not set: journald, a pipe or a file
-//! gets plain text.
+//! Logging setup and the metrics endpoint.
+//!
+//! Log output goes to stderr (journald under systemd); `[log] level` (or `RUST_LOG`) filters,
+//! and `[log] format = "json"` (or `DOCKET_LOG_FORMAT=json`) switches to one JSON object per
+//! line; a reload applies new values. Colours (ANSI escape codes) are used only when stderr is a
+//! terminal and `NO_COLOR` is not set: journald, a pipe or a file gets plain text.
+//!
+//! `[metrics] listen` serves `/metrics` (the Prometheus recorder behind the `metrics` facade,
+//! rendered here, because the exporter's own listener cannot add routes) and `/healthz`, whose
+//! checks the wiring supplies as a [`Probe`].
 //!
 //! What is never logged: the bot token, file download URLs and file paths from getFile (they
 //! hold the token), database passwords, message texts, captions and user file names. Modules

@@ -92,6 +92,8 @@ async fn metrics_from_the_database_and_the_pipeline_move_after_a_job() {
     assert!(series(&after, "docket_updates_received_total", &[]).is_some_and(|n| n >= 1.0));
     assert!(series(&after, "docket_download_bytes_total", &[]).is_some_and(|n| n > 0.0));
     assert!(series(&after, "docket_messages_sent_total", &[("kind", "result")]).is_some_and(|n| n >= 1.0));
+    assert!(series(&after, "docket_sends_total", &[("outcome", "delivered")]).is_some_and(|n| n >= 2.0));
+    assert!(series(&after, "docket_budget_reserved_bytes", &[]).is_some());
     let exit = stop(&process).await;
     assert!(exit.success(), "{exit:?}");
 }
