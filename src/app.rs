@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::Config;
-use crate::domain::JobState;
-use crate::domain::{Clock as _, SharedClock, SystemClock};
+use crate::domain::{BotId, Clock as _, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -33,7 +33,6 @@ use crate::spool::Spool;
 use crate::store::{JobFilter, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
-use futures_util::future::BoxFuture;
 
 /// Knobs that are not configuration: time and polling pace (tests move them).
 #[derive(Debug, Clone)]
@@ -225,7 +224,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             .context("while reading jobs in flight")?;
         for job in held {
             // No download claim made this reservation (token 0): only the job's end gives it back.
-            budget.hold(job.ticket, 0, job.real_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+            let size = job.source.as_ref().map_or(0, |s| u64::try_from(s.size).unwrap_or(0));
+            budget.hold(job.ticket, 0, size);
         }
     }
     let intake = Intake::new(
@@ -308,7 +308,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
 
 /// Intake's settings from `config`, for the bot of `bot_id` and `bot_username`, with the largest
 /// source `budget` can hold.
-fn intake_settings(config: &Config, bot_id: i64, bot_username: Option<String>, budget: &Budget) -> IntakeSettings {
+fn intake_settings(config: &Config, bot_id: BotId, bot_username: Option<String>, budget: &Budget) -> IntakeSettings {
     IntakeSettings {
         bot_id,
         bot_username,

@@ -259,7 +259,7 @@ async fn status_and_jobs_read_the_bots_database() {
     assert_eq!(json["state"], "ready");
     assert_eq!(json["chat_id"], 90);
     assert_eq!(json["declared_name"], "cli.pdf");
-    assert_eq!(json["sha256"].as_str(), job.sha256.as_deref());
+    assert_eq!(json["sha256"].as_str(), job.source.as_ref().map(|s| s.sha256.as_str()));
     assert_eq!(json["attempts"], job.attempts);
     assert!(json["error"].is_null());
     assert!(json["result_expires_at"].as_str().is_some_and(|s| s.ends_with('Z')));
