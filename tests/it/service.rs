@@ -263,6 +263,29 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
     assert!(exit.success(), "SIGHUP did not end the process: {exit:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_level_comes_from_the_file_and_a_reload_changes_it() {
+    let fake = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let quiet = format!("{QUICK}[log]\nlevel = \"warn\"\n");
+    let process = DocketProcess::new(dir, &quiet, &fake).without_env("RUST_LOG");
+    process.start();
+    fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+    // At `info` this line would be there by now: it is written after getMe, before polling starts.
+    assert!(!process.log_text().contains("connected to the Bot API"), "{}", process.log_text());
+
+    std::fs::write(process.config_path(), format!("{QUICK}[log]\nlevel = \"info\"\n")).expect("rewrite");
+    process.signal("HUP");
+    process
+        .until("an info line after the reload", DEADLINE, async || {
+            process.log_text().contains("configuration reloaded").then_some(())
+        })
+        .await;
+    let exit = stop(&process).await;
+    assert!(exit.success(), "{exit:?}");
+    assert!(process.log_text().contains("shutting down"), "{}", process.log_text());
+}
+
 /// A whole job through the real binary with the given `[log] format`, at debug level for
 /// everything: each line about the job carries its ticket, and neither the token, nor a file
 /// download URL, nor the local server's path (which holds the token) appears anywhere in what
