@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::Config;
-use crate::domain::{BotId, Clock as _, JobState, SharedClock, SystemClock};
+use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -30,7 +30,7 @@ use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{JobFilter, Stage, Store};
+use crate::store::{JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
@@ -496,6 +496,8 @@ pub fn janitor_deps(
 /// Starting fails, or polling stopped for good (the Bot API refused the token): then the bot
 /// stops in order as on SIGTERM, and the error says why.
 pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: BotToken) -> anyhow::Result<()> {
+    // Held until this function returns: one `docket run` per SQLite database.
+    let _sole_runner = RunLock::acquire(&config.storage.database_url, SystemClock.now())?;
     crate::telemetry::apply(&config.log);
     // Bound before anything starts, so a taken address fails the start, not a scrape.
     let endpoint = match config.metrics.listen {

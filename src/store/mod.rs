@@ -50,12 +50,14 @@ mod pacing;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod retention;
+mod run_lock;
 mod sqlite;
 mod updates;
 
 pub use database_url::DatabaseUrl;
 use error::QueryContext;
 pub use error::{DatabaseError, StoreError, StoreResult};
+pub use run_lock::RunLock;
 
 #[doc(hidden)]
 pub mod statements;
