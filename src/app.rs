@@ -357,6 +357,10 @@ pub fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
     checks.into_iter().filter(|(_, changed)| *changed).map(|(key, _)| key).collect()
 }
 
+/// How long `/healthz` and `/metrics` wait for the database: a monitor's check must get an answer
+/// (503) even while a database call would hang until the pool's own 30 s timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// What `/healthz` checks and what `/metrics` reads from the database.
 struct Probe {
     store: Store,
@@ -372,10 +376,17 @@ impl crate::telemetry::Probe for Probe {
         Box::pin(async move {
             metrics::gauge!("docket_budget_bytes").set(self.budget.capacity() as f64);
             metrics::gauge!("docket_budget_reserved_bytes").set(self.budget.in_use() as f64);
-            let census = match self.store.census().await {
-                Ok(census) => census,
-                Err(e) => {
+            let census = match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
+                Ok(Ok(census)) => census,
+                Ok(Err(e)) => {
                     warn!(error = %e, "cannot read the job counts for the metrics");
+                    return;
+                }
+                Err(_) => {
+                    warn!(
+                        timeout_s = PROBE_TIMEOUT.as_secs(),
+                        "the database did not answer the metrics' counts in time"
+                    );
                     return;
                 }
             };
@@ -395,8 +406,10 @@ impl crate::telemetry::Probe for Probe {
     fn problems(&self) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async move {
             let mut problems = Vec::new();
-            if let Err(e) = self.store.census().await {
-                problems.push(format!("database unreachable: {e}"));
+            match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => problems.push(format!("database unreachable: {e}")),
+                Err(_) => problems.push(format!("database unreachable: no answer within {}s", PROBE_TIMEOUT.as_secs())),
             }
             let data_dir = self.data_dir.clone();
             let writable = tokio::task::spawn_blocking(move || tempfile::tempfile_in(&data_dir).map(drop)).await;

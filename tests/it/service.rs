@@ -128,6 +128,39 @@ async fn healthz_turns_503_while_the_data_folder_cannot_be_written() {
     assert!(exit.success(), "{exit:?}");
 }
 
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_turns_503_while_the_database_refuses_connections() {
+    use sqlx::Connection;
+
+    let db = crate::support::postgres::TestDatabase::create().await;
+    let name = url::Url::parse(&db.url).expect("a URL").path().trim_start_matches('/').to_owned();
+    let fake = FakeTelegram::start().await;
+    let (process, addr) = with_endpoint(&fake, &format!("{QUICK}[storage]\ndatabase_url = \"{}\"\n", db.url));
+    process.start();
+    process.until("/healthz 200", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 200)).await;
+
+    let admin = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to the server");
+    let run = async |conn: &mut sqlx::PgConnection, sql: String| {
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(conn).await.expect("admin statement");
+    };
+    // No new connections, and docket's open ones cut: as a server going away looks to docket.
+    run(&mut conn, format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS false")).await;
+    run(&mut conn, format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")).await;
+    let (_, body) =
+        process.until("/healthz 503", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 503)).await;
+    assert!(body.contains("database unreachable"), "{body}");
+    assert!(!body.contains("data folder"), "only the database is wrong: {body}");
+
+    run(&mut conn, format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS true")).await;
+    process
+        .until("/healthz 200 again", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 200))
+        .await;
+    let exit = stop(&process).await;
+    assert!(exit.success(), "{exit:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_names_a_silent_poller() {
     let fake = FakeTelegram::start().await;
