@@ -1132,7 +1132,7 @@ async fn janitor_run(args: &Args, dir: &Path, n: usize, run: usize, config: &Con
     let b = build(dir, n, (n * 31 + run) as u64).await?;
     let (store, expect) = (b.store.clone(), b.expect);
     let deps = b.deps(config);
-    let settings = &deps.settings;
+    let settings = deps.settings.get();
     let mut r =
         JanitorRun { fill: b.fill, files: expect.files, outbox: b.outbox, load: load_now(), ..JanitorRun::default() };
     if args.cold {
@@ -1237,7 +1237,7 @@ const DELETERS: usize = 4;
 async fn phases_run(dir: &Path, n: usize, run: usize, config: &Config) -> anyhow::Result<Phases> {
     let b = build(dir, n, (n * 31 + run) as u64).await?;
     let deps = b.deps(config);
-    let settings = &deps.settings;
+    let settings = deps.settings.get();
     // The list of files to delete, from a dry run (untimed).
     let plan = pass(&deps, true).await?;
     let mut p = Phases::default();

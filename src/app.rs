@@ -4,21 +4,26 @@
 //! `[workers] shutdown_grace`, then interrupt and release what is left so another process can
 //! resume it at once. The same orderly stop follows when polling ends for good (the Bot API
 //! refused the token), and `run` then returns that error.
+//!
+//! Under systemd, `run` reports readiness once the migrations and the startup janitor pass are
+//! done, sends watchdog keep-alives from its main loop, and on SIGHUP reads the configuration
+//! again and hands each service its new settings ([`Running::reload`]); a file with a problem
+//! is refused and the running settings stay.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::Config;
-use crate::domain::JobState;
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{Clock, SharedClock, SystemClock};
+use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -27,7 +32,7 @@ use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
-use crate::runtime::{Shutdown, Wakeups};
+use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::spool::Spool;
 use crate::store::{Change, JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
@@ -74,9 +79,25 @@ pub struct Running {
     senders: JoinSet<()>,
     store: Store,
     budget: Arc<Budget>,
+    memory: Arc<MemoryBudget>,
     grace: Duration,
     /// Receives the error of a loop that stopped for good (taken once received).
     fatal: Option<oneshot::Receiver<anyhow::Error>>,
+    /// The services' settings, which a reload replaces.
+    live: LiveSettings,
+    /// Beats whenever getUpdates answers.
+    poller: Arc<Heartbeat>,
+    spool: Spool,
+    options: Options,
+}
+
+/// The settings of every running service, each where the service reads it.
+#[derive(Debug, Clone)]
+struct LiveSettings {
+    intake: Live<IntakeSettings>,
+    outbox: Live<OutboxSettings>,
+    pipeline: Live<PipelineSettings>,
+    janitor: Live<JanitorSettings>,
 }
 
 impl Running {
@@ -129,6 +150,41 @@ impl Running {
             }
         }
         std::future::pending().await
+    }
+
+    /// Applies the reloadable part of `new` to the running services: the byte budget, limits,
+    /// retention, the outbox's per-chat limits and attempts, access lists, worker leases and
+    /// attempts, `[storage] min_free`, and the log's level and format. Work already under way
+    /// finishes with the settings it started with. Returns the keys where `new` differs from
+    /// `old`, the configuration the process started with, that take effect only after a
+    /// restart (they keep their old values until then).
+    pub fn reload(&self, old: &Config, new: &Config) -> Vec<&'static str> {
+        self.budget.set_sizing(new.budget.bytes, new.budget.multiplier, new.budget.max_wait);
+        let intake = self.live.intake.get();
+        self.live.intake.set(intake_settings(new, intake.bot_id, intake.bot_username.clone(), &self.budget));
+        self.live.outbox.set(outbox_settings(new, &self.options));
+        self.live.pipeline.set(PipelineSettings::from_config(
+            new,
+            self.options.idle_poll,
+            self.options.retry_base,
+            self.options.program.clone(),
+        ));
+        self.live.janitor.set(JanitorSettings::from_config(new));
+        crate::telemetry::apply(&new.log);
+        needs_restart(old, new)
+    }
+
+    /// The endpoint's checks and database gauges for this docket.
+    pub fn probe(&self, poll_timeout: Duration) -> Arc<dyn crate::telemetry::Probe> {
+        Arc::new(Probe {
+            store: self.store.clone(),
+            data_dir: self.spool.root().to_path_buf(),
+            pipeline: self.live.pipeline.clone(),
+            budget: Arc::clone(&self.budget),
+            memory: Arc::clone(&self.memory),
+            poller: Arc::clone(&self.poller),
+            poller_silence: 2 * poll_timeout,
+        })
     }
 
     /// Drops every loop at once, as a crash would (tests of recovery).
@@ -239,6 +295,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
     let wake = pipeline.wake.clone();
     let budget = Arc::clone(&pipeline.budget);
+    let memory = Arc::clone(&pipeline.memory);
     // Jobs whose files are still on this machine reserve again before anything new starts.
     for state in [JobState::Fetched, JobState::Processing] {
         let held = store
@@ -254,16 +311,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let intake = Intake::new(
         store.clone(),
         Arc::clone(&options.clock),
-        IntakeSettings {
-            bot_id: telegram.bot_id(),
-            bot_username,
-            access: (&config.access).into(),
-            download_limit: config.download_limit(),
-            upload_limit: config.upload_limit(),
-            result_ttl: config.retention.result_ttl,
-            largest_source: budget.largest_source(),
-            per_chat_queued: config.limits.per_chat_queued,
-        },
+        intake_settings(config, telegram.bot_id(), bot_username, &budget),
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
     );
@@ -271,16 +319,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         store: store.clone(),
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
-        settings: Arc::new(OutboxSettings {
-            limits: config.outbox.into(),
-            // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
-            // short as the job lease; long uploads renew it.
-            lease: config.workers.lease,
-            admins: config.access.admins.clone(),
-            idle_poll: options.idle_poll,
-            retry_base: options.retry_base,
-            upload_limit: config.upload_limit(),
-        }),
+        settings: Live::new(outbox_settings(config, &options)),
         wake: Arc::clone(&wake.outbox),
         global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
     };
@@ -298,7 +337,15 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let poll_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
     let (report_fatal, fatal) = oneshot::channel();
-    let poller = Poller::new(telegram, store.clone(), intake).run(poll_stop.clone());
+    let live = LiveSettings {
+        intake: intake.settings(),
+        outbox: outbox.settings.clone(),
+        pipeline: pipeline.settings.clone(),
+        janitor: janitor.settings.clone(),
+    };
+    let poller = Poller::new(telegram, store.clone(), intake);
+    let poller_beat = poller.heartbeat();
+    let poller = poller.run(poll_stop.clone());
     workers.spawn(async move {
         if let Err(e) = poller.await {
             // Whoever holds the `Running` (`run`) stops the rest in order.
@@ -332,9 +379,147 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         senders,
         store,
         budget,
+        memory,
         grace: config.workers.shutdown_grace,
         fatal: Some(fatal),
+        live,
+        poller: poller_beat,
+        spool,
+        options,
     })
+}
+
+/// Intake's settings from `config`, for the bot of `bot_id` and `bot_username`, with the largest
+/// source `budget` can hold.
+fn intake_settings(config: &Config, bot_id: BotId, bot_username: Option<String>, budget: &Budget) -> IntakeSettings {
+    IntakeSettings {
+        bot_id,
+        bot_username,
+        access: (&config.access).into(),
+        download_limit: config.download_limit(),
+        upload_limit: config.upload_limit(),
+        result_ttl: config.retention.result_ttl,
+        largest_source: budget.largest_source(),
+        per_chat_queued: config.limits.per_chat_queued,
+    }
+}
+
+/// The senders' settings from `config` and `options`.
+fn outbox_settings(config: &Config, options: &Options) -> OutboxSettings {
+    OutboxSettings {
+        limits: config.outbox.into(),
+        // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
+        // short as the job lease; long uploads renew it.
+        lease: config.workers.lease,
+        admins: config.access.admins.clone(),
+        idle_poll: options.idle_poll,
+        retry_base: options.retry_base,
+        upload_limit: config.upload_limit(),
+    }
+}
+
+/// The keys that differ between `old` and `new` and are read only at start: where the data is,
+/// how docket reaches Telegram, the listen address, the number of workers and senders, and the
+/// global send rate (its limiter is built once).
+pub fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
+    let checks: [(&'static str, bool); 13] = [
+        ("[storage] database_url", old.storage.database_url != new.storage.database_url),
+        ("[storage] data_dir", old.storage.data_dir != new.storage.data_dir),
+        ("[metrics] listen", old.metrics.listen != new.metrics.listen),
+        ("[telegram] api_url", old.telegram.api_url != new.telegram.api_url),
+        ("[telegram] local_api", old.telegram.local_api != new.telegram.local_api),
+        ("[telegram] local_files_url", old.telegram.local_files_url != new.telegram.local_files_url),
+        ("[telegram] poll_timeout", old.telegram.poll_timeout != new.telegram.poll_timeout),
+        ("[telegram] mode", old.telegram.mode != new.telegram.mode),
+        ("[workers] download", old.workers.download != new.workers.download),
+        ("[workers] process", old.workers.process != new.workers.process),
+        ("[workers] shutdown_grace", old.workers.shutdown_grace != new.workers.shutdown_grace),
+        ("[outbox] senders", old.outbox.senders != new.outbox.senders),
+        ("[outbox] global_per_second", old.outbox.global_per_second != new.outbox.global_per_second),
+    ];
+    checks.into_iter().filter(|(_, changed)| *changed).map(|(key, _)| key).collect()
+}
+
+/// How long `/healthz` and `/metrics` wait for the database: a monitor's check must get an answer
+/// (503) even while a database call would hang until the pool's own 30 s timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What `/healthz` checks and what `/metrics` reads from the database.
+struct Probe {
+    store: Store,
+    data_dir: std::path::PathBuf,
+    pipeline: Live<PipelineSettings>,
+    budget: Arc<Budget>,
+    memory: Arc<MemoryBudget>,
+    poller: Arc<Heartbeat>,
+    poller_silence: Duration,
+}
+
+impl crate::telemetry::Probe for Probe {
+    fn refresh(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            metrics::gauge!("docket_budget_bytes").set(self.budget.capacity() as f64);
+            metrics::gauge!("docket_budget_reserved_bytes").set(self.budget.in_use() as f64);
+            metrics::gauge!("docket_memory_budget_bytes").set(self.memory.capacity() as f64);
+            metrics::gauge!("docket_memory_budget_reserved_bytes").set(self.memory.in_use() as f64);
+            let census = match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
+                Ok(Ok(census)) => census,
+                Ok(Err(e)) => {
+                    warn!(error = %e, "cannot read the job counts for the metrics");
+                    return;
+                }
+                Err(_) => {
+                    warn!(
+                        timeout_s = PROBE_TIMEOUT.as_secs(),
+                        "the database did not answer the metrics' counts in time"
+                    );
+                    return;
+                }
+            };
+            for (state, n) in census.jobs {
+                metrics::gauge!("docket_jobs", "state" => state.as_str()).set(n as f64);
+            }
+            for (state, n) in census.messages {
+                metrics::gauge!("docket_outbox_messages", "state" => state.as_str()).set(n as f64);
+            }
+            metrics::gauge!("docket_dead_chats").set(census.dead_chats as f64);
+            let now = SystemClock.now();
+            let age = census.oldest_waiting.map_or(Duration::ZERO, |since| since.until(now));
+            metrics::gauge!("docket_oldest_waiting_job_seconds").set(age.as_secs_f64());
+        })
+    }
+
+    fn problems(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            let mut problems = Vec::new();
+            match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => problems.push(format!("database unreachable: {e}")),
+                Err(_) => problems.push(format!("database unreachable: no answer within {}s", PROBE_TIMEOUT.as_secs())),
+            }
+            let data_dir = self.data_dir.clone();
+            let writable = tokio::task::spawn_blocking(move || tempfile::tempfile_in(&data_dir).map(drop)).await;
+            match writable {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => problems.push(format!("data folder {} not writable: {e}", self.data_dir.display())),
+                Err(e) => problems.push(format!("data folder check failed: {e}")),
+            }
+            let min_free = self.pipeline.get().min_free;
+            if let Ok(free) = fs4::available_space(&self.data_dir)
+                && free < min_free
+            {
+                problems.push(format!("free space {free} bytes, below [storage] min_free ({min_free} bytes)"));
+            }
+            let silent = self.poller.silent_for();
+            if silent > self.poller_silence {
+                problems.push(format!(
+                    "the poller has had no answer from getUpdates for {}s (more than twice [telegram] poll_timeout)",
+                    silent.as_secs()
+                ));
+            }
+            problems
+        })
+    }
 }
 
 /// The Bot API client [`start`] talks through: `config`'s `[telegram]` section, and the answer
@@ -377,7 +562,7 @@ pub fn pipeline_deps(
         clock: Arc::clone(&options.clock),
         telegram,
         spool,
-        settings: Arc::new(PipelineSettings::from_config(
+        settings: crate::runtime::Live::new(PipelineSettings::from_config(
             config,
             options.idle_poll,
             options.retry_base,
@@ -401,7 +586,7 @@ pub fn janitor_deps(
         store,
         clock: Arc::clone(&options.clock),
         spool,
-        settings: Arc::new(JanitorSettings::from_config(config)),
+        settings: crate::runtime::Live::new(JanitorSettings::from_config(config)),
         outbox,
     }
 }
@@ -412,24 +597,111 @@ pub fn janitor_deps(
 ///
 /// Starting fails, or polling stopped for good (the Bot API refused the token): then the bot
 /// stops in order as on SIGTERM, and the error says why.
-pub async fn run(config: &Config, token: BotToken) -> anyhow::Result<()> {
+pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: BotToken) -> anyhow::Result<()> {
     // Held until this function returns: one `docket run` per SQLite database.
     let _sole_runner = RunLock::acquire(&config.storage.database_url, SystemClock.now())?;
-    if let Some(listen) = config.metrics.listen {
-        crate::telemetry::serve_metrics(listen)?;
-        info!(%listen, "serving metrics at /metrics");
-    }
-    let mut running = start(config, token, Options::default()).await?;
-    let fatal = tokio::select! {
-        () = shutdown_signal() => None,
-        e = running.failed() => Some(e),
+    crate::telemetry::apply(&config.log);
+    // Bound before anything starts, so a taken address fails the start, not a scrape.
+    let endpoint = match config.metrics.listen {
+        Some(listen) => Some((
+            tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on [metrics] listen = {listen}"))?,
+            crate::telemetry::install_recorder()?,
+        )),
+        None => None,
     };
+    let mut running = start(config, token, Options::default()).await?;
+    let endpoint_stop = CancellationToken::new();
+    if let Some((listener, metrics)) = endpoint {
+        let addr = listener.local_addr().ok();
+        let endpoint = crate::telemetry::Endpoint { metrics, probe: running.probe(config.telegram.poll_timeout) };
+        tokio::spawn(crate::telemetry::serve(listener, endpoint, endpoint_stop.clone()));
+        info!(listen = ?addr, "serving /metrics and /healthz");
+    }
+    // Migrations and the startup janitor pass are done (`start`): systemd may go on.
+    notify(&[sd_notify::NotifyState::Ready]);
+    let mut watchdog = watchdog_ticker();
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let mut hangup = hangups()?;
+    let fatal = loop {
+        let event = tokio::select! {
+            () = &mut shutdown => Event::Stop,
+            e = running.failed() => Event::Failed(e),
+            _ = hangup.recv() => Event::Reload,
+            _ = watchdog.tick() => Event::KeepAlive,
+        };
+        match event {
+            Event::Stop => break None,
+            Event::Failed(e) => break Some(e),
+            Event::KeepAlive => notify(&[sd_notify::NotifyState::Watchdog]),
+            Event::Reload => {
+                notify(&[sd_notify::NotifyState::Reloading, monotonic_now()]);
+                reload(&running, config, config_path);
+                notify(&[sd_notify::NotifyState::Ready]);
+            }
+        }
+    };
+    notify(&[sd_notify::NotifyState::Stopping]);
     match &fatal {
         None => info!("shutting down"),
         Some(e) => info!(reason = %format!("{e:#}"), "shutting down: polling cannot go on"),
     }
     running.stop().await;
+    endpoint_stop.cancel();
     fatal.map_or(Ok(()), Err)
+}
+
+/// What the main loop of [`run`] reacts to.
+enum Event {
+    Stop,
+    Failed(anyhow::Error),
+    Reload,
+    KeepAlive,
+}
+
+/// Reads the configuration again (SIGHUP) and applies it, or keeps the settings in force when
+/// the new file is invalid. The keys that need a restart are named against `started`, the
+/// configuration the process started with, which is what those keys still follow.
+fn reload(running: &Running, started: &Config, path: Option<&std::path::Path>) {
+    info!("SIGHUP: reading the configuration again");
+    let new = match Config::load(path) {
+        Ok(new) => new,
+        Err(e) => {
+            error!(error = %e, "the new configuration is refused; the running one stays");
+            return;
+        }
+    };
+    let restart = running.reload(started, &new);
+    if restart.is_empty() {
+        info!("configuration reloaded");
+    } else {
+        warn!(keys = %restart.join(", "), "configuration reloaded; these changes need a restart to take effect");
+    }
+}
+
+/// SIGHUP (`systemctl reload`, a closed terminal): a stream of them.
+#[cfg(unix)]
+fn hangups() -> anyhow::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).context("cannot listen for SIGHUP")
+}
+
+/// Ticks at half systemd's watchdog interval (`WATCHDOG_USEC`), or never without a watchdog.
+fn watchdog_ticker() -> tokio::time::Interval {
+    let period = sd_notify::watchdog_enabled().map_or(Duration::from_secs(u64::from(u32::MAX)), |limit| limit / 2);
+    tokio::time::interval(period.max(Duration::from_millis(100)))
+}
+
+fn monotonic_now() -> sd_notify::NotifyState<'static> {
+    sd_notify::NotifyState::monotonic_usec_now().unwrap_or(sd_notify::NotifyState::Custom("MONOTONIC_USEC=0"))
+}
+
+/// Tells systemd (`NOTIFY_SOCKET`) how docket is; nothing without systemd.
+fn notify(state: &[sd_notify::NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(state) {
+        warn!(error = %e, "cannot notify systemd");
+    }
 }
 
 async fn shutdown_signal() {

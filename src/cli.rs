@@ -123,7 +123,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run => {
             let token = BotToken::from_env()?;
-            crate::app::run(&config, token).await
+            crate::app::run(&config, cli.config.as_deref(), token).await
         }
         Command::Migrate => {
             let store = open(&config).await?;
@@ -191,7 +191,7 @@ async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
         store: store.clone(),
         clock: Arc::new(SystemClock),
         spool: Spool::open(&config.storage.data_dir)?,
-        settings: Arc::new(JanitorSettings::from_config(config)),
+        settings: crate::runtime::Live::new(JanitorSettings::from_config(config)),
         outbox: Arc::new(Notify::new()),
     };
     let report = crate::janitor::pass(&deps, dry_run).await?;

@@ -2,7 +2,7 @@
 //!
 //! Each section of the file is one struct, in a module of its own ([`telegram`], [`storage`],
 //! [`limits`], [`workers`], [`retention`], [`access`], [`budget`], [`metrics`], [`outbox`],
-//! [`processing`]):
+//! [`processing`], [`log`]):
 //! the struct's fields are the section's keys, each with its bounds beside it, its default is a
 //! named constant there, and serde reads and writes it, sizes and durations in their human
 //! forms ("20 MiB", "30s"). That struct is the one place a key is defined: reading the file,
@@ -26,6 +26,7 @@ use toml::{Table, Value};
 pub mod access;
 pub mod budget;
 pub mod limits;
+pub mod log;
 pub mod metrics;
 pub mod outbox;
 pub mod processing;
@@ -40,6 +41,7 @@ pub mod workers;
 pub use access::{Access, GroupMode};
 pub use budget::BudgetConfig;
 pub use limits::Limits;
+pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
 pub use outbox::OutboxConfig;
 pub use processing::{ExternalToolConfig, ProcessingConfig};
@@ -88,6 +90,8 @@ pub struct Config {
     pub outbox: OutboxConfig,
     /// `[processing]`
     pub processing: ProcessingConfig,
+    /// `[log]`
+    pub log: LogConfig,
 }
 
 /// One thing wrong with the configuration.
@@ -200,7 +204,7 @@ impl Config {
     }
 
     /// Every section and its keys, in the order of [`Config`]'s fields and of each section's.
-    pub fn keys() -> [(&'static str, &'static [&'static str]); 10] {
+    pub fn keys() -> [(&'static str, &'static [&'static str]); 11] {
         use read::keys_of;
         [
             ("telegram", keys_of::<TelegramConfig>()),
@@ -213,6 +217,7 @@ impl Config {
             ("metrics", keys_of::<MetricsConfig>()),
             ("outbox", keys_of::<OutboxConfig>()),
             ("processing", keys_of::<ProcessingConfig>()),
+            ("log", keys_of::<LogConfig>()),
         ]
     }
 

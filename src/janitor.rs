@@ -58,7 +58,7 @@ pub struct JanitorDeps {
     /// The data folder.
     pub spool: Spool,
     /// Settings.
-    pub settings: Arc<JanitorSettings>,
+    pub settings: crate::runtime::Live<JanitorSettings>,
     /// Woken when owners are told of an early expiry.
     pub outbox: Arc<Notify>,
 }
@@ -128,7 +128,7 @@ pub async fn run(deps: JanitorDeps, cancel: CancellationToken) {
     loop {
         tokio::select! {
             () = cancel.cancelled() => return,
-            () = tokio::time::sleep(deps.settings.interval) => {}
+            () = tokio::time::sleep(deps.settings.get().interval) => {}
         }
         // A pass in progress is dropped at shutdown: each statement commits on its own and
         // the next pass redoes what is left.
@@ -159,7 +159,7 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     }
 
     // 2. The results cap: the oldest go first, and their owners hear of it.
-    if let Some(cap) = deps.settings.results_bytes {
+    if let Some(cap) = deps.settings.get().results_bytes {
         let results: Vec<Job> =
             deps.store.kept_results().await?.into_iter().filter(|j| !gone.contains_key(&j.ticket)).collect();
         let mut total: u64 = results.iter().map(result_bytes).sum();
@@ -194,7 +194,7 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     let owners: HashMap<Ticket, FileOwner> =
         deps.store.file_owners().await?.into_iter().map(|j| (j.ticket, j)).collect();
     let now_sys = SystemTime::now();
-    let part_max_age = deps.settings.part_max_age;
+    let part_max_age = deps.settings.get().part_max_age;
     let verdict = |file: &Found, owners: &HashMap<Ticket, FileOwner>, now: Timestamp| {
         let ticket = file.ticket.unwrap_or(Ticket(-1));
         judge(file, owners.get(&ticket), gone.get(&ticket).copied(), now, now_sys, part_max_age)
@@ -246,16 +246,17 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     }
 
     // 4. History.
-    let history = History { older_than: now.minus(deps.settings.history), ended_jobs: deps.settings.prune_jobs };
+    let history =
+        History { older_than: now.minus(deps.settings.get().history), ended_jobs: deps.settings.get().prune_jobs };
     report.pruned =
         if dry_run { deps.store.count_prunable(&history).await? } else { deps.store.prune(&history).await? };
 
     // 5. Disk.
     report.free_bytes = fs4::available_space(deps.spool.root()).ok();
-    if let Some(free) = report.free_bytes.filter(|f| *f < deps.settings.min_free) {
+    if let Some(free) = report.free_bytes.filter(|f| *f < deps.settings.get().min_free) {
         warn!(
             free_bytes = free,
-            min_free_bytes = deps.settings.min_free,
+            min_free_bytes = deps.settings.get().min_free,
             "free space on the data folder is below [storage] min_free; downloads wait"
         );
     }

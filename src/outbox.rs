@@ -103,7 +103,7 @@ pub struct OutboxDeps {
     /// The Bot API.
     pub telegram: TelegramClient,
     /// Settings.
-    pub settings: Arc<OutboxSettings>,
+    pub settings: crate::runtime::Live<OutboxSettings>,
     /// Woken when a message is queued.
     pub wake: Arc<Notify>,
     /// The global rate limit (shared through the database; this process's own limiter when the
@@ -154,7 +154,7 @@ impl GlobalLimit {
 /// Runs the senders. After `stop` they deliver what is due and then end; `abort` ends them at
 /// once (a send in progress is dropped and its row resumed after its lease lapses).
 pub async fn run(deps: OutboxDeps, shutdown: Shutdown) {
-    let senders = deps.settings.limits.senders.max(1);
+    let senders = deps.settings.get().limits.senders.max(1);
     let worker = Sender { deps, next_lapse_check: Arc::new(std::sync::Mutex::new(tokio::time::Instant::now())) };
     runtime::run_pool(worker, senders, Drain::WhenIdleAfterStop, shutdown).await;
 }
@@ -175,7 +175,7 @@ impl Sender {
         if now < *next {
             return false;
         }
-        *next = now + (self.deps.settings.lease / 4).max(Duration::from_millis(250));
+        *next = now + (self.deps.settings.get().lease / 4).max(Duration::from_millis(250));
         true
     }
 }
@@ -197,7 +197,7 @@ impl Worker for Sender {
             resolve_lapsed(&self.deps).await;
         }
         let deps = &self.deps;
-        deps.store.claim_message(worker.as_str(), deps.clock.now(), deps.settings.lease).await
+        deps.store.claim_message(worker.as_str(), deps.clock.now(), deps.settings.get().lease).await
     }
 
     fn span(&self, worker: &WorkerId, message: &OutboxMessage) -> tracing::Span {
@@ -219,7 +219,7 @@ fn send_span(message: &OutboxMessage, worker: Option<&WorkerId>) -> tracing::Spa
     info_span!(
         "send",
         message.id = %message.id,
-        ticket = message.job.map(|t| t.0),
+        ticket = message.job.map(tracing::field::display),
         kind = message.kind.as_str(),
         worker = worker.map(|w| w.as_str()),
     )
@@ -228,7 +228,7 @@ fn send_span(message: &OutboxMessage, worker: Option<&WorkerId>) -> tracing::Spa
 /// How long an idle sender sleeps: until the next paced or delayed message is due, at most
 /// `idle_poll` (a new message wakes it anyway).
 async fn until_next_due(deps: &OutboxDeps) -> Duration {
-    let idle = deps.settings.idle_poll;
+    let idle = deps.settings.get().idle_poll;
     match deps.store.next_message_due().await {
         Ok(Some(due)) => {
             let ms = u64::try_from(due.as_millis() - deps.clock.now().as_millis()).unwrap_or(0);
@@ -276,7 +276,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     // whose lease cannot be kept is dropped, not continued beside another sender's.
     let result = tokio::select! {
         res = call => res,
-        lost = runtime::keep_lease(deps.settings.lease, Arc::clone(&deps.clock), lease.until, |until, now| {
+        lost = runtime::keep_lease(deps.settings.get().lease, Arc::clone(&deps.clock), lease.until, |until, now| {
             deps.store.renew_message_lease(message.id, &lease, until, now)
         }) => {
             warn!(reason = ?lost, "abandoned the call: the send lease could not be kept; nothing is written for it");
@@ -287,12 +287,22 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
     // Whatever the answer, a call went to this chat: pace it before the row leaves `sending`,
     // so the chat's next message (claimable only after that) keeps the interval.
-    let interval = deps.settings.limits.interval(message.chat.0);
+    let interval = deps.settings.get().limits.interval(message.chat.0);
     if !interval.is_zero()
         && let Err(e) = deps.store.pace_chat(message.chat, now.plus(interval), "rate limit").await
     {
         warn!(error = %e, "cannot record the chat's pace; sending on");
     }
+    let outcome = match &result {
+        Ok(_) => "delivered",
+        Err(TelegramError::RetryAfter(_)) => "flood_wait",
+        Err(TelegramError::Migrated(_)) => "migrated",
+        Err(TelegramError::ChatGone(_)) => "chat_gone",
+        Err(TelegramError::Lost(_)) => "unknown",
+        Err(_) => "error",
+    };
+    // Every Bot API answer to a send, by what it was (the rows' fates are counted below).
+    metrics::counter!("docket_sends_total", "outcome" => outcome).increment(1);
     let written = match result {
         Ok(sent) => {
             let ok =
@@ -334,9 +344,9 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         Err(TelegramError::Lost(why)) => after_unknown(deps, &message, &lease, &why).await,
         // A refused token stops the bot (the poller reports it): keep the message for later.
         Err(e @ (TelegramError::Transient(_) | TelegramError::Unauthorized))
-            if attempts < deps.settings.limits.max_attempts =>
+            if attempts < deps.settings.get().limits.max_attempts =>
         {
-            let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
+            let wait = backoff_jittered(attempts, deps.settings.get().retry_base, Duration::from_secs(300));
             warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "sending failed; will retry");
             deps.store.retry_message(message.id, &lease, now.plus(wait), &e.to_string(), now).await
         }
@@ -379,14 +389,14 @@ const FLOOD_WAIT: &str = "429";
 /// Tells the admins that a message could not be delivered: one alert per admin per hour
 /// (the idempotency key holds the hour), so a failing Telegram never floods them.
 async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now: Timestamp) {
-    if failed.idempotency_key.is_alert() || deps.settings.admins.is_empty() {
+    if failed.idempotency_key.is_alert() || deps.settings.get().admins.is_empty() {
         return;
     }
     let hour = now.as_millis() / 3_600_000;
     let body = texts::delivery_alert(failed.id, failed.chat, failed.job, why);
     let result: StoreResult<()> = async {
         let mut tx = deps.store.begin().await?;
-        for admin in &deps.settings.admins {
+        for admin in &deps.settings.get().admins {
             let alert = NewMessage {
                 idempotency_key: IdempotencyKey::undelivered_alert(ChatRef(*admin), hour),
                 job: None,
@@ -437,7 +447,7 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
         info!(reason = %why, "outcome unknown; a newer delivery superseded it, not sending again");
         return Ok(true);
     }
-    if attempts >= deps.settings.limits.max_attempts {
+    if attempts >= deps.settings.get().limits.max_attempts {
         // Like any other undeliverable message: failed, and the admins hear of it.
         let reason = format!("outcome unknown after {attempts} attempts ({why})");
         error!(reason = %why, attempts, "outcome unknown and out of attempts; giving up on the message");
@@ -448,7 +458,7 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
         }
         return Ok(failed);
     }
-    let wait = backoff_jittered(attempts, deps.settings.retry_base, Duration::from_secs(300));
+    let wait = backoff_jittered(attempts, deps.settings.get().retry_base, Duration::from_secs(300));
     let note = format!("outcome unknown ({why}); sent again, a duplicate is possible");
     warn!(reason = %why, retry_in_ms = wait.as_millis() as u64, "outcome unknown; sending again");
     deps.store.requeue_unknown(message.id, now.plus(wait), &note, now).await
@@ -491,7 +501,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     }
     let path = result.path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?;
     let size = result.size;
-    if u64::try_from(size).unwrap_or(0) > deps.settings.upload_limit {
+    if u64::try_from(size).unwrap_or(0) > deps.settings.get().upload_limit {
         return Err(TelegramError::Permanent(format!("result of {size} bytes is over the upload limit")));
     }
     let upload = DocumentSource::Path {

@@ -1,6 +1,6 @@
 //! What every long-running loop shares: how it is told to stop ([`Shutdown`]), how it is woken
-//! ([`Wakeups`]), pools of named workers ([`run_pool`]), and the heartbeat that keeps a lease
-//! ([`keep_lease`]).
+//! ([`Wakeups`]), where it reads settings that a reload may replace ([`Live`]), pools of named
+//! workers ([`run_pool`]), and the heartbeat that keeps a lease ([`keep_lease`]).
 //!
 //! The pipeline's download and processing pools and the outbox's senders are all pools of one
 //! loop: register for wake-ups, claim, work on the claimed item in a span of its own, back off
@@ -30,6 +30,59 @@ pub struct Shutdown {
     pub stop: CancellationToken,
     /// Interrupt running work.
     pub abort: CancellationToken,
+}
+
+/// Settings that a reload (SIGHUP) may replace while the loops run. Cheap to clone: every clone
+/// sees the same current value. A loop reads [`get`](Self::get) where it uses a setting, so the
+/// next claim, send or pass after [`set`](Self::set) follows the new value; work already under
+/// way finishes with the value it started with.
+#[derive(Debug)]
+pub struct Live<T>(Arc<arc_swap::ArcSwap<T>>);
+
+impl<T> Clone for Live<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Live<T> {
+    /// Starts with `value`.
+    pub fn new(value: T) -> Self {
+        Self(Arc::new(arc_swap::ArcSwap::from_pointee(value)))
+    }
+
+    /// The current value.
+    pub fn get(&self) -> Arc<T> {
+        self.0.load_full()
+    }
+
+    /// Replaces the value for every clone.
+    pub fn set(&self, value: T) {
+        self.0.store(Arc::new(value));
+    }
+}
+
+/// When a loop last showed it is alive (the poller: when getUpdates last answered). Starts at
+/// its creation.
+#[derive(Debug)]
+pub struct Heartbeat(std::sync::Mutex<std::time::Instant>);
+
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new(std::time::Instant::now()))
+    }
+}
+
+impl Heartbeat {
+    /// Records a sign of life now.
+    pub fn beat(&self) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = std::time::Instant::now();
+    }
+
+    /// How long since the last sign of life.
+    pub fn silent_for(&self) -> Duration {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).elapsed()
+    }
 }
 
 /// Wakes sleeping workers when something becomes claimable.
@@ -71,10 +124,17 @@ impl std::fmt::Display for WorkerId {
     }
 }
 
+/// The machine's name, from uname(2): the systemd unit's `ProcSubset=pid` hides
+/// `/proc/sys/kernel/hostname`.
+#[cfg(target_os = "linux")]
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "host".to_owned())
+    let name = rustix::system::uname().nodename().to_string_lossy().trim().to_owned();
+    if name.is_empty() { "host".to_owned() } else { name }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hostname() -> String {
+    "host".to_owned()
 }
 
 /// When a pool's loops end.

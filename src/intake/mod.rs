@@ -89,7 +89,7 @@ pub struct IntakeSettings {
 pub struct Intake {
     store: Store,
     clock: SharedClock,
-    settings: Arc<IntakeSettings>,
+    settings: crate::runtime::Live<IntakeSettings>,
     /// Woken when a job becomes claimable by the download pool.
     jobs_waiting: Arc<Notify>,
     /// Woken when a message is queued.
@@ -105,7 +105,12 @@ impl Intake {
         jobs_waiting: Arc<Notify>,
         messages_waiting: Arc<Notify>,
     ) -> Self {
-        Self { store, clock, settings: Arc::new(settings), jobs_waiting, messages_waiting }
+        Self { store, clock, settings: crate::runtime::Live::new(settings), jobs_waiting, messages_waiting }
+    }
+
+    /// The settings it reads, for a reload to replace.
+    pub fn settings(&self) -> crate::runtime::Live<IntakeSettings> {
+        self.settings.clone()
     }
 
     /// Records update `update_id` and what it means, atomically; moves the poll offset past it.
@@ -118,7 +123,7 @@ impl Intake {
             Incoming::Malformed(reason) => (UpdateOutcome::Rejected, Some(reason.as_str())),
             _ => (UpdateOutcome::Recorded, None),
         };
-        let bot_id = self.settings.bot_id;
+        let bot_id = self.settings.get().bot_id;
         if !tx.register_update(bot_id, update_id, outcome, reason, now).await? {
             tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
             tx.commit().await?;
@@ -168,7 +173,7 @@ impl Intake {
 
     /// `incoming`, or [`Incoming::Ignored`] when it is a group message that is not docket's.
     fn screen(&self, incoming: Incoming) -> Incoming {
-        let settings = &self.settings;
+        let settings = self.settings.get();
         let me = Me { id: settings.bot_id, username: settings.bot_username.as_deref() };
         let mode = settings.access.groups;
         let for_us = match &incoming {
@@ -185,7 +190,7 @@ impl Intake {
     }
 
     fn may_use(&self, origin: Origin) -> bool {
-        origin.user.is_some_and(|u| self.settings.access.allows(u.0))
+        origin.user.is_some_and(|u| self.settings.get().access.allows(u.0))
     }
 
     async fn document(
@@ -197,19 +202,19 @@ impl Intake {
     ) -> StoreResult<Recorded> {
         let now = self.clock.now();
         let name = facts.name.clone().unwrap_or_default();
-        if let Some(size) = facts.size.filter(|s| *s > self.settings.download_limit) {
-            let text = texts::too_big_to_accept(&name, size, self.settings.download_limit);
+        if let Some(size) = facts.size.filter(|s| *s > self.settings.get().download_limit) {
+            let text = texts::too_big_to_accept(&name, size, self.settings.get().download_limit);
             self.reply(tx, update_id, origin, text).await?;
             info!(
                 update.id = %update_id,
                 size_bytes = size,
-                limit_bytes = self.settings.download_limit,
+                limit_bytes = self.settings.get().download_limit,
                 "refused a file over the download limit"
             );
             return Ok(Recorded::RefusedTooBig);
         }
-        if let Some(size) = facts.size.filter(|s| *s > self.settings.largest_source) {
-            let text = texts::too_big_for_budget(&name, size, self.settings.largest_source);
+        if let Some(size) = facts.size.filter(|s| *s > self.settings.get().largest_source) {
+            let text = texts::too_big_for_budget(&name, size, self.settings.get().largest_source);
             self.reply(tx, update_id, origin, text).await?;
             info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
@@ -235,7 +240,7 @@ impl Intake {
             let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
             self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
-            info!(ticket = ticket.0, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
+            info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
             metrics::counter!("docket_jobs_accepted_total").increment(1);
             return Ok(Recorded::Submission(ticket));
         };
@@ -282,7 +287,7 @@ impl Intake {
                     .await?;
             }
         }
-        info!(ticket = ticket.0, update.id = %update_id, "the same file arrived again");
+        info!(ticket = %ticket, update.id = %update_id, "the same file arrived again");
         Ok(Recorded::KnownFile(ticket))
     }
 
@@ -290,7 +295,7 @@ impl Intake {
     /// refusal is queued. Counted in intake's transaction, so the cap holds however fast files
     /// arrive.
     async fn queue_is_full(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, name: &str) -> StoreResult<bool> {
-        let cap = self.settings.per_chat_queued;
+        let cap = self.settings.get().per_chat_queued;
         let waiting = tx.waiting_in_chat(origin.chat, self.clock.now(), cap).await?;
         if waiting < cap {
             return Ok(false);
@@ -325,9 +330,9 @@ impl Intake {
 
     async fn answer(&self, tx: &mut Tx, chat: ChatRef, command: Command) -> StoreResult<String> {
         let facts = texts::HelpFacts {
-            download_limit: self.settings.download_limit,
-            upload_limit: self.settings.upload_limit,
-            result_ttl: self.settings.result_ttl,
+            download_limit: self.settings.get().download_limit,
+            upload_limit: self.settings.get().upload_limit,
+            result_ttl: self.settings.get().result_ttl,
         };
         Ok(match command {
             Command::Start => texts::start(&facts),

@@ -13,6 +13,7 @@
 //! with an error, since nothing but a person can fix it.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -23,6 +24,7 @@ use url::Url;
 use super::{Incoming, Intake};
 use crate::domain::UpdateId;
 use crate::domain::retry::backoff_jittered;
+use crate::runtime::Heartbeat;
 use crate::store::Store;
 use crate::telegram::{TelegramClient, TelegramError};
 
@@ -35,12 +37,19 @@ pub struct Poller {
     client: TelegramClient,
     store: Store,
     intake: Intake,
+    answered: Arc<Heartbeat>,
 }
 
 impl Poller {
     /// A poller feeding `intake`.
     pub fn new(client: TelegramClient, store: Store, intake: Intake) -> Self {
-        Self { client, store, intake }
+        Self { client, store, intake, answered: Arc::new(Heartbeat::default()) }
+    }
+
+    /// Beats whenever getUpdates answers (with updates or none), so a health check can tell a
+    /// poller that went silent.
+    pub fn heartbeat(&self) -> Arc<Heartbeat> {
+        Arc::clone(&self.answered)
     }
 
     /// Polls until `cancel` fires (then `Ok`).
@@ -81,6 +90,8 @@ impl Poller {
             let updates = match batch {
                 Ok(u) => {
                     errors = 0;
+                    self.answered.beat();
+                    metrics::counter!("docket_updates_received_total").increment(u.len() as u64);
                     u
                 }
                 Err(e) => {

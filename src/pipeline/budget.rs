@@ -39,12 +39,19 @@ struct Reservation {
     bytes: u64,
 }
 
-/// The reservations of this process.
-#[derive(Debug)]
-pub struct Budget {
+/// `[budget]`'s figures.
+#[derive(Debug, Clone, Copy)]
+struct Sizing {
     capacity: u64,
     multiplier: f64,
     max_wait: Duration,
+}
+
+/// The reservations of this process.
+#[derive(Debug)]
+pub struct Budget {
+    /// `[budget]`'s figures; a reload may change them ([`Budget::set_sizing`]).
+    sizing: Mutex<Sizing>,
     held: Mutex<HashMap<Ticket, Reservation>>,
     /// Claim and reserve happen under this lock, so two workers cannot both take the last room,
     /// and a reconciliation never misses a claim made while it reads the store.
@@ -57,23 +64,38 @@ impl Budget {
     /// A budget of `capacity` bytes; `freed` is notified whenever room is released.
     pub fn new(capacity: u64, multiplier: f64, max_wait: Duration, freed: Arc<Notify>) -> Self {
         Self {
-            capacity,
-            multiplier,
-            max_wait,
+            sizing: Mutex::new(Sizing { capacity, multiplier, max_wait }),
             held: Mutex::new(HashMap::new()),
             claim_lock: tokio::sync::Mutex::new(()),
             freed,
         }
     }
 
+    /// Takes new figures (a reload). Reservations already held stay as they are; what is claimed
+    /// next fits the new capacity. Waiting downloads are woken, as the room may have grown.
+    pub fn set_sizing(&self, capacity: u64, multiplier: f64, max_wait: Duration) {
+        *self.sizing.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Sizing { capacity, multiplier, max_wait };
+        self.freed.notify_waiters();
+    }
+
+    /// The budget's size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.sizing().capacity
+    }
+
+    fn sizing(&self) -> Sizing {
+        *self.sizing.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Bytes a source of `size` bytes needs.
     pub fn need(&self, size: u64) -> u64 {
-        (size as f64 * self.multiplier).ceil() as u64
+        (size as f64 * self.sizing().multiplier).ceil() as u64
     }
 
     /// The largest source that could ever fit.
     pub fn largest_source(&self) -> u64 {
-        (self.capacity as f64 / self.multiplier).floor() as u64
+        (self.sizing().capacity as f64 / self.sizing().multiplier).floor() as u64
     }
 
     /// Bytes reserved now.
@@ -95,8 +117,8 @@ impl Budget {
 
     /// The claim limits that fit the room left, for a mode whose download limit is `limit`.
     pub fn limits(&self, download_limit: u64, per_chat: usize) -> ClaimLimits {
-        let free = self.capacity.saturating_sub(self.in_use());
-        let fits = (free as f64 / self.multiplier).floor() as u64;
+        let free = self.sizing().capacity.saturating_sub(self.in_use());
+        let fits = (free as f64 / self.sizing().multiplier).floor() as u64;
         ClaimLimits {
             unknown_size: to_i64(self.unknown_size(download_limit)),
             max_size: to_i64(fits),
@@ -123,18 +145,18 @@ impl Budget {
         job.submission
             .declared_size
             .and_then(|s| u64::try_from(s).ok())
-            .is_some_and(|size| self.need(size) > self.capacity)
+            .is_some_and(|size| self.need(size) > self.sizing().capacity)
     }
 
     /// Whether `head` (the next waiting download) needs more room than is free now.
     pub fn lacks_room_for(&self, head: &Job, download_limit: u64) -> bool {
-        self.need(self.assumed_size(head, download_limit)) > self.capacity.saturating_sub(self.in_use())
+        self.need(self.assumed_size(head, download_limit)) > self.sizing().capacity.saturating_sub(self.in_use())
     }
 
     /// Whether `head` (the next waiting download) has waited so long since it became due that
     /// nothing may pass it.
     pub fn must_wait_for(&self, head: &Job, now: Timestamp, download_limit: u64) -> bool {
-        self.lacks_room_for(head, download_limit) && head.not_before.until(now) >= self.max_wait
+        self.lacks_room_for(head, download_limit) && head.not_before.until(now) >= self.sizing().max_wait
     }
 
     /// Reserves room for `ticket`'s source of `size` bytes, for the download claim with lease

@@ -39,7 +39,7 @@ pub struct Fetched {
 /// so far (for the person's status message).
 pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) -> Result<Fetched, StageError> {
     // The file must fit the mode's download limit and, with its intermediate output, the budget.
-    let limit = deps.settings.download_limit.min(deps.budget.largest_source());
+    let limit = deps.settings.get().download_limit.min(deps.budget.largest_source());
     // An attempt that died (a crash, a lost lease) may have left a .part or an unrecorded source.
     let token = job.lease.as_ref().map_or(0, |l| l.token);
     match deps.spool.remove_earlier_downloads(job.ticket, token) {

@@ -119,7 +119,7 @@ pub struct PipelineDeps {
     /// The data folder.
     pub spool: Spool,
     /// Settings.
-    pub settings: Arc<PipelineSettings>,
+    pub settings: crate::runtime::Live<PipelineSettings>,
     /// Wake-ups.
     pub wake: Wakeups,
     /// The byte budget of this machine.
@@ -167,13 +167,13 @@ impl Worker for StageWorker {
         match self.stage {
             Stage::Download => claim_download(deps, worker.as_str()).await,
             Stage::Process => {
-                deps.store.claim_job(self.stage, worker.as_str(), deps.clock.now(), deps.settings.lease).await
+                deps.store.claim_job(self.stage, worker.as_str(), deps.clock.now(), deps.settings.get().lease).await
             }
         }
     }
 
     fn span(&self, worker: &WorkerId, job: &Job) -> tracing::Span {
-        info_span!("job", ticket = job.ticket.0, stage = self.role(), attempt = job.attempts, worker = %worker)
+        info_span!("job", ticket = %job.ticket, stage = self.role(), attempt = job.attempts, worker = %worker)
     }
 
     async fn work(&self, _worker: &WorkerId, job: Job, abort: &CancellationToken) {
@@ -181,7 +181,7 @@ impl Worker for StageWorker {
     }
 
     async fn idle_wait(&self) -> Duration {
-        self.deps.settings.idle_poll
+        self.deps.settings.get().idle_poll
     }
 }
 
@@ -197,7 +197,7 @@ fn stage_name(stage: Stage) -> &'static str {
 async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::StoreResult<Option<Job>> {
     let _claiming = deps.budget.claim_lock.lock().await;
     let now = deps.clock.now();
-    let limit = deps.settings.download_limit;
+    let limit = deps.settings.get().download_limit;
     let head = loop {
         let Some(head) = deps.store.next_waiting_download(now).await? else { return Ok(None) };
         if !deps.budget.can_never_fit(&head) {
@@ -214,13 +214,13 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
         }
     };
     if let Ok(free) = fs4::available_space(deps.spool.downloads())
-        && free < deps.settings.min_free
+        && free < deps.settings.get().min_free
     {
         // A full disk is not the job's fault: it waits in `accepted` until space returns. (The
         // janitor warns once per pass; this path runs on every idle poll.)
         tracing::debug!(
             free_bytes = free,
-            min_free_bytes = deps.settings.min_free,
+            min_free_bytes = deps.settings.get().min_free,
             "too little free space; not starting downloads"
         );
         return Ok(None);
@@ -232,11 +232,11 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
     }
     if deps.budget.must_wait_for(&head, now, limit) {
         // The head of the queue waited long enough: let the room it needs free up.
-        tracing::debug!(ticket = head.ticket.0, "holding new downloads back for a job waiting for room");
+        tracing::debug!(ticket = %head.ticket, "holding new downloads back for a job waiting for room");
         return Ok(None);
     }
-    let limits = deps.budget.limits(limit, deps.settings.per_chat);
-    let job = deps.store.claim_download(owner, now, deps.settings.lease, &limits).await?;
+    let limits = deps.budget.limits(limit, deps.settings.get().per_chat);
+    let job = deps.store.claim_download(owner, now, deps.settings.get().lease, &limits).await?;
     if let Some(job) = &job
         && let Some(lease) = &job.lease
     {
@@ -268,11 +268,11 @@ enum Interrupted {
 
 async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &CancellationToken) {
     let Some(lease) = job.lease.clone() else {
-        error!(ticket = job.ticket.0, "claimed a job without a lease; skipping");
+        error!(ticket = %job.ticket, "claimed a job without a lease; skipping");
         return;
     };
     {
-        if job.attempts > i64::from(deps.settings.max_attempts) {
+        if job.attempts > i64::from(deps.settings.get().max_attempts) {
             // Earlier attempts died without reporting (a crash, an OOM kill): stop the loop.
             let attempts = u32::try_from(job.attempts - 1).unwrap_or(u32::MAX);
             let detail = format!("{attempts} attempts ended without an outcome");
@@ -289,9 +289,11 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
         let received = Arc::new(AtomicU64::new(0));
         let reporter = (stage == Stage::Download)
             .then(|| tokio::spawn(report_download(deps.clone(), job.clone(), Arc::clone(&received))));
-        let heartbeat = runtime::keep_lease(deps.settings.lease, Arc::clone(&deps.clock), lease.until, |until, now| {
-            deps.store.renew_job_lease(job.ticket, &lease, until, now)
-        });
+        let heartbeat =
+            runtime::keep_lease(deps.settings.get().lease, Arc::clone(&deps.clock), lease.until, |until, now| {
+                deps.store.renew_job_lease(job.ticket, &lease, until, now)
+            });
+        let started = std::time::Instant::now();
         let outcome = tokio::select! {
             res = run_stage(stage, deps, &job, &received) => Ok(res),
             _ = heartbeat => Err(Interrupted::LeaseLost),
@@ -302,6 +304,15 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
             // overwrite the state that follows.
             reporter.abort();
             let _ = reporter.await;
+        }
+        if let Ok(done) = &outcome {
+            let name = match stage {
+                Stage::Download => "docket_download_seconds",
+                Stage::Process => "docket_processing_seconds",
+            };
+            let result = if done.is_ok() { "done" } else { "error" };
+            metrics::histogram!(name, "operation" => job.submission.operation.as_str(), "result" => result)
+                .record(started.elapsed().as_secs_f64());
         }
         match outcome {
             Ok(Ok(produced)) => advance(deps, &job, &lease, produced).await,
@@ -374,7 +385,7 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 result_path: out.path.clone(),
                 result_size: out.size as i64,
                 detected_format: out.format.clone(),
-                expires_at: now.plus(deps.settings.result_ttl),
+                expires_at: now.plus(deps.settings.get().result_ttl),
             };
             let messages = outcome::completion_messages(job, &done);
             match deps.store.complete_job(job.ticket, lease, &done, &messages, now).await {
@@ -403,9 +414,9 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
 async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageError) {
     let now = deps.clock.now();
     let rules = outcome::Rules {
-        max_attempts: deps.settings.max_attempts,
-        max_source_losses: deps.settings.max_source_losses,
-        retry_base: deps.settings.retry_base,
+        max_attempts: deps.settings.get().max_attempts,
+        max_source_losses: deps.settings.get().max_source_losses,
+        retry_base: deps.settings.get().retry_base,
     };
     match outcome::after_error(job, err, &rules, now, rand::random::<f64>()) {
         AfterError::Fail { reason, detail } => {
@@ -454,7 +465,7 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: Option<&Lease>, reason: Fai
     let (reason_text, messages) = outcome::failure_messages(job, &reason);
     match deps.store.fail_job(job.ticket, job.state, lease, &reason_text, &detail, &messages, now).await {
         Ok(true) => {
-            warn!(ticket = job.ticket.0, reason = ?reason, error = %detail, "job failed");
+            warn!(ticket = %job.ticket, reason = ?reason, error = %detail, "job failed");
             metrics::counter!("docket_jobs_failed_total").increment(1);
             deps.wake.outbox.notify_waiters();
             if let Some(source) = job.source_path() {

@@ -68,7 +68,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .into_temp_path();
     let output_bytes = run_contained(deps, Work::Optimize, &source, &work_file).await?;
 
-    let limit = deps.settings.upload_limit;
+    let limit = deps.settings.get().upload_limit;
     if output_bytes > limit {
         return Err(StageError::fail(
             FailureReason::ResultTooBig { size: output_bytes, limit },
@@ -117,7 +117,8 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
 /// returns the result's size. Dropping the future (a lost lease, shutdown) kills the child and
 /// gives the memory back.
 async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &Path) -> Result<u64, StageError> {
-    let limits = work.limits(deps.settings.limits);
+    let settings = deps.settings.get();
+    let limits = work.limits(settings.limits);
     let input_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     let need = limits.reservation(&work, input_bytes);
     let _memory = deps.memory.reserve(need).await.map_err(|never| {
@@ -130,7 +131,7 @@ async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &P
         lang: DEFAULT_LANG.to_owned(),
         limits,
     };
-    let outcome = operations::run_contained(&deps.settings.program, &request)
+    let outcome = operations::run_contained(&settings.program, &request)
         .await
         .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))?;
     match outcome {

@@ -31,3 +31,12 @@ pub(super) async fn revive(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<bool>
             .context("reviving a chat")?;
     Ok(revived == 1)
 }
+
+/// How many chats refused the bot for good.
+pub const DEAD_CHATS: &str = "SELECT COUNT(*) FROM dead_chats";
+
+/// Runs [`DEAD_CHATS`].
+pub(super) async fn dead_chats(c: &mut Conn<'_>) -> StoreResult<u64> {
+    let n: i64 = dispatch!(c, |c| sqlx::query_scalar(DEAD_CHATS).fetch_one(c).await).context("counting dead chats")?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}

@@ -29,6 +29,13 @@ pub const CHAT_JOBS: &str =
 pub const ALL_JOBS: &str =
     "SELECT * FROM jobs WHERE $1 IS NULL AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
 
+/// How many jobs are in each state (states without jobs are left out).
+pub const JOBS_BY_STATE: &str = "SELECT status, COUNT(*) FROM jobs GROUP BY status";
+
+/// When the oldest job still waiting for its download (`accepted`) was taken in; NULL when none
+/// waits.
+pub const OLDEST_WAITING_JOB: &str = "SELECT MIN(created_at) FROM jobs WHERE status = 'accepted'";
+
 /// How many unfinished jobs came before $1 ticket, counted up to $2.
 pub const JOBS_AHEAD: &str =
     "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE status IN ('accepted', 'fetched', 'processing')
@@ -240,6 +247,26 @@ pub(super) async fn jobs(
     .into_iter()
     .map(JobRow::into_job)
     .collect()
+}
+
+/// Runs [`JOBS_BY_STATE`]: every state with its count, zero included, in life order.
+pub(super) async fn jobs_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(JobState, u64)>> {
+    let rows: Vec<(String, i64)> =
+        dispatch!(c, |c| sqlx::query_as(JOBS_BY_STATE).fetch_all(c).await).context("counting jobs by state")?;
+    Ok(JobState::ALL
+        .into_iter()
+        .map(|state| {
+            let n = rows.iter().find(|(s, _)| s == state.as_str()).map_or(0, |(_, n)| *n);
+            (state, u64::try_from(n).unwrap_or(0))
+        })
+        .collect())
+}
+
+/// Runs [`OLDEST_WAITING_JOB`].
+pub(super) async fn oldest_waiting_job(c: &mut Conn<'_>) -> StoreResult<Option<Timestamp>> {
+    let since: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(OLDEST_WAITING_JOB).fetch_one(c).await)
+        .context("finding the oldest waiting job")?;
+    Ok(since.map(Timestamp::from_millis))
 }
 
 /// Runs [`JOBS_AHEAD`], counting at most `cap` + 1: intake runs this inside its write

@@ -102,6 +102,19 @@ pub enum Stage {
     Process,
 }
 
+/// What [`Store::census`] counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Census {
+    /// Every job state with its number of jobs, in life order.
+    pub jobs: Vec<(JobState, u64)>,
+    /// When the oldest job still waiting for its download was taken in.
+    pub oldest_waiting: Option<Timestamp>,
+    /// Every outbox state with its number of rows.
+    pub messages: Vec<(OutboxState, u64)>,
+    /// Chats that refused the bot for good.
+    pub dead_chats: u64,
+}
+
 /// The history [`Store::prune`] forgets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct History {
@@ -406,6 +419,20 @@ impl Store {
         update_id: UpdateId,
     ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
         updates::update_outcome(&mut self.acquire().await?.conn(), bot_id, update_id).await
+    }
+
+    /// What the database holds right now, for the metrics: jobs by state, when the oldest waiting
+    /// job came in, outbox rows by state, dead chats. Read from the database, so it is right
+    /// after a restart and counts every host's work.
+    pub async fn census(&self) -> StoreResult<Census> {
+        let mut conn = self.acquire().await?;
+        let mut c = conn.conn();
+        Ok(Census {
+            jobs: jobs::jobs_by_state(&mut c).await?,
+            oldest_waiting: jobs::oldest_waiting_job(&mut c).await?,
+            messages: outbox::messages_by_state(&mut c).await?,
+            dead_chats: chats::dead_chats(&mut c).await?,
+        })
     }
 
     /// One job by ticket.

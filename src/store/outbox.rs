@@ -246,6 +246,22 @@ pub(super) async fn mark_sent(
     Ok(marked == 1)
 }
 
+/// How many outbox rows are in each state (states without rows are left out).
+pub const MESSAGES_BY_STATE: &str = "SELECT status, COUNT(*) FROM outbox GROUP BY status";
+
+/// Runs [`MESSAGES_BY_STATE`]: every state with its count, zero included.
+pub(super) async fn messages_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(OutboxState, u64)>> {
+    let rows: Vec<(String, i64)> =
+        dispatch!(c, |c| sqlx::query_as(MESSAGES_BY_STATE).fetch_all(c).await).context("counting messages by state")?;
+    Ok(OutboxState::ALL
+        .into_iter()
+        .map(|state| {
+            let n = rows.iter().find(|(s, _)| s == state.as_str()).map_or(0, |(_, n)| *n);
+            (state, u64::try_from(n).unwrap_or(0))
+        })
+        .collect())
+}
+
 /// Runs [`MESSAGES`].
 pub(super) async fn messages(c: &mut Conn<'_>, filter: &MessageFilter) -> StoreResult<Vec<OutboxMessage>> {
     let MessageFilter { chat, job } = *filter;

@@ -15,4 +15,5 @@ mod outbox;
 mod queue;
 mod recovery;
 mod retention;
+mod service;
 mod telegram_answers;

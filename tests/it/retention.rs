@@ -250,7 +250,7 @@ async fn pruning_never_removes_an_update_younger_than_the_history() {
         store: app.store.clone(),
         clock: Arc::new(clock.clone()),
         spool: Spool::open(&app.data_dir()).expect("spool"),
-        settings: Arc::new(settings),
+        settings: docket::runtime::Live::new(settings),
         outbox: Arc::new(Notify::new()),
     };
     let report = docket::janitor::pass(&deps, false).await.expect("pass");

@@ -29,6 +29,7 @@ conformance!(
     a_failed_job_points_at_no_source,
     the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
     waiting_jobs_per_chat_leave_out_downloads,
+    the_census_counts_jobs_messages_and_dead_chats,
 );
 
 async fn one_job_per_chat_and_file(store: Store) {
@@ -555,4 +556,33 @@ async fn waiting_jobs_per_chat_leave_out_downloads(store: Store) {
     // Downloaded: it has left the queue.
     assert!(store.mark_fetched(downloading.ticket, &lease, "/spool/1.pdf", 10, "ff", at(12)).await.unwrap());
     assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 2);
+}
+
+async fn the_census_counts_jobs_messages_and_dead_chats(store: Store) {
+    let empty = store.census().await.unwrap();
+    assert_eq!(empty.jobs, JobState::ALL.map(|s| (s, 0)).to_vec(), "every state, at zero");
+    assert_eq!(empty.oldest_waiting, None);
+    assert!(empty.messages.iter().all(|(_, n)| *n == 0));
+    assert_eq!(empty.dead_chats, 0);
+
+    // Two waiting, taken in at T0 + 5 and T0 + 9; one in processing (taken in at T0, earlier,
+    // but no longer waiting).
+    let (_processing, _) = processing_job(&store, 1, T0).await;
+    insert(&store, &new_job(CHAT, 2), at(5)).await;
+    insert(&store, &new_job(OTHER_CHAT, 3), at(9)).await;
+    assert!(enqueue(&store, &message("m1", CHAT, MessageKind::Reply, None), T0).await);
+    assert!(enqueue(&store, &message("m2", CHAT, MessageKind::Reply, None), T0).await);
+    assert!(store.mark_chat_dead(OTHER_CHAT, "blocked", T0).await.is_ok());
+
+    let census = store.census().await.unwrap();
+    let count = |state: JobState| census.jobs.iter().find(|(s, _)| *s == state).map(|(_, n)| *n);
+    assert_eq!(count(JobState::Accepted), Some(2));
+    assert_eq!(count(JobState::Processing), Some(1));
+    assert_eq!(count(JobState::Ready), Some(0));
+    assert_eq!(census.oldest_waiting, Some(at(5)));
+    let messages = |state: OutboxState| census.messages.iter().find(|(s, _)| *s == state).map(|(_, n)| *n);
+    // Marking OTHER_CHAT dead touched none of CHAT's messages.
+    assert_eq!(messages(OutboxState::Pending), Some(2));
+    assert_eq!(messages(OutboxState::Sent), Some(0));
+    assert_eq!(census.dead_chats, 1);
 }

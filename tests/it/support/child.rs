@@ -62,6 +62,7 @@ pub struct DocketProcess {
     log: PathBuf,
     env: Vec<(&'static str, String)>,
     pipe_stderr: bool,
+    log_stdout: bool,
     state: Mutex<ProcessState>,
 }
 
@@ -92,6 +93,7 @@ impl DocketProcess {
                 ("NO_COLOR", "1".to_owned()),
             ],
             pipe_stderr: false,
+            log_stdout: false,
             state: Mutex::new(ProcessState::default()),
         }
     }
@@ -115,6 +117,18 @@ impl DocketProcess {
         self
     }
 
+    /// Appends each process's stdout to the log too (it is discarded otherwise), so that the log
+    /// holds all the process wrote.
+    pub fn stdout_to_log(mut self) -> Self {
+        self.log_stdout = true;
+        self
+    }
+
+    /// The configuration file each process reads (a test may rewrite it, then send SIGHUP).
+    pub fn config_path(&self) -> &Path {
+        &self.config
+    }
+
     /// The process's folder (its working directory, holding `docket.toml` and `docket.log`).
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -132,7 +146,12 @@ impl DocketProcess {
         for (key, value) in &self.env {
             cmd.env(key, value);
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.stdin(Stdio::null());
+        if self.log_stdout {
+            cmd.stdout(Stdio::from(log.try_clone().expect("share the log file")));
+        } else {
+            cmd.stdout(Stdio::null());
+        }
         if self.pipe_stderr {
             cmd.stderr(Stdio::piped());
         } else {
@@ -165,9 +184,14 @@ impl DocketProcess {
     /// Sends SIGTERM to the running process (it stays running until it exits on its own; see
     /// [`exit_status`](Self::exit_status)).
     pub fn terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends the signal named `name` (`"HUP"`, `"TERM"`) to the running process.
+    pub fn signal(&self, name: &str) {
         let pid = self.pid();
-        let sent = Command::new("kill").arg("-TERM").arg(pid.to_string()).status().expect("run kill");
-        assert!(sent.success(), "kill -TERM {pid}: {sent}");
+        let sent = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().expect("run kill");
+        assert!(sent.success(), "kill -{name} {pid}: {sent}");
     }
 
     /// Waits for the running process to end on its own and returns its exit status; panics with
