@@ -108,17 +108,22 @@ async fn hostile_files_fail_with_their_reasons_and_the_service_lives_on() {
     }
     let hungry = &jobs[5];
     assert_eq!(hungry.attempts, 1, "the run its memory limit killed is charged one attempt: {hungry:#?}");
+    // No run was charged for another's death: each hostile file took exactly its own attempt.
+    for ((name, _), job) in cases.iter().zip(&jobs) {
+        assert_eq!(job.attempts, 1, "{name} was charged {} attempts: {job:#?}", job.attempts);
+    }
 
     // The same process all along, and a normal document still goes through it.
     assert_eq!(docket.pid(), pid, "the service's process is the one that started");
     let file = fake.add_file(fixture("pdf/text-20pages.pdf"));
     fake.push_update(fake.document_update(8100, 8100, &file, Some("fine.pdf"), Some("application/pdf")));
     let ticket = Ticket(cases.len() as i64 + 1);
-    docket
+    let fine = docket
         .until("the normal document to be ready", DEADLINE, async || {
             store.job(ticket).await.expect("read a job").filter(|j| j.state == JobState::Ready)
         })
         .await;
+    assert_eq!(fine.attempts, 1, "the normal document was processed at its first attempt: {fine:#?}");
     assert_eq!(docket.pid(), pid);
     // A 4 GiB bomb and a file that needs over 512 MiB went through: the service held neither.
     let peak = peak_rss(pid);
