@@ -170,7 +170,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     // Jobs whose files are still on this machine reserve again before anything new starts.
     for state in [JobState::Fetched, JobState::Processing] {
         let held = store
-            .jobs(&JobFilter { chat: None, state: Some(state), limit: i64::MAX })
+            .jobs(&JobFilter { state: Some(state), limit: i64::MAX, ..JobFilter::default() })
             .await
             .context("while reading jobs in flight")?;
         for job in held {
@@ -190,9 +190,12 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             result_ttl: config.retention.result_ttl,
             largest_source: budget.largest_source(),
             per_chat_queued: config.limits.per_chat_queued,
+            budget_bytes: config.budget.bytes,
+            invites: invite_tokens(config)?,
         },
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
+        Arc::clone(&wake.ended),
     );
     let outbox = OutboxDeps {
         store: store.clone(),
@@ -238,6 +241,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         pipeline.clone(),
         shutdown.clone(),
     ));
+    workers.spawn(crate::pipeline::reap::run_reaper(pipeline.clone(), shutdown.stop.clone()));
     workers.spawn(crate::pipeline::run_pool(Stage::Process, config.workers.process, pipeline, shutdown.clone()));
     workers.spawn(crate::janitor::run(janitor, shutdown.stop.clone()));
     let senders_shutdown = Shutdown::default();
@@ -373,4 +377,16 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+/// The invite tokens from the environment variable `[access] invite_tokens_env` names (none
+/// without it). A named variable that is missing or empty is an error: the admin meant invites.
+fn invite_tokens(config: &Config) -> anyhow::Result<crate::intake::InviteTokens> {
+    let Some(name) = &config.access.invite_tokens_env else { return Ok(crate::intake::InviteTokens::default()) };
+    let tokens = std::env::var(name).map(|v| crate::intake::InviteTokens::parse(&v)).unwrap_or_default();
+    if tokens.is_empty() {
+        anyhow::bail!("[access] invite_tokens_env names {name}, but that environment variable is not set or empty");
+    }
+    info!(tokens = tokens.len(), "invites are on");
+    Ok(tokens)
 }

@@ -15,5 +15,5 @@ pub mod time;
 pub use job::{ChatRef, FailureReason, JobEvent, JobState, Operation, Ticket, TransitionError, UserId};
 pub use lease::Lease;
 pub use outbox::{AfterUnknown, MessageKind, OutboxState, PROGRESS_SETTLE};
-pub use records::{FileOwner, Job, NewJob, NewMessage, OutboxMessage};
+pub use records::{BotStats, Button, FileOwner, Job, NewJob, NewMessage, OutboxMessage};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod download;
 pub mod outcome;
 pub mod process;
+pub mod reap;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
 use crate::domain::Job;
-use crate::domain::{FailureReason, JobEvent, Lease, SharedClock, Timestamp};
+use crate::domain::{FailureReason, JobEvent, JobState, Lease, SharedClock, Timestamp};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Completion, Release, Stage, Store};
@@ -300,9 +301,19 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
             Ok(Ok(produced)) => advance(deps, &job, &lease, produced).await,
             Ok(Err(e)) => handle_error(deps, &job, &lease, e).await,
             Err(Interrupted::LeaseLost) => {
-                warn!("lost the lease; another worker owns the job now, dropping this attempt");
-                if stage == Stage::Download {
-                    deps.budget.release_claim(job.ticket, lease.token);
+                match deps.store.job(job.ticket).await {
+                    Ok(Some(now)) if matches!(now.state, JobState::Failed | JobState::Expired) => {
+                        // Ended while this worker held it (cancelled, forgotten): nobody will use
+                        // its files again.
+                        info!(state = %now.state, "the job was ended while it ran; stopped, and deleting its files");
+                        reap::reap(deps, job.ticket);
+                    }
+                    _ => {
+                        warn!("lost the lease; another worker owns the job now, dropping this attempt");
+                        if stage == Stage::Download {
+                            deps.budget.release_claim(job.ticket, lease.token);
+                        }
+                    }
                 }
             }
             Err(Interrupted::Shutdown) => {

@@ -107,6 +107,7 @@ pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
         kind: MessageKind::Result,
         body: texts::ready_caption(&finished),
         reply_to_message_id: Some(job.message_id),
+        button: None,
     };
     [delivery, progress_edit(&finished, &Progress::Ready { until: done.expires_at })]
 }
@@ -122,6 +123,7 @@ pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessa
         kind: MessageKind::Failure,
         body: texts::failed_notice(job.ticket, &reason_text),
         reply_to_message_id: Some(job.message_id),
+        button: None,
     };
     let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
     (reason_text, [notice, status])
@@ -136,6 +138,7 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
         kind: MessageKind::Progress,
         body: texts::progress(job, step),
         reply_to_message_id: None,
+        button: None,
     }
 }
 

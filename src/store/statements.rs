@@ -58,6 +58,11 @@ pub mod pacing {
     pub use crate::store::pacing::*;
 }
 
+/// People's and admins' requests: cancel, retry, forget, invites, `/stats`.
+pub mod people {
+    pub use crate::store::people::*;
+}
+
 /// What the janitor reads and removes.
 pub mod retention {
     pub use crate::store::retention::*;

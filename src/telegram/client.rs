@@ -17,9 +17,13 @@ use teloxide::Bot;
 use teloxide::RequestError;
 use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{AllowedUpdate, ChatAction, ChatId, FileId, InputFile, MessageId, ReplyParameters};
+use teloxide::types::{
+    AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
+    MessageId, ReplyParameters,
+};
 use url::Url;
 
+use crate::domain::Button;
 use crate::domain::incoming::Incoming;
 use crate::telegram::BotToken;
 
@@ -289,7 +293,7 @@ impl TelegramClient {
             .get_updates()
             .offset(i32::try_from(offset).unwrap_or(i32::MAX))
             .timeout(timeout)
-            .allowed_updates([AllowedUpdate::Message])
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
             .await
             .map_err(TelegramError::from_request)?;
         Ok(updates.iter().map(|update| (i64::from(update.id.0), super::updates::classify_safely(update))).collect())
@@ -371,11 +375,21 @@ impl TelegramClient {
         Ok(Box::pin(stream))
     }
 
-    /// sendMessage as plain text, replying to `reply_to` when given.
-    pub async fn send_text(&self, chat_id: i64, text: &str, reply_to: Option<i64>) -> Result<Sent, TelegramError> {
+    /// sendMessage as plain text, replying to `reply_to` when given, with `button` under it.
+    pub async fn send_text(
+        &self,
+        chat_id: i64,
+        text: &str,
+        reply_to: Option<i64>,
+        button: Option<&Button>,
+    ) -> Result<Sent, TelegramError> {
         let mut req = self.bot.send_message(ChatId(chat_id), text);
         if let Some(id) = reply_to.and_then(|id| i32::try_from(id).ok()) {
             req = req.reply_parameters(ReplyParameters::new(MessageId(id)).allow_sending_without_reply());
+        }
+        if let Some(button) = button {
+            let press = InlineKeyboardButton::callback(button.label.clone(), button.data.clone());
+            req = req.reply_markup(InlineKeyboardMarkup::new([[press]]));
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         Ok(Sent { message_id: i64::from(msg.id.0), file_id: None })
@@ -395,6 +409,16 @@ impl TelegramClient {
             Ok(_) | Err(TelegramError::NotModified) => Ok(Sent { message_id, file_id: None }),
             Err(e) => Err(e),
         }
+    }
+
+    /// answerCallbackQuery: the person's app stops showing the button as busy. Best effort: an
+    /// unanswered press only spins for a while.
+    pub async fn answer_button(&self, query_id: &str) -> Result<(), TelegramError> {
+        self.bot
+            .answer_callback_query(CallbackQueryId(query_id.to_owned()))
+            .await
+            .map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// sendChatAction "upload_document": the person sees "sending a file…" while a result

@@ -11,6 +11,7 @@ mod crash;
 mod e2e;
 mod groups;
 mod outbox;
+mod people;
 mod queue;
 mod recovery;
 mod retention;

@@ -45,6 +45,7 @@ mod jobs;
 mod leases;
 mod outbox;
 mod pacing;
+mod people;
 mod retention;
 mod schema;
 mod updates;
@@ -87,6 +88,7 @@ fn message(key: &str, chat: ChatRef, kind: MessageKind, job: Option<Ticket>) -> 
         kind,
         body: format!("body of {key}"),
         reply_to_message_id: Some(500),
+        button: None,
     }
 }
 
