@@ -60,6 +60,11 @@ pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahea
 /// Where a job is, for its status message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
+    /// Waiting for its download: `position` in line (1: next).
+    Queued {
+        /// Place in the download queue.
+        position: u64,
+    },
     /// Bytes received so far, of the size Telegram announced when it did.
     Downloading {
         /// Received.
@@ -92,6 +97,8 @@ pub fn progress(job: &Job, step: &Progress) -> String {
     let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
     let header = format!("{}.", ticket_line(job.name(), declared, job.ticket));
     let line = match step {
+        Progress::Queued { position: 1 } => "Queued: next in line.".to_owned(),
+        Progress::Queued { position } => format!("Queued: number {position} in line."),
         Progress::Downloading { done: 0, .. } => "Downloading…".to_owned(),
         Progress::Downloading { done, total: Some(total) } if *total > 0 => {
             format!("Downloading: {}% ({} of {}).", done.saturating_mul(100) / total, size(*done), size(*total))

@@ -235,6 +235,8 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
         && let Some(lease) = &job.lease
     {
         deps.budget.hold(job.ticket, lease.token, deps.budget.assumed_size(job, limit));
+        // Everyone behind it moved up one place.
+        tokio::spawn(report_queue(deps.clone(), now));
     }
     Ok(job)
 }
@@ -494,6 +496,34 @@ async fn report(deps: &PipelineDeps, job: &Job, step: &Progress, at: Timestamp) 
         Ok(true) => deps.wake.outbox.notify_waiters(),
         Ok(false) => {}
         Err(e) => warn!(error = %e, "could not queue a progress edit"),
+    }
+}
+
+/// Shows the waiting jobs at [`outcome::REPORTED_POSITIONS`] their new place in line (as of
+/// `at`, when the queue moved). An edit whose text the status message shows already is not
+/// queued again. Best effort, like every progress edit.
+async fn report_queue(deps: PipelineDeps, at: Timestamp) {
+    let deepest = outcome::REPORTED_POSITIONS.last().copied().unwrap_or(0);
+    let head = match deps.store.queue_head(at, i64::try_from(deepest).unwrap_or(i64::MAX)).await {
+        Ok(head) => head,
+        Err(e) => {
+            warn!(error = %e, "could not read the queue to show positions");
+            return;
+        }
+    };
+    for (index, job) in head.iter().enumerate() {
+        let position = index as u64 + 1;
+        if !outcome::reports_position(position) {
+            continue;
+        }
+        let edit = outcome::progress_edit(job, &Progress::Queued { position });
+        let shown = match deps.store.messages(None, Some(job.ticket)).await {
+            Ok(messages) => messages.iter().any(|m| m.idempotency_key == edit.idempotency_key && m.body == edit.body),
+            Err(_) => false,
+        };
+        if !shown {
+            report(&deps, job, &Progress::Queued { position }, at).await;
+        }
     }
 }
 

@@ -94,6 +94,17 @@ pub fn after_error(job: &Job, err: StageError, rules: &Rules, now: Timestamp, ji
     }
 }
 
+/// The places in the download queue at which a waiting job's status message shows its
+/// position: 1, 2, 3, 5, 8, 13, … (each the sum of the two before), so a long queue costs each
+/// chat a few edits, more often as its turn nears. The last entry bounds how far back the
+/// queue is read.
+pub const REPORTED_POSITIONS: [u64; 10] = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
+
+/// Whether a job `position`th in line has its position shown.
+pub fn reports_position(position: u64) -> bool {
+    REPORTED_POSITIONS.contains(&position)
+}
+
 /// The messages a completion queues with its commit: the result document, and the status
 /// message's last edit (ready, kept until…).
 pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
@@ -145,6 +156,16 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_positions_are_shown_on_a_geometric_schedule() {
+        let shown: Vec<u64> = (1..=100).filter(|p| reports_position(*p)).collect();
+        assert_eq!(shown, REPORTED_POSITIONS);
+        for w in REPORTED_POSITIONS.windows(3) {
+            assert_eq!(w[2], w[0] + w[1], "{w:?}");
+        }
+        assert!(!reports_position(4) && !reports_position(0) && !reports_position(90));
+    }
     use crate::domain::{ChatRef, JobState, Ticket};
 
     const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);

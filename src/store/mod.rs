@@ -707,6 +707,11 @@ impl Store {
         people::ended_since(&mut self.acquire().await?.conn(), since).await
     }
 
+    /// The first `limit` jobs waiting for their download at `now`, in the order claims take them.
+    pub async fn queue_head(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<Job>> {
+        people::queue_head(&mut self.acquire().await?.conn(), now, limit).await
+    }
+
     /// Records a 429 Telegram answered a call to `chat` with (for `/stats`).
     pub async fn record_flood_wait(&self, chat: i64, wait: Duration, now: Timestamp) -> StoreResult<()> {
         let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);

@@ -38,6 +38,12 @@ pub const FORGET_MESSAGES: &str = "UPDATE outbox SET body = '', button_label = N
         updated_at = $2
     WHERE job_id IN (SELECT id FROM jobs WHERE user_id = $1) AND status <> 'sending'";
 
+/// The download queue's head at $1 now, in claim order: `accepted` jobs not under a live lease,
+/// at most $2.
+pub const QUEUE_HEAD: &str =
+    "SELECT * FROM jobs WHERE status = 'accepted' AND (lease_until IS NULL OR lease_until <= $1)
+    ORDER BY not_before, id LIMIT $2";
+
 /// Lets a person in by invite: $1 user, $2 now. Someone invited before stays as they were.
 pub const INVITE_USER: &str =
     "INSERT INTO invited_users (user_id, invited_at) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING";
@@ -104,6 +110,19 @@ pub(super) async fn forget_person(c: &mut Conn<'_>, user: i64, reason: &str, now
         .await
         .map(|done| done.rows_affected()))
     .context("forgetting a person's jobs")
+}
+
+/// Runs [`QUEUE_HEAD`].
+pub(super) async fn queue_head(c: &mut Conn<'_>, now: Timestamp, limit: i64) -> StoreResult<Vec<crate::domain::Job>> {
+    dispatch!(c, |c| sqlx::query_as::<_, super::jobs::JobRow>(QUEUE_HEAD)
+        .bind(now.as_millis())
+        .bind(limit)
+        .fetch_all(c)
+        .await)
+    .context("reading the head of the download queue")?
+    .into_iter()
+    .map(super::jobs::JobRow::into_job)
+    .collect()
 }
 
 /// Runs [`INVITE_USER`].
