@@ -14,10 +14,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::Config;
+use crate::config::{Config, UpdateMode};
 use crate::domain::JobState;
 use crate::domain::{SharedClock, SystemClock};
 use crate::intake::polling::Poller;
+use crate::intake::webhook::WebhookSecret;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
@@ -41,6 +42,41 @@ pub struct Options {
     /// How long a Bot API call may wait for its answer beyond the long poll's own wait; a send
     /// still unanswered then counts as lost (outcome unknown).
     pub answer_timeout: Duration,
+    /// Where the secrets that keys name by environment variable are read
+    /// (`[webhook] secret_token_env`, `[access] invite_tokens_env`).
+    pub environment: Environment,
+}
+
+/// Reads environment variables: the process's own, or, in tests, a fixed set.
+#[derive(Clone)]
+pub struct Environment(Arc<Lookup>);
+
+/// How an [`Environment`] looks a variable up.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Environment {
+    /// The process's environment.
+    pub fn process() -> Self {
+        Self(Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// Exactly these variables.
+    pub fn fixed(vars: &[(&str, &str)]) -> Self {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        Self(Arc::new(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())))
+    }
+
+    /// The value of `name`, when set.
+    pub fn var(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Values are secrets.
+        f.write_str("Environment")
+    }
 }
 
 impl Default for Options {
@@ -50,6 +86,7 @@ impl Default for Options {
             idle_poll: Duration::from_secs(1),
             retry_base: Duration::from_secs(2),
             answer_timeout: Duration::from_secs(60),
+            environment: Environment::process(),
         }
     }
 }
@@ -164,6 +201,19 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         }
     };
 
+    let webhook = match config.telegram.mode {
+        UpdateMode::Polling => None,
+        UpdateMode::Webhook => {
+            let hook = webhook_start(config, &options.environment).await?;
+            telegram
+                .set_webhook(&hook.url, hook.secret.expose(), config.webhook.max_connections)
+                .await
+                .map_err(|e| anyhow::Error::new(e).context("while setting the webhook (setWebhook)"))?;
+            // The host only: a URL's path may hold a secret of its own.
+            info!(host = hook.url.host_str().unwrap_or_default(), "the webhook is set");
+            Some(hook)
+        }
+    };
     let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
     let wake = pipeline.wake.clone();
     let budget = Arc::clone(&pipeline.budget);
@@ -191,7 +241,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             largest_source: budget.largest_source(),
             per_chat_queued: config.limits.per_chat_queued,
             budget_bytes: config.budget.bytes,
-            invites: invite_tokens(config)?,
+            invites: invite_tokens(config, &options.environment)?,
         },
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
@@ -228,13 +278,32 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let poll_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
     let (report_fatal, fatal) = oneshot::channel();
-    let poller = Poller::new(telegram, store.clone(), intake).run(poll_stop.clone());
-    workers.spawn(async move {
-        if let Err(e) = poller.await {
-            // Whoever holds the `Running` (`run`) stops the rest in order.
-            let _ = report_fatal.send(anyhow::Error::new(e).context("while polling for updates"));
+    match webhook {
+        None => {
+            let poller = Poller::new(telegram, store.clone(), intake).run(poll_stop.clone());
+            workers.spawn(async move {
+                if let Err(e) = poller.await {
+                    // Whoever holds the `Running` (`run`) stops the rest in order.
+                    let _ = report_fatal.send(anyhow::Error::new(e).context("while polling for updates"));
+                }
+            });
         }
-    });
+        Some(hook) => {
+            let server = crate::intake::webhook::serve(
+                hook.listener,
+                hook.url.path().to_owned(),
+                intake,
+                telegram,
+                hook.secret,
+                poll_stop.clone(),
+            );
+            workers.spawn(async move {
+                if let Err(e) = server.await {
+                    let _ = report_fatal.send(anyhow::Error::new(e).context("while serving the webhook"));
+                }
+            });
+        }
+    }
     workers.spawn(crate::pipeline::run_pool(
         Stage::Download,
         config.workers.download,
@@ -381,12 +450,39 @@ async fn shutdown_signal() {
 
 /// The invite tokens from the environment variable `[access] invite_tokens_env` names (none
 /// without it). A named variable that is missing or empty is an error: the admin meant invites.
-fn invite_tokens(config: &Config) -> anyhow::Result<crate::intake::InviteTokens> {
+fn invite_tokens(config: &Config, env: &Environment) -> anyhow::Result<crate::intake::InviteTokens> {
     let Some(name) = &config.access.invite_tokens_env else { return Ok(crate::intake::InviteTokens::default()) };
-    let tokens = std::env::var(name).map(|v| crate::intake::InviteTokens::parse(&v)).unwrap_or_default();
+    let tokens = env.var(name).map(|v| crate::intake::InviteTokens::parse(&v)).unwrap_or_default();
     if tokens.is_empty() {
         anyhow::bail!("[access] invite_tokens_env names {name}, but that environment variable is not set or empty");
     }
     info!(tokens = tokens.len(), "invites are on");
     Ok(tokens)
+}
+
+/// Webhook mode's listener, path and secret, checked before anything starts.
+struct WebhookStart {
+    listener: tokio::net::TcpListener,
+    url: url::Url,
+    secret: WebhookSecret,
+}
+
+/// Reads the webhook's secret and binds its listener. The keys are there: the configuration
+/// checks that webhook mode has them.
+async fn webhook_start(config: &Config, env: &Environment) -> anyhow::Result<WebhookStart> {
+    let hook = &config.webhook;
+    let (Some(listen), Some(url), Some(name)) = (hook.listen, hook.public_url.clone(), &hook.secret_token_env) else {
+        anyhow::bail!("[telegram] mode = \"webhook\" needs [webhook] listen, public_url and secret_token_env");
+    };
+    let value = env.var(name).unwrap_or_default();
+    let Some(secret) = WebhookSecret::new(&value) else {
+        anyhow::bail!(
+            "[webhook] secret_token_env names {name}, which is not set or not a valid secret token \
+             (1 to 256 letters, digits, _ and -)"
+        );
+    };
+    let listener = crate::intake::webhook::bind(listen)
+        .await
+        .with_context(|| format!("while binding [webhook] listen = {listen}"))?;
+    Ok(WebhookStart { listener, url, secret })
 }

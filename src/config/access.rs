@@ -25,7 +25,7 @@ pub struct Access {
     /// `invite_tokens_env`: the environment variable that holds the invite tokens (separated by
     /// commas or spaces); `/start <token>` with one of them lets the sender in. `None` (the
     /// default): no invites.
-    #[serde(deserialize_with = "read_env_name", skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "value::env_name", skip_serializing_if = "Option::is_none")]
     pub invite_tokens_env: Option<String>,
 }
 
@@ -48,16 +48,4 @@ fn read_groups<'de, D: Deserializer<'de>>(d: D) -> Result<GroupMode, D::Error> {
         .into_iter()
         .find(|mode| mode.as_str() == written)
         .ok_or_else(|| D::Error::custom("one of \"addressed\", \"all\" or \"off\""))
-}
-
-fn read_env_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let name = value::string(d)?;
-    let valid = !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if valid {
-        Ok(Some(name))
-    } else {
-        Err(D::Error::custom("the name of an environment variable, such as \"DOCKET_INVITES\""))
-    }
 }

@@ -7,6 +7,7 @@
 //! transaction. No download, no disk, no heavy work happens here.
 
 pub mod polling;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -15,7 +15,7 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters};
+use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetWebhookSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{
     AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
@@ -304,6 +304,20 @@ impl TelegramClient {
     pub async fn webhook(&self) -> Result<Option<Url>, TelegramError> {
         let info = self.bot.get_webhook_info().await.map_err(TelegramError::from_request)?;
         Ok(info.url)
+    }
+
+    /// Sets the webhook (setWebhook): Telegram posts every update to `url` with `secret` in the
+    /// `X-Telegram-Bot-Api-Secret-Token` header, over at most `max_connections` connections.
+    /// Messages and button presses only, as getUpdates asks for.
+    pub async fn set_webhook(&self, url: &Url, secret: &str, max_connections: u32) -> Result<(), TelegramError> {
+        self.bot
+            .set_webhook(url.clone())
+            .secret_token(secret)
+            .max_connections(u8::try_from(max_connections).unwrap_or(100))
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
+            .await
+            .map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// Removes the webhook (deleteWebhook), so getUpdates works. The updates waiting for the

@@ -16,3 +16,4 @@ mod queue;
 mod recovery;
 mod retention;
 mod telegram_answers;
+mod webhook;
