@@ -8,7 +8,7 @@
 //!    with sources and work output, and orphan files. Every run builds the data afresh (rows with
 //!    raw SQL in one transaction, files of 1 KiB), `sync`s, then times, in this order: the listing
 //!    of the data folder alone (the janitor's walk, copied), `Store::file_owners` alone,
-//!    `ready_results` alone, `prune` (dry) alone, a dry-run pass, the real pass (its report checked
+//!    `results_due` alone, `prune` (dry) alone, a dry-run pass, the real pass (its report checked
 //!    against what the data must produce), and a second real pass with nothing left to do. The
 //!    first `--phase-runs` runs also replay the real pass phase by phase on a second fresh copy
 //!    (same public calls, same order).
@@ -51,7 +51,7 @@ use docket::domain::{ChatRef, Clock, JobEvent, SystemClock, Ticket, Timestamp};
 use docket::janitor::{Cause, JanitorDeps, JanitorSettings, pass};
 use docket::spool::Spool;
 use docket::store::statements::ClaimSql;
-use docket::store::{ClaimLimits, DatabaseUrl, JobFilter, Release, Stage, Store};
+use docket::store::{ClaimLimits, DatabaseUrl, History, JobFilter, MessageFilter, Release, Stage, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sqlx::Connection;
@@ -650,7 +650,7 @@ fn statements(now: i64, ticket: i64, chat: i64, message_id: i64) -> Vec<Stmt> {
             sql::RELEASE_JOB,
             vec![I(ticket), S("accepted"), I(1), S("accepted"), I(0), NullS, I(2), Bool(true), I(now), Bool(false)],
         ),
-        s("janitor: ready_results(Some(now))", sql::DUE_RESULTS, sql::DUE_RESULTS, vec![I(now)]),
+        s("janitor: results_due(now)", sql::DUE_RESULTS, sql::DUE_RESULTS, vec![I(now)]),
         s("janitor: expire_due", sql::EXPIRE_DUE, sql::EXPIRE_DUE, vec![I(now)]),
         s("janitor: file_owners", sql::FILE_OWNERS, sql::FILE_OWNERS, vec![]),
         s("janitor: prune updates", sql::COUNT_OLD_UPDATES, sql::COUNT_OLD_UPDATES, vec![I(now - 30 * DAY)]),
@@ -995,7 +995,7 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
     );
     println!(
         "| N jobs | files | outbox rows | expired jobs | files removed | build data (s) | listing alone | \
-         file_owners alone | ready_results alone | prune (dry) alone | dry-run pass | cold dry-run pass | \
+         file_owners alone | results_due alone | prune (dry) alone | dry-run pass | cold dry-run pass | \
          **real pass** | next pass (nothing to do) | one commit |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -1024,7 +1024,7 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
         let r = |x: Duration, y: Duration| y.as_secs_f64() / x.as_secs_f64();
         println!(
             "\nRatios {n1}/{n0} (linear = {:.0}): real pass {:.1}, dry-run pass {:.1}, listing {:.1}, \
-             file_owners {:.1}, ready_results {:.1}, prune (dry) {:.1}, next pass {:.1}.",
+             file_owners {:.1}, results_due {:.1}, prune (dry) {:.1}, next pass {:.1}.",
             *n1 as f64 / *n0 as f64,
             r(a.real, b.real),
             r(a.dry, b.dry),
@@ -1071,7 +1071,7 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
     }
     println!(
         "\nEvery run (ms; load = 1-min load average / `some avg10` of /proc/pressure/io in % when the run's \
-         timing started):\n\n| N | run | load | listing | file_owners | ready_results | prune (dry) | cold dry | dry \
+         timing started):\n\n| N | run | load | listing | file_owners | results_due | prune (dry) | cold dry | dry \
          | real | next | commit |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n{detail}"
     );
     Ok(())
@@ -1154,11 +1154,16 @@ async fn janitor_run(args: &Args, dir: &Path, n: usize, run: usize, config: &Con
     store.file_owners().await?;
     r.owners = t.elapsed();
     let t = Instant::now();
-    let due = store.ready_results(Some(SystemClock.now())).await?.len();
+    let due = store.results_due(SystemClock.now()).await?.len();
     r.ready = t.elapsed();
     ensure!(due == expect.expired_jobs, "{due} results due, expected {}", expect.expired_jobs);
     let t = Instant::now();
-    store.prune(SystemClock.now().minus(settings.history), settings.prune_jobs, true).await?;
+    store
+        .count_prunable(&History {
+            older_than: SystemClock.now().minus(settings.history),
+            ended_jobs: settings.prune_jobs,
+        })
+        .await?;
     r.prune_dry = t.elapsed();
 
     let t = Instant::now();
@@ -1278,7 +1283,7 @@ async fn phases_run(dir: &Path, n: usize, run: usize, config: &Config) -> anyhow
     });
     p.dirs = t.elapsed();
     let t = Instant::now();
-    b.store.prune(now.minus(settings.history), settings.prune_jobs, false).await?;
+    b.store.prune(&History { older_than: now.minus(settings.history), ended_jobs: settings.prune_jobs }).await?;
     p.prune = t.elapsed();
     let again = pass(&deps, true).await?;
     ensure!(again.removed.is_empty() && again.expired_jobs.is_empty(), "the replayed phases left work");
@@ -1427,13 +1432,14 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     let mut typical_chat = ChatRef(0);
     for id in args.rows as i64 / 2.. {
         let job = store.job(Ticket(id)).await?.context("no job in the middle")?;
-        if job.chat.0 != HEAVY_CHAT {
-            typical_chat = job.chat;
+        if job.submission.chat.0 != HEAVY_CHAT {
+            typical_chat = job.submission.chat;
             break;
         }
     }
     let head = store.next_waiting_download(now_ts).await?.context("no download waiting")?;
-    let last_message = store.messages(Some(typical_chat), None).await?.last().map_or(args.rows as i64, |m| m.id);
+    let last_message =
+        store.messages(&MessageFilter::chat(typical_chat)).await?.last().map_or(args.rows as i64, |m| m.id.0);
 
     println!("### Plans\n");
     if backend == "SQLite" {
@@ -1563,7 +1569,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     .await?;
     ensure!(queued == flood_size as u64, "queued {queued} of {flood_size}");
     let head = store.next_waiting_download(SystemClock.now()).await?.context("no head")?;
-    ensure!(head.chat == ChatRef(HEAVY_CHAT), "the flood is not at the head of the queue");
+    ensure!(head.submission.chat == ChatRef(HEAVY_CHAT), "the flood is not at the head of the queue");
     table.start(
         backend,
         &format!("FLOOD ({flood_size} queued jobs of one chat at the head): `claim_download`, per_chat = 2"),

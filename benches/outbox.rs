@@ -90,7 +90,7 @@ async fn throughput(args: &Args, run: usize) -> anyhow::Result<Throughput> {
     let mut tx = store.begin().await?;
     for n in 0..args.messages {
         let m = NewMessage {
-            idempotency_key: format!("bench:{n}"),
+            idempotency_key: docket::domain::IdempotencyKey::from_stored(format!("bench:{n}")),
             job: None,
             chat: ChatRef(1_000 + (n % chats) as i64),
             kind: MessageKind::Reply,
@@ -151,7 +151,7 @@ async fn ready_to_send(args: &Args, throttle: Option<u64>) -> anyhow::Result<Vec
         let jobs = store.jobs(&JobFilter { chat: Some(ChatRef(chat)), limit: 1, ..JobFilter::default() }).await?;
         let job = jobs.first().context("no job")?;
         ensure!(job.state == JobState::Ready, "job {} is {:?}", job.ticket, job.state);
-        let ready_at = job.result_expires_at.context("no expiry")?.as_millis() as f64
+        let ready_at = job.result.as_ref().context("no result")?.expires_at.as_millis() as f64
             - config.retention.result_ttl.as_secs_f64() * 1e3;
         samples.push(unix_ms(sent.at) - ready_at);
         tokio::time::sleep(Duration::from_millis(rand::random_range(300..900))).await;

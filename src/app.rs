@@ -16,7 +16,7 @@ use tracing::{error, info, warn};
 
 use crate::config::{Config, UpdateMode};
 use crate::domain::JobState;
-use crate::domain::{SharedClock, SystemClock};
+use crate::domain::{Clock, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::webhook::WebhookSecret;
 use crate::intake::{Intake, IntakeSettings};
@@ -26,7 +26,7 @@ use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{JobFilter, Stage, Store};
+use crate::store::{JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
@@ -225,7 +225,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             .context("while reading jobs in flight")?;
         for job in held {
             // No download claim made this reservation (token 0): only the job's end gives it back.
-            budget.hold(job.ticket, 0, job.real_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+            let size = job.source.as_ref().map_or(0, |s| u64::try_from(s.size).unwrap_or(0));
+            budget.hold(job.ticket, 0, size);
         }
     }
     let intake = Intake::new(
@@ -404,6 +405,8 @@ pub fn janitor_deps(
 /// Starting fails, or polling stopped for good (the Bot API refused the token): then the bot
 /// stops in order as on SIGTERM, and the error says why.
 pub async fn run(config: &Config, token: BotToken) -> anyhow::Result<()> {
+    // Held until this function returns: one `docket run` per SQLite database.
+    let _sole_runner = RunLock::acquire(&config.storage.database_url, SystemClock.now())?;
     if let Some(listen) = config.metrics.listen {
         crate::telemetry::serve_metrics(listen)?;
         info!(%listen, "serving metrics at /metrics");

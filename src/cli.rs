@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::config::{CONFIG_ENV, Config};
 use crate::domain::{Clock as _, SystemClock};
-use crate::domain::{Job, MessageKind, NewMessage};
+use crate::domain::{IdempotencyKey, Job, MessageKind, NewMessage};
 use crate::domain::{JobState, Operation, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::spool::Spool;
@@ -174,7 +174,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                             "{:>8}  {:<10}  {:>10}  {}",
                             j.ticket,
                             j.state,
-                            size_of(j.declared_size),
+                            size_of(j.submission.declared_size),
                             texts::display_name(j.name())
                         )
                     })
@@ -195,13 +195,13 @@ async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
     }
     let now = SystemClock.now();
     let notice = NewMessage {
-        // One notice per retry: the job's last change tells this retry from an earlier one.
-        idempotency_key: format!("job:{}:retry:{}", ticket.0, job.updated_at.as_millis()),
+        // One notice per retry: the job's last change (its failure) tells it from an earlier one.
+        idempotency_key: IdempotencyKey::retried(ticket, job.updated_at),
         job: Some(ticket),
-        chat: job.chat,
+        chat: job.submission.chat,
         kind: MessageKind::Reply,
         body: texts::retrying_for_admin(&job),
-        reply_to_message_id: Some(job.message_id),
+        reply_to_message_id: Some(job.submission.message_id),
         button: None,
     };
     if !store.retry_job(ticket, &notice, now).await? {
@@ -222,12 +222,12 @@ async fn cancel(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         anyhow::bail!("{ticket} changed meanwhile; try again");
     }
     let notice = NewMessage {
-        idempotency_key: format!("job:{}:cancel:{}", ticket.0, job.updated_at.as_millis()),
+        idempotency_key: IdempotencyKey::cancelled_by_admin(ticket, job.updated_at),
         job: Some(ticket),
-        chat: job.chat,
+        chat: job.submission.chat,
         kind: MessageKind::Reply,
         body: texts::cancelled(&job),
-        reply_to_message_id: Some(job.message_id),
+        reply_to_message_id: Some(job.submission.message_id),
         button: None,
     };
     tx.enqueue(&notice, now).await?;
@@ -311,19 +311,23 @@ fn status_text(job: &Job) -> String {
     let mut lines = vec![
         format!("ticket:     {}", job.ticket),
         format!("state:      {}", job.state),
-        format!("chat:       {}", job.chat.0),
+        format!("chat:       {}", job.submission.chat.0),
         format!("name:       {}", texts::display_name(job.name())),
-        format!("declared:   {} ({})", size_of(job.declared_size), job.declared_mime.as_deref().unwrap_or("no MIME")),
+        format!(
+            "declared:   {} ({})",
+            size_of(job.submission.declared_size),
+            job.submission.declared_mime.as_deref().unwrap_or("no MIME")
+        ),
         format!("attempts:   {}", job.attempts),
         format!("created:    {}", job.created_at),
         format!("updated:    {}", job.updated_at),
     ];
     let optional = [
-        ("real size", job.real_size.map(|s| size_of(Some(s)))),
-        ("sha256", job.sha256.clone()),
-        ("format", job.detected_format.clone()),
-        ("result", job.result_size.map(|s| size_of(Some(s)))),
-        ("expires", job.result_expires_at.map(|t| t.to_string())),
+        ("real size", job.source.as_ref().map(|s| size_of(Some(s.size)))),
+        ("sha256", job.source.as_ref().map(|s| s.sha256.clone())),
+        ("format", job.source.as_ref().and_then(|s| s.format.clone())),
+        ("result", job.result.as_ref().map(|r| size_of(Some(r.size)))),
+        ("expires", job.result.as_ref().map(|r| r.expires_at.to_string())),
         ("error", job.error.clone()),
         ("detail", job.error_detail.clone()),
         ("lease", job.lease.as_ref().map(|l| format!("{} until {}", l.owner, l.until))),
@@ -337,19 +341,19 @@ pub fn job_json(job: &Job) -> serde_json::Value {
     json!({
         "ticket": job.ticket.0,
         "state": job.state.as_str(),
-        "chat_id": job.chat.0,
-        "user_id": job.user_id,
-        "declared_name": job.declared_name,
-        "declared_mime": job.declared_mime,
-        "size": job.declared_size,
-        "real_size": job.real_size,
-        "sha256": job.sha256,
-        "detected_format": job.detected_format,
-        "operation": job.operation.as_str(),
+        "chat_id": job.submission.chat.0,
+        "user_id": job.submission.user_id.map(|u| u.0),
+        "declared_name": job.submission.declared_name,
+        "declared_mime": job.submission.declared_mime,
+        "size": job.submission.declared_size,
+        "real_size": job.source.as_ref().map(|s| s.size),
+        "sha256": job.source.as_ref().map(|s| &s.sha256),
+        "detected_format": job.source.as_ref().and_then(|s| s.format.as_ref()),
+        "operation": job.submission.operation.as_str(),
         "attempts": job.attempts,
         "error": job.error,
-        "result_size": job.result_size,
-        "result_expires_at": job.result_expires_at.map(|t| t.rfc3339()),
+        "result_size": job.result.as_ref().map(|r| r.size),
+        "result_expires_at": job.result.as_ref().map(|r| r.expires_at.rfc3339()),
         "created_at": job.created_at.rfc3339(),
         "updated_at": job.updated_at.rfc3339(),
     })

@@ -25,10 +25,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::domain::{FileOwner, Job, NewMessage};
+use crate::domain::{FileOwner, IdempotencyKey, Job, NewMessage};
 use crate::domain::{JobState, MessageKind, SharedClock, Ticket, Timestamp};
 use crate::spool::Spool;
-use crate::store::{Pruned, Store, StoreError};
+use crate::store::{History, Pruned, Store, StoreError};
 use crate::texts;
 
 /// The janitor's settings.
@@ -149,7 +149,7 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
 
     // 1. Expiry on schedule, in one statement: a catch-up pass after downtime may find thousands.
     let due = if dry_run {
-        deps.store.ready_results(Some(now)).await?.into_iter().map(|j| j.ticket).collect()
+        deps.store.results_due(now).await?.into_iter().map(|j| j.ticket).collect()
     } else {
         deps.store.expire_due(now).await?
     };
@@ -161,19 +161,19 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     // 2. The results cap: the oldest go first, and their owners hear of it.
     if let Some(cap) = deps.settings.results_bytes {
         let results: Vec<Job> =
-            deps.store.ready_results(None).await?.into_iter().filter(|j| !gone.contains_key(&j.ticket)).collect();
+            deps.store.kept_results().await?.into_iter().filter(|j| !gone.contains_key(&j.ticket)).collect();
         let mut total: u64 = results.iter().map(result_bytes).sum();
         for job in &results {
             if total <= cap {
                 break;
             }
             let notice = NewMessage {
-                idempotency_key: format!("job:{}:u{}:early-expiry", job.ticket.0, job.update_id),
+                idempotency_key: IdempotencyKey::early_expiry(job.ticket, job.submission.update_id),
                 job: Some(job.ticket),
-                chat: job.chat,
+                chat: job.submission.chat,
                 kind: MessageKind::Reply,
                 body: texts::expired_early(job, now),
-                reply_to_message_id: Some(job.message_id),
+                reply_to_message_id: Some(job.submission.message_id),
                 button: None,
             };
             if dry_run || deps.store.expire_job(job.ticket, now, Some(&notice), now).await? {
@@ -247,7 +247,9 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     }
 
     // 4. History.
-    report.pruned = deps.store.prune(now.minus(deps.settings.history), deps.settings.prune_jobs, dry_run).await?;
+    let history = History { older_than: now.minus(deps.settings.history), ended_jobs: deps.settings.prune_jobs };
+    report.pruned =
+        if dry_run { deps.store.count_prunable(&history).await? } else { deps.store.prune(&history).await? };
 
     // 5. Disk.
     report.free_bytes = fs4::available_space(deps.spool.root()).ok();
@@ -299,7 +301,7 @@ fn record_metrics(report: &Report) {
 }
 
 fn result_bytes(job: &Job) -> u64 {
-    job.result_size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0)
+    job.result.as_ref().map_or(0, |r| u64::try_from(r.size).unwrap_or(0))
 }
 
 /// A file found in the data folder.

@@ -20,7 +20,7 @@
 //! | answer | row becomes |
 //! |---|---|
 //! | ok | `sent`, with Telegram's message id (and a document's file_id, stored on the job) |
-//! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits (chat 0) |
+//! | 429 `retry_after` | `pending`; its chat is paused for exactly that long (stored). When two chats are paused by 429s at once, the bot as a whole is limited: every chat waits ([`Paced::WholeBot`]) |
 //! | 400 `migrate_to_chat_id` | the chat's open messages and jobs move to the supergroup; sent again there |
 //! | 5xx, no connection (refused, DNS, connect timeout), 401 (the poller stops the bot) | `pending` with exponential backoff; after `max_attempts` `failed`, and admins get one alert per hour |
 //! | outcome lost (a timeout once the request may have gone out, connection cut, sender died mid-call) | `unknown`, then the kind's rule: replies and notices are sent again (a duplicate is harmless, a loss is not); a result is sent again unless a newer delivery of it went out; one still to be sent again after `max_attempts` is `failed`, with the admins' alert |
@@ -43,11 +43,13 @@ use tracing::{Instrument, error, info, info_span, warn};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use crate::domain::retry::backoff_jittered;
-use crate::domain::{AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, SharedClock, Timestamp};
-use crate::domain::{NewMessage, OutboxMessage};
+use crate::domain::{
+    AfterUnknown, ChatRef, Clock, JobState, Lease, MessageKind, OutboxState, Paced, SharedClock, Timestamp,
+};
+use crate::domain::{IdempotencyKey, NewMessage, OutboxMessage};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
 use crate::spool::result_file_name;
-use crate::store::{Store, StoreResult, WHOLE_BOT};
+use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
 use crate::texts;
@@ -216,7 +218,7 @@ impl Worker for Sender {
 fn send_span(message: &OutboxMessage, worker: Option<&WorkerId>) -> tracing::Span {
     info_span!(
         "send",
-        message.id = message.id,
+        message.id = %message.id,
         ticket = message.job.map(|t| t.0),
         kind = message.kind.as_str(),
         worker = worker.map(|w| w.as_str()),
@@ -265,7 +267,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             MessageKind::Result => send_result(deps, &message).await,
             MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
                 deps.telegram
-                    .send_text(message.chat.0, &message.body, message.reply_to_message_id, message.button.as_ref())
+                    .send_text(message.chat, &message.body, message.reply_to_message_id, message.button.as_ref())
                     .await
             }
             MessageKind::Progress => edit_status(deps, &message).await,
@@ -289,7 +291,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     // so the chat's next message (claimable only after that) keeps the interval.
     let interval = deps.settings.limits.interval(message.chat.0);
     if !interval.is_zero()
-        && let Err(e) = deps.store.pace_chat(message.chat.0, now.plus(interval), "rate limit").await
+        && let Err(e) = deps.store.pace_chat(message.chat, now.plus(interval), "rate limit").await
     {
         warn!(error = %e, "cannot record the chat's pace; sending on");
     }
@@ -298,7 +300,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             let ok =
                 deps.store.mark_message_sent(&message, &lease, sent.message_id, sent.file_id.as_deref(), now).await;
             if matches!(ok, Ok(true)) {
-                info!(telegram.message_id = sent.message_id, "delivered");
+                info!(telegram.message_id = %sent.message_id, "delivered");
                 metrics::counter!("docket_messages_sent_total", "kind" => message.kind.as_str()).increment(1);
             }
             ok
@@ -308,7 +310,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             let why = format!("{FLOOD_WAIT}: retry after {} s", wait.as_secs());
             warn!(wait_ms = wait.as_millis() as u64, "flood control; this chat waits exactly as told");
             metrics::counter!("docket_messages_flood_waits_total").increment(1);
-            if let Err(e) = deps.store.record_flood_wait(message.chat.0, wait, now).await {
+            if let Err(e) = deps.store.record_flood_wait(message.chat, wait, now).await {
                 warn!(error = %e, "could not record the 429 for /stats");
             }
             match pause_for_429(deps, message.chat, until, &why).await {
@@ -362,15 +364,15 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
 }
 
 /// Pauses `chat` until `until` for a 429. When another chat is paused by a 429 at the same
-/// time, the limit is the bot's, not the chat's: everyone waits ([`WHOLE_BOT`]).
+/// time, the limit is the bot's, not the chat's: everyone waits ([`Paced::WholeBot`]).
 async fn pause_for_429(deps: &OutboxDeps, chat: ChatRef, until: Timestamp, why: &str) -> StoreResult<()> {
-    deps.store.pace_chat(chat.0, until, why).await?;
+    deps.store.pace_chat(chat, until, why).await?;
     let now = deps.clock.now();
     let others = deps.store.pacing(now).await?;
-    if others.iter().any(|(other, _, reason)| *other != chat.0 && *other != WHOLE_BOT && reason.starts_with(FLOOD_WAIT))
-    {
+    let another_chat = |paced: &Paced| matches!(paced, Paced::Chat(other) if *other != chat);
+    if others.iter().any(|(paced, _, reason)| another_chat(paced) && reason.starts_with(FLOOD_WAIT)) {
         warn!("429s for several chats at once: the bot as a whole is limited; every chat waits");
-        deps.store.pace_chat(WHOLE_BOT, until, &format!("{why} (the bot as a whole)")).await?;
+        deps.store.pause_whole_bot(until, &format!("{why} (the bot as a whole)")).await?;
     }
     Ok(())
 }
@@ -382,16 +384,16 @@ const FLOOD_WAIT: &str = "429";
 /// Tells the admins that a message could not be delivered: one alert per admin per hour
 /// (the idempotency key holds the hour), so a failing Telegram never floods them.
 async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now: Timestamp) {
-    if failed.idempotency_key.starts_with("alert:") || deps.settings.admins.is_empty() {
+    if failed.idempotency_key.is_alert() || deps.settings.admins.is_empty() {
         return;
     }
     let hour = now.as_millis() / 3_600_000;
-    let body = texts::delivery_alert(failed.id, failed.chat.0, failed.job, why);
+    let body = texts::delivery_alert(failed.id, failed.chat, failed.job, why);
     let result: StoreResult<()> = async {
         let mut tx = deps.store.begin().await?;
         for admin in &deps.settings.admins {
             let alert = NewMessage {
-                idempotency_key: format!("alert:{admin}:undelivered:{hour}"),
+                idempotency_key: IdempotencyKey::undelivered_alert(ChatRef(*admin), hour),
                 job: None,
                 chat: ChatRef(*admin),
                 kind: MessageKind::Reply,
@@ -433,7 +435,7 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
         AfterUnknown::SendAgainUnlessSuperseded => {
             // A later delivery of the same job's result (a /get, the same file again) already
             // carries the document: repeating this one would only duplicate it.
-            let later = deps.store.messages(Some(message.chat), message.job).await?;
+            let later = deps.store.messages(&MessageFilter { chat: Some(message.chat), job: message.job }).await?;
             !later.iter().any(|m| m.id > message.id && m.kind == MessageKind::Result && m.state == OutboxState::Sent)
         }
     };
@@ -466,7 +468,7 @@ async fn edit_status(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     // never delivered (dead chat, lost outcome): there is nothing to edit.
     let target =
         target.ok_or_else(|| TelegramError::Permanent("the job's status message was never delivered".into()))?;
-    deps.telegram.edit_text(message.chat.0, target, &message.body).await
+    deps.telegram.edit_text(message.chat, target, &message.body).await
 }
 
 /// Sends a result document: by its stored Telegram file_id when there is one (no upload), else
@@ -477,9 +479,12 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     let Some(job) = job.filter(|j| j.state == JobState::Ready) else {
         return Err(TelegramError::Permanent("the result is no longer kept".into()));
     };
-    if let Some(file_id) = &job.result_file_id {
+    let Some(result) = &job.result else {
+        return Err(TelegramError::Permanent("no result recorded".into()));
+    };
+    if let Some(file_id) = &result.telegram_file_id {
         let by_id = DocumentSource::FileId(file_id.clone());
-        match deps.telegram.send_document(message.chat.0, &by_id, &message.body, message.reply_to_message_id).await {
+        match deps.telegram.send_document(message.chat, &by_id, &message.body, message.reply_to_message_id).await {
             Err(TelegramError::Permanent(why)) => {
                 warn!(reason = %why, "Telegram refused the stored file_id; uploading from disk");
                 deps.store
@@ -490,18 +495,21 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
             other => return other,
         }
     }
-    let path = job.result_path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?;
-    let size = job.result_size.unwrap_or(0);
+    let path = result.path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?;
+    let size = result.size;
     if u64::try_from(size).unwrap_or(0) > deps.settings.upload_limit {
         return Err(TelegramError::Permanent(format!("result of {size} bytes is over the upload limit")));
     }
-    let upload = DocumentSource::Path { path: path.into(), file_name: result_file_name(job.declared_name.as_deref()) };
+    let upload = DocumentSource::Path {
+        path: path.into(),
+        file_name: result_file_name(job.submission.declared_name.as_deref()),
+    };
     // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
     // once the upload takes longer than a moment.
     let action = async {
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            if let Err(e) = deps.telegram.send_upload_action(message.chat.0).await {
+            if let Err(e) = deps.telegram.send_upload_action(message.chat).await {
                 warn!(error = %e, "sendChatAction failed; uploading anyway");
             }
             tokio::time::sleep(Duration::from_secs(3)).await;
@@ -509,7 +517,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     };
     let limit = upload_timeout(u64::try_from(size).unwrap_or(0));
     tokio::select! {
-        res = deps.telegram.send_document(message.chat.0, &upload, &message.body, message.reply_to_message_id) => res,
+        res = deps.telegram.send_document(message.chat, &upload, &message.body, message.reply_to_message_id) => res,
         () = action => unreachable!("the chat action loop never ends"),
         // The bytes may have arrived although the answer did not: the outcome is unknown.
         () = tokio::time::sleep(limit) => Err(TelegramError::Lost(format!("the upload took longer than {} s", limit.as_secs()))),

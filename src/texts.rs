@@ -8,7 +8,7 @@
 
 use humansize::{DECIMAL, FormatSizeOptions, format_size};
 
-use crate::domain::{FailureReason, Job, JobState, Ticket, Timestamp};
+use crate::domain::{ChatRef, FailureReason, Job, JobState, OutboxId, Ticket, Timestamp};
 
 /// A byte count for people: decimal units with one decimal, as Telegram's apps show sizes.
 pub fn size(bytes: u64) -> String {
@@ -94,7 +94,7 @@ pub enum Progress {
 
 /// A job's status message: the ticket line, then where the job is now.
 pub fn progress(job: &Job, step: &Progress) -> String {
-    let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
+    let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     let header = format!("{}.", ticket_line(job.name(), declared, job.ticket));
     let line = match step {
         Progress::Queued { position: 1 } => "Queued: next in line.".to_owned(),
@@ -179,9 +179,9 @@ pub fn send_a_document() -> String {
 
 /// The caption of a delivered result.
 pub fn ready_caption(job: &Job) -> String {
-    let before = job.real_size.or(job.declared_size).map(|s| size(s.max(0) as u64));
-    let after = job.result_size.map(|s| size(s.max(0) as u64)).unwrap_or_default();
-    let until = job.result_expires_at.map(Timestamp::date_utc).unwrap_or_default();
+    let before = job.source.as_ref().map(|s| s.size).or(job.submission.declared_size).map(|s| size(s.max(0) as u64));
+    let after = job.result.as_ref().map(|r| size(r.size.max(0) as u64)).unwrap_or_default();
+    let until = job.result.as_ref().map(|r| r.expires_at.date_utc()).unwrap_or_default();
     match before {
         Some(before) => {
             format!("{} ready: {}, {before} → {after}. Available until {until}.", job.ticket, display_name(job.name()))
@@ -201,7 +201,7 @@ pub fn expired_early(job: &Job, at: Timestamp) -> String {
 }
 
 /// The admins' alert when a message could not be delivered (one per hour at most).
-pub fn delivery_alert(message_id: i64, chat_id: i64, ticket: Option<Ticket>, why: &str) -> String {
+pub fn delivery_alert(message_id: OutboxId, chat_id: ChatRef, ticket: Option<Ticket>, why: &str) -> String {
     let about = ticket.map(|t| format!(" about ticket #{}", t.0)).unwrap_or_default();
     format!(
         "docket: a message to chat {chat_id}{about} could not be delivered (outbox #{message_id}): {why}. \
@@ -260,21 +260,21 @@ pub fn state_words(state: JobState) -> &'static str {
 /// The `/status N` answer for the chat that owns the ticket.
 pub fn status(job: &Job) -> String {
     let mut lines = vec![format!("{} — {}: {}", job.ticket, display_name(job.name()), state_words(job.state))];
-    let declared = job.declared_size.map(|s| size(s.max(0) as u64)).unwrap_or_else(|| "unknown".to_owned());
+    let declared = job.submission.declared_size.map(|s| size(s.max(0) as u64)).unwrap_or_else(|| "unknown".to_owned());
     lines.push(format!("Size: {declared}"));
-    if let Some(r) = job.result_size {
-        lines.push(format!("Result: {}", size(r.max(0) as u64)));
+    if let Some(result) = &job.result {
+        lines.push(format!("Result: {}", size(result.size.max(0) as u64)));
     }
     lines.push(format!("Received: {}", job.created_at.datetime_utc()));
     lines.push(format!("Last change: {}", job.updated_at.datetime_utc()));
     match job.state {
         JobState::Ready => {
-            if let Some(t) = job.result_expires_at {
+            if let Some(t) = job.result.as_ref().map(|r| r.expires_at) {
                 lines.push(format!("Available until {}. Send the same file again to get it again.", t.date_utc()));
             }
         }
         JobState::Expired => {
-            if let Some(t) = job.result_expires_at {
+            if let Some(t) = job.result.as_ref().map(|r| r.expires_at) {
                 lines.push(format!("Expired on {}. Send the file again to process it again.", t.date_utc()));
             }
         }
@@ -441,6 +441,7 @@ pub fn help(facts: &HelpFacts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ResultFile;
 
     #[test]
     fn sizes_read_like_telegram_shows_them() {
@@ -567,7 +568,7 @@ mod tests {
                 let mut job = job(1, &raw, Some(size as i64));
                 let _ = status(&job);
                 let _ = progress(&job, &Progress::Downloading { done: n, total: Some(size) });
-                job.result_size = Some(n as i64);
+                job.result = Some(ResultFile { path: None, size: n as i64, expires_at: Timestamp::from_millis(0), telegram_file_id: None });
                 let _ = ready_caption(&job);
                 let _ = jobs(&[job]);
             }

@@ -30,7 +30,7 @@ use bench_support::stats::{Spread, median, min_max, percentile, ratios};
 use docket::app::{self, Options};
 use docket::config::{BotToken, Config, DatabaseUrl};
 use docket::domain::{ChatRef, Clock, Operation, SystemClock};
-use docket::domain::{Job, NewJob};
+use docket::domain::{Job, Submission};
 use docket::pipeline::{PipelineDeps, download};
 use docket::spool::Spool;
 use docket::store::{Stage, Store};
@@ -171,11 +171,11 @@ async fn claimed_job(store: &Store, size: u64) -> anyhow::Result<Job> {
     let now = SystemClock.now();
     let mut tx = store.begin().await?;
     tx.insert_job(
-        &NewJob {
-            update_id: 1,
+        &Submission {
+            update_id: docket::domain::UpdateId(1),
             chat: ChatRef(1),
-            user_id: Some(1),
-            message_id: 1,
+            user_id: Some(docket::domain::UserId(1)),
+            message_id: docket::domain::MessageId(1),
             file_id: "BQACAgIAAxkBAAIbench".to_owned(),
             file_unique_id: "AgADbench".to_owned(),
             declared_name: Some("large.pdf".to_owned()),

@@ -2,7 +2,7 @@
 //! which document, which command, addressed to whom), and nothing more. Every field is a claim
 //! made by the sender or by Telegram, not a fact docket checked.
 
-use super::{ChatRef, Ticket, UserId};
+use super::{ChatRef, MessageId, Ticket, UserId};
 
 /// A document as Telegram described it. Every field is a claim, not a fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub struct Origin {
     /// The sender, when known.
     pub user: Option<UserId>,
     /// The message, for threading replies.
-    pub message_id: i64,
+    pub message_id: MessageId,
 }
 
 /// What an update means to docket, extracted by the Telegram adapter.

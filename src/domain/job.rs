@@ -27,14 +27,6 @@ impl FromStr for Ticket {
     }
 }
 
-/// A Telegram chat id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ChatRef(pub i64);
-
-/// A Telegram user id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct UserId(pub i64);
-
 /// What is done to a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -186,6 +178,23 @@ pub fn next(from: JobState, event: JobEvent) -> Result<JobState, TransitionError
         _ => return Err(TransitionError { from, event }),
     };
     Ok(to)
+}
+
+/// A legal move of one job: the state its row must be in, and the state it takes. Storage binds
+/// both into its conditional `UPDATE`, so the SQL can only make the moves [`next`] allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transition {
+    /// The state the job must be in.
+    pub from: JobState,
+    /// The state it takes.
+    pub to: JobState,
+}
+
+impl Transition {
+    /// The move `event` makes from `from`, or an error when the state machine forbids it.
+    pub fn of(from: JobState, event: JobEvent) -> Result<Self, TransitionError> {
+        Ok(Self { from, to: next(from, event)? })
+    }
 }
 
 /// Why a job failed, in terms a person can act on. `telegram::texts` turns it into words.

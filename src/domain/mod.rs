@@ -4,6 +4,7 @@
 //! Nothing here does I/O or knows about sqlx, teloxide or lopdf. Every other layer speaks in
 //! these types, so the rules of the state machine live in exactly one place.
 
+pub mod ids;
 pub mod incoming;
 pub mod job;
 pub mod lease;
@@ -12,8 +13,9 @@ pub mod records;
 pub mod retry;
 pub mod time;
 
-pub use job::{ChatRef, FailureReason, JobEvent, JobState, Operation, Ticket, TransitionError, UserId};
+pub use ids::{BotId, ChatRef, MessageId, OutboxId, UpdateId, UserId};
+pub use job::{FailureReason, JobEvent, JobState, Operation, Ticket, Transition, TransitionError};
 pub use lease::Lease;
-pub use outbox::{AfterUnknown, MessageKind, OutboxState, PROGRESS_SETTLE};
-pub use records::{BotStats, Button, FileOwner, Job, NewJob, NewMessage, OutboxMessage};
+pub use outbox::{AfterUnknown, IdempotencyKey, MessageKind, OutboxState, PROGRESS_SETTLE, Paced};
+pub use records::{BotStats, Button, FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, Submission};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

@@ -7,7 +7,105 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::job::UnknownName;
+use super::ids::{ChatRef, UpdateId};
+use super::job::{Ticket, UnknownName};
+
+/// What makes a queued message unique: queueing a message whose key is already in the outbox is a
+/// no-op, so every writer that may run twice (a redelivered update, a resumed job, a janitor pass
+/// repeated after a crash) names its message by what it reports, never by when it ran.
+///
+/// Keys are built only by the constructors below, so one fact always gets one key, whoever
+/// queues it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// The ticket reply to the document that created `ticket` (its status message).
+    pub fn ticket_reply(ticket: Ticket) -> Self {
+        Self(format!("job:{}:ticket", ticket.0))
+    }
+
+    /// The edit of `ticket`'s status message: one row per job, re-armed in place.
+    pub fn progress(ticket: Ticket) -> Self {
+        Self(format!("job:{}:progress", ticket.0))
+    }
+
+    /// The result of `ticket`'s run started by `update` (a resubmission starts a new run).
+    pub fn result(ticket: Ticket, update: UpdateId) -> Self {
+        Self(format!("job:{}:u{}:result", ticket.0, update.0))
+    }
+
+    /// The failure notice of `ticket`'s run started by `update`.
+    pub fn failure(ticket: Ticket, update: UpdateId) -> Self {
+        Self(format!("job:{}:u{}:failure", ticket.0, update.0))
+    }
+
+    /// The notice that `ticket`'s result (of the run started by `update`) was deleted before its
+    /// promised time.
+    pub fn early_expiry(ticket: Ticket, update: UpdateId) -> Self {
+        Self(format!("job:{}:u{}:early-expiry", ticket.0, update.0))
+    }
+
+    /// The text answer to `update` (a command, a repeated file, a refusal).
+    pub fn reply_to(update: UpdateId) -> Self {
+        Self(format!("update:{}:reply", update.0))
+    }
+
+    /// A kept result sent again in answer to `update`.
+    pub fn result_for(update: UpdateId) -> Self {
+        Self(format!("update:{}:result", update.0))
+    }
+
+    /// The alert to `admin` that messages went undelivered, at most one per `hour` (hours since
+    /// the epoch).
+    pub fn undelivered_alert(admin: ChatRef, hour: i64) -> Self {
+        Self(format!("alert:{}:undelivered:{hour}", admin.0))
+    }
+
+    /// Whether this is an admins' alert (which never raises another alert).
+    pub fn is_alert(&self) -> bool {
+        self.0.starts_with("alert:")
+    }
+
+    /// The notice that an admin sent `ticket`, failed at `failed_at`, back to the queue: one
+    /// per failure retried.
+    pub fn retried(ticket: Ticket, failed_at: super::Timestamp) -> Self {
+        Self(format!("job:{}:retry:{}", ticket.0, failed_at.as_millis()))
+    }
+
+    /// The notice that an admin cancelled `ticket` in the state it reached at `changed_at`.
+    pub fn cancelled_by_admin(ticket: Ticket, changed_at: super::Timestamp) -> Self {
+        Self(format!("job:{}:cancel:{}", ticket.0, changed_at.as_millis()))
+    }
+
+    /// A key as storage returns it.
+    pub fn from_stored(key: String) -> Self {
+        Self(key)
+    }
+
+    /// The key as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a pacing entry holds back: calls to one chat, every call (the bot as a whole, after 429s
+/// for several chats at once), or the global rate limit's reserved send slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Paced {
+    /// One chat: its own interval, or a 429 for it.
+    Chat(ChatRef),
+    /// Every chat waits.
+    WholeBot,
+    /// The last reserved slot of the global rate limit, shared by every sender.
+    SendSlots,
+}
 
 /// What an outgoing message is for. Decides its priority and what a lost outcome means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,10 @@
 //! Plain data: the store reads and writes them, the services act on them. Like the rest of the
 //! domain, nothing here does I/O or knows how the rows are stored.
 
-use super::{ChatRef, JobState, Lease, MessageKind, Operation, OutboxState, Ticket, Timestamp};
+use super::{
+    ChatRef, IdempotencyKey, JobState, Lease, MessageId, MessageKind, Operation, OutboxId, OutboxState, Ticket,
+    Timestamp, UpdateId, UserId,
+};
 
 /// What the janitor needs to know of a job that may own files: which files are its own and
 /// whether a worker holds it right now.
@@ -22,19 +25,70 @@ pub struct FileOwner {
     pub result_path: Option<String>,
 }
 
-/// A job as stored.
+/// A job as stored: one chat's one document, from intake to its result's expiry.
+///
+/// What exists only at some stages is grouped: `source` once the document was downloaded,
+/// `result` once it was processed. A resubmission clears both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
     /// The ticket (primary key).
     pub ticket: Ticket,
-    /// The update that created (or last re-submitted) the job.
-    pub update_id: i64,
+    /// The document as Telegram described it when it was last sent, and what was asked of it.
+    pub submission: Submission,
+    /// Where the job is.
+    pub state: JobState,
+    /// The current or last claim.
+    pub lease: Option<Lease>,
+    /// Attempts at the current stage.
+    pub attempts: i64,
+    /// When the job became due at its stage (its arrival, resubmission, download, or the end of
+    /// a delay): claims take the earliest first, and it is not claimed before then.
+    pub not_before: Timestamp,
+    /// How often its verified source went missing or changed before processing.
+    pub source_losses: i64,
+    /// The downloaded document, from `fetched` on.
+    pub source: Option<SourceFile>,
+    /// The processed document, from `ready` on (kept as a record once expired).
+    pub result: Option<ResultFile>,
+    /// The reason a person reads, when failed.
+    pub error: Option<String>,
+    /// Detail for admins: why it failed, or why the last attempt did not succeed.
+    pub error_detail: Option<String>,
+    /// When intake recorded the job.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+}
+
+impl Job {
+    /// The display name: the declared one, or a neutral stand-in.
+    pub fn name(&self) -> &str {
+        self.submission.name()
+    }
+
+    /// The verified source on disk, while there is one (`fetched` and `processing`).
+    pub fn source_path(&self) -> Option<&str> {
+        self.source.as_ref().and_then(|s| s.path.as_deref())
+    }
+
+    /// The result on disk, while it is kept (`ready`).
+    pub fn result_path(&self) -> Option<&str> {
+        self.result.as_ref().and_then(|r| r.path.as_deref())
+    }
+}
+
+/// A document as Telegram described it, and what was asked of it: what intake records for a new
+/// job, and what a job keeps of its latest submission. Every field is a claim, not a fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submission {
+    /// The update that carried it.
+    pub update_id: UpdateId,
     /// The chat that owns the ticket.
     pub chat: ChatRef,
     /// The sender, when Telegram named one.
-    pub user_id: Option<i64>,
+    pub user_id: Option<UserId>,
     /// The message that carried the document (replies thread to it).
-    pub message_id: i64,
+    pub message_id: MessageId,
     /// Telegram's file_id, valid for this bot; passed to getFile.
     pub file_id: String,
     /// Telegram's stable id of the file content, part of the unique key.
@@ -47,80 +101,47 @@ pub struct Job {
     pub declared_size: Option<i64>,
     /// What to do with the document.
     pub operation: Operation,
-    /// Where the job is.
-    pub state: JobState,
-    /// The verified source on disk (`fetched` and `processing`).
-    pub local_path: Option<String>,
-    /// Bytes actually downloaded.
-    pub real_size: Option<i64>,
-    /// Hex sha256 of the source.
-    pub sha256: Option<String>,
-    /// Format label detected from the content.
-    pub detected_format: Option<String>,
-    /// The current or last claim.
-    pub lease: Option<Lease>,
-    /// Attempts at the current stage.
-    pub attempts: i64,
-    /// When the job became due at its stage (its arrival, resubmission, download, or the end of
-    /// a delay): claims take the earliest first, and it is not claimed before then.
-    pub not_before: Timestamp,
-    /// How often its verified source went missing or changed before processing.
-    pub source_losses: i64,
-    /// The reason a person reads, when failed.
-    pub error: Option<String>,
-    /// Detail for admins.
-    pub error_detail: Option<String>,
-    /// The result on disk (`ready`).
-    pub result_path: Option<String>,
-    /// Bytes of the result.
-    pub result_size: Option<i64>,
-    /// Telegram's file_id of the delivered result, for re-delivery without upload.
-    pub result_file_id: Option<String>,
-    /// The result is kept until then.
-    pub result_expires_at: Option<Timestamp>,
-    /// When intake recorded the job.
-    pub created_at: Timestamp,
-    /// Last change.
-    pub updated_at: Timestamp,
 }
 
-impl Job {
+impl Submission {
     /// The display name: the declared one, or a neutral stand-in.
     pub fn name(&self) -> &str {
         self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
     }
 }
 
-/// A job to record, exactly as Telegram described it.
-#[derive(Debug, Clone)]
-pub struct NewJob {
-    /// The update that carried it.
-    pub update_id: i64,
-    /// The chat.
-    pub chat: ChatRef,
-    /// The sender.
-    pub user_id: Option<i64>,
-    /// The message with the document.
-    pub message_id: i64,
-    /// Telegram's file_id.
-    pub file_id: String,
-    /// Telegram's file_unique_id.
-    pub file_unique_id: String,
-    /// Declared file name.
-    pub declared_name: Option<String>,
-    /// Declared MIME type.
-    pub declared_mime: Option<String>,
-    /// Declared size (`None` = unknown).
-    pub declared_size: Option<i64>,
-    /// The operation.
-    pub operation: Operation,
+/// The downloaded document: what was verified of it, and where it is while it is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Bytes actually downloaded.
+    pub size: i64,
+    /// Hex sha256 of the bytes.
+    pub sha256: String,
+    /// Where it is on disk: only while `fetched` or `processing` (deleted once the result is
+    /// ready or the job failed).
+    pub path: Option<String>,
+    /// The format detected from the content, once processing looked.
+    pub format: Option<String>,
+}
+
+/// The processed document: its size, how long it is kept, and how to send it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultFile {
+    /// Where it is on disk: only while `ready`.
+    pub path: Option<String>,
+    /// Its size in bytes.
+    pub size: i64,
+    /// It is kept until then (or, once expired, was kept until then).
+    pub expires_at: Timestamp,
+    /// Telegram's file_id of the delivered document, for sending it again without an upload.
+    pub telegram_file_id: Option<String>,
 }
 
 /// A message to queue in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
     /// Unique per purpose, e.g. `job:12:result`; queueing the same key twice is a no-op.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// The job it is about, if any.
     pub job: Option<Ticket>,
     /// Where it goes.
@@ -130,7 +151,7 @@ pub struct NewMessage {
     /// Text, or the caption of a document.
     pub body: String,
     /// The message it answers.
-    pub reply_to_message_id: Option<i64>,
+    pub reply_to_message_id: Option<MessageId>,
     /// An inline button under the message, if any.
     pub button: Option<Button>,
 }
@@ -149,9 +170,9 @@ pub struct Button {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxMessage {
     /// Row id; also the sending order within a chat.
-    pub id: i64,
+    pub id: OutboxId,
     /// The idempotency key.
-    pub idempotency_key: String,
+    pub idempotency_key: IdempotencyKey,
     /// The job it is about.
     pub job: Option<Ticket>,
     /// Destination chat.
@@ -161,7 +182,7 @@ pub struct OutboxMessage {
     /// Text or caption.
     pub body: String,
     /// The message it answers.
-    pub reply_to_message_id: Option<i64>,
+    pub reply_to_message_id: Option<MessageId>,
     /// An inline button under the message, if any.
     pub button: Option<Button>,
     /// Delivery state.
@@ -171,7 +192,7 @@ pub struct OutboxMessage {
     /// The claim, while sending.
     pub lease: Option<Lease>,
     /// Telegram's id of the delivered message.
-    pub telegram_message_id: Option<i64>,
+    pub telegram_message_id: Option<MessageId>,
     /// Last error, for admins.
     pub error: Option<String>,
 }
@@ -200,31 +221,27 @@ impl Job {
     pub(crate) fn accepted_for_tests(ticket: i64, name: &str, size: Option<i64>, at: super::Timestamp) -> Self {
         Self {
             ticket: super::Ticket(ticket),
-            update_id: 1,
-            chat: super::ChatRef(7),
-            user_id: Some(7),
-            message_id: 3,
-            file_id: "f".into(),
-            file_unique_id: "u".into(),
-            declared_name: Some(name.into()),
-            declared_mime: Some("application/pdf".into()),
-            declared_size: size,
-            operation: super::Operation::Optimize,
+            submission: Submission {
+                update_id: super::UpdateId(1),
+                chat: super::ChatRef(7),
+                user_id: Some(super::UserId(7)),
+                message_id: super::MessageId(3),
+                file_id: "f".into(),
+                file_unique_id: "u".into(),
+                declared_name: Some(name.into()),
+                declared_mime: Some("application/pdf".into()),
+                declared_size: size,
+                operation: super::Operation::Optimize,
+            },
             state: super::JobState::Accepted,
-            local_path: None,
-            real_size: None,
-            sha256: None,
-            detected_format: None,
             lease: None,
             attempts: 0,
             not_before: at,
             source_losses: 0,
+            source: None,
+            result: None,
             error: None,
             error_detail: None,
-            result_path: None,
-            result_size: None,
-            result_file_id: None,
-            result_expires_at: None,
             created_at: at,
             updated_at: at,
         }

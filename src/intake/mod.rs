@@ -16,8 +16,8 @@ use tokio::sync::Notify;
 use tracing::{debug, info};
 
 pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin};
-use crate::domain::{Button, Job, NewJob, NewMessage};
-use crate::domain::{ChatRef, FailureReason, JobState, MessageKind, Operation, SharedClock, Ticket, UserId};
+use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
+use crate::domain::{Button, FailureReason, Job, NewMessage, Submission};
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
 use crate::texts;
 
@@ -27,7 +27,7 @@ pub enum Recorded {
     /// The update was registered before; nothing changed.
     Repeat,
     /// A new job and its ticket reply.
-    NewJob(Ticket),
+    Submission(Ticket),
     /// The file was known: same ticket, answered accordingly.
     KnownFile(Ticket),
     /// The file was over the download limit: refused, no job.
@@ -113,7 +113,7 @@ impl std::fmt::Debug for InviteTokens {
 pub struct IntakeSettings {
     /// Whose updates these are (the key of the update registry); also the bot's user id, which
     /// replies to its messages name.
-    pub bot_id: i64,
+    pub bot_id: BotId,
     /// The bot's username from getMe (`None` when getMe did not answer at start: then, in
     /// groups, only commands without a bot name and replies to the bot reach it).
     pub bot_username: Option<String>,
@@ -165,7 +165,7 @@ impl Intake {
 
     /// Records update `update_id` and what it means, atomically; moves the poll offset past it.
     /// A group message that is not docket's (`[access] groups`) is recorded as ignored.
-    pub async fn record(&self, update_id: i64, incoming: Incoming) -> StoreResult<Recorded> {
+    pub async fn record(&self, update_id: UpdateId, incoming: Incoming) -> StoreResult<Recorded> {
         let incoming = self.screen(incoming);
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
@@ -175,15 +175,15 @@ impl Intake {
         };
         let bot_id = self.settings.bot_id;
         if !tx.register_update(bot_id, update_id, outcome, reason, now).await? {
-            tx.advance_offset(bot_id, update_id + 1, now).await?;
+            tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
             tx.commit().await?;
-            debug!(update.id = update_id, "update was registered before; dropped");
+            debug!(update.id = %update_id, "update was registered before; dropped");
             return Ok(Recorded::Repeat);
         }
         if let Some(origin) = incoming_origin(&incoming) {
             // A person who blocked the bot and writes again can be answered again.
             if tx.revive_chat(origin.chat).await? {
-                info!(update.id = update_id, "a dead chat wrote again; sending to it again");
+                info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
             }
         }
         let allowed = match incoming_origin(&incoming) {
@@ -215,8 +215,8 @@ impl Intake {
                 if !allowed && origin.user.is_some() && self.settings.invites.accepts(&token) =>
             {
                 if let Some(user) = origin.user {
-                    tx.invite(user.0, now).await?;
-                    info!(update.id = update_id, user.id = user.0, "let a person in with an invite token");
+                    tx.invite(user, now).await?;
+                    info!(update.id = %update_id, user.id = user.0, "let a person in with an invite token");
                 }
                 self.reply(&mut tx, update_id, origin, texts::invited(&self.help_facts())).await?;
                 Recorded::Answered
@@ -249,9 +249,9 @@ impl Intake {
             }
             Incoming::Document(origin, facts, _) => self.document(&mut tx, update_id, origin, facts).await?,
         };
-        tx.advance_offset(bot_id, update_id + 1, now).await?;
+        tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
         tx.commit().await?;
-        if matches!(recorded, Recorded::NewJob(_) | Recorded::KnownFile(_)) {
+        if matches!(recorded, Recorded::Submission(_) | Recorded::KnownFile(_)) {
             self.jobs_waiting.notify_waiters();
         }
         if !matches!(recorded, Recorded::Ignored | Recorded::Rejected) {
@@ -289,7 +289,7 @@ impl Intake {
         if self.settings.access.allows(user.0) {
             return Ok(true);
         }
-        tx.is_invited(user.0).await
+        tx.is_invited(user).await
     }
 
     fn is_admin(&self, origin: Origin) -> bool {
@@ -307,9 +307,9 @@ impl Intake {
     /// `/cancel N`: ends the chat's job `ticket` while it is not ready, and says so. Another
     /// chat's ticket reads like a missing one (an admin may cancel any). Returns whether a job
     /// was ended.
-    async fn cancel(&self, tx: &mut Tx, update_id: i64, origin: Origin, ticket: Ticket) -> StoreResult<bool> {
+    async fn cancel(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<bool> {
         let job = match tx.job(ticket).await? {
-            Some(job) if job.chat == origin.chat || self.is_admin(origin) => job,
+            Some(job) if job.submission.chat == origin.chat || self.is_admin(origin) => job,
             _ => {
                 self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await?;
                 return Ok(false);
@@ -319,14 +319,14 @@ impl Intake {
             self.reply(tx, update_id, origin, texts::cannot_cancel(ticket, job.state)).await?;
             return Ok(false);
         }
-        let by = if job.chat == origin.chat {
+        let by = if job.submission.chat == origin.chat {
             "cancelled by the person (/cancel)"
         } else {
             "cancelled by an admin (/cancel)"
         };
         let ended = cancel_job(tx, &job, by, self.clock.now()).await?;
         if ended {
-            info!(ticket = ticket.0, update.id = update_id, from = %job.state, "cancelled a job");
+            info!(ticket = ticket.0, update.id = %update_id, from = %job.state, "cancelled a job");
             self.reply(tx, update_id, origin, texts::cancelled(&job)).await?;
         } else {
             // It moved on between the read and the update (the same transaction, so only on a
@@ -338,10 +338,10 @@ impl Intake {
     }
 
     /// `/forget`: asks first, with a button that only the sender can confirm.
-    async fn ask_to_forget(&self, tx: &mut Tx, update_id: i64, origin: Origin) -> StoreResult<()> {
+    async fn ask_to_forget(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
         let Some(user) = origin.user else { return Ok(()) };
         let message = NewMessage {
-            idempotency_key: format!("update:{update_id}:reply"),
+            idempotency_key: IdempotencyKey::reply_to(update_id),
             job: None,
             chat: origin.chat,
             kind: MessageKind::Reply,
@@ -355,14 +355,14 @@ impl Intake {
 
     /// A press on one of docket's buttons. Today there is one: `/forget`'s confirmation, which
     /// only the person who asked can press. Returns whether jobs were ended.
-    async fn pressed(&self, tx: &mut Tx, update_id: i64, origin: Origin, data: &str) -> StoreResult<bool> {
+    async fn pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<bool> {
         let asker = data.strip_prefix(FORGET_PREFIX).and_then(|id| id.parse::<i64>().ok());
         let Some(user) = origin.user.filter(|u| Some(u.0) == asker) else {
-            debug!(update.id = update_id, "a button press that is not the asker's, or unknown; ignored");
+            debug!(update.id = %update_id, "a button press that is not the asker's, or unknown; ignored");
             return Ok(false);
         };
-        let forgotten = tx.forget_person(user.0, FORGOTTEN_REASON, self.clock.now()).await?;
-        info!(update.id = update_id, jobs = forgotten, "forgot a person's jobs at their request");
+        let forgotten = tx.forget_person(user, FORGOTTEN_REASON, self.clock.now()).await?;
+        info!(update.id = %update_id, jobs = forgotten, "forgot a person's jobs at their request");
         self.reply(tx, update_id, origin, texts::forgotten(forgotten)).await?;
         Ok(forgotten > 0)
     }
@@ -370,7 +370,7 @@ impl Intake {
     async fn document(
         &self,
         tx: &mut Tx,
-        update_id: i64,
+        update_id: UpdateId,
         origin: Origin,
         facts: DocumentFacts,
     ) -> StoreResult<Recorded> {
@@ -380,7 +380,7 @@ impl Intake {
             let text = texts::too_big_to_accept(&name, size, self.settings.download_limit);
             self.reply(tx, update_id, origin, text).await?;
             info!(
-                update.id = update_id,
+                update.id = %update_id,
                 size_bytes = size,
                 limit_bytes = self.settings.download_limit,
                 "refused a file over the download limit"
@@ -390,13 +390,13 @@ impl Intake {
         if let Some(size) = facts.size.filter(|s| *s > self.settings.largest_source) {
             let text = texts::too_big_for_budget(&name, size, self.settings.largest_source);
             self.reply(tx, update_id, origin, text).await?;
-            info!(update.id = update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
+            info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
         }
-        let new_job = NewJob {
+        let new_job = Submission {
             update_id,
             chat: origin.chat,
-            user_id: origin.user.map(|u| u.0),
+            user_id: origin.user,
             message_id: origin.message_id,
             file_id: facts.file_id,
             file_unique_id: facts.file_unique_id,
@@ -412,11 +412,11 @@ impl Intake {
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
             let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
-            self.queue(tx, format!("job:{}:ticket", ticket.0), Some(ticket), origin, MessageKind::TicketReply, text)
+            self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
-            info!(ticket = ticket.0, update.id = update_id, declared_size_bytes = facts.size, "accepted a document");
+            info!(ticket = ticket.0, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
             metrics::counter!("docket_jobs_accepted_total").increment(1);
-            return Ok(Recorded::NewJob(ticket));
+            return Ok(Recorded::Submission(ticket));
         };
         let ticket = job.ticket;
         match job.state {
@@ -426,7 +426,7 @@ impl Intake {
                 let caption = texts::ready_caption(&job);
                 self.queue(
                     tx,
-                    format!("update:{update_id}:result"),
+                    IdempotencyKey::result_for(update_id),
                     Some(ticket),
                     origin,
                     MessageKind::Result,
@@ -442,12 +442,12 @@ impl Intake {
                 let text = if job.state == JobState::Failed {
                     texts::trying_again_after_failure(&name, ticket)
                 } else {
-                    texts::processing_again_after_expiry(ticket, job.result_expires_at.unwrap_or(now))
+                    texts::processing_again_after_expiry(ticket, job.result.as_ref().map_or(now, |r| r.expires_at))
                 };
                 tx.resubmit_job(ticket, job.state, &new_job, now).await?;
                 self.queue(
                     tx,
-                    format!("update:{update_id}:reply"),
+                    IdempotencyKey::reply_to(update_id),
                     Some(ticket),
                     origin,
                     MessageKind::TicketReply,
@@ -457,38 +457,47 @@ impl Intake {
             }
             JobState::Accepted | JobState::Fetched | JobState::Processing => {
                 let text = texts::already_ticket(&name, ticket, job.state);
-                self.queue(tx, format!("update:{update_id}:reply"), Some(ticket), origin, MessageKind::Reply, text)
+                self.queue(tx, IdempotencyKey::reply_to(update_id), Some(ticket), origin, MessageKind::Reply, text)
                     .await?;
             }
         }
-        info!(ticket = ticket.0, update.id = update_id, "the same file arrived again");
+        info!(ticket = ticket.0, update.id = %update_id, "the same file arrived again");
         Ok(Recorded::KnownFile(ticket))
     }
 
     /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the
     /// refusal is queued. Counted in intake's transaction, so the cap holds however fast files
     /// arrive.
-    async fn queue_is_full(&self, tx: &mut Tx, update_id: i64, origin: Origin, name: &str) -> StoreResult<bool> {
+    async fn queue_is_full(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, name: &str) -> StoreResult<bool> {
         let cap = self.settings.per_chat_queued;
         let waiting = tx.waiting_in_chat(origin.chat, self.clock.now(), cap).await?;
         if waiting < cap {
             return Ok(false);
         }
         self.reply(tx, update_id, origin, texts::queue_full(name, waiting)).await?;
-        info!(update.id = update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
+        info!(update.id = %update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
         Ok(true)
     }
 
     /// `/get N`: the kept result again (by its Telegram file_id when known: one read, one
     /// message), or the ticket's status when there is no result to send.
-    async fn redeliver(&self, tx: &mut Tx, update_id: i64, origin: Origin, ticket: Ticket) -> StoreResult<()> {
+    async fn redeliver(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<()> {
         match tx.job(ticket).await? {
-            Some(job) if job.chat == origin.chat && job.state == JobState::Ready => {
+            Some(job) if job.submission.chat == origin.chat && job.state == JobState::Ready => {
                 let caption = texts::ready_caption(&job);
-                self.queue(tx, format!("update:{update_id}:result"), Some(ticket), origin, MessageKind::Result, caption)
-                    .await
+                self.queue(
+                    tx,
+                    IdempotencyKey::result_for(update_id),
+                    Some(ticket),
+                    origin,
+                    MessageKind::Result,
+                    caption,
+                )
+                .await
             }
-            Some(job) if job.chat == origin.chat => self.reply(tx, update_id, origin, texts::status(&job)).await,
+            Some(job) if job.submission.chat == origin.chat => {
+                self.reply(tx, update_id, origin, texts::status(&job)).await
+            }
             _ => self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await,
         }
     }
@@ -505,21 +514,21 @@ impl Intake {
             Command::Forget | Command::Stats => texts::help(&facts),
             Command::Status(Some(ticket)) => match tx.job(ticket).await? {
                 // Another chat's ticket reads exactly like a missing one.
-                Some(job) if job.chat == chat => texts::status(&job),
+                Some(job) if job.submission.chat == chat => texts::status(&job),
                 _ => texts::no_such_ticket(ticket),
             },
             Command::Jobs => texts::jobs(&tx.chat_jobs(chat, 10).await?),
         })
     }
 
-    async fn reply(&self, tx: &mut Tx, update_id: i64, origin: Origin, text: String) -> StoreResult<()> {
-        self.queue(tx, format!("update:{update_id}:reply"), None, origin, MessageKind::Reply, text).await
+    async fn reply(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, text: String) -> StoreResult<()> {
+        self.queue(tx, IdempotencyKey::reply_to(update_id), None, origin, MessageKind::Reply, text).await
     }
 
     async fn queue(
         &self,
         tx: &mut Tx,
-        key: String,
+        key: IdempotencyKey,
         job: Option<Ticket>,
         origin: Origin,
         kind: MessageKind,
@@ -553,9 +562,9 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
         return Ok(false);
     }
     let edit = NewMessage {
-        idempotency_key: format!("job:{}:progress", job.ticket.0),
+        idempotency_key: IdempotencyKey::progress(job.ticket),
         job: Some(job.ticket),
-        chat: job.chat,
+        chat: job.submission.chat,
         kind: MessageKind::Progress,
         body: texts::progress(job, &texts::Progress::Cancelled),
         reply_to_message_id: None,
@@ -569,8 +578,8 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
 /// The bot itself, as messages may name it.
 #[derive(Debug, Clone, Copy)]
 struct Me<'a> {
-    /// Its user id.
-    id: i64,
+    /// Its own id.
+    id: BotId,
     /// Its username, when getMe told it.
     username: Option<&'a str>,
 }
@@ -604,7 +613,7 @@ fn takes(mode: GroupMode, me: Me<'_>, origin: &Origin, sort: Sort, address: &Add
         (_, Sort::Command) => address.names.is_empty() || me.is_named(&address.names),
         (GroupMode::All, Sort::Document) => true,
         (GroupMode::Addressed, Sort::Document) => {
-            me.is_named(&address.names) || address.replies_to == Some(UserId(me.id))
+            me.is_named(&address.names) || address.replies_to == Some(me.id.as_user())
         }
     }
 }
@@ -628,12 +637,13 @@ fn incoming_chat(incoming: &Incoming) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{MessageId, UserId};
 
-    const BOT: i64 = 555;
+    const BOT: BotId = BotId(555);
 
     fn origin(chat_kind: ChatKind) -> Origin {
         let chat = if chat_kind == ChatKind::Private { ChatRef(7) } else { ChatRef(-1007) };
-        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: 1 }
+        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: MessageId(1) }
     }
 
     fn named(names: &[&str]) -> Address {
@@ -677,11 +687,11 @@ mod tests {
         assert!(!takes(addressed, ME, &group, Sort::Document, &Address::default()));
         assert!(takes(addressed, ME, &group, Sort::Document, &named(&["someone", "docket_BOT"])));
         assert!(!takes(addressed, ME, &group, Sort::Document, &named(&["someone", "docket_bot_fan"])));
-        assert!(takes(addressed, ME, &group, Sort::Document, &replying_to(BOT)));
+        assert!(takes(addressed, ME, &group, Sort::Document, &replying_to(BOT.0)));
         assert!(!takes(addressed, ME, &group, Sort::Document, &replying_to(8)));
         assert!(takes(GroupMode::All, ME, &group, Sort::Document, &Address::default()));
         assert!(!takes(GroupMode::Off, ME, &group, Sort::Document, &named(&["docket_bot"])));
-        assert!(!takes(GroupMode::Off, ME, &group, Sort::Document, &replying_to(BOT)));
+        assert!(!takes(GroupMode::Off, ME, &group, Sort::Document, &replying_to(BOT.0)));
     }
 
     #[test]
@@ -691,7 +701,7 @@ mod tests {
         assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Command, &Address::default()));
         assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Command, &named(&["docket_bot"])));
         assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &named(&["docket_bot"])));
-        assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &replying_to(BOT)));
+        assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &replying_to(BOT.0)));
     }
 
     #[test]

@@ -21,6 +21,7 @@ use tracing::{Instrument, error, info, info_span, warn};
 use url::Url;
 
 use super::{Incoming, Intake, Recorded};
+use crate::domain::UpdateId;
 use crate::domain::retry::backoff_jittered;
 use crate::store::Store;
 use crate::telegram::{TelegramClient, TelegramError};
@@ -76,7 +77,7 @@ impl Poller {
         }
         info!(offset, "polling for updates");
         let mut errors = 0u32;
-        let mut failures_at: Option<(i64, u32)> = None;
+        let mut failures_at: Option<(UpdateId, u32)> = None;
         loop {
             let request = self.client.get_updates(offset);
             let batch = tokio::select! {
@@ -117,7 +118,7 @@ impl Poller {
                 }
             };
             for (update_id, incoming) in updates {
-                let span = info_span!("update", update.id = update_id);
+                let span = info_span!("update", update.id = %update_id);
                 let handled =
                     AssertUnwindSafe(self.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
                 let failure = match handled {
@@ -129,7 +130,7 @@ impl Poller {
                         // The database is busy or away: never reject an update for that; wait.
                         errors += 1;
                         let wait = backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10));
-                        warn!(update.id = update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
+                        warn!(update.id = %update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
                         if sleep_or_cancel(wait, &cancel).await {
                             return Ok(());
                         }
@@ -139,7 +140,7 @@ impl Poller {
                     Err(_) => Some("handling the update panicked".to_owned()),
                 };
                 let Some(failure) = failure else {
-                    offset = update_id + 1;
+                    offset = update_id.next_offset();
                     failures_at = None;
                     continue;
                 };
@@ -151,17 +152,19 @@ impl Poller {
                 if count >= MAX_HANDLING_FAILURES {
                     // A bug or a poisoned update: keep it as rejected and move on.
                     let reason = format!("gave up after {count} failures: {failure}");
-                    error!(update.id = update_id, error = %failure, "recording update as rejected");
+                    error!(update.id = %update_id, error = %failure, "recording update as rejected");
                     match self.intake.record(update_id, Incoming::Malformed(reason)).await {
                         Ok(_) => {
-                            offset = update_id + 1;
+                            offset = update_id.next_offset();
                             failures_at = None;
                             continue;
                         }
-                        Err(e) => error!(update.id = update_id, error = %e, "cannot record the rejected update either"),
+                        Err(e) => {
+                            error!(update.id = %update_id, error = %e, "cannot record the rejected update either")
+                        }
                     }
                 } else {
-                    warn!(update.id = update_id, error = %failure, attempt = count, "handling an update failed; it will be polled again");
+                    warn!(update.id = %update_id, error = %failure, attempt = count, "handling an update failed; it will be polled again");
                 }
                 // Poll again from this update: Telegram sends it (and the rest) again.
                 let wait = backoff_jittered(count, Duration::from_millis(200), Duration::from_secs(10));

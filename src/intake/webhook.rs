@@ -25,6 +25,7 @@ use tracing::{Instrument as _, error, info, info_span, warn};
 
 use super::polling::answer_press;
 use super::{Incoming, Intake};
+use crate::domain::UpdateId;
 use crate::telegram::TelegramClient;
 
 /// The header Telegram sends the secret token in.
@@ -104,9 +105,9 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
             return StatusCode::BAD_REQUEST;
         }
     };
-    let update_id = i64::from(update.id.0);
+    let update_id = UpdateId(i64::from(update.id.0));
     let incoming = crate::telegram::updates::classify_safely(&update);
-    let span = info_span!("update", update.id = update_id);
+    let span = info_span!("update", update.id = %update_id);
     let handled = AssertUnwindSafe(receiver.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
     let failure = match handled {
         Ok(Ok(recorded)) => {
@@ -116,18 +117,18 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
             return StatusCode::OK;
         }
         Ok(Err(e)) if e.is_transient() => {
-            warn!(update.id = update_id, error = %e, "cannot record an update now; Telegram will send it again");
+            warn!(update.id = %update_id, error = %e, "cannot record an update now; Telegram will send it again");
             return StatusCode::SERVICE_UNAVAILABLE;
         }
         Ok(Err(e)) => e.to_string(),
         Err(_) => "handling the update panicked".to_owned(),
     };
     // It fails the same way every time: keep it as rejected, so Telegram stops sending it.
-    error!(update.id = update_id, error = %failure, "recording update as rejected");
+    error!(update.id = %update_id, error = %failure, "recording update as rejected");
     match receiver.intake.record(update_id, Incoming::Malformed(failure)).await {
         Ok(_) => StatusCode::OK,
         Err(e) => {
-            error!(update.id = update_id, error = %e, "cannot record the rejected update either");
+            error!(update.id = %update_id, error = %e, "cannot record the rejected update either");
             StatusCode::INTERNAL_SERVER_ERROR
         }
     }

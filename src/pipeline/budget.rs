@@ -112,12 +112,18 @@ impl Budget {
 
     /// The size `job` is assumed to need room for before its real size is known.
     pub fn assumed_size(&self, job: &Job, download_limit: u64) -> u64 {
-        job.declared_size.and_then(|s| u64::try_from(s).ok()).unwrap_or_else(|| self.unknown_size(download_limit))
+        job.submission
+            .declared_size
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or_else(|| self.unknown_size(download_limit))
     }
 
     /// Whether `job` needs more room than the whole budget has: it can never start.
     pub fn can_never_fit(&self, job: &Job) -> bool {
-        job.declared_size.and_then(|s| u64::try_from(s).ok()).is_some_and(|size| self.need(size) > self.capacity)
+        job.submission
+            .declared_size
+            .and_then(|s| u64::try_from(s).ok())
+            .is_some_and(|size| self.need(size) > self.capacity)
     }
 
     /// Whether `head` (the next waiting download) needs more room than is free now.

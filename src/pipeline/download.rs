@@ -47,13 +47,16 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
         Ok(n) => tracing::info!(files = n, "removed files of an earlier, unfinished attempt"),
         Err(e) => return Err(disk_error("cleaning up an earlier attempt", &e)),
     }
-    let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
+    let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     if let Some(size) = declared.filter(|s| *s > limit) {
         return Err(StageError::fail(FailureReason::TooBig { size, limit }, "declared size over the download limit"));
     }
     // A fresh getFile for every attempt: links expire, and are never stored.
-    let remote =
-        deps.telegram.get_file(&job.file_id).await.map_err(|e| get_file_error(e, declared.unwrap_or(0), limit))?;
+    let remote = deps
+        .telegram
+        .get_file(&job.submission.file_id)
+        .await
+        .map_err(|e| get_file_error(e, declared.unwrap_or(0), limit))?;
     if let Some(size) = remote.size.filter(|s| *s > limit) {
         return Err(StageError::fail(FailureReason::TooBig { size, limit }, "getFile size over the download limit"));
     }

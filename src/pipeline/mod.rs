@@ -275,8 +275,8 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
             fail(deps, &job, Some(&lease), FailureReason::GaveUp { attempts }, detail).await;
             return;
         }
-        info!(declared_size_bytes = job.declared_size, "working on job");
-        let declared = job.declared_size.and_then(|s| u64::try_from(s).ok());
+        info!(declared_size_bytes = job.submission.declared_size, "working on job");
+        let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
         let step = match stage {
             Stage::Download => Progress::Downloading { done: 0, total: declared },
             Stage::Process => Progress::Processing,
@@ -385,11 +385,11 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
             let messages = outcome::completion_messages(job, &done);
             match deps.store.complete_job(job.ticket, lease, &done, &messages, now).await {
                 Ok(true) => {
-                    info!(size_bytes = out.size, source_size_bytes = job.real_size, "ready");
+                    info!(size_bytes = out.size, source_size_bytes = job.source.as_ref().map(|s| s.size), "ready");
                     metrics::counter!("docket_jobs_ready_total").increment(1);
                     deps.wake.outbox.notify_waiters();
                     // Committed: the source and intermediates are no longer anyone's.
-                    if let Some(source) = &job.local_path {
+                    if let Some(source) = job.source_path() {
                         remove_quietly(deps, source);
                     }
                     if let Err(e) = deps.spool.remove_work(job.ticket) {
@@ -439,7 +439,7 @@ async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageE
             match deps.store.release_job(job.ticket, lease, &release, now).await {
                 Ok(true) => {
                     warn!(error = %detail, losses, "the source is gone; downloading it again");
-                    if let Some(source) = &job.local_path {
+                    if let Some(source) = job.source_path() {
                         remove_quietly(deps, source);
                     }
                     deps.budget.release(job.ticket);
@@ -463,7 +463,7 @@ async fn fail(deps: &PipelineDeps, job: &Job, lease: Option<&Lease>, reason: Fai
             warn!(ticket = job.ticket.0, reason = ?reason, error = %detail, "job failed");
             metrics::counter!("docket_jobs_failed_total").increment(1);
             deps.wake.outbox.notify_waiters();
-            if let Some(source) = &job.local_path {
+            if let Some(source) = job.source_path() {
                 remove_quietly(deps, source);
             }
             if let Err(e) = deps.spool.remove_work(job.ticket) {
@@ -517,7 +517,7 @@ async fn report_queue(deps: PipelineDeps, at: Timestamp) {
             continue;
         }
         let edit = outcome::progress_edit(job, &Progress::Queued { position });
-        let shown = match deps.store.messages(None, Some(job.ticket)).await {
+        let shown = match deps.store.messages(&crate::store::MessageFilter::job(job.ticket)).await {
             Ok(messages) => messages.iter().any(|m| m.idempotency_key == edit.idempotency_key && m.body == edit.body),
             Err(_) => false,
         };
@@ -530,7 +530,7 @@ async fn report_queue(deps: PipelineDeps, at: Timestamp) {
 /// Reports a running download's bytes (`received`, kept by the download stage) every
 /// [`PROGRESS_EVERY`].
 async fn report_download(deps: PipelineDeps, job: Job, received: Arc<AtomicU64>) {
-    let total = job.declared_size.and_then(|s| u64::try_from(s).ok());
+    let total = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     let mut last = 0;
     loop {
         tokio::time::sleep(PROGRESS_EVERY).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::StageError;
 use crate::domain::retry::backoff;
 use crate::domain::{FailureReason, JobEvent, MessageKind, Timestamp};
-use crate::domain::{Job, NewMessage};
+use crate::domain::{IdempotencyKey, Job, NewMessage, ResultFile};
 use crate::store::{AttemptRule, Completion, Release};
 use crate::texts::{self, Progress};
 
@@ -109,15 +109,19 @@ pub fn reports_position(position: u64) -> bool {
 /// message's last edit (ready, kept until…).
 pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
     let mut finished = job.clone();
-    finished.result_size = Some(done.result_size);
-    finished.result_expires_at = Some(done.expires_at);
+    finished.result = Some(ResultFile {
+        path: Some(done.result_path.clone()),
+        size: done.result_size,
+        expires_at: done.expires_at,
+        telegram_file_id: None,
+    });
     let delivery = NewMessage {
-        idempotency_key: format!("job:{}:u{}:result", job.ticket.0, job.update_id),
+        idempotency_key: IdempotencyKey::result(job.ticket, job.submission.update_id),
         job: Some(job.ticket),
-        chat: job.chat,
+        chat: job.submission.chat,
         kind: MessageKind::Result,
         body: texts::ready_caption(&finished),
-        reply_to_message_id: Some(job.message_id),
+        reply_to_message_id: Some(job.submission.message_id),
         button: None,
     };
     [delivery, progress_edit(&finished, &Progress::Ready { until: done.expires_at })]
@@ -128,12 +132,12 @@ pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
 pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessage; 2]) {
     let reason_text = texts::failure_reason(job.name(), reason);
     let notice = NewMessage {
-        idempotency_key: format!("job:{}:u{}:failure", job.ticket.0, job.update_id),
+        idempotency_key: IdempotencyKey::failure(job.ticket, job.submission.update_id),
         job: Some(job.ticket),
-        chat: job.chat,
+        chat: job.submission.chat,
         kind: MessageKind::Failure,
         body: texts::failed_notice(job.ticket, &reason_text),
-        reply_to_message_id: Some(job.message_id),
+        reply_to_message_id: Some(job.submission.message_id),
         button: None,
     };
     let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
@@ -143,9 +147,9 @@ pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessa
 /// The edit of `job`'s status message to `step`: one outbox row per job, coalesced.
 pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
     NewMessage {
-        idempotency_key: format!("job:{}:progress", job.ticket.0),
+        idempotency_key: IdempotencyKey::progress(job.ticket),
         job: Some(job.ticket),
-        chat: job.chat,
+        chat: job.submission.chat,
         kind: MessageKind::Progress,
         body: texts::progress(job, step),
         reply_to_message_id: None,
@@ -156,6 +160,7 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{ChatRef, JobState, MessageId, SourceFile, Submission, Ticket, UpdateId};
 
     #[test]
     fn queue_positions_are_shown_on_a_geometric_schedule() {
@@ -166,7 +171,6 @@ mod tests {
         }
         assert!(!reports_position(4) && !reports_position(0) && !reports_position(90));
     }
-    use crate::domain::{ChatRef, JobState, Ticket};
 
     const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
     const RULES: Rules = Rules { max_attempts: 3, max_source_losses: 3, retry_base: Duration::from_secs(2) };
@@ -174,14 +178,21 @@ mod tests {
     fn job(state: JobState, attempts: i64, source_losses: i64) -> Job {
         Job {
             ticket: Ticket(12),
-            update_id: 5,
-            chat: ChatRef(42),
-            message_id: 7,
-            declared_mime: None,
-            declared_size: Some(1_000),
+            submission: Submission {
+                update_id: UpdateId(5),
+                chat: ChatRef(42),
+                message_id: MessageId(7),
+                declared_mime: None,
+                declared_size: Some(1_000),
+                ..Job::accepted_for_tests(12, "report.pdf", Some(1_000), NOW).submission
+            },
             state,
-            local_path: Some("/data/downloads/12-1-x.source".into()),
-            real_size: Some(1_000),
+            source: Some(SourceFile {
+                size: 1_000,
+                sha256: "ab".repeat(32),
+                path: Some("/data/downloads/12-1-x.source".into()),
+                format: None,
+            }),
             attempts,
             source_losses,
             ..Job::accepted_for_tests(12, "report.pdf", Some(1_000), NOW)
@@ -262,7 +273,7 @@ mod tests {
         };
         let [result, status] = completion_messages(&job(JobState::Processing, 1, 0), &done);
         assert_eq!((result.idempotency_key.as_str(), result.kind), ("job:12:u5:result", MessageKind::Result));
-        assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(7)));
+        assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(MessageId(7))));
         assert!(result.body.starts_with("#12 ready: report.pdf, 1.0 kB → 600 B."), "{}", result.body);
         assert_eq!((status.idempotency_key.as_str(), status.kind), ("job:12:progress", MessageKind::Progress));
         assert!(status.body.contains("Ready"), "{}", status.body);

@@ -25,14 +25,16 @@ pub struct Output {
 
 /// Runs the job's operation on its verified source.
 pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageError> {
-    let Some(source) = job.local_path.clone().map(PathBuf::from) else {
+    let Some(expected) = job.source.clone() else {
+        return Err(StageError::SourceLost { detail: "no source recorded".into() });
+    };
+    let Some(source) = expected.path.as_deref().map(PathBuf::from) else {
         return Err(StageError::SourceLost { detail: "no source recorded".into() });
     };
     // Size and sha256 in full, every time: downloads are not synced (see `download`), so after a
     // power cut this is where bytes the disk never got are found, and fetched again.
-    let expected = (job.real_size.unwrap_or(-1), job.sha256.clone().unwrap_or_default());
     let src = source.clone();
-    tokio::task::spawn_blocking(move || verify_source(&src, expected.0, &expected.1))
+    tokio::task::spawn_blocking(move || verify_source(&src, expected.size, &expected.sha256))
         .await
         .map_err(|e| StageError::retry(format!("verifying the source panicked: {e}")))??;
 
@@ -44,7 +46,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     if format != DetectedFormat::Pdf {
         return Err(StageError::fail(
             FailureReason::NotAPdf { found: format.describe() },
-            format!("declared {:?}, content is {}", job.declared_mime, format.label()),
+            format!("declared {:?}, content is {}", job.submission.declared_mime, format.label()),
         ));
     }
 

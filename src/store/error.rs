@@ -27,6 +27,29 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// Another `docket run` holds the database (SQLite is one process: see
+    /// [`RunLock`](super::RunLock)).
+    #[error(
+        "another docket is running on the database {url} ({holder}); stop it first, or give this one its own \
+         [storage] database_url (the lock is {path})"
+    )]
+    InUse {
+        /// The database URL.
+        url: String,
+        /// Who holds the lock, as the holder wrote it.
+        holder: String,
+        /// The lock file.
+        path: String,
+    },
+    /// The lock file of [`RunLock`](super::RunLock) cannot be opened or written.
+    #[error("cannot lock the database with {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Applying migrations failed.
     #[error("cannot migrate the database: {0}")]
     Migrate(#[source] DatabaseError),

@@ -8,8 +8,11 @@
 
 use std::time::Duration;
 
-use super::{ClaimLimits, Completion, Conn, QueryContext, Release, Stage, StoreResult, lease};
-use crate::domain::{ChatRef, Job, JobEvent, JobState, Lease, NewJob, Operation, Ticket, Timestamp};
+use super::{ClaimLimits, Completion, Conn, QueryContext, Release, Stage, StoreError, StoreResult, lease};
+use crate::domain::{
+    ChatRef, Job, JobEvent, JobState, Lease, MessageId, Operation, ResultFile, SourceFile, Submission, Ticket,
+    Timestamp, Transition, UpdateId, UserId,
+};
 
 /// One job: $1 ticket.
 pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
@@ -45,10 +48,10 @@ pub const INSERT_JOB: &str =
                    declared_mime, declared_size, operation, status, not_before, created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11) RETURNING id";
 
-/// Starts an ended job again from `accepted`, due now, forgetting everything of its last run: $1
-/// ticket, $2 the state it must be in, $3 update, $4 message, $5 file_id, $6 declared name, $7
-/// declared MIME type, $8 declared size, $9 now.
-pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = 'accepted', update_id = $3, message_id = $4, file_id = $5, declared_name = $6,
+/// Starts an ended job again, due now, forgetting everything of its last run: $1 ticket, $2 the
+/// state it must be in, $3 update, $4 message, $5 file_id, $6 declared name, $7 declared MIME
+/// type, $8 declared size, $9 now, $10 the state it takes (`accepted`).
+pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = $10, update_id = $3, message_id = $4, file_id = $5, declared_name = $6,
         declared_mime = $7, declared_size = $8, local_path = NULL, real_size = NULL, sha256 = NULL,
         detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = $9,
         source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
@@ -56,17 +59,18 @@ pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = 'accepted', update_id =
     WHERE id = $1 AND status = $2";
 
 /// Fails a job, forgetting its source: $1 ticket, $2 the state it must be in, $3 the lease token
-/// it must hold (NULL: any, leased or not), $4 reason, $5 detail, $6 now.
-pub const FAIL_JOB: &str = "UPDATE jobs SET status = 'failed', error = $4, error_detail = $5, local_path = NULL,
+/// it must hold (NULL: any, leased or not), $4 reason, $5 detail, $6 now, $7 the state it takes
+/// (`failed`).
+pub const FAIL_JOB: &str = "UPDATE jobs SET status = $7, error = $4, error_detail = $5, local_path = NULL,
         lease_owner = NULL, lease_until = NULL, updated_at = $6
     WHERE id = $1 AND status = $2 AND ($3 IS NULL OR (lease_token = $3 AND lease_owner IS NOT NULL))";
 
 /// `processing` → `ready` with the result, as the lease holder: $1 ticket, $2 lease token, $3
-/// result path, $4 result size, $5 detected format, $6 when the result expires, $7 now.
-pub const COMPLETE_JOB: &str =
-    "UPDATE jobs SET status = 'ready', result_path = $3, result_size = $4, detected_format = $5,
+/// result path, $4 result size, $5 detected format, $6 when the result expires, $7 now, $8 the
+/// state it must be in, $9 the state it takes.
+pub const COMPLETE_JOB: &str = "UPDATE jobs SET status = $9, result_path = $3, result_size = $4, detected_format = $5,
         result_expires_at = $6, local_path = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $7
-    WHERE id = $1 AND status = 'processing' AND lease_token = $2 AND lease_owner IS NOT NULL";
+    WHERE id = $1 AND status = $8 AND lease_token = $2 AND lease_owner IS NOT NULL";
 
 /// The head of the download queue, limits aside: the `accepted` job due first at $1 now and not
 /// under a live lease.
@@ -84,11 +88,12 @@ pub const RENEW_JOB_LEASE: &str = "UPDATE jobs SET lease_until = $3, updated_at 
     WHERE id = $1 AND lease_token = $2 AND lease_owner IS NOT NULL";
 
 /// `accepted` → `fetched` with the verified source, as the lease holder, due now with its attempts
-/// starting again: $1 ticket, $2 lease token, $3 path, $4 size, $5 sha256, $6 now.
+/// starting again: $1 ticket, $2 lease token, $3 path, $4 size, $5 sha256, $6 now, $7 the state
+/// it must be in, $8 the state it takes.
 pub const MARK_FETCHED: &str =
-    "UPDATE jobs SET status = 'fetched', local_path = $3, real_size = $4, sha256 = $5, attempts = 0,
+    "UPDATE jobs SET status = $8, local_path = $3, real_size = $4, sha256 = $5, attempts = 0,
         not_before = $6, lease_owner = NULL, lease_until = NULL, error_detail = NULL, updated_at = $6
-    WHERE id = $1 AND status = 'accepted' AND lease_token = $2 AND lease_owner IS NOT NULL";
+    WHERE id = $1 AND status = $7 AND lease_token = $2 AND lease_owner IS NOT NULL";
 
 /// Gives a job back, as the lease holder: $1 ticket, $2 the state it must be in, $3 lease token,
 /// $4 the next state, $5 not before, $6 detail (NULL: unchanged), $7 the attempt rule's code
@@ -153,33 +158,48 @@ pub(super) struct JobRow {
 impl JobRow {
     /// The job the row holds; an unknown operation or state is corrupt.
     pub(super) fn into_job(self) -> StoreResult<Job> {
+        // A source is recorded whole by `MARK_FETCHED` and a result by `COMPLETE_JOB`; a part of
+        // one without the rest is a row no statement writes.
+        let source = match (self.real_size, self.sha256) {
+            (Some(size), Some(sha256)) => {
+                Some(SourceFile { size, sha256, path: self.local_path, format: self.detected_format })
+            }
+            (None, None) if self.local_path.is_none() && self.detected_format.is_none() => None,
+            _ => return Err(StoreError::Corrupt(format!("job {} has part of a source recorded", self.id))),
+        };
+        let result = match (self.result_size, self.result_expires_at) {
+            (Some(size), Some(expires_at)) => Some(ResultFile {
+                path: self.result_path,
+                size,
+                expires_at: Timestamp::from_millis(expires_at),
+                telegram_file_id: self.result_file_id,
+            }),
+            (None, None) if self.result_path.is_none() && self.result_file_id.is_none() => None,
+            _ => return Err(StoreError::Corrupt(format!("job {} has part of a result recorded", self.id))),
+        };
         Ok(Job {
             ticket: Ticket(self.id),
-            update_id: self.update_id,
-            chat: ChatRef(self.chat_id),
-            user_id: self.user_id,
-            message_id: self.message_id,
-            file_id: self.file_id,
-            file_unique_id: self.file_unique_id,
-            declared_name: self.declared_name,
-            declared_mime: self.declared_mime,
-            declared_size: self.declared_size,
-            operation: self.operation.parse::<Operation>()?,
+            submission: Submission {
+                update_id: UpdateId(self.update_id),
+                chat: ChatRef(self.chat_id),
+                user_id: self.user_id.map(UserId),
+                message_id: MessageId(self.message_id),
+                file_id: self.file_id,
+                file_unique_id: self.file_unique_id,
+                declared_name: self.declared_name,
+                declared_mime: self.declared_mime,
+                declared_size: self.declared_size,
+                operation: self.operation.parse::<Operation>()?,
+            },
             state: self.status.parse()?,
-            local_path: self.local_path,
-            real_size: self.real_size,
-            sha256: self.sha256,
-            detected_format: self.detected_format,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
             attempts: self.attempts,
             not_before: Timestamp::from_millis(self.not_before),
             source_losses: self.source_losses,
+            source,
+            result,
             error: self.error,
             error_detail: self.error_detail,
-            result_path: self.result_path,
-            result_size: self.result_size,
-            result_file_id: self.result_file_id,
-            result_expires_at: self.result_expires_at.map(Timestamp::from_millis),
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
         })
@@ -246,12 +266,12 @@ pub(super) async fn waiting_in_chat(c: &mut Conn<'_>, chat: ChatRef, now: Timest
 }
 
 /// Runs [`INSERT_JOB`].
-pub(super) async fn insert_job(c: &mut Conn<'_>, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
+pub(super) async fn insert_job(c: &mut Conn<'_>, job: &Submission, now: Timestamp) -> StoreResult<Ticket> {
     let id: i64 = dispatch!(c, |c| sqlx::query_scalar(INSERT_JOB)
-        .bind(job.update_id)
+        .bind(job.update_id.0)
         .bind(job.chat.0)
-        .bind(job.user_id)
-        .bind(job.message_id)
+        .bind(job.user_id.map(|u| u.0))
+        .bind(job.message_id.0)
         .bind(&job.file_id)
         .bind(&job.file_unique_id)
         .bind(&job.declared_name)
@@ -265,24 +285,25 @@ pub(super) async fn insert_job(c: &mut Conn<'_>, job: &NewJob, now: Timestamp) -
     Ok(Ticket(id))
 }
 
-/// Runs [`RESUBMIT_JOB`]; `false` when the job was not in `from` any more.
+/// Runs [`RESUBMIT_JOB`]; `false` when the job was not in `step.from` any more.
 pub(super) async fn resubmit_job(
     c: &mut Conn<'_>,
     ticket: Ticket,
-    from: JobState,
-    job: &NewJob,
+    step: Transition,
+    job: &Submission,
     now: Timestamp,
 ) -> StoreResult<bool> {
     let resubmitted = dispatch!(c, |c| sqlx::query(RESUBMIT_JOB)
         .bind(ticket.0)
-        .bind(from.as_str())
-        .bind(job.update_id)
-        .bind(job.message_id)
+        .bind(step.from.as_str())
+        .bind(job.update_id.0)
+        .bind(job.message_id.0)
         .bind(&job.file_id)
         .bind(&job.declared_name)
         .bind(&job.declared_mime)
         .bind(job.declared_size)
         .bind(now.as_millis())
+        .bind(step.to.as_str())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -290,11 +311,11 @@ pub(super) async fn resubmit_job(
     Ok(resubmitted == 1)
 }
 
-/// Runs [`FAIL_JOB`]; `false` when the job was not in `from`, or not under `lease`, any more.
+/// Runs [`FAIL_JOB`]; `false` when the job was not in `step.from`, or not under `lease`, any more.
 pub(super) async fn fail_job(
     c: &mut Conn<'_>,
     ticket: Ticket,
-    from: JobState,
+    step: Transition,
     lease: Option<&Lease>,
     reason: &str,
     detail: &str,
@@ -302,11 +323,12 @@ pub(super) async fn fail_job(
 ) -> StoreResult<bool> {
     let failed = dispatch!(c, |c| sqlx::query(FAIL_JOB)
         .bind(ticket.0)
-        .bind(from.as_str())
+        .bind(step.from.as_str())
         .bind(lease.map(|l| l.token))
         .bind(reason)
         .bind(detail)
         .bind(now.as_millis())
+        .bind(step.to.as_str())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -318,6 +340,7 @@ pub(super) async fn fail_job(
 pub(super) async fn complete_job(
     c: &mut Conn<'_>,
     ticket: Ticket,
+    step: Transition,
     lease: &Lease,
     done: &Completion,
     now: Timestamp,
@@ -330,6 +353,8 @@ pub(super) async fn complete_job(
         .bind(&done.detected_format)
         .bind(done.expires_at.as_millis())
         .bind(now.as_millis())
+        .bind(step.from.as_str())
+        .bind(step.to.as_str())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -415,9 +440,11 @@ pub(super) async fn renew_lease(
 }
 
 /// Runs [`MARK_FETCHED`]; `false` when the lease was lost.
+#[expect(clippy::too_many_arguments, reason = "the binds of one statement")]
 pub(super) async fn mark_fetched(
     c: &mut Conn<'_>,
     ticket: Ticket,
+    step: Transition,
     lease: &Lease,
     path: &str,
     size: i64,
@@ -431,6 +458,8 @@ pub(super) async fn mark_fetched(
         .bind(size)
         .bind(sha256)
         .bind(now.as_millis())
+        .bind(step.from.as_str())
+        .bind(step.to.as_str())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -438,21 +467,21 @@ pub(super) async fn mark_fetched(
     Ok(fetched == 1)
 }
 
-/// Runs [`RELEASE_JOB`], moving the job to `to`; `false` when the lease was lost.
+/// Runs [`RELEASE_JOB`], making the move `step`; `false` when the lease was lost.
 pub(super) async fn release_job(
     c: &mut Conn<'_>,
     ticket: Ticket,
     lease: &Lease,
     r: &Release,
-    to: JobState,
+    step: Transition,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let clear_source = to == JobState::Accepted;
+    let clear_source = step.to == JobState::Accepted;
     let released = dispatch!(c, |c| sqlx::query(RELEASE_JOB)
         .bind(ticket.0)
-        .bind(r.from.as_str())
+        .bind(step.from.as_str())
         .bind(lease.token)
-        .bind(to.as_str())
+        .bind(step.to.as_str())
         .bind(r.not_before.as_millis())
         .bind(r.detail.as_deref())
         .bind(r.attempts.code())

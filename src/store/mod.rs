@@ -51,29 +51,23 @@ mod people;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod retention;
+mod run_lock;
 mod sqlite;
 mod updates;
 
 pub use database_url::DatabaseUrl;
 use error::QueryContext;
 pub use error::{DatabaseError, StoreError, StoreResult};
+pub use run_lock::RunLock;
 
 #[doc(hidden)]
 pub mod statements;
 
-/// The `chat_pacing` row that pauses the bot as a whole (every chat waits); no Telegram chat has
-/// this id. The claim statements name it as the literal `0`.
-pub const WHOLE_BOT: i64 = 0;
-
-/// The `chat_pacing` row that holds the last reserved send slot of the global rate limit; no
-/// Telegram chat has this id.
-pub const SEND_SLOTS: i64 = i64::MIN;
-
 use std::time::Duration;
 
 use crate::domain::{
-    ChatRef, FileOwner, Job, JobEvent, JobState, Lease, NewJob, NewMessage, OutboxMessage, OutboxState, Ticket,
-    Timestamp,
+    BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, OutboxId, OutboxMessage,
+    OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
 };
 
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
@@ -107,6 +101,16 @@ pub enum Stage {
     Download,
     /// Claims `fetched` jobs (and `processing` ones whose lease lapsed).
     Process,
+}
+
+/// The history [`Store::prune`] forgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct History {
+    /// Rows last changed before this are old enough.
+    pub older_than: Timestamp,
+    /// Whether ended jobs (failed, expired) go too, with their messages; otherwise jobs are kept
+    /// for good.
+    pub ended_jobs: bool,
 }
 
 /// Rows removed (or, in a dry run, that would be removed) by [`Store::prune`].
@@ -198,6 +202,30 @@ pub struct JobFilter {
     pub since: Option<Timestamp>,
     /// At most this many, newest first.
     pub limit: i64,
+}
+
+/// Which outgoing messages to list: those of a chat, of a job, of both, or every one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageFilter {
+    /// Only this chat's.
+    pub chat: Option<ChatRef>,
+    /// Only this job's.
+    pub job: Option<Ticket>,
+}
+
+impl MessageFilter {
+    /// Every message.
+    pub const ALL: Self = Self { chat: None, job: None };
+
+    /// The messages to `chat`.
+    pub const fn chat(chat: ChatRef) -> Self {
+        Self { chat: Some(chat), job: None }
+    }
+
+    /// The messages about `job`.
+    pub const fn job(job: Ticket) -> Self {
+        Self { chat: None, job: Some(job) }
+    }
 }
 
 /// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
@@ -330,15 +358,15 @@ impl Store {
     }
 
     /// The getUpdates offset to continue from, if any was stored.
-    pub async fn poll_offset(&self, bot_id: i64) -> StoreResult<Option<i64>> {
+    pub async fn poll_offset(&self, bot_id: BotId) -> StoreResult<Option<i64>> {
         updates::poll_offset(&mut self.acquire().await?.conn(), bot_id).await
     }
 
     /// Whether an update was registered, and how.
     pub async fn update_outcome(
         &self,
-        bot_id: i64,
-        update_id: i64,
+        bot_id: BotId,
+        update_id: UpdateId,
     ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
         updates::update_outcome(&mut self.acquire().await?.conn(), bot_id, update_id).await
     }
@@ -375,9 +403,14 @@ impl Store {
         jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, now, lease_len, limits).await
     }
 
-    /// `ready` jobs, oldest expiry first; only those expired at `expired_at` when given.
-    pub async fn ready_results(&self, expired_at: Option<Timestamp>) -> StoreResult<Vec<Job>> {
-        retention::ready_results(&mut self.acquire().await?.conn(), expired_at).await
+    /// Every `ready` job (each keeps a result on disk), oldest expiry first.
+    pub async fn kept_results(&self) -> StoreResult<Vec<Job>> {
+        retention::kept_results(&mut self.acquire().await?.conn()).await
+    }
+
+    /// The `ready` jobs whose result expired at `at`, oldest expiry first.
+    pub async fn results_due(&self, at: Timestamp) -> StoreResult<Vec<Job>> {
+        retention::results_due(&mut self.acquire().await?.conn(), at).await
     }
 
     /// `ready` → `expired` (expiry moved back to `at` if that is earlier), forgetting the result
@@ -390,9 +423,9 @@ impl Store {
         notice: Option<&NewMessage>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
+        let step = Transition::of(JobState::Ready, JobEvent::Expired)?;
         let mut tx = self.begin().await?;
-        if !retention::expire_job(&mut tx.conn(), ticket, at, now).await? {
+        if !retention::expire_job(&mut tx.conn(), ticket, step, at, now).await? {
             return Ok(false);
         }
         if let Some(notice) = notice {
@@ -406,7 +439,8 @@ impl Store {
     /// file, in one statement; returns their tickets. The caller deletes the files after this
     /// returns (a crash in between leaves orphans the next pass removes).
     pub async fn expire_due(&self, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
+        // One statement for every due job: its states are literals, so it is a range of the
+        // partial index `jobs_expiry` (a test checks they are the move `next` allows).
         retention::expire_due(&mut self.acquire().await?.conn(), now).await
     }
 
@@ -427,27 +461,33 @@ impl Store {
 
     /// The Telegram message id of job `ticket`'s status message (its latest delivered ticket
     /// reply), which progress edits change.
-    pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<i64>> {
+    pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<MessageId>> {
         outbox::status_message(&mut self.acquire().await?.conn(), ticket).await
     }
 
-    /// No call to `chat` ([`WHOLE_BOT`]: the bot as a whole) before `not_before`; an existing
-    /// later pause is kept. Shared by every sender and kept across restarts.
-    pub async fn pace_chat(&self, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
-        pacing::pace_chat(&mut self.acquire().await?.conn(), chat, not_before, reason).await
+    /// No call to `chat` before `not_before`; an existing later pause is kept. Shared by every
+    /// sender and kept across restarts.
+    pub async fn pace_chat(&self, chat: ChatRef, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+        pacing::pace(&mut self.acquire().await?.conn(), Paced::Chat(chat), not_before, reason).await
+    }
+
+    /// No call to any chat before `not_before` (the bot as a whole is limited); an existing later
+    /// pause is kept.
+    pub async fn pause_whole_bot(&self, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+        pacing::pace(&mut self.acquire().await?.conn(), Paced::WholeBot, not_before, reason).await
     }
 
     /// Reserves the next moment a call to Telegram may be made under the global rate limit, for
     /// every docket on this database together: `spacing` after the last slot reserved, or `now`
-    /// if that is later. The caller waits until the returned moment, then calls. Kept in
-    /// `chat_pacing` under the pseudo-chat [`SEND_SLOTS`].
+    /// if that is later. The caller waits until the returned moment, then calls. Kept as
+    /// [`Paced::SendSlots`].
     pub async fn reserve_send_slot(&self, now: Timestamp, spacing: Duration) -> StoreResult<Timestamp> {
         pacing::reserve_send_slot(&mut self.acquire().await?.conn(), now, spacing).await
     }
 
-    /// Chats ([`WHOLE_BOT`]: the bot) paced or paused beyond `now`, with until when and why; also
-    /// the [`SEND_SLOTS`] row while its last reserved slot is ahead of `now`.
-    pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(i64, Timestamp, String)>> {
+    /// What is paced or paused beyond `now`, with until when and why: chats, the bot as a whole,
+    /// and the send slots while the last reserved one is ahead of `now`.
+    pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(Paced, Timestamp, String)>> {
         pacing::pacing(&mut self.acquire().await?.conn(), now).await
     }
 
@@ -475,13 +515,18 @@ impl Store {
         Ok(moved)
     }
 
-    /// Deletes (or, with `dry_run`, counts) rows older than `before`: registered updates,
-    /// delivered/dead/failed messages and, with `prune_jobs`, ended jobs with their messages.
-    pub async fn prune(&self, before: Timestamp, prune_jobs: bool, dry_run: bool) -> StoreResult<Pruned> {
+    /// Deletes the rows of `history`: registered updates, delivered/dead/failed messages and,
+    /// when asked, ended jobs with their messages, all older than its bound.
+    pub async fn prune(&self, history: &History) -> StoreResult<Pruned> {
         let mut tx = self.begin().await?;
-        let pruned = retention::prune(&mut tx.conn(), before, prune_jobs, dry_run).await?;
+        let pruned = retention::prune(&mut tx.conn(), history, false).await?;
         tx.commit_as("committing the pruning").await?;
         Ok(pruned)
+    }
+
+    /// How many rows [`prune`](Self::prune) would delete, deleting nothing.
+    pub async fn count_prunable(&self, history: &History) -> StoreResult<Pruned> {
+        retention::prune(&mut self.acquire().await?.conn(), history, true).await
     }
 
     /// The job a download claim would take next if nothing limited it (head of the queue).
@@ -517,8 +562,8 @@ impl Store {
         sha256: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        crate::domain::job::next(JobState::Accepted, JobEvent::Fetched)?;
-        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, lease, path, size, sha256, now).await
+        let step = Transition::of(JobState::Accepted, JobEvent::Fetched)?;
+        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, step, lease, path, size, sha256, now).await
     }
 
     /// Gives a job back to be tried again later, as the lease holder.
@@ -529,8 +574,8 @@ impl Store {
         release: &Release,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let to = crate::domain::job::next(release.from, release.event)?;
-        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, to, now).await
+        let step = Transition::of(release.from, release.event)?;
+        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, step, now).await
     }
 
     /// Fails a job (as the lease holder when `lease` is given) and queues the notices (the
@@ -546,9 +591,9 @@ impl Store {
         notices: &[NewMessage],
         now: Timestamp,
     ) -> StoreResult<bool> {
-        crate::domain::job::next(from, JobEvent::Failed)?;
+        let step = Transition::of(from, JobEvent::Failed)?;
         let mut tx = self.begin().await?;
-        if !jobs::fail_job(&mut tx.conn(), ticket, from, lease, reason, detail, now).await? {
+        if !jobs::fail_job(&mut tx.conn(), ticket, step, lease, reason, detail, now).await? {
             return Ok(false);
         }
         for notice in notices {
@@ -568,9 +613,9 @@ impl Store {
         deliveries: &[NewMessage],
         now: Timestamp,
     ) -> StoreResult<bool> {
-        crate::domain::job::next(JobState::Processing, JobEvent::Completed)?;
+        let step = Transition::of(JobState::Processing, JobEvent::Completed)?;
         let mut tx = self.begin().await?;
-        if !jobs::complete_job(&mut tx.conn(), ticket, lease, done, now).await? {
+        if !jobs::complete_job(&mut tx.conn(), ticket, step, lease, done, now).await? {
             return Ok(false);
         }
         for delivery in deliveries {
@@ -600,7 +645,7 @@ impl Store {
         &self,
         message: &OutboxMessage,
         lease: &Lease,
-        telegram_message_id: i64,
+        telegram_message_id: MessageId,
         telegram_file_id: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
@@ -617,7 +662,7 @@ impl Store {
     /// Extends a sender's lease on a message (long uploads). `false`: the lease was lost.
     pub async fn renew_message_lease(
         &self,
-        id: i64,
+        id: OutboxId,
         lease: &Lease,
         until: Timestamp,
         now: Timestamp,
@@ -628,7 +673,7 @@ impl Store {
     /// Puts a message back to `pending`, not before `not_before`.
     pub async fn retry_message(
         &self,
-        id: i64,
+        id: OutboxId,
         lease: &Lease,
         not_before: Timestamp,
         error: &str,
@@ -641,7 +686,7 @@ impl Store {
     /// Ends a message in `state` (`dead`, `failed` or `unknown`) with the error.
     pub async fn close_message(
         &self,
-        id: i64,
+        id: OutboxId,
         lease: &Lease,
         state: OutboxState,
         error: &str,
@@ -664,7 +709,7 @@ impl Store {
     /// Sends an `unknown` message again: back to `pending`, with `note` saying why.
     pub async fn requeue_unknown(
         &self,
-        id: i64,
+        id: OutboxId,
         not_before: Timestamp,
         note: &str,
         now: Timestamp,
@@ -674,13 +719,13 @@ impl Store {
 
     /// Gives up on an `unknown` message that has no attempts left: `failed`, with `error`.
     /// `false` when the row is not `unknown` (any more).
-    pub async fn fail_unknown(&self, id: i64, error: &str, now: Timestamp) -> StoreResult<bool> {
+    pub async fn fail_unknown(&self, id: OutboxId, error: &str, now: Timestamp) -> StoreResult<bool> {
         outbox::fail_unknown(&mut self.acquire().await?.conn(), id, error, now).await
     }
 
-    /// Messages of a job or chat, oldest first (status pages, tests).
-    pub async fn messages(&self, chat: Option<ChatRef>, job: Option<Ticket>) -> StoreResult<Vec<OutboxMessage>> {
-        outbox::messages(&mut self.acquire().await?.conn(), chat, job).await
+    /// The messages `filter` selects, oldest first (status pages, tests).
+    pub async fn messages(&self, filter: &MessageFilter) -> StoreResult<Vec<OutboxMessage>> {
+        outbox::messages(&mut self.acquire().await?.conn(), filter).await
     }
 
     /// Forgets the stored file_id of a result Telegram refused to resend.
@@ -713,9 +758,9 @@ impl Store {
     }
 
     /// Records a 429 Telegram answered a call to `chat` with (for `/stats`).
-    pub async fn record_flood_wait(&self, chat: i64, wait: Duration, now: Timestamp) -> StoreResult<()> {
+    pub async fn record_flood_wait(&self, chat: ChatRef, wait: Duration, now: Timestamp) -> StoreResult<()> {
         let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
-        people::record_flood_wait(&mut self.acquire().await?.conn(), chat, wait_ms, now).await
+        people::record_flood_wait(&mut self.acquire().await?.conn(), chat.0, wait_ms, now).await
     }
 
     /// The figures of `/stats` at `now`.
@@ -760,8 +805,8 @@ impl Tx {
     /// Registers an update once. `false`: it was registered before (a repeat).
     pub async fn register_update(
         &mut self,
-        bot_id: i64,
-        update_id: i64,
+        bot_id: BotId,
+        update_id: UpdateId,
         outcome: UpdateOutcome,
         reason: Option<&str>,
         now: Timestamp,
@@ -775,7 +820,7 @@ impl Tx {
     }
 
     /// Moves the stored poll offset forward to `next_offset` (never back).
-    pub async fn advance_offset(&mut self, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+    pub async fn advance_offset(&mut self, bot_id: BotId, next_offset: i64, now: Timestamp) -> StoreResult<()> {
         updates::advance_offset(&mut self.conn(), bot_id, next_offset, now).await
     }
 
@@ -809,7 +854,7 @@ impl Tx {
     }
 
     /// Inserts a new `accepted` job and returns its ticket.
-    pub async fn insert_job(&mut self, job: &NewJob, now: Timestamp) -> StoreResult<Ticket> {
+    pub async fn insert_job(&mut self, job: &Submission, now: Timestamp) -> StoreResult<Ticket> {
         jobs::insert_job(&mut self.conn(), job, now).await
     }
 
@@ -818,11 +863,11 @@ impl Tx {
         &mut self,
         ticket: Ticket,
         from: JobState,
-        job: &NewJob,
+        job: &Submission,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        crate::domain::job::next(from, JobEvent::Resubmitted)?;
-        jobs::resubmit_job(&mut self.conn(), ticket, from, job, now).await
+        let step = Transition::of(from, JobEvent::Resubmitted)?;
+        jobs::resubmit_job(&mut self.conn(), ticket, step, job, now).await
     }
 
     /// Cancels an unfinished job in state `from`, whoever holds it: it becomes `failed` with
@@ -836,30 +881,30 @@ impl Tx {
         detail: &str,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        crate::domain::job::next(from, JobEvent::Cancelled)?;
-        jobs::fail_job(&mut self.conn(), ticket, from, None, reason, detail, now).await
+        let step = Transition::of(from, JobEvent::Cancelled)?;
+        jobs::fail_job(&mut self.conn(), ticket, step, None, reason, detail, now).await
     }
 
     /// Forgets everything of `user`'s jobs (names, results, sources; their messages' texts): a
     /// `ready` job becomes `expired`, an unfinished one `failed` with `reason`. Returns how many
     /// jobs were forgotten. Their files are the reaper's to delete once this commits.
-    pub async fn forget_person(&mut self, user: i64, reason: &str, now: Timestamp) -> StoreResult<u64> {
+    pub async fn forget_person(&mut self, user: UserId, reason: &str, now: Timestamp) -> StoreResult<u64> {
         // The statement applies these moves to every job of the person at once.
         crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
         for from in [JobState::Accepted, JobState::Fetched, JobState::Processing] {
             crate::domain::job::next(from, JobEvent::Cancelled)?;
         }
-        people::forget_person(&mut self.conn(), user, reason, now).await
+        people::forget_person(&mut self.conn(), user.0, reason, now).await
     }
 
     /// Lets `user` in (an invite token was valid).
-    pub async fn invite(&mut self, user: i64, now: Timestamp) -> StoreResult<()> {
-        people::invite(&mut self.conn(), user, now).await
+    pub async fn invite(&mut self, user: UserId, now: Timestamp) -> StoreResult<()> {
+        people::invite(&mut self.conn(), user.0, now).await
     }
 
     /// Whether `user` was let in by an invite.
-    pub async fn is_invited(&mut self, user: i64) -> StoreResult<bool> {
-        people::is_invited(&mut self.conn(), user).await
+    pub async fn is_invited(&mut self, user: UserId) -> StoreResult<bool> {
+        people::is_invited(&mut self.conn(), user.0).await
     }
 
     /// The figures of `/stats` at `now`, inside the transaction.

@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use super::{Conn, QueryContext, StoreResult, lease};
+use super::{Conn, MessageFilter, QueryContext, StoreResult, lease};
 use crate::domain::{
-    Button, ChatRef, Lease, MessageKind, NewMessage, OutboxMessage, OutboxState, PROGRESS_SETTLE, Ticket, Timestamp,
+    Button, ChatRef, IdempotencyKey, Lease, MessageId, MessageKind, NewMessage, OutboxId, OutboxMessage, OutboxState,
+    PROGRESS_SETTLE, Ticket, Timestamp,
 };
 
 /// Queues a message: $1 idempotency key, $2 job, $3 chat, $4 kind, $5 priority, $6 body, $7 the
@@ -75,7 +76,7 @@ pub const STATUS_MESSAGE: &str = "SELECT telegram_message_id FROM outbox
 
 /// The earliest time a `pending` message may become claimable: the first open row of each chat,
 /// at its own `not_before` or its chat's pacing, whichever is later, and not before the bot's
-/// pause (chat 0). NULL with nothing pending.
+/// pause ([`WHOLE_BOT`](super::pacing::WHOLE_BOT)). NULL with nothing pending.
 pub const NEXT_MESSAGE_DUE: &str = "SELECT CASE WHEN g.not_before > d.first THEN g.not_before ELSE d.first END
     FROM (SELECT MIN(CASE WHEN COALESCE(p.not_before, 0) > o.not_before THEN p.not_before
                           ELSE o.not_before END) AS first
@@ -131,18 +132,18 @@ impl OutboxRow {
     /// The message the row holds; an unknown kind or state is corrupt.
     fn into_message(self) -> StoreResult<OutboxMessage> {
         Ok(OutboxMessage {
-            id: self.id,
-            idempotency_key: self.idempotency_key,
+            id: OutboxId(self.id),
+            idempotency_key: IdempotencyKey::from_stored(self.idempotency_key),
             job: self.job_id.map(Ticket),
             chat: ChatRef(self.chat_id),
             kind: self.kind.parse::<MessageKind>()?,
             body: self.body,
-            reply_to_message_id: self.reply_to_message_id,
+            reply_to_message_id: self.reply_to_message_id.map(MessageId),
             button: self.button_label.zip(self.button_data).map(|(label, data)| Button { label, data }),
             state: self.status.parse::<OutboxState>()?,
             attempts: self.attempts,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
-            telegram_message_id: self.telegram_message_id,
+            telegram_message_id: self.telegram_message_id.map(MessageId),
             error: self.error,
         })
     }
@@ -156,13 +157,13 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
         return upsert_progress(c, m, now).await;
     }
     let inserted = dispatch!(c, |c| sqlx::query(ENQUEUE)
-        .bind(&m.idempotency_key)
+        .bind(m.idempotency_key.as_str())
         .bind(m.job.map(|t| t.0))
         .bind(m.chat.0)
         .bind(m.kind.as_str())
         .bind(m.kind.priority())
         .bind(&m.body)
-        .bind(m.reply_to_message_id)
+        .bind(m.reply_to_message_id.map(|m| m.0))
         .bind(now.as_millis())
         .bind(m.button.as_ref().map(|b| b.label.as_str()))
         .bind(m.button.as_ref().map(|b| b.data.as_str()))
@@ -181,7 +182,7 @@ async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> St
     // `now` is when the reported state happened: a report older than what the row shows (or
     // showed) is stale and changes nothing.
     dispatch!(c, |c| sqlx::query(REARM_PROGRESS)
-        .bind(&m.idempotency_key)
+        .bind(m.idempotency_key.as_str())
         .bind(now.as_millis())
         .execute(c)
         .await
@@ -190,13 +191,13 @@ async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> St
     // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before it is shown
     // (a waiting row keeps its time: updates do not postpone it).
     let changed = dispatch!(c, |c| sqlx::query(UPSERT_PROGRESS)
-        .bind(&m.idempotency_key)
+        .bind(m.idempotency_key.as_str())
         .bind(m.job.map(|t| t.0))
         .bind(m.chat.0)
         .bind(m.kind.as_str())
         .bind(m.kind.priority())
         .bind(&m.body)
-        .bind(m.reply_to_message_id)
+        .bind(m.reply_to_message_id.map(|m| m.0))
         .bind(now.as_millis())
         .bind(now.plus(PROGRESS_SETTLE).as_millis())
         .execute(c)
@@ -232,14 +233,14 @@ pub(super) async fn mark_sent(
     c: &mut Conn<'_>,
     m: &OutboxMessage,
     lease: &Lease,
-    telegram_message_id: i64,
+    telegram_message_id: MessageId,
     telegram_file_id: Option<&str>,
     now: Timestamp,
 ) -> StoreResult<bool> {
     let marked = dispatch!(c, |c| sqlx::query(MARK_SENT)
-        .bind(m.id)
+        .bind(m.id.0)
         .bind(lease.token)
-        .bind(telegram_message_id)
+        .bind(telegram_message_id.0)
         .bind(telegram_file_id)
         .bind(now.as_millis())
         .bind(&m.body)
@@ -251,11 +252,8 @@ pub(super) async fn mark_sent(
 }
 
 /// Runs [`MESSAGES`].
-pub(super) async fn messages(
-    c: &mut Conn<'_>,
-    chat: Option<ChatRef>,
-    job: Option<Ticket>,
-) -> StoreResult<Vec<OutboxMessage>> {
+pub(super) async fn messages(c: &mut Conn<'_>, filter: &MessageFilter) -> StoreResult<Vec<OutboxMessage>> {
+    let MessageFilter { chat, job } = *filter;
     dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(MESSAGES)
         .bind(chat.map(|chat| chat.0))
         .bind(job.map(|t| t.0))
@@ -270,7 +268,7 @@ pub(super) async fn messages(
 /// Runs [`SET_MESSAGE_STATE`]; `false` when the lease was lost.
 pub(super) async fn set_message_state(
     c: &mut Conn<'_>,
-    id: i64,
+    id: OutboxId,
     lease: &Lease,
     state: OutboxState,
     not_before: Option<Timestamp>,
@@ -278,7 +276,7 @@ pub(super) async fn set_message_state(
     now: Timestamp,
 ) -> StoreResult<bool> {
     let set = dispatch!(c, |c| sqlx::query(SET_MESSAGE_STATE)
-        .bind(id)
+        .bind(id.0)
         .bind(lease.token)
         .bind(state.as_str())
         .bind(not_before.map(Timestamp::as_millis))
@@ -294,13 +292,13 @@ pub(super) async fn set_message_state(
 /// Runs [`RENEW_MESSAGE_LEASE`]; `false` when the lease was lost.
 pub(super) async fn renew_lease(
     c: &mut Conn<'_>,
-    id: i64,
+    id: OutboxId,
     lease: &Lease,
     until: Timestamp,
     now: Timestamp,
 ) -> StoreResult<bool> {
     let renewed = dispatch!(c, |c| sqlx::query(RENEW_MESSAGE_LEASE)
-        .bind(id)
+        .bind(id.0)
         .bind(lease.token)
         .bind(until.as_millis())
         .bind(now.as_millis())
@@ -329,11 +327,11 @@ pub(super) async fn close_dead_chat_messages(
 }
 
 /// Runs [`STATUS_MESSAGE`]; `None` before the ticket reply was delivered.
-pub(super) async fn status_message(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<i64>> {
+pub(super) async fn status_message(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<MessageId>> {
     let id: Option<Option<i64>> =
         dispatch!(c, |c| sqlx::query_scalar(STATUS_MESSAGE).bind(ticket.0).fetch_optional(c).await)
             .context("finding a job's status message")?;
-    Ok(id.flatten())
+    Ok(id.flatten().map(MessageId))
 }
 
 /// Runs [`NEXT_MESSAGE_DUE`].
@@ -372,13 +370,13 @@ pub(super) async fn move_chat_messages(
 /// Runs [`REQUEUE_UNKNOWN`]; `false` when the message is not `unknown`.
 pub(super) async fn requeue_unknown(
     c: &mut Conn<'_>,
-    id: i64,
+    id: OutboxId,
     not_before: Timestamp,
     note: &str,
     now: Timestamp,
 ) -> StoreResult<bool> {
     let requeued = dispatch!(c, |c| sqlx::query(REQUEUE_UNKNOWN)
-        .bind(id)
+        .bind(id.0)
         .bind(not_before.as_millis())
         .bind(note)
         .bind(now.as_millis())
@@ -390,9 +388,9 @@ pub(super) async fn requeue_unknown(
 }
 
 /// Runs [`FAIL_UNKNOWN`]; `false` when the message is not `unknown`.
-pub(super) async fn fail_unknown(c: &mut Conn<'_>, id: i64, error: &str, now: Timestamp) -> StoreResult<bool> {
+pub(super) async fn fail_unknown(c: &mut Conn<'_>, id: OutboxId, error: &str, now: Timestamp) -> StoreResult<bool> {
     let failed = dispatch!(c, |c| sqlx::query(FAIL_UNKNOWN)
-        .bind(id)
+        .bind(id.0)
         .bind(error)
         .bind(now.as_millis())
         .execute(c)

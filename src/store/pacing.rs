@@ -1,13 +1,41 @@
-//! The `chat_pacing` table: until when a chat (or, as [`WHOLE_BOT`](super::WHOLE_BOT), the bot
-//! as a whole) must not be called, and, as [`SEND_SLOTS`], the last reserved slot of the global
-//! rate limit. Shared by every docket on the database and kept across restarts.
+//! The `chat_pacing` table: until when a chat, or the bot as a whole, must not be called, and the
+//! last reserved slot of the global rate limit ([`Paced`]). Shared by every docket on the
+//! database and kept across restarts.
+//!
+//! The bot-wide pause and the send slots are rows under ids no Telegram chat has
+//! ([`WHOLE_BOT`], [`SEND_SLOTS`]), so a message claim checks its chat's pause and the bot's in
+//! one table; only this module knows those ids.
 
 use std::time::Duration;
 
-use super::{Conn, QueryContext, SEND_SLOTS, StoreResult};
-use crate::domain::Timestamp;
+use super::{Conn, QueryContext, StoreError, StoreResult};
+use crate::domain::{ChatRef, Paced, Timestamp};
 
-/// Pauses a chat: $1 chat, $2 not before, $3 reason. An existing later pause is kept.
+/// The row of [`Paced::WholeBot`]. The claim statements name it as the literal `0`.
+pub const WHOLE_BOT: i64 = 0;
+
+/// The row of [`Paced::SendSlots`].
+pub const SEND_SLOTS: i64 = i64::MIN;
+
+/// The `chat_id` that stores `paced`.
+const fn key(paced: Paced) -> i64 {
+    match paced {
+        Paced::Chat(chat) => chat.0,
+        Paced::WholeBot => WHOLE_BOT,
+        Paced::SendSlots => SEND_SLOTS,
+    }
+}
+
+/// What a stored `chat_id` paces.
+const fn paced(key: i64) -> Paced {
+    match key {
+        WHOLE_BOT => Paced::WholeBot,
+        SEND_SLOTS => Paced::SendSlots,
+        chat => Paced::Chat(ChatRef(chat)),
+    }
+}
+
+/// Pauses a chat (or the bot): $1 chat ([`WHOLE_BOT`] for the bot), $2 not before, $3 reason. An existing later pause is kept.
 pub const PACE_CHAT: &str = "INSERT INTO chat_pacing (chat_id, not_before, reason) VALUES ($1, $2, $3)
     ON CONFLICT (chat_id) DO UPDATE SET not_before = excluded.not_before, reason = excluded.reason
     WHERE chat_pacing.not_before < excluded.not_before";
@@ -24,10 +52,13 @@ pub const RESERVE_SEND_SLOT: &str = "INSERT INTO chat_pacing (chat_id, not_befor
 /// The pacing rows still ahead of $1 now, by chat.
 pub const PACING: &str = "SELECT chat_id, not_before, reason FROM chat_pacing WHERE not_before > $1 ORDER BY chat_id";
 
-/// Runs [`PACE_CHAT`].
-pub(super) async fn pace_chat(c: &mut Conn<'_>, chat: i64, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+/// Runs [`PACE_CHAT`] for `what`.
+pub(super) async fn pace(c: &mut Conn<'_>, what: Paced, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+    if what == Paced::SendSlots {
+        return Err(StoreError::Corrupt("the send slots are reserved, not paced".into()));
+    }
     dispatch!(c, |c| sqlx::query(PACE_CHAT)
-        .bind(chat)
+        .bind(key(what))
         .bind(not_before.as_millis())
         .bind(reason)
         .execute(c)
@@ -43,7 +74,7 @@ pub(super) async fn reserve_send_slot(c: &mut Conn<'_>, now: Timestamp, spacing:
     // (an NTP step): the slots start again from now, instead of every call waiting out the step.
     let horizon = now.as_millis().saturating_add(60_000);
     let slot: i64 = dispatch!(c, |c| sqlx::query_scalar(RESERVE_SEND_SLOT)
-        .bind(SEND_SLOTS)
+        .bind(key(Paced::SendSlots))
         .bind(now.as_millis())
         .bind(spacing)
         .bind("the last reserved send slot (global rate limit)")
@@ -54,11 +85,10 @@ pub(super) async fn reserve_send_slot(c: &mut Conn<'_>, now: Timestamp, spacing:
     Ok(Timestamp::from_millis(slot))
 }
 
-/// Runs [`PACING`]: each chat ([`WHOLE_BOT`](super::WHOLE_BOT) for the bot) with until when and
-/// why.
-pub(super) async fn pacing(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<(i64, Timestamp, String)>> {
+/// Runs [`PACING`]: what is paced, until when and why.
+pub(super) async fn pacing(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<(Paced, Timestamp, String)>> {
     let rows: Vec<(i64, i64, String)> =
         dispatch!(c, |c| sqlx::query_as(PACING).bind(now.as_millis()).fetch_all(c).await)
             .context("reading chat pacing")?;
-    Ok(rows.into_iter().map(|(chat, until, reason)| (chat, Timestamp::from_millis(until), reason)).collect())
+    Ok(rows.into_iter().map(|(chat, until, reason)| (paced(chat), Timestamp::from_millis(until), reason)).collect())
 }

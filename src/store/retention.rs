@@ -5,25 +5,23 @@
 //! after the change that forgot it committed (a crash in between leaves an orphan the next pass
 //! removes).
 
-use super::{Conn, Pruned, QueryContext, StoreResult, jobs::JobRow, lease};
-use crate::domain::{FileOwner, Job, Ticket, Timestamp};
+use super::{Conn, History, Pruned, QueryContext, StoreResult, jobs::JobRow, lease};
+use crate::domain::{FileOwner, Job, Ticket, Timestamp, Transition};
 
-/// Every `ready` job, oldest expiry first: $1 NULL (the bind of [`DUE_RESULTS`], so the binds
-/// match).
-pub const READY_RESULTS: &str =
-    "SELECT * FROM jobs WHERE status = 'ready' AND $1 IS NULL ORDER BY result_expires_at, id";
+/// Every `ready` job, oldest expiry first.
+pub const KEPT_RESULTS: &str = "SELECT * FROM jobs WHERE status = 'ready' ORDER BY result_expires_at, id";
 
-/// The `ready` jobs expired at $1, oldest expiry first. Separate from [`READY_RESULTS`] so it is
-/// a range of the partial index `jobs_expiry`.
+/// The `ready` jobs expired at $1, oldest expiry first: a range of the partial index
+/// `jobs_expiry`.
 pub const DUE_RESULTS: &str =
     "SELECT * FROM jobs WHERE status = 'ready' AND result_expires_at <= $1 ORDER BY result_expires_at, id";
 
 /// `ready` → `expired`, forgetting the result file: $1 ticket, $2 the expiry, kept when it is
-/// earlier, $3 now.
-pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL,
+/// earlier, $3 now, $4 the state it must be in, $5 the state it takes.
+pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, result_file_id = NULL,
         result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
         updated_at = $3
-    WHERE id = $1 AND status = 'ready'";
+    WHERE id = $1 AND status = $4";
 
 /// Every `ready` job expired at $1 now becomes `expired`, forgetting its result file; returns
 /// their ids.
@@ -89,22 +87,38 @@ impl FileOwnerRow {
     }
 }
 
-/// Runs [`DUE_RESULTS`] with `expired_at`, [`READY_RESULTS`] without.
-pub(super) async fn ready_results(c: &mut Conn<'_>, expired_at: Option<Timestamp>) -> StoreResult<Vec<Job>> {
-    let sql = if expired_at.is_some() { DUE_RESULTS } else { READY_RESULTS };
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(sql).bind(expired_at.map(Timestamp::as_millis)).fetch_all(c).await)
+/// Runs [`KEPT_RESULTS`].
+pub(super) async fn kept_results(c: &mut Conn<'_>) -> StoreResult<Vec<Job>> {
+    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(KEPT_RESULTS).fetch_all(c).await)
         .context("listing results")?
         .into_iter()
         .map(JobRow::into_job)
         .collect()
 }
 
-/// Runs [`EXPIRE_JOB`]; `false` when the job was not `ready` any more.
-pub(super) async fn expire_job(c: &mut Conn<'_>, ticket: Ticket, at: Timestamp, now: Timestamp) -> StoreResult<bool> {
+/// Runs [`DUE_RESULTS`].
+pub(super) async fn results_due(c: &mut Conn<'_>, at: Timestamp) -> StoreResult<Vec<Job>> {
+    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(DUE_RESULTS).bind(at.as_millis()).fetch_all(c).await)
+        .context("listing due results")?
+        .into_iter()
+        .map(JobRow::into_job)
+        .collect()
+}
+
+/// Runs [`EXPIRE_JOB`]; `false` when the job was not in `step.from` any more.
+pub(super) async fn expire_job(
+    c: &mut Conn<'_>,
+    ticket: Ticket,
+    step: Transition,
+    at: Timestamp,
+    now: Timestamp,
+) -> StoreResult<bool> {
     let expired = dispatch!(c, |c| sqlx::query(EXPIRE_JOB)
         .bind(ticket.0)
         .bind(at.as_millis())
         .bind(now.as_millis())
+        .bind(step.from.as_str())
+        .bind(step.to.as_str())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -131,13 +145,14 @@ pub(super) async fn file_owners(c: &mut Conn<'_>) -> StoreResult<Vec<FileOwner>>
 /// Deletes (or, with `dry_run`, counts) the rows older than `before`: registered updates and
 /// ended messages, and with `prune_jobs` ended jobs with their messages; a real run forgets old
 /// pacing rows too. Run it in one transaction, so the counts hold together.
-pub(super) async fn prune(c: &mut Conn<'_>, before: Timestamp, prune_jobs: bool, dry_run: bool) -> StoreResult<Pruned> {
+pub(super) async fn prune(c: &mut Conn<'_>, history: &History, dry_run: bool) -> StoreResult<Pruned> {
+    let before = history.older_than;
     // Which count of `Pruned` each pair (dry run, real run) adds to.
     const UPDATES: usize = 0;
     const MESSAGES: usize = 1;
     const JOBS: usize = 2;
     let mut counts = [0u64; 3];
-    let targets: &[(usize, &str, &str)] = if prune_jobs {
+    let targets: &[(usize, &str, &str)] = if history.ended_jobs {
         &[
             (UPDATES, COUNT_OLD_UPDATES, DELETE_OLD_UPDATES),
             (MESSAGES, COUNT_OLD_MESSAGES, DELETE_OLD_MESSAGES),

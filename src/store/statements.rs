@@ -26,7 +26,7 @@ pub struct ClaimSql {
     /// range in order, not an OR of two ranges plus a sort.
     pub process_fetched: &'static str,
     /// Claims the next deliverable outbox row: `pending`, due, the first open row of its chat,
-    /// and neither its chat nor the bot as a whole (chat 0) paced or paused. Same first binds.
+    /// and neither its chat nor the bot as a whole ([`WHOLE_BOT`](crate::store::statements::pacing::WHOLE_BOT)) paced or paused. Same first binds.
     /// A lapsed `sending` row is not claimed here: its outcome is unknown, and
     /// [`Store::lapse_messages`](crate::store::Store::lapse_messages) hands it to the kind's rule
     /// first.
@@ -83,4 +83,35 @@ pub mod sqlite {
 #[cfg(feature = "postgres")]
 pub mod postgres {
     pub use crate::store::postgres::{CLAIMS, LOCK_MESSAGE_CLAIMS, MIGRATIONS_TABLE};
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::{JobEvent, JobState, Transition};
+
+    /// The claims that move every matching row at once name their states as literals (so each is
+    /// a range of a partial index); they must be the moves the state machine allows.
+    #[test]
+    fn set_based_moves_are_the_ones_the_state_machine_allows() {
+        let expiry = Transition::of(JobState::Ready, JobEvent::Expired).expect("legal");
+        let expire_due = super::retention::EXPIRE_DUE;
+        assert!(expire_due.contains(&format!("SET status = '{}'", expiry.to)), "{expire_due}");
+        assert!(expire_due.contains(&format!("WHERE status = '{}'", expiry.from)), "{expire_due}");
+
+        let start = Transition::of(JobState::Fetched, JobEvent::ProcessingStarted).expect("legal");
+        let resume = Transition::of(JobState::Processing, JobEvent::ProcessingStarted).expect("legal");
+        assert_eq!(resume.to, resume.from, "a resumed claim keeps its state: process_lapsed sets none");
+        let claims = [
+            super::sqlite::CLAIMS,
+            #[cfg(feature = "postgres")]
+            super::postgres::CLAIMS,
+        ];
+        for claims in claims {
+            let fetched = claims.process_fetched;
+            assert!(fetched.contains(&format!("SET status = '{}'", start.to)), "{fetched}");
+            assert!(fetched.contains(&format!("status = '{}'", start.from)), "{fetched}");
+            assert!(!claims.process_lapsed.contains("SET status"), "{}", claims.process_lapsed);
+            assert!(claims.process_lapsed.contains(&format!("status = '{}'", resume.from)));
+        }
+    }
 }

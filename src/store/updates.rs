@@ -2,7 +2,7 @@
 //! one changes nothing), and the getUpdates offset polling continues from.
 
 use super::{Conn, QueryContext, StoreResult, UpdateOutcome};
-use crate::domain::Timestamp;
+use crate::domain::{BotId, Timestamp, UpdateId};
 
 /// Registers an update, once per bot and update id: $1 bot, $2 update id, $3 outcome, $4 reason,
 /// $5 now. A repeat inserts nothing.
@@ -24,15 +24,15 @@ pub const POLL_OFFSET: &str = "SELECT next_offset FROM poll_offsets WHERE bot_id
 /// Runs [`REGISTER_UPDATE`]; `false` when the update was registered before.
 pub(super) async fn register_update(
     c: &mut Conn<'_>,
-    bot_id: i64,
-    update_id: i64,
+    bot_id: BotId,
+    update_id: UpdateId,
     outcome: UpdateOutcome,
     reason: Option<&str>,
     now: Timestamp,
 ) -> StoreResult<bool> {
     let inserted = dispatch!(c, |c| sqlx::query(REGISTER_UPDATE)
-        .bind(bot_id)
-        .bind(update_id)
+        .bind(bot_id.0)
+        .bind(update_id.0)
         .bind(outcome.as_str())
         .bind(reason)
         .bind(now.as_millis())
@@ -46,11 +46,11 @@ pub(super) async fn register_update(
 /// Runs [`UPDATE_OUTCOME`]; `None` when the update was never registered.
 pub(super) async fn update_outcome(
     c: &mut Conn<'_>,
-    bot_id: i64,
-    update_id: i64,
+    bot_id: BotId,
+    update_id: UpdateId,
 ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
     let row: Option<(String, Option<String>)> =
-        dispatch!(c, |c| sqlx::query_as(UPDATE_OUTCOME).bind(bot_id).bind(update_id).fetch_optional(c).await)
+        dispatch!(c, |c| sqlx::query_as(UPDATE_OUTCOME).bind(bot_id.0).bind(update_id.0).fetch_optional(c).await)
             .context("reading an update")?;
     Ok(row.map(|(outcome, reason)| {
         let outcome = if outcome == "recorded" { UpdateOutcome::Recorded } else { UpdateOutcome::Rejected };
@@ -59,9 +59,14 @@ pub(super) async fn update_outcome(
 }
 
 /// Runs [`ADVANCE_OFFSET`].
-pub(super) async fn advance_offset(c: &mut Conn<'_>, bot_id: i64, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+pub(super) async fn advance_offset(
+    c: &mut Conn<'_>,
+    bot_id: BotId,
+    next_offset: i64,
+    now: Timestamp,
+) -> StoreResult<()> {
     dispatch!(c, |c| sqlx::query(ADVANCE_OFFSET)
-        .bind(bot_id)
+        .bind(bot_id.0)
         .bind(next_offset)
         .bind(now.as_millis())
         .execute(c)
@@ -72,7 +77,7 @@ pub(super) async fn advance_offset(c: &mut Conn<'_>, bot_id: i64, next_offset: i
 }
 
 /// Runs [`POLL_OFFSET`]; `None` before the first offset was stored.
-pub(super) async fn poll_offset(c: &mut Conn<'_>, bot_id: i64) -> StoreResult<Option<i64>> {
-    dispatch!(c, |c| sqlx::query_scalar(POLL_OFFSET).bind(bot_id).fetch_optional(c).await)
+pub(super) async fn poll_offset(c: &mut Conn<'_>, bot_id: BotId) -> StoreResult<Option<i64>> {
+    dispatch!(c, |c| sqlx::query_scalar(POLL_OFFSET).bind(bot_id.0).fetch_optional(c).await)
         .context("reading the poll offset")
 }

@@ -19,12 +19,13 @@ use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSett
 use teloxide::prelude::Requester;
 use teloxide::types::{
     AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
-    MessageId, ReplyParameters,
+    MessageId as TelegramMessageId, ReplyParameters,
 };
 use url::Url;
 
 use crate::domain::Button;
 use crate::domain::incoming::Incoming;
+use crate::domain::{BotId, ChatRef, MessageId, UpdateId};
 use crate::telegram::BotToken;
 
 /// What went wrong with a Bot API call, sorted by what to do about it.
@@ -185,7 +186,7 @@ pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, TelegramError>> + 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
     /// Its message id in the chat.
-    pub message_id: i64,
+    pub message_id: MessageId,
     /// For documents: the file_id to send it again without uploading.
     pub file_id: Option<String>,
 }
@@ -269,7 +270,7 @@ impl TelegramClient {
     }
 
     /// The numeric bot id (from the token).
-    pub fn bot_id(&self) -> i64 {
+    pub fn bot_id(&self) -> BotId {
         self.token.bot_id()
     }
 
@@ -286,7 +287,7 @@ impl TelegramClient {
 
     /// The next updates from `offset` on (getUpdates, long-polling up to the poll timeout), each
     /// with its id and what it means to docket. Telegram drops the updates before `offset`.
-    pub async fn get_updates(&self, offset: i64) -> Result<Vec<(i64, Incoming)>, TelegramError> {
+    pub async fn get_updates(&self, offset: i64) -> Result<Vec<(UpdateId, Incoming)>, TelegramError> {
         let timeout = u32::try_from(self.settings.poll_timeout.as_secs()).unwrap_or(30);
         let updates = self
             .bot
@@ -296,7 +297,10 @@ impl TelegramClient {
             .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
             .await
             .map_err(TelegramError::from_request)?;
-        Ok(updates.iter().map(|update| (i64::from(update.id.0), super::updates::classify_safely(update))).collect())
+        Ok(updates
+            .iter()
+            .map(|update| (UpdateId(i64::from(update.id.0)), super::updates::classify_safely(update)))
+            .collect())
     }
 
     /// The webhook Telegram delivers this bot's updates to, if one is set (getWebhookInfo).
@@ -392,31 +396,31 @@ impl TelegramClient {
     /// sendMessage as plain text, replying to `reply_to` when given, with `button` under it.
     pub async fn send_text(
         &self,
-        chat_id: i64,
+        chat: ChatRef,
         text: &str,
-        reply_to: Option<i64>,
+        reply_to: Option<MessageId>,
         button: Option<&Button>,
     ) -> Result<Sent, TelegramError> {
-        let mut req = self.bot.send_message(ChatId(chat_id), text);
-        if let Some(id) = reply_to.and_then(|id| i32::try_from(id).ok()) {
-            req = req.reply_parameters(ReplyParameters::new(MessageId(id)).allow_sending_without_reply());
+        let mut req = self.bot.send_message(ChatId(chat.0), text);
+        if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
+            req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
         }
         if let Some(button) = button {
             let press = InlineKeyboardButton::callback(button.label.clone(), button.data.clone());
             req = req.reply_markup(InlineKeyboardMarkup::new([[press]]));
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
-        Ok(Sent { message_id: i64::from(msg.id.0), file_id: None })
+        Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id: None })
     }
 
     /// editMessageText: a status message shows its job's new state. "Message is not modified"
     /// (the text is already there) counts as done.
-    pub async fn edit_text(&self, chat_id: i64, message_id: i64, text: &str) -> Result<Sent, TelegramError> {
-        let id = i32::try_from(message_id)
+    pub async fn edit_text(&self, chat: ChatRef, message_id: MessageId, text: &str) -> Result<Sent, TelegramError> {
+        let id = i32::try_from(message_id.0)
             .map_err(|_| TelegramError::Permanent(format!("message id {message_id} is out of range")))?;
         match self
             .bot
-            .edit_message_text(ChatId(chat_id), MessageId(id), text)
+            .edit_message_text(ChatId(chat.0), TelegramMessageId(id), text)
             .await
             .map_err(TelegramError::from_request)
         {
@@ -437,9 +441,9 @@ impl TelegramClient {
 
     /// sendChatAction "upload_document": the person sees "sending a file…" while a result
     /// uploads. Telegram shows it for about 5 s, so the caller repeats it.
-    pub async fn send_upload_action(&self, chat_id: i64) -> Result<(), TelegramError> {
+    pub async fn send_upload_action(&self, chat: ChatRef) -> Result<(), TelegramError> {
         self.bot
-            .send_chat_action(ChatId(chat_id), ChatAction::UploadDocument)
+            .send_chat_action(ChatId(chat.0), ChatAction::UploadDocument)
             .await
             .map_err(TelegramError::from_request)?;
         Ok(())
@@ -448,23 +452,23 @@ impl TelegramClient {
     /// sendDocument with a caption; an upload streams the file from disk.
     pub async fn send_document(
         &self,
-        chat_id: i64,
+        chat: ChatRef,
         source: &DocumentSource,
         caption: &str,
-        reply_to: Option<i64>,
+        reply_to: Option<MessageId>,
     ) -> Result<Sent, TelegramError> {
         let input = match source {
             DocumentSource::FileId(id) => InputFile::file_id(FileId(id.clone())),
             DocumentSource::Path { path, file_name } => InputFile::file(path.clone()).file_name(file_name.clone()),
         };
         let bot = if matches!(source, DocumentSource::Path { .. }) { &self.slow_bot } else { &self.bot };
-        let mut req = bot.send_document(ChatId(chat_id), input).caption(caption);
-        if let Some(id) = reply_to.and_then(|id| i32::try_from(id).ok()) {
-            req = req.reply_parameters(ReplyParameters::new(MessageId(id)).allow_sending_without_reply());
+        let mut req = bot.send_document(ChatId(chat.0), input).caption(caption);
+        if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
+            req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         let file_id = msg.document().map(|d| d.file.id.0.clone());
-        Ok(Sent { message_id: i64::from(msg.id.0), file_id })
+        Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id })
     }
 }
 

@@ -9,6 +9,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::domain::BotId;
+
 /// The environment variable holding the bot token.
 pub const TOKEN_ENV: &str = "TELOXIDE_TOKEN";
 /// The environment variable naming systemd's folder of credentials (`LoadCredential=`).
@@ -98,8 +100,8 @@ impl BotToken {
     }
 
     /// The numeric bot id, the part before the colon.
-    pub fn bot_id(&self) -> i64 {
-        self.0.split(':').next().and_then(|id| id.parse().ok()).unwrap_or(0)
+    pub fn bot_id(&self) -> BotId {
+        BotId(self.0.split(':').next().and_then(|id| id.parse().ok()).unwrap_or(0))
     }
 }
 
@@ -165,7 +167,7 @@ mod tests {
     #[test]
     fn token_debug_hides_the_secret() {
         let t = BotToken::new("123456:SECRET-PART");
-        assert_eq!(t.bot_id(), 123456);
+        assert_eq!(t.bot_id(), BotId(123456));
         assert!(!format!("{t:?}").contains("SECRET"));
         assert!(looks_like_token("1:a"));
         assert!(!looks_like_token("nonsense"));

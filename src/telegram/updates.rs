@@ -7,7 +7,7 @@
 use teloxide::types::{CallbackQuery, Message, Update, UpdateKind};
 
 use crate::domain::incoming::{Address, ButtonPress, ChatKind, Command, DocumentFacts, Incoming, Origin};
-use crate::domain::{ChatRef, Ticket, UserId};
+use crate::domain::{ChatRef, MessageId, Ticket, UserId};
 
 /// How much of an unparsable update is kept with its rejection, in bytes.
 const MALFORMED_EXCERPT_BYTES: usize = 200;
@@ -44,7 +44,7 @@ fn classify_button(query: &CallbackQuery) -> Incoming {
         chat: ChatRef(chat.id.0),
         chat_kind: if chat.is_private() { ChatKind::Private } else { ChatKind::Group },
         user: Some(UserId(i64::try_from(query.from.id.0).unwrap_or(i64::MAX))),
-        message_id: i64::from(message.id().0),
+        message_id: MessageId(i64::from(message.id().0)),
     };
     Incoming::Button(origin, ButtonPress { query_id: query.id.0.clone(), data: data.clone() })
 }
@@ -54,7 +54,7 @@ fn classify_message(msg: &Message) -> Incoming {
         chat: ChatRef(msg.chat.id.0),
         chat_kind: if msg.chat.is_private() { ChatKind::Private } else { ChatKind::Group },
         user: msg.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX))),
-        message_id: i64::from(msg.id.0),
+        message_id: MessageId(i64::from(msg.id.0)),
     };
     if let Some(doc) = msg.document() {
         // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(origin.chat_kind, ChatKind::Private);
         assert_eq!(address, Address::default());
         assert_eq!(origin.chat, ChatRef(42));
-        assert_eq!(origin.message_id, 7);
+        assert_eq!(origin.message_id, MessageId(7));
         assert_eq!(facts.size, Some(12_300_000));
         assert_eq!(facts.name.as_deref(), Some("report.pdf"));
         assert_eq!(facts.mime.as_deref(), Some("application/pdf"));

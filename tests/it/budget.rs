@@ -195,7 +195,7 @@ async fn a_file_bigger_than_the_whole_budget_is_refused_at_intake() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_starts() {
-    use docket::domain::{ChatRef, NewJob, Operation};
+    use docket::domain::{ChatRef, Operation, Submission};
     use docket::store::Stage;
     let mut app = TestApp::create(Backend::Sqlite, |c| {
         c.budget.bytes = 64 * 1024 * 1024;
@@ -209,11 +209,11 @@ async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_sta
     let source = pdf_of_size(30 * MB as usize, 5);
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     let mut tx = app.store.begin().await.expect("tx");
-    let job = NewJob {
-        update_id: 1,
+    let job = Submission {
+        update_id: docket::domain::UpdateId(1),
         chat: ChatRef(5_000),
-        user_id: Some(5_000),
-        message_id: 1,
+        user_id: Some(docket::domain::UserId(5_000)),
+        message_id: docket::domain::MessageId(1),
         file_id: "earlier".into(),
         file_unique_id: "earlier-u".into(),
         declared_name: Some("earlier.pdf".into()),

@@ -259,7 +259,7 @@ async fn status_and_jobs_read_the_bots_database() {
     assert_eq!(json["state"], "ready");
     assert_eq!(json["chat_id"], 90);
     assert_eq!(json["declared_name"], "cli.pdf");
-    assert_eq!(json["sha256"].as_str(), job.sha256.as_deref());
+    assert_eq!(json["sha256"].as_str(), job.source.as_ref().map(|s| s.sha256.as_str()));
     assert_eq!(json["attempts"], job.attempts);
     assert!(json["error"].is_null());
     assert!(json["result_expires_at"].as_str().is_some_and(|s| s.ends_with('Z')));
@@ -429,4 +429,61 @@ async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("no database at postgres://") && err.contains("(has docket run here?)"), "{err}");
+}
+
+/// `docket ARGS` in `process`'s folder (where its relative SQLite path points), with the token and
+/// the fake Bot API it runs against.
+fn beside_command(process: &DocketProcess, fake: &FakeTelegram, args: &[&str]) -> Command {
+    let mut cmd = child::command();
+    cmd.arg("--config").arg(process.dir().join("docket.toml")).args(args).current_dir(process.dir());
+    cmd.env("TELOXIDE_TOKEN", fake_bot_api::TEST_TOKEN).env("TELOXIDE_API_URL", fake.api_url().to_string());
+    cmd
+}
+
+fn beside(process: &DocketProcess, fake: &FakeTelegram, args: &[&str]) -> std::process::Output {
+    beside_command(process, fake, args).output().expect("the docket binary runs")
+}
+
+/// Runs `cmd` and waits for it to end; one still running after [`DEADLINE`] was not refused, and
+/// is killed.
+async fn refused_at_start(mut cmd: Command) -> std::process::Output {
+    let mut process = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the docket binary runs");
+    let ended = crate::support::poll_until(DEADLINE, async || process.try_wait().ok().flatten().ok_or(())).await;
+    if ended.is_err() {
+        let _ = process.kill();
+    }
+    let output = process.wait_with_output().expect("its output");
+    assert!(ended.is_ok(), "still running after {DEADLINE:?}: {}", stderr(&output));
+    output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_docket_run_on_one_sqlite_database_is_refused_naming_the_first() {
+    let fake = FakeTelegram::start().await;
+    let bot = run_binary(&fake, "1s");
+    fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+
+    let second = refused_at_start(beside_command(&bot.process, &fake, &["run"])).await;
+    let text = stderr(&second);
+    assert!(!second.status.success(), "a second docket run must not start: {text}");
+    assert!(text.contains("another docket is running on the database"), "{text}");
+    assert!(text.contains(&format!("pid {}", bot.process.pid())), "the message names the first: {text}");
+
+    // The admin commands work beside the running bot, and the bot goes on polling.
+    let jobs = beside(&bot.process, &fake, &["jobs"]);
+    assert!(jobs.status.success(), "{}", stderr(&jobs));
+    let polls = fake.calls_to("getUpdates").len();
+    fake.wait_for_calls("getUpdates", |_| true, polls + 1, DEADLINE).await;
+
+    // Stopped, it leaves the database free for the next one.
+    assert!(sigterm(&bot.process).await.success());
+    bot.process.start();
+    let polls = fake.calls_to("getUpdates").len();
+    bot.process
+        .until("the restarted bot polls", DEADLINE, async || (fake.calls_to("getUpdates").len() > polls).then_some(()))
+        .await;
 }

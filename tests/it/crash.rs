@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
 use docket::domain::{Job, OutboxMessage};
 use docket::store::DatabaseUrl;
-use docket::store::{JobFilter, Store};
+use docket::store::{JobFilter, MessageFilter, Store};
 use fake_bot_api::{Call, DownloadFault, FakeTelegram, Fault};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
@@ -102,7 +102,7 @@ impl Docket {
     }
 
     async fn messages(&self, ticket: Ticket) -> Vec<OutboxMessage> {
-        self.store.messages(None, Some(ticket)).await.expect("read the outbox")
+        self.store.messages(&MessageFilter::job(ticket)).await.expect("read the outbox")
     }
 
     /// Whether the job's message of `kind` is `sent`.
@@ -274,8 +274,8 @@ async fn sigkill_mid_download_then_restart_completes_once() {
     assert!(caption.starts_with("#1 ready: big.pdf, "), "{caption}");
     let upload = documents[0].upload.as_ref().expect("the result is uploaded");
     assert_eq!(page_count(&upload.bytes), 100);
-    assert_eq!(job.real_size, Some(pdf.len() as i64));
-    assert_eq!(job.sha256.as_deref(), Some(hex::encode(Sha256::digest(&pdf)).as_str()));
+    assert_eq!(job.source.as_ref().map(|s| s.size), Some(pdf.len() as i64));
+    assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()), Some(hex::encode(Sha256::digest(&pdf)).as_str()));
     assert_eq!(d.fake.calls_to("sendMessage").into_iter().filter(to_chat(CHAT)).count(), 1, "one ticket reply");
 
     // The new process waited for the lease, then asked getFile again before downloading again.
@@ -295,7 +295,7 @@ async fn sigkill_mid_download_then_restart_completes_once() {
     // Nothing left but the result: no .part of the killed attempt, no source, no work files.
     let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
     assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
-    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
+    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path().map(str::to_owned));
     d.process.assert_no_secrets_logged();
 }
 
@@ -344,14 +344,14 @@ async fn sigkill_mid_processing_then_restart_completes_once() {
     let upload = documents[0].upload.as_ref().expect("the result is uploaded");
     assert!(upload.bytes.len() < pdf.len(), "the result is the optimized file");
     assert_eq!(page_count(&upload.bytes), page_count(&pdf));
-    assert_eq!(job.result_size, Some(upload.bytes.len() as i64));
+    assert_eq!(job.result.as_ref().map(|r| r.size), Some(upload.bytes.len() as i64));
     // The verified source survived the crash: no second download.
     assert_eq!(d.fake.calls_to("getFile").len(), 1, "the source was not downloaded again");
     assert_eq!(d.downloads_of(&file.file_id).len(), 1);
 
     let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
     assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
-    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
+    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path().map(str::to_owned));
     d.process.assert_no_secrets_logged();
 }
 
@@ -403,7 +403,7 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
     assert_eq!(d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).count(), 1, "exactly one result");
     let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
     assert!(only_result_of(&files, Ticket(1)), "only the recorded result may remain, found {files:?}");
-    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path);
+    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path().map(str::to_owned));
 }
 
 /// Kill while a result is being sent: the row stays `sending` under the dead process's claim,
@@ -585,7 +585,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
 
     // Each job ended as its content says, failures with a reason.
     for job in &jobs {
-        let kind = kinds[&job.file_unique_id];
+        let kind = kinds[&job.submission.file_unique_id];
         assert!(job.lease.is_none(), "an ended job holds no lease: {job:#?}");
         match job.state {
             JobState::Failed => {
@@ -605,12 +605,12 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
                     matches!(kind, Kind::Pdf | Kind::Truncated),
                     "a {kind:?} document must not become ready: {job:#?}"
                 );
-                assert!(job.result_path.is_some() && job.result_size.is_some(), "{job:#?}");
+                assert!(job.result_path().is_some() && job.result.is_some(), "{job:#?}");
             }
             other => unreachable!("{other:?}"),
         }
     }
-    let valid = jobs.iter().filter(|j| kinds[&j.file_unique_id] == Kind::Pdf).collect::<Vec<_>>();
+    let valid = jobs.iter().filter(|j| kinds[&j.submission.file_unique_id] == Kind::Pdf).collect::<Vec<_>>();
     let gave_up = valid.iter().filter(|j| j.state == JobState::Failed).map(|j| j.ticket).collect::<Vec<_>>();
     assert!(gave_up.is_empty(), "valid PDFs gave up after repeated crashes: {gave_up:?}");
 
@@ -631,7 +631,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
             panic!("an unexpected {} {text:?}", call.method);
         };
         let job = by_ticket.get(&ticket).unwrap_or_else(|| panic!("a message about an unknown ticket: {text:?}"));
-        assert_eq!(call.params["chat_id"].as_i64(), Some(job.chat.0), "{text:?} went to another chat");
+        assert_eq!(call.params["chat_id"].as_i64(), Some(job.submission.chat.0), "{text:?} went to another chat");
         match kind {
             MessageKind::Result => assert_eq!(job.state, JobState::Ready, "a result for a job that is not ready"),
             MessageKind::Failure => {
@@ -657,7 +657,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
     // Exactly one result per ready job, and nothing else: no .part, no source, no work files.
     let expected: Vec<PathBuf> = jobs
         .iter()
-        .filter_map(|j| j.result_path.as_deref())
+        .filter_map(|j| j.result_path())
         .map(|p| Path::new(p).strip_prefix(&d.data).expect("results live in the data folder").to_path_buf())
         .collect();
     let mut expected_sorted = expected.clone();

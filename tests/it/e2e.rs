@@ -43,8 +43,12 @@ async fn a_pdf_travels_from_update_to_result(backend: Backend) {
     assert!(text.starts_with("Got report.pdf (") && text.ends_with(" — ticket #1, queued."), "{text}");
 
     let sent = app.fake.wait_for_call("sendDocument", to_chat(100), DEADLINE).await;
-    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready && j.result_file_id.is_some()).await;
-    let until = job.result_expires_at.expect("ready jobs have an expiry").date_utc();
+    let job = app
+        .wait_for_job(Ticket(1), |j| {
+            j.state == JobState::Ready && j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())
+        })
+        .await;
+    let until = job.result.as_ref().expect("ready jobs have an expiry").expires_at.date_utc();
     let caption = caption_of(&sent);
     assert!(caption.starts_with("#1 ready: report.pdf, "), "{caption}");
     assert!(caption.ends_with(&format!("Available until {until}.")), "{caption}");
@@ -53,9 +57,9 @@ async fn a_pdf_travels_from_update_to_result(backend: Backend) {
     let doc = lopdf::Document::load_mem(&upload.bytes).expect("the result is a valid PDF");
     let original = lopdf::Document::load_mem(&pdf).expect("fixture is valid");
     assert_eq!(doc.get_pages().len(), original.get_pages().len());
-    assert_eq!(job.real_size, Some(pdf.len() as i64));
-    assert_eq!(job.sha256.as_deref().map(str::len), Some(64));
-    assert_eq!(job.detected_format.as_deref(), Some("pdf"));
+    assert_eq!(job.source.as_ref().map(|s| s.size), Some(pdf.len() as i64));
+    assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()).map(str::len), Some(64));
+    assert_eq!(job.source.as_ref().and_then(|s| s.format.as_deref()), Some("pdf"));
 
     // The logs were captured (so the harness's no-secrets check has something to read).
     assert!(crate::support::logs::captured().contains("accepted a document"));
@@ -109,14 +113,14 @@ async fn a_ready_file_sent_again_is_redelivered_by_file_id(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     let (_, file) = app.send_document(310, fixture("pdf/text-1page.pdf"), "again.pdf", "application/pdf");
     let first = app.fake.wait_for_call("sendDocument", to_chat(310), DEADLINE).await;
-    let job = app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some()).await;
+    let job = app.wait_for_job(Ticket(1), |j| j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())).await;
     let downloads = app.fake.downloads();
 
     app.fake.push_update(app.fake.document_update(310, 310, &file, Some("again.pdf"), Some("application/pdf")));
     let calls = app.fake.wait_for_calls("sendDocument", to_chat(310), 2, DEADLINE).await;
     let second = &calls[1];
     assert!(second.upload.is_none(), "a redelivery must not upload again");
-    assert_eq!(second.params["document"].as_str(), job.result_file_id.as_deref());
+    assert_eq!(second.params["document"].as_str(), job.result.as_ref().and_then(|r| r.telegram_file_id.as_deref()));
     assert_eq!(caption_of(second), caption_of(&first));
     assert_eq!(app.fake.downloads(), downloads, "no new download");
     assert_eq!(app.fake.calls_to("getFile").len(), 1);
@@ -129,7 +133,7 @@ async fn a_png_named_pdf_fails_with_the_reason(backend: Backend) {
         app.fake.wait_for_call("sendMessage", |c| to_chat(400)(c) && text_of(c).contains("failed"), DEADLINE).await;
     assert_eq!(text_of(&notice), "#1 failed: report.pdf is not a PDF (the content looks like a PNG image).");
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
-    assert_eq!(job.detected_format, None);
+    assert_eq!(job.source.as_ref().and_then(|s| s.format.as_deref()), None);
     assert!(job.error.as_deref().is_some_and(|e| e.contains("not a PDF")));
     assert!(files_under(&app.data_dir()).is_empty(), "a failed job leaves no files");
     assert!(app.fake.calls_to("sendDocument").is_empty());
@@ -181,7 +185,11 @@ async fn a_malformed_update_is_rejected_and_does_not_block_the_next(backend: Bac
     app.send_text(700, "/help");
     let help = app.fake.wait_for_call("sendMessage", to_chat(700), DEADLINE).await;
     assert!(text_of(&help).contains("/status 4812"));
-    let outcome = app.store.update_outcome(app.fake.bot_id(), bad).await.expect("read");
+    let outcome = app
+        .store
+        .update_outcome(docket::domain::BotId(app.fake.bot_id()), docket::domain::UpdateId(bad))
+        .await
+        .expect("read");
     let (outcome, reason) = outcome.expect("the malformed update is registered");
     assert_eq!(outcome, UpdateOutcome::Rejected);
     assert!(reason.is_some_and(|r| r.contains("cannot parse")));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use docket::config::{Config, GroupMode};
 use docket::domain::{ChatRef, MessageKind, Ticket};
-use docket::store::{JobFilter, UpdateOutcome};
+use docket::store::{JobFilter, MessageFilter, UpdateOutcome};
 use fake_bot_api::{Call, FloodLimits};
 use serde_json::{Value, json};
 
@@ -94,25 +94,29 @@ async fn job_names(app: &TestApp, chat: i64) -> Vec<String> {
         .jobs(&JobFilter { chat: Some(ChatRef(chat)), limit: 1000, ..JobFilter::default() })
         .await
         .expect("list");
-    jobs.into_iter().rev().map(|j| j.declared_name.unwrap_or_default()).collect()
+    jobs.into_iter().rev().map(|j| j.submission.declared_name.unwrap_or_default()).collect()
 }
 
 /// The bodies of the messages queued for `chat`, oldest first.
 async fn queued_bodies(app: &TestApp, chat: i64) -> Vec<String> {
-    let messages = app.store.messages(Some(ChatRef(chat)), None).await.expect("read");
+    let messages = app.store.messages(&MessageFilter::chat(ChatRef(chat))).await.expect("read");
     messages.into_iter().map(|m| m.body).collect()
 }
 
 /// The answers (to commands, hints, refusals) queued for `chat`: no ticket replies, progress or
 /// results, which running jobs add at their own pace.
 async fn answers(app: &TestApp, chat: i64) -> Vec<String> {
-    let messages = app.store.messages(Some(ChatRef(chat)), None).await.expect("read");
+    let messages = app.store.messages(&MessageFilter::chat(ChatRef(chat))).await.expect("read");
     messages.into_iter().filter(|m| m.kind == MessageKind::Reply).map(|m| m.body).collect()
 }
 
 async fn assert_ignored(app: &TestApp, update_ids: &[i64]) {
     for &id in update_ids {
-        let outcome = app.store.update_outcome(app.fake.bot_id(), id).await.expect("read");
+        let outcome = app
+            .store
+            .update_outcome(docket::domain::BotId(app.fake.bot_id()), docket::domain::UpdateId(id))
+            .await
+            .expect("read");
         assert_eq!(outcome.map(|(o, _)| o), Some(UpdateOutcome::Recorded), "update {id} was not handled");
     }
 }

@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use docket::domain::NewMessage;
-use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Ticket};
+use docket::domain::{ChatRef, JobState, MessageKind, OutboxState, Paced, Ticket};
+use docket::store::MessageFilter;
 use fake_bot_api::{Call, DownloadFault, Fault};
 
 use crate::per_backend;
@@ -63,7 +64,7 @@ async fn a_lost_reply_is_unknown_and_then_sent_again(backend: Backend) {
     let calls = app.fake.wait_for_calls("sendMessage", to_chat(20), 2, DEADLINE).await;
     assert_eq!(calls[0].params["text"], calls[1].params["text"], "the same reply, sent again");
     let sent = eventually(DEADLINE, async || {
-        let m = app.store.messages(Some(ChatRef(20)), None).await.expect("read");
+        let m = app.store.messages(&MessageFilter::chat(ChatRef(20))).await.expect("read");
         m.into_iter().next().filter(|m| m.state == OutboxState::Sent).ok_or_else(|| "never sent".to_owned())
     })
     .await;
@@ -78,7 +79,7 @@ async fn a_lost_result_is_sent_again_when_nothing_newer_went_out(backend: Backen
     app.send_document(30, fixture("pdf/text-1page.pdf"), "lost.pdf", "application/pdf");
     let calls = app.fake.wait_for_calls("sendDocument", to_chat(30), 2, DEADLINE).await;
     assert_eq!(calls[0].params["caption"], calls[1].params["caption"]);
-    let job = app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some()).await;
+    let job = app.wait_for_job(Ticket(1), |j| j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())).await;
     assert_eq!(job.state, JobState::Ready);
 }
 
@@ -104,7 +105,7 @@ async fn a_429_pauses_only_its_chat_even_across_a_restart(backend: Backend) {
 
     // A crash and a restart in the middle of the pause: it still holds. (The crash comes once
     // docket has stored the pause: the fake records the 429 before docket has read it.)
-    wait_until_paused(&app, 40).await;
+    wait_until_paused(&app, Paced::Chat(ChatRef(40))).await;
     app.kill().await;
     app.start().await;
     assert!(limited.at.elapsed() < Duration::from_secs(3), "the restart took the whole pause; nothing was shown");
@@ -226,7 +227,7 @@ async fn a_hundred_jobs_from_twenty_chats_keep_every_limit_and_order() {
     assert_eq!(results, 100);
     // Every status message ends on its job's final state.
     for reply in sent.iter().filter(|m| m.kind == MessageKind::TicketReply) {
-        let shown = app.fake.message(reply.chat.0, reply.telegram_message_id.unwrap_or_default());
+        let shown = app.fake.message(reply.chat.0, reply.telegram_message_id.map_or(0, |m| m.0));
         let text = shown.and_then(|m| m["text"].as_str().map(str::to_owned)).unwrap_or_default();
         assert!(text.contains("\nReady: the result is below, kept until "), "{text}");
     }
@@ -245,9 +246,9 @@ async fn a_status_message_follows_its_job() {
             .any(|m| m.kind == MessageKind::Progress && m.state == OutboxState::Sent && m.body.contains("\nReady: "))
     })
     .await;
-    let messages = app.store.messages(Some(ChatRef(80)), None).await.expect("read");
+    let messages = app.store.messages(&MessageFilter::chat(ChatRef(80))).await.expect("read");
     let reply = messages.iter().find(|m| m.kind == MessageKind::TicketReply).expect("a ticket reply");
-    let reply_id = reply.telegram_message_id.expect("delivered");
+    let reply_id = reply.telegram_message_id.expect("delivered").0;
     let edits: Vec<Call> =
         app.fake.calls_to("editMessageText").into_iter().filter(|c| to_chat(80)(c) && c.status == 200).collect();
     assert!(
@@ -280,7 +281,7 @@ async fn an_edit_that_changes_nothing_counts_as_delivered() {
         m.kind == MessageKind::Progress && m.state == OutboxState::Sent && m.body.contains("\nReady: ")
     };
     app.wait_until_messages(ChatRef(81), |m| m.iter().any(is_ready)).await;
-    let shown = app.store.messages(Some(ChatRef(81)), None).await.expect("read");
+    let shown = app.store.messages(&MessageFilter::chat(ChatRef(81))).await.expect("read");
     let shown = shown.into_iter().find(is_ready).expect("the last edit");
 
     // The same state reported again (a later, identical report): Telegram answers "message is
@@ -302,7 +303,7 @@ async fn an_edit_that_changes_nothing_counts_as_delivered() {
         m.iter().any(|m| m.kind == MessageKind::Progress && m.id > shown.id && m.state == OutboxState::Sent)
     })
     .await;
-    let messages = app.store.messages(Some(ChatRef(81)), None).await.expect("read");
+    let messages = app.store.messages(&MessageFilter::chat(ChatRef(81))).await.expect("read");
     assert!(messages.iter().all(|m| m.state == OutboxState::Sent), "{messages:#?}");
 }
 
@@ -343,7 +344,7 @@ async fn failed_messages_alert_the_admins_once() {
         now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() / 3600).unwrap_or_default()
     };
     let hours: HashSet<u64> = calls_to_90.iter().map(|c| unix_hour(c.at)).collect();
-    let alerts = app.store.messages(Some(ChatRef(ADMIN)), None).await.expect("read");
+    let alerts = app.store.messages(&MessageFilter::chat(ChatRef(ADMIN))).await.expect("read");
     assert_eq!(alerts.len(), hours.len(), "one alert for three failures: {alerts:#?}");
     app.wait_until_messages(ChatRef(ADMIN), |m| m.iter().all(|m| m.state == OutboxState::Sent)).await;
     let to_admin = app.fake.calls().into_iter().filter(to_chat(ADMIN)).count();
@@ -387,7 +388,7 @@ async fn flood_waits_for_two_chats_pause_the_whole_bot() {
     let second_429 = calls[1].at;
     // The fake records a 429 before docket has read it; the third chat's message is queued only
     // once docket has drawn its conclusion, so the test checks the pause and not a race with it.
-    wait_until_paused(&app, 0).await;
+    wait_until_paused(&app, Paced::WholeBot).await;
     app.enqueue("c", 62, "to chat 62").await;
     let third = app.fake.wait_for_call("sendMessage", |c| to_chat(62)(c) && c.status == 200, DEADLINE).await;
     let waited = third.at.duration_since(calls[0].at);
@@ -396,14 +397,14 @@ async fn flood_waits_for_two_chats_pause_the_whole_bot() {
     app.wait_until_all_sent(3, DEADLINE).await;
 }
 
-/// Waits until docket has stored a 429 pause for `chat` (0: the bot as a whole).
-async fn wait_until_paused(app: &TestApp, chat: i64) {
+/// Waits until docket has stored a 429 pause for `paced` (a chat, or the bot as a whole).
+async fn wait_until_paused(app: &TestApp, paced: Paced) {
     eventually(DEADLINE, async || {
         let pacing = app.store.pacing(docket::domain::Timestamp::from_millis(0)).await.expect("read");
-        if pacing.iter().any(|(c, _, reason)| *c == chat && reason.starts_with("429")) {
+        if pacing.iter().any(|(p, _, reason)| *p == paced && reason.starts_with("429")) {
             Ok(())
         } else {
-            Err(format!("chat {chat} was never paused for a 429: {pacing:?}"))
+            Err(format!("{paced:?} was never paused for a 429: {pacing:?}"))
         }
     })
     .await;

@@ -4,7 +4,7 @@
 
 use docket::domain::{ChatRef, Clock as _, JobState, SystemClock, Ticket};
 use docket::runtime::WorkerId;
-use docket::store::Stage;
+use docket::store::{MessageFilter, Stage};
 use fake_bot_api::{Call, DownloadFault};
 
 use crate::per_backend;
@@ -126,7 +126,7 @@ async fn cancel_during_processing_revokes_the_lease_and_frees_everything(backend
     let answer = app.fake.wait_for_call("sendMessage", says(120, "cancelled"), DEADLINE).await;
     assert_eq!(text_of(&answer), "#1 cancelled: busy.pdf will not be processed, and its files are deleted.");
     let job = app.wait_for_job(ticket, |j| j.state == JobState::Failed).await;
-    assert_eq!(job.local_path, None, "the row forgets the source");
+    assert_eq!(job.source_path(), None, "the row forgets the source");
     // The holder can no longer renew: it stops, and writes nothing.
     let later = SystemClock.now();
     assert!(!app.store.renew_job_lease(ticket, &held, later.plus(lease_len), later).await.expect("renew"));
@@ -160,7 +160,10 @@ async fn forget_deletes_everything_after_the_askers_confirmation(backend: Backen
     let app = TestApp::spawn_with(backend, |_| {}).await;
     app.send_document(140, fixture("pdf/text-1page.pdf"), "private.pdf", "application/pdf");
     app.send_document(140, fixture("other/red-8x8.png"), "secret.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready && j.result_file_id.is_some()).await;
+    app.wait_for_job(Ticket(1), |j| {
+        j.state == JobState::Ready && j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())
+    })
+    .await;
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Failed).await;
     // Someone else's document stays.
     app.send_document(141, fixture("pdf/text-1page.pdf"), "other.pdf", "application/pdf");
@@ -198,12 +201,12 @@ async fn forget_deletes_everything_after_the_askers_confirmation(backend: Backen
     let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Expired).await;
     let failed = app.wait_for_job(Ticket(2), |j| j.state == JobState::Failed).await;
     for job in [&ready, &failed] {
-        assert_eq!(job.declared_name, None, "{job:#?}");
-        assert_eq!(job.declared_mime, None);
-        assert_eq!(job.result_path, None);
-        assert_eq!(job.result_file_id, None);
+        assert_eq!(job.submission.declared_name, None, "{job:#?}");
+        assert_eq!(job.submission.declared_mime, None);
+        assert_eq!(job.result_path(), None);
+        assert_eq!(job.result.as_ref().and_then(|r| r.telegram_file_id.as_ref()), None);
     }
-    for message in app.store.messages(None, Some(Ticket(1))).await.expect("read") {
+    for message in app.store.messages(&MessageFilter::job(Ticket(1))).await.expect("read") {
         assert!(!message.body.contains("private.pdf"), "{message:#?}");
     }
     eventually(DEADLINE, async || {
@@ -212,7 +215,7 @@ async fn forget_deletes_everything_after_the_askers_confirmation(backend: Backen
     })
     .await;
     let other = app.store.job(Ticket(3)).await.expect("read").expect("job 3");
-    assert_eq!((other.state, other.declared_name.as_deref()), (JobState::Ready, Some("other.pdf")));
+    assert_eq!((other.state, other.submission.declared_name.as_deref()), (JobState::Ready, Some("other.pdf")));
     assert!(!files_under(&app.data_dir().join("results").join("3")).is_empty());
 }
 
@@ -312,7 +315,8 @@ async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     assert!(out.status.success(), "{}", stderr(&out));
     let job = app.store.job(Ticket(1)).await.expect("read").expect("job 1");
     assert_eq!((job.state, job.attempts, job.error.as_deref()), (JobState::Accepted, 0, None));
-    let notices = app.store.messages(Some(ChatRef(180)), Some(Ticket(1))).await.expect("read");
+    let notices =
+        app.store.messages(&MessageFilter { chat: Some(ChatRef(180)), job: Some(Ticket(1)) }).await.expect("read");
     assert!(notices.iter().any(|m| m.body == "#1: broken.pdf is being tried again."), "{notices:#?}");
 
     let out = child::output(&["cancel", "1"], Some(&config));

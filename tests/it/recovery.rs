@@ -37,14 +37,21 @@ async fn an_update_interrupted_before_recording_is_recorded_once_after_restart()
     app.kill().await;
     sqlx::query("ROLLBACK").execute(&mut blocker).await.expect("unlock");
     assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "nothing was recorded before the crash");
-    assert_eq!(app.store.poll_offset(app.fake.bot_id()).await.expect("read"), None, "the offset did not move");
+    assert_eq!(
+        app.store.poll_offset(docket::domain::BotId(app.fake.bot_id())).await.expect("read"),
+        None,
+        "the offset did not move"
+    );
 
     let polls_before = app.fake.calls_to("getUpdates").len();
     app.start().await;
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
     let after: Vec<Call> = app.fake.calls_to("getUpdates").into_iter().skip(polls_before).collect();
     assert_eq!(after[0].params["offset"].as_i64(), Some(0), "the restarted bot asks again from the stored offset");
-    assert_eq!(app.store.poll_offset(app.fake.bot_id()).await.expect("read"), Some(update_id + 1));
+    assert_eq!(
+        app.store.poll_offset(docket::domain::BotId(app.fake.bot_id())).await.expect("read"),
+        Some(update_id + 1)
+    );
     let replies = app.fake.calls_to("sendMessage");
     assert_eq!(replies.len(), 1, "one ticket reply: {replies:?}");
     assert!(app.store.job(Ticket(2)).await.expect("read").is_none());
@@ -56,7 +63,7 @@ async fn a_cut_download_is_retried_with_a_fresh_get_file(backend: Backend) {
     app.send_document(60, fixture("pdf/text-20pages.pdf"), "cut.pdf", "application/pdf");
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
     assert_eq!(app.fake.calls_to("getFile").len(), 2, "each attempt calls getFile afresh");
-    assert_eq!(job.real_size, Some(fixture("pdf/text-20pages.pdf").len() as i64));
+    assert_eq!(job.source.as_ref().map(|s| s.size), Some(fixture("pdf/text-20pages.pdf").len() as i64));
     let parts: Vec<_> =
         files_under(&app.data_dir()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "part")).collect();
     assert!(parts.is_empty(), "no .part left behind: {parts:?}");
@@ -136,12 +143,12 @@ async fn a_local_bot_api_server_file_is_read_from_its_absolute_path() {
     let pdf = fixture("pdf/text-20pages.pdf");
     app.send_document(87, pdf.clone(), "local.pdf", "application/pdf");
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    assert_eq!(job.real_size, Some(pdf.len() as i64));
+    assert_eq!(job.source.as_ref().map(|s| s.size), Some(pdf.len() as i64));
     let expected = {
         use sha2::Digest;
         hex::encode(sha2::Sha256::digest(&pdf))
     };
-    assert_eq!(job.sha256.as_deref(), Some(expected.as_str()));
+    assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()), Some(expected.as_str()));
     assert_eq!(app.fake.downloads(), 0, "nothing was downloaded over HTTP");
     app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(87), DEADLINE).await;
 }
@@ -158,11 +165,11 @@ async fn record_a_fetched_job_whose_bytes_were_lost(app: &TestApp) -> (std::path
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     let mut tx = app.store.begin().await.expect("tx");
     tx.insert_job(
-        &docket::domain::NewJob {
-            update_id: 1,
+        &docket::domain::Submission {
+            update_id: docket::domain::UpdateId(1),
             chat: docket::domain::ChatRef(70),
-            user_id: Some(70),
-            message_id: 1,
+            user_id: Some(docket::domain::UserId(70)),
+            message_id: docket::domain::MessageId(1),
             file_id: file.file_id.clone(),
             file_unique_id: file.file_unique_id.clone(),
             declared_name: Some("lost.pdf".to_owned()),
@@ -203,7 +210,7 @@ async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
     app.start().await;
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.state, JobState::Ready, "{job:#?}");
-    assert_eq!(job.sha256.as_deref(), Some(sha256.as_str()));
+    assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()), Some(sha256.as_str()));
     assert_eq!(app.fake.calls_to("getFile").len(), 1, "downloaded again, with a fresh getFile");
     assert_eq!(app.fake.downloads(), 1);
     assert!(!source.exists(), "the damaged source was removed");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use docket::domain::{ChatRef, JobState, ManualClock, NewJob, Operation, Ticket, Timestamp};
+use docket::domain::{ChatRef, JobState, ManualClock, Operation, Submission, Ticket, Timestamp};
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
 use docket::store::{Stage, UpdateOutcome};
@@ -75,7 +75,7 @@ async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_fi
     .await;
     let (_, file) = app.send_document(20, fixture("pdf/text-1page.pdf"), "old.pdf", "application/pdf");
     let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let result = PathBuf::from(ready.result_path.clone().expect("a result path"));
+    let result = PathBuf::from(ready.result_path().expect("a result path"));
     assert!(result.exists());
     app.fake.wait_for_call("sendDocument", to_chat(20), DEADLINE).await;
 
@@ -86,8 +86,8 @@ async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_fi
         if result.exists() { Err(format!("{} is still there after the job expired", result.display())) } else { Ok(()) }
     })
     .await;
-    assert_eq!(expired.result_path, None, "no row points at a deleted file");
-    let until = ready.result_expires_at.expect("expiry").date_utc();
+    assert_eq!(expired.result_path(), None, "no row points at a deleted file");
+    let until = ready.result.as_ref().expect("expiry").expires_at.date_utc();
 
     app.send_text(20, "/status 1");
     let status =
@@ -113,7 +113,7 @@ async fn a_crash_between_commit_and_deletion_leaves_an_orphan_that_the_next_pass
     let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
     app.fake.wait_for_call("sendDocument", to_chat(21), DEADLINE).await;
     app.stop().await;
-    let result = PathBuf::from(ready.result_path.expect("result"));
+    let result = PathBuf::from(ready.result_path().expect("result"));
     // The state is committed, and the process dies before deleting the file.
     let now = Timestamp::from_millis(i64::MAX / 2);
     assert!(app.store.expire_job(Ticket(1), now, None, now).await.expect("expire"));
@@ -133,11 +133,11 @@ async fn an_old_part_of_a_dead_job_goes_but_the_part_of_a_leased_job_stays() {
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     let mut tx = app.store.begin().await.expect("tx");
     for (n, chat) in [(1, 31), (2, 32)] {
-        let job = NewJob {
-            update_id: n,
+        let job = Submission {
+            update_id: docket::domain::UpdateId(n),
             chat: ChatRef(chat),
-            user_id: Some(chat),
-            message_id: 1,
+            user_id: Some(docket::domain::UserId(chat)),
+            message_id: docket::domain::MessageId(1),
             file_id: format!("f{n}"),
             file_unique_id: format!("u{n}"),
             declared_name: None,
@@ -229,8 +229,18 @@ async fn pruning_never_removes_an_update_younger_than_the_history() {
     let t0 = Timestamp::from_millis(1_800_000_000_000);
     let day = Duration::from_secs(86_400);
     let mut tx = app.store.begin().await.expect("tx");
-    tx.register_update(1, 100, UpdateOutcome::Recorded, None, t0).await.expect("old");
-    tx.register_update(1, 101, UpdateOutcome::Recorded, None, t0.plus(day)).await.expect("younger");
+    tx.register_update(docket::domain::BotId(1), docket::domain::UpdateId(100), UpdateOutcome::Recorded, None, t0)
+        .await
+        .expect("old");
+    tx.register_update(
+        docket::domain::BotId(1),
+        docket::domain::UpdateId(101),
+        UpdateOutcome::Recorded,
+        None,
+        t0.plus(day),
+    )
+    .await
+    .expect("younger");
     tx.commit().await.expect("commit");
     let clock = ManualClock::new(t0.plus(day * 2).plus(Duration::from_secs(3600)));
     let mut settings = JanitorSettings::from_config(&app.config);
@@ -244,11 +254,31 @@ async fn pruning_never_removes_an_update_younger_than_the_history() {
     };
     let report = docket::janitor::pass(&deps, false).await.expect("pass");
     assert_eq!(report.pruned.updates, 1);
-    assert!(app.store.update_outcome(1, 100).await.expect("read").is_none(), "older than the history: pruned");
-    assert!(app.store.update_outcome(1, 101).await.expect("read").is_some(), "younger than the history: kept");
+    assert!(
+        app.store
+            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(100))
+            .await
+            .expect("read")
+            .is_none(),
+        "older than the history: pruned"
+    );
+    assert!(
+        app.store
+            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(101))
+            .await
+            .expect("read")
+            .is_some(),
+        "younger than the history: kept"
+    );
     clock.advance(day);
     docket::janitor::pass(&deps, false).await.expect("pass");
-    assert!(app.store.update_outcome(1, 101).await.expect("read").is_none());
+    assert!(
+        app.store
+            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(101))
+            .await
+            .expect("read")
+            .is_none()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,12 +286,12 @@ async fn get_resends_by_file_id_and_falls_back_to_disk_when_telegram_refuses_it(
     let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
     app.send_document(50, fixture("pdf/text-1page.pdf"), "get.pdf", "application/pdf");
     app.fake.wait_for_call("sendDocument", to_chat(50), DEADLINE).await;
-    let first = app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some()).await;
+    let first = app.wait_for_job(Ticket(1), |j| j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())).await;
 
     app.send_text(50, "/get 1");
     let calls = app.fake.wait_for_calls("sendDocument", to_chat(50), 2, DEADLINE).await;
     assert!(calls[1].upload.is_none(), "/get sends by file_id");
-    assert_eq!(calls[1].params["document"].as_str(), first.result_file_id.as_deref());
+    assert_eq!(calls[1].params["document"].as_str(), first.result.as_ref().and_then(|r| r.telegram_file_id.as_deref()));
 
     app.fake
         .fail_next("sendDocument", Fault::BadRequest("Bad Request: wrong file identifier/HTTP URL specified".into()));
@@ -269,9 +299,14 @@ async fn get_resends_by_file_id_and_falls_back_to_disk_when_telegram_refuses_it(
     let calls = app.fake.wait_for_calls("sendDocument", to_chat(50), 4, DEADLINE).await;
     assert_eq!(calls[2].status, 400);
     assert!(calls[3].upload.is_some(), "refused file_id: uploaded from disk instead");
-    let after =
-        app.wait_for_job(Ticket(1), |j| j.result_file_id.is_some() && j.result_file_id != first.result_file_id).await;
-    assert!(after.result_file_id.is_some(), "the new file_id is stored");
+    let after = app
+        .wait_for_job(Ticket(1), |j| {
+            j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())
+                && j.result.as_ref().and_then(|r| r.telegram_file_id.as_deref())
+                    != first.result.as_ref().and_then(|r| r.telegram_file_id.as_deref())
+        })
+        .await;
+    assert!(after.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some()), "the new file_id is stored");
 
     app.send_text(51, "/get 1");
     let stranger = app.fake.wait_for_call("sendMessage", to_chat(51), DEADLINE).await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use docket::app::Options;
 use docket::domain::OutboxMessage;
 use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
-use docket::store::DatabaseUrl;
+use docket::store::{DatabaseUrl, MessageFilter};
 use fake_bot_api::{Call, FakeTelegram, Fault, TEST_TOKEN};
 
 use crate::per_backend;
@@ -29,7 +29,7 @@ fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
 
 /// The one outbox row of `chat`.
 async fn only_message(app: &TestApp, chat: i64) -> OutboxMessage {
-    let mut messages = app.store.messages(Some(ChatRef(chat)), None).await.expect("store reads");
+    let mut messages = app.store.messages(&MessageFilter::chat(ChatRef(chat))).await.expect("store reads");
     assert_eq!(messages.len(), 1, "{messages:#?}");
     messages.remove(0)
 }
@@ -259,7 +259,7 @@ async fn a_call_whose_lease_cannot_be_renewed_is_abandoned(backend: Backend) {
     let second = app.fake.hold_next_for_chat("sendMessage", 130);
     app.enqueue("held", 130, "held while the database is away").await;
     first.arrived(DEADLINE).await;
-    let id = only_message(&app, 130).await.id;
+    let id = only_message(&app, 130).await.id.0;
 
     let mut sql = Sql::connect(&app).await;
     sql.block_writes_to(id).await;

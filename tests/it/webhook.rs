@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use docket::app::{Environment, Options};
 use docket::config::UpdateMode;
-use docket::domain::{JobState, Ticket};
+use docket::domain::{BotId, JobState, Ticket, UpdateId};
 use docket::store::UpdateOutcome;
 
 use crate::per_backend;
@@ -56,8 +56,8 @@ async fn an_update_with_the_secret_is_recorded_before_the_200(backend: Backend) 
     assert_eq!(post(listen, Some(SECRET), &update).await, 200);
     // The 200 came after the commit: the job and the registered update are there already.
     let job = app.store.job(Ticket(1)).await.expect("read").expect("the job exists when the 200 arrives");
-    assert_eq!(job.declared_name.as_deref(), Some("hooked.pdf"));
-    let outcome = app.store.update_outcome(app.fake.bot_id(), 9_001).await.expect("read");
+    assert_eq!(job.submission.declared_name.as_deref(), Some("hooked.pdf"));
+    let outcome = app.store.update_outcome(BotId(app.fake.bot_id()), UpdateId(9_001)).await.expect("read");
     assert_eq!(outcome.map(|(o, _)| o), Some(UpdateOutcome::Recorded));
 
     // Telegram delivering it again changes nothing.
@@ -77,8 +77,8 @@ async fn a_wrong_or_missing_secret_gets_401_and_records_nothing(backend: Backend
     assert_eq!(post(listen, Some("w3bhook-Secret_012345678"), &update).await, 401);
     assert_eq!(post(listen, Some(&format!("{SECRET}x")), &update).await, 401);
     assert_eq!(post(listen, None, &update).await, 401);
-    assert_eq!(app.store.update_outcome(app.fake.bot_id(), 77).await.expect("read"), None);
-    assert!(app.store.messages(None, None).await.expect("read").is_empty());
+    assert_eq!(app.store.update_outcome(BotId(app.fake.bot_id()), UpdateId(77)).await.expect("read"), None);
+    assert!(app.store.messages(&docket::store::MessageFilter::ALL).await.expect("read").is_empty());
     // The same update with the secret is taken: nothing of the refused ones was in the way.
     assert_eq!(post(listen, Some(SECRET), &update).await, 200);
     app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(510), DEADLINE).await;

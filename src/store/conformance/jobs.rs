@@ -8,8 +8,10 @@ use super::{
     processing_job, raw, tickets,
 };
 use crate::domain::{
-    ChatRef, JobEvent, JobState, MessageKind, NewJob, OutboxState, Ticket, Timestamp, TransitionError,
+    ChatRef, JobEvent, JobState, MessageKind, OutboxState, Submission, Ticket, Timestamp, TransitionError,
 };
+use crate::domain::{MessageId, ResultFile, SourceFile, UpdateId};
+use crate::store::MessageFilter;
 use crate::store::{AttemptRule, ClaimLimits, JobFilter, Release, Stage, Store, StoreError};
 
 conformance!(
@@ -33,7 +35,12 @@ async fn one_job_per_chat_and_file(store: Store) {
     let first = insert(&store, &new_job(CHAT, 1), T0).await;
 
     let mut tx = store.begin().await.unwrap();
-    let again = NewJob { update_id: 2_000, message_id: 2_001, file_id: "file-again".into(), ..new_job(CHAT, 1) };
+    let again = Submission {
+        update_id: UpdateId(2_000),
+        message_id: MessageId(2_001),
+        file_id: "file-again".into(),
+        ..new_job(CHAT, 1)
+    };
     let err = tx.insert_job(&again, at(1)).await.expect_err("UNIQUE(chat_id, file_unique_id) refuses a second row");
     assert!(matches!(err, StoreError::Query { .. }), "{err:?}");
     assert!(!err.is_transient(), "a constraint violation fails the same way again: {err:?}");
@@ -41,7 +48,10 @@ async fn one_job_per_chat_and_file(store: Store) {
 
     let mut tx = store.begin().await.unwrap();
     let found = tx.job_by_file(CHAT, "uniq-1").await.unwrap().expect("the first job");
-    assert_eq!((found.ticket, found.update_id, found.file_id.as_str()), (first, 1_001, "file-1"));
+    assert_eq!(
+        (found.ticket, found.submission.update_id, found.submission.file_id.as_str()),
+        (first, UpdateId(1_001), "file-1")
+    );
     assert_eq!(tx.job(first).await.unwrap(), Some(found));
     assert_eq!(tx.job_by_file(OTHER_CHAT, "uniq-1").await.unwrap(), None);
     assert_eq!(tx.job_by_file(CHAT, "uniq-2").await.unwrap(), None);
@@ -69,7 +79,7 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
         (JobState::Failed, Some("not a PDF"), Some("png"))
     );
     assert_eq!((failed.lease, failed.updated_at), (None, at(1)));
-    let queued = store.messages(None, Some(t1)).await.unwrap();
+    let queued = store.messages(&MessageFilter::job(t1)).await.unwrap();
     assert_eq!(queued.len(), 1);
     assert_eq!((queued[0].kind, queued[0].body.as_str()), (MessageKind::Failure, "body of job:1:failure"));
 
@@ -89,7 +99,11 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
             .await
             .unwrap()
     );
-    assert_eq!(store.messages(Some(CHAT), None).await.unwrap().len(), 1, "no notice for failures that did not happen");
+    assert_eq!(
+        store.messages(&MessageFilter::chat(CHAT)).await.unwrap().len(),
+        1,
+        "no notice for failures that did not happen"
+    );
     assert_eq!(job(&store, t2).await.state, JobState::Accepted);
 
     // Without a lease (intake, admin), an unclaimed job fails too.
@@ -100,7 +114,7 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
             .unwrap()
     );
     assert_eq!(job(&store, t2).await.state, JobState::Failed);
-    assert_eq!(store.messages(None, Some(t2)).await.unwrap().len(), 1);
+    assert_eq!(store.messages(&MessageFilter::job(t2)).await.unwrap().len(), 1);
 
     // The notice cannot be queued (it names a job that does not exist): the failure is undone.
     let t3 = insert(&store, &new_job(CHAT, 3), T0).await;
@@ -111,7 +125,7 @@ async fn fail_job_writes_failure_and_notice_atomically(store: Store) {
         .expect_err("the notice violates a foreign key");
     let kept = job(&store, t3).await;
     assert_eq!((kept.state, kept.error), (JobState::Accepted, None));
-    assert_eq!(store.messages(Some(CHAT), None).await.unwrap().len(), 2);
+    assert_eq!(store.messages(&MessageFilter::chat(CHAT)).await.unwrap().len(), 2);
 }
 
 async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
@@ -120,17 +134,25 @@ async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
     assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(5)).await.unwrap());
     let ready = job(&store, ticket).await;
     assert_eq!(ready.state, JobState::Ready);
-    assert_eq!((ready.result_path.as_deref(), ready.result_size), (Some("/spool/results/1.pdf"), Some(777)));
-    assert_eq!((ready.detected_format.as_deref(), ready.result_expires_at), (Some("pdf-1.7"), Some(at(86_400_000))));
-    assert_eq!((ready.local_path, ready.lease, ready.updated_at), (None, None, at(5)));
-    assert_eq!((ready.real_size, ready.sha256.as_deref()), (Some(2_048), Some("ab12")));
-    let queued = store.messages(None, Some(ticket)).await.unwrap();
+    assert_eq!(
+        ready.result,
+        Some(ResultFile {
+            path: Some("/spool/results/1.pdf".into()),
+            size: 777,
+            expires_at: at(86_400_000),
+            telegram_file_id: None
+        })
+    );
+    let source = SourceFile { size: 2_048, sha256: "ab12".into(), path: None, format: Some("pdf-1.7".into()) };
+    assert_eq!(ready.source, Some(source), "the source is deleted, its facts kept");
+    assert_eq!((ready.lease, ready.updated_at), (None, at(5)));
+    let queued = store.messages(&MessageFilter::job(ticket)).await.unwrap();
     assert_eq!(queued.len(), 1);
     assert_eq!((queued[0].kind, queued[0].state, queued[0].chat), (MessageKind::Result, OutboxState::Pending, CHAT));
 
     // Completing twice does nothing the second time.
     assert!(!store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(6)).await.unwrap());
-    assert_eq!(store.messages(None, Some(ticket)).await.unwrap().len(), 1);
+    assert_eq!(store.messages(&MessageFilter::job(ticket)).await.unwrap().len(), 1);
 
     // The delivery cannot be queued: the job stays in processing with its lease.
     let (t2, lease2) = processing_job(&store, 2, at(10)).await;
@@ -140,7 +162,7 @@ async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
         .await
         .expect_err("the delivery violates a foreign key");
     let kept = job(&store, t2).await;
-    assert_eq!((kept.state, kept.result_path, kept.lease), (JobState::Processing, None, Some(lease2)));
+    assert_eq!((kept.state, kept.result, kept.lease), (JobState::Processing, None, Some(lease2)));
 }
 
 async fn illegal_transitions_are_rejected_before_sql(store: Store) {
@@ -179,7 +201,7 @@ async fn illegal_transitions_are_rejected_before_sql(store: Store) {
     );
     tx.commit().await.unwrap();
     assert_eq!(job(&store, ticket).await, before, "nothing changed");
-    assert!(store.messages(None, None).await.unwrap().is_empty());
+    assert!(store.messages(&MessageFilter::ALL).await.unwrap().is_empty());
 
     // With the pool closed, any SQL would fail with a query error: the refusal comes first.
     store.close().await;
@@ -198,7 +220,7 @@ async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
     let delivery = message("job:1:result", CHAT, MessageKind::Result, Some(ticket));
     assert!(store.complete_job(ticket, &lease, &completion(1), std::slice::from_ref(&delivery), at(1)).await.unwrap());
     let (m, mlease) = claim_message(&store, "s", at(2)).await;
-    assert!(store.mark_message_sent(&m, &mlease, 1, Some("result-file"), at(3)).await.unwrap());
+    assert!(store.mark_message_sent(&m, &mlease, MessageId(1), Some("result-file"), at(3)).await.unwrap());
     let done = job(&store, ticket).await;
     let old_token = lease.token;
     // No store method expires jobs yet (retention is not written), so set the state directly.
@@ -207,9 +229,9 @@ async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
         1
     );
 
-    let again = NewJob {
-        update_id: 5_000,
-        message_id: 6_000,
+    let again = Submission {
+        update_id: UpdateId(5_000),
+        message_id: MessageId(6_000),
         file_id: "file-new".into(),
         declared_name: Some("renamed.pdf".into()),
         ..new_job(CHAT, 1)
@@ -220,14 +242,16 @@ async fn resubmitting_an_ended_job_keeps_the_ticket(store: Store) {
     tx.commit().await.unwrap();
 
     let fresh = job(&store, ticket).await;
-    assert_eq!((fresh.ticket, fresh.state, fresh.chat), (ticket, JobState::Accepted, CHAT));
-    assert_eq!((fresh.update_id, fresh.message_id, fresh.file_id.as_str()), (5_000, 6_000, "file-new"));
-    assert_eq!((fresh.file_unique_id.as_str(), fresh.declared_name.as_deref()), ("uniq-1", Some("renamed.pdf")));
-    assert_eq!((fresh.local_path, fresh.real_size, fresh.sha256, fresh.detected_format), (None, None, None, None));
+    assert_eq!((fresh.ticket, fresh.state, fresh.submission.chat), (ticket, JobState::Accepted, CHAT));
     assert_eq!(
-        (fresh.result_path, fresh.result_size, fresh.result_file_id, fresh.result_expires_at),
-        (None, None, None, None)
+        (fresh.submission.update_id, fresh.submission.message_id, fresh.submission.file_id.as_str()),
+        (UpdateId(5_000), MessageId(6_000), "file-new")
     );
+    assert_eq!(
+        (fresh.submission.file_unique_id.as_str(), fresh.submission.declared_name.as_deref()),
+        ("uniq-1", Some("renamed.pdf"))
+    );
+    assert_eq!((fresh.source, fresh.result), (None, None), "nothing of the last run is kept");
     assert_eq!((fresh.error, fresh.error_detail, fresh.lease), (None, None, None));
     // Due from its resubmission: it queues behind what arrived before it.
     assert_eq!((fresh.attempts, fresh.not_before, fresh.source_losses), (0, at(10), 0));
@@ -307,7 +331,7 @@ async fn claims_respect_not_before(store: Store) {
     let waiting = job(&store, ticket).await;
     assert_eq!((waiting.state, waiting.not_before, waiting.attempts), (JobState::Fetched, at(30_000), 1));
     assert_eq!(
-        (waiting.local_path.as_deref(), waiting.error_detail.as_deref(), waiting.lease),
+        (waiting.source_path(), waiting.error_detail.as_deref(), waiting.lease.as_ref()),
         (Some("/spool/1.pdf"), Some("timeout"), None)
     );
     assert!(store.claim_job(Stage::Process, "p", at(29_999), LEASE).await.unwrap().is_none());
@@ -324,7 +348,7 @@ async fn claims_respect_not_before(store: Store) {
     };
     assert!(store.release_job(ticket, &lease, &lost, at(30_001)).await.unwrap());
     let back = job(&store, ticket).await;
-    assert_eq!((back.state, back.local_path, back.attempts), (JobState::Accepted, None, 0));
+    assert_eq!((back.state, back.source_path(), back.attempts), (JobState::Accepted, None, 0));
     assert_eq!(back.error_detail.as_deref(), Some("timeout"), "no new detail keeps the old one");
     assert!(store.claim_job(Stage::Download, "d", at(59_999), LEASE).await.unwrap().is_none());
     assert!(store.claim_job(Stage::Process, "p", at(60_000), LEASE).await.unwrap().is_none(), "not a process job");
@@ -372,7 +396,7 @@ async fn downloads_respect_size_and_per_chat_limits(store: Store) {
     let a1 = insert(&store, &new_job(CHAT, 1), at(1)).await;
     let a2 = insert(&store, &new_job(CHAT, 2), at(2)).await;
     let a3 = insert(&store, &new_job(CHAT, 3), at(3)).await;
-    let unknown = NewJob { declared_size: None, ..new_job(OTHER_CHAT, 4) };
+    let unknown = Submission { declared_size: None, ..new_job(OTHER_CHAT, 4) };
     let unsized_job = insert(&store, &unknown, at(4)).await;
     let b1 = insert(&store, &new_job(OTHER_CHAT, 0), at(5)).await;
 
@@ -476,7 +500,11 @@ async fn a_failed_job_points_at_no_source(store: Store) {
     let (_, lease) = claim(&store, Stage::Process, "p", at(3)).await;
     assert!(store.fail_job(ticket, JobState::Processing, Some(&lease), "x", "y", &[], at(4)).await.unwrap());
     let failed = job(&store, ticket).await;
-    assert_eq!((failed.state, failed.local_path), (JobState::Failed, None), "the source is deleted with the failure");
+    assert_eq!(
+        (failed.state, failed.source_path()),
+        (JobState::Failed, None),
+        "the source is deleted with the failure"
+    );
 }
 
 async fn the_jobs_holding_files_are_in_flight_or_leased_by_this_process(store: Store) {
@@ -521,7 +549,7 @@ async fn waiting_jobs_per_chat_leave_out_downloads(store: Store) {
 
     // Downloading is no longer waiting; a download whose lease lapsed waits again.
     let (downloading, lease) = claim(&store, Stage::Download, "w", at(10)).await;
-    assert_eq!(downloading.chat, CHAT);
+    assert_eq!(downloading.submission.chat, CHAT);
     assert_eq!(waiting_in_chat(&store, at(11), 100).await, 2);
     assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 3);
     // Downloaded: it has left the queue.

@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::{CHAT, LEASE, T0, at, claim, claim_message, completion, enqueue, insert, job, message, new_job, tickets};
+use crate::domain::MessageId;
 use crate::domain::{ChatRef, Job, JobEvent, JobState, MessageKind, OutboxState, Timestamp};
+use crate::store::MessageFilter;
 use crate::store::{AttemptRule, Release, Stage, Store};
 
 conformance!(
@@ -109,7 +111,7 @@ async fn expired_leases_are_reclaimable_and_bump_the_token(store: Store) {
     assert!(store.claim_job(Stage::Process, "d", now, LEASE).await.unwrap().is_none());
     let (p2, lease_d) = claim(&store, Stage::Process, "d", now.plus(LEASE)).await;
     assert_eq!((p2.ticket, p2.state, lease_d.token, p2.attempts), (ticket, JobState::Processing, 4, 2));
-    assert_eq!(p2.local_path.as_deref(), Some("/spool/1.pdf"));
+    assert_eq!(p2.source_path(), Some("/spool/1.pdf"));
 
     // Outbox: a lapsed `sending` row is not simply claimed again: its outcome is unknown, so it
     // becomes `unknown` first and the sender applies the kind's rule.
@@ -129,7 +131,7 @@ async fn expired_leases_are_reclaimable_and_bump_the_token(store: Store) {
     let (m2, ml2) = claim_message(&store, "s2", T0.plus(LEASE)).await;
     assert_eq!((m2.id, m2.attempts, ml2.token, ml2.owner.as_str()), (m1.id, 2, 2, "s2"));
     // The stale sender's late outcome changes nothing.
-    assert!(!store.mark_message_sent(&m1, &ml1, 1, None, T0.plus(LEASE)).await.unwrap());
+    assert!(!store.mark_message_sent(&m1, &ml1, MessageId(1), None, T0.plus(LEASE)).await.unwrap());
 }
 
 async fn a_renewed_lease_is_not_reclaimable(store: Store) {
@@ -151,7 +153,7 @@ async fn a_renewed_lease_is_not_reclaimable(store: Store) {
     assert!(enqueue(&store, &message("m", CHAT, MessageKind::Result, Some(ticket)), T0).await);
     let (m, mlease) = claim_message(&store, "s1", T0).await;
     assert!(store.renew_message_lease(m.id, &mlease, later, at(30_000)).await.unwrap());
-    assert_eq!(store.messages(None, None).await.unwrap()[0].lease.as_ref().map(|l| l.until), Some(later));
+    assert_eq!(store.messages(&MessageFilter::ALL).await.unwrap()[0].lease.as_ref().map(|l| l.until), Some(later));
     assert!(store.claim_message("s2", T0.plus(LEASE), LEASE).await.unwrap().is_none());
     assert!(store.lapse_messages(T0.plus(LEASE)).await.unwrap().is_empty(), "renewed, so not lapsed");
     assert_eq!(store.lapse_messages(later).await.unwrap().len(), 1);
@@ -178,12 +180,15 @@ async fn stale_owners_cannot_write(store: Store) {
             .await
             .unwrap()
     );
-    assert!(store.messages(None, Some(ticket)).await.unwrap().is_empty(), "a refused failure queues no notice");
+    assert!(
+        store.messages(&MessageFilter::job(ticket)).await.unwrap().is_empty(),
+        "a refused failure queues no notice"
+    );
     let held = job(&store, ticket).await;
     assert_eq!((held.state, held.lease.as_ref()), (JobState::Accepted, Some(&fresh)));
     assert!(store.renew_job_lease(ticket, &fresh, now.plus(LEASE), now).await.unwrap());
     assert!(store.mark_fetched(ticket, &fresh, "/spool/b", 2, "bb", now).await.unwrap());
-    assert_eq!(job(&store, ticket).await.local_path.as_deref(), Some("/spool/b"));
+    assert_eq!(job(&store, ticket).await.source_path(), Some("/spool/b"));
 
     // Process: c's lease lapses, d re-claims; c can neither release, complete, fail nor renew.
     let (_, stale) = claim(&store, Stage::Process, "c", now).await;
@@ -206,7 +211,10 @@ async fn stale_owners_cannot_write(store: Store) {
             .unwrap()
     );
     assert!(!store.renew_job_lease(ticket, &stale, later.plus(LEASE), later).await.unwrap());
-    assert!(store.messages(None, Some(ticket)).await.unwrap().is_empty(), "nothing was queued by the stale owner");
+    assert!(
+        store.messages(&MessageFilter::job(ticket)).await.unwrap().is_empty(),
+        "nothing was queued by the stale owner"
+    );
     let held = job(&store, ticket).await;
     assert_eq!((held.state, held.lease.as_ref(), held.error_detail), (JobState::Processing, Some(&fresh), None));
     assert!(store.complete_job(ticket, &fresh, &completion(1), std::slice::from_ref(&delivery), later).await.unwrap());
@@ -218,13 +226,13 @@ async fn stale_owners_cannot_write(store: Store) {
     assert_eq!(store.lapse_messages(now).await.unwrap().len(), 1);
     assert!(store.requeue_unknown(m.id, now, "sent again", now).await.unwrap());
     let (_, fresh) = claim_message(&store, "s2", now).await;
-    assert!(!store.mark_message_sent(&m, &stale, 1, Some("stale-file"), now).await.unwrap());
+    assert!(!store.mark_message_sent(&m, &stale, MessageId(1), Some("stale-file"), now).await.unwrap());
     assert!(!store.retry_message(m.id, &stale, now, "stale", now).await.unwrap());
     assert!(!store.close_message(m.id, &stale, OutboxState::Failed, "stale", now).await.unwrap());
     assert!(!store.renew_message_lease(m.id, &stale, now.plus(LEASE), now).await.unwrap());
-    assert_eq!(job(&store, ticket).await.result_file_id, None);
-    assert!(store.mark_message_sent(&m, &fresh, 2, Some("fresh-file"), now).await.unwrap());
-    let sent = store.messages(None, Some(ticket)).await.unwrap();
-    assert_eq!((sent[0].state, sent[0].telegram_message_id), (OutboxState::Sent, Some(2)));
-    assert_eq!(job(&store, ticket).await.result_file_id.as_deref(), Some("fresh-file"));
+    assert_eq!(job(&store, ticket).await.result.and_then(|r| r.telegram_file_id), None);
+    assert!(store.mark_message_sent(&m, &fresh, MessageId(2), Some("fresh-file"), now).await.unwrap());
+    let sent = store.messages(&MessageFilter::job(ticket)).await.unwrap();
+    assert_eq!((sent[0].state, sent[0].telegram_message_id), (OutboxState::Sent, Some(MessageId(2))));
+    assert_eq!(job(&store, ticket).await.result.and_then(|r| r.telegram_file_id).as_deref(), Some("fresh-file"));
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::{Completion, Conn, DatabaseUrl, Stage, Store};
 use crate::domain::{
-    ChatRef, Job, JobState, Lease, MessageKind, NewJob, NewMessage, Operation, OutboxMessage, Ticket, Timestamp,
+    BotId, ChatRef, IdempotencyKey, Job, JobState, Lease, MessageId, MessageKind, NewMessage, Operation, OutboxMessage,
+    Submission, Ticket, Timestamp, UpdateId, UserId,
 };
 
 /// Stamps each case of a topic out once per backend, as `sqlite::<case>` and `postgres::<case>`.
@@ -20,25 +21,24 @@ macro_rules! conformance {
     ($($case:ident),+ $(,)?) => {
         /// The cases on SQLite: a fresh file per test, WAL mode as in production.
         mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $case() {
-                    $crate::store::conformance::on_sqlite(super::$case).await;
-                }
-            )+
+            cases!($crate::store::conformance::on_sqlite: $($case),+);
         }
-
         /// The cases on PostgreSQL: a fresh database per test on the server of `DATABASE_URL`.
         #[cfg(feature = "postgres-tests")]
         mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $case() {
-                    $crate::store::conformance::pg::on_postgres(super::$case).await;
-                }
-            )+
+            cases!($crate::store::conformance::pg::on_postgres: $($case),+);
         }
     };
+}
+
+/// One test per case, each running it on a fresh store of one backend through `runner`.
+macro_rules! cases {
+    ($runner:path: $($case:ident),+) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $case() {
+            $runner(super::$case).await;
+        }
+    )+};
 }
 
 mod jobs;
@@ -53,7 +53,7 @@ mod updates;
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 
-const BOT: i64 = 7;
+const BOT: BotId = BotId(7);
 /// A supergroup id: below `i32::MIN`, as Telegram's are.
 const CHAT: ChatRef = ChatRef(-1_001_234_567_890);
 const OTHER_CHAT: ChatRef = ChatRef(42);
@@ -65,12 +65,12 @@ fn at(ms: i64) -> Timestamp {
     Timestamp::from_millis(T0.as_millis() + ms)
 }
 
-fn new_job(chat: ChatRef, n: i64) -> NewJob {
-    NewJob {
-        update_id: 1_000 + n,
+fn new_job(chat: ChatRef, n: i64) -> Submission {
+    Submission {
+        update_id: UpdateId(1_000 + n),
         chat,
-        user_id: Some(4_242),
-        message_id: 500 + n,
+        user_id: Some(UserId(4_242)),
+        message_id: MessageId(500 + n),
         file_id: format!("file-{n}"),
         file_unique_id: format!("uniq-{n}"),
         declared_name: Some(format!("doc-{n}.pdf")),
@@ -82,17 +82,17 @@ fn new_job(chat: ChatRef, n: i64) -> NewJob {
 
 fn message(key: &str, chat: ChatRef, kind: MessageKind, job: Option<Ticket>) -> NewMessage {
     NewMessage {
-        idempotency_key: key.to_owned(),
+        idempotency_key: IdempotencyKey::from_stored(key.to_owned()),
         job,
         chat,
         kind,
         body: format!("body of {key}"),
-        reply_to_message_id: Some(500),
+        reply_to_message_id: Some(MessageId(500)),
         button: None,
     }
 }
 
-async fn insert(store: &Store, job: &NewJob, now: Timestamp) -> Ticket {
+async fn insert(store: &Store, job: &Submission, now: Timestamp) -> Ticket {
     let mut tx = store.begin().await.unwrap();
     let ticket = tx.insert_job(job, now).await.unwrap();
     tx.commit().await.unwrap();

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use super::{CHAT, LEASE, OTHER_CHAT, T0, at, claim_message, enqueue, message};
-use crate::domain::{MessageKind, Timestamp};
+use crate::domain::MessageId;
+use crate::domain::{MessageKind, Paced, Timestamp};
 use crate::store::Store;
 
 conformance!(paced_chats_wait_and_others_flow, send_slots_are_spaced_for_every_sender);
@@ -17,24 +18,24 @@ async fn paced_chats_wait_and_others_flow(store: Store) {
     assert_eq!(store.next_message_due().await.unwrap(), Some(Timestamp::from_millis(0)));
 
     // CHAT is paused (a 429 for it): OTHER_CHAT still flows.
-    store.pace_chat(CHAT.0, at(3_000), "429").await.unwrap();
-    store.pace_chat(CHAT.0, at(1_000), "rate limit").await.unwrap(); // an earlier pace never shortens it
-    assert_eq!(store.pacing(T0).await.unwrap(), [(CHAT.0, at(3_000), "429".to_owned())]);
+    store.pace_chat(CHAT, at(3_000), "429").await.unwrap();
+    store.pace_chat(CHAT, at(1_000), "rate limit").await.unwrap(); // an earlier pace never shortens it
+    assert_eq!(store.pacing(T0).await.unwrap(), [(Paced::Chat(CHAT), at(3_000), "429".to_owned())]);
     let (b, bl) = claim_message(&store, "s", T0).await;
     assert_eq!(b.chat, OTHER_CHAT);
     assert!(store.claim_message("s", at(2_999), LEASE).await.unwrap().is_none());
-    assert!(store.mark_message_sent(&b, &bl, 1, None, at(1)).await.unwrap());
+    assert!(store.mark_message_sent(&b, &bl, MessageId(1), None, at(1)).await.unwrap());
     assert_eq!(store.next_message_due().await.unwrap(), Some(at(3_000)), "a2 waits behind a1");
     let (a, _) = claim_message(&store, "s", at(3_000)).await;
-    assert_eq!(a.idempotency_key, "a1");
+    assert_eq!(a.idempotency_key.as_str(), "a1");
 
     // The bot as a whole paused: nobody is served, and the due time says so.
     assert!(enqueue(&store, &message("b2", OTHER_CHAT, MessageKind::Reply, None), at(4)).await);
-    store.pace_chat(0, at(9_000), "429 for the bot").await.unwrap();
+    store.pause_whole_bot(at(9_000), "429 for the bot").await.unwrap();
     assert!(store.claim_message("s", at(8_999), LEASE).await.unwrap().is_none());
     assert_eq!(store.next_message_due().await.unwrap(), Some(at(9_000)));
     let (b2, _) = claim_message(&store, "s", at(9_000)).await;
-    assert_eq!(b2.idempotency_key, "b2");
+    assert_eq!(b2.idempotency_key.as_str(), "b2");
     assert!(store.pacing(at(9_000)).await.unwrap().is_empty());
 }
 

@@ -5,7 +5,8 @@
 use super::{
     CHAT, LEASE, OTHER_CHAT, T0, at, claim, completion, enqueue, insert, job, message, new_job, processing_job,
 };
-use crate::domain::{JobState, MessageKind, NewJob, OutboxState, Ticket, TransitionError};
+use crate::domain::{JobState, MessageKind, OutboxState, Submission, Ticket, TransitionError, UserId};
+use crate::store::MessageFilter;
 use crate::store::{Stage, Store, StoreError};
 
 conformance!(
@@ -28,7 +29,7 @@ async fn a_cancel_ends_the_job_and_its_holders_lease(store: Store) {
     let cancelled = job(&store, ticket).await;
     assert_eq!(cancelled.state, JobState::Failed);
     assert_eq!(cancelled.error.as_deref(), Some("doc-1.pdf was cancelled"));
-    assert_eq!((cancelled.lease, cancelled.local_path), (None, None));
+    assert_eq!((cancelled.lease.is_none(), cancelled.source_path()), (true, None));
     // The holder can neither renew nor finish.
     assert!(!store.renew_job_lease(ticket, &lease, at(2).plus(LEASE), at(2)).await.unwrap());
     assert!(!store.complete_job(ticket, &lease, &completion(1), &[], at(3)).await.unwrap());
@@ -53,14 +54,14 @@ async fn only_a_failed_job_is_retried(store: Store) {
     let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
     let notice = message("job:1:retry", CHAT, MessageKind::Reply, Some(ticket));
     assert!(!store.retry_job(ticket, &notice, at(1)).await.unwrap(), "an accepted job is not retried");
-    assert!(store.messages(Some(CHAT), None).await.unwrap().is_empty(), "nor is its notice queued");
+    assert!(store.messages(&MessageFilter::chat(CHAT)).await.unwrap().is_empty(), "nor is its notice queued");
     let (_, lease) = claim(&store, Stage::Download, "d", at(2)).await;
     assert!(store.fail_job(ticket, JobState::Accepted, Some(&lease), "broken", "detail", &[], at(3)).await.unwrap());
     assert!(store.retry_job(ticket, &notice, at(4)).await.unwrap());
     let retried = job(&store, ticket).await;
     assert_eq!((retried.state, retried.attempts, retried.error), (JobState::Accepted, 0, None));
     assert_eq!(retried.not_before, at(4));
-    let queued = store.messages(Some(CHAT), Some(ticket)).await.unwrap();
+    let queued = store.messages(&MessageFilter { chat: Some(CHAT), job: Some(ticket) }).await.unwrap();
     assert_eq!(queued.len(), 1);
     // It is claimable again.
     let (again, _) = claim(&store, Stage::Download, "d", at(5)).await;
@@ -72,7 +73,7 @@ async fn forgetting_a_person_touches_only_their_jobs_and_messages(store: Store) 
     let (ready, lease) = processing_job(&store, 1, T0).await;
     assert!(store.complete_job(ready, &lease, &completion(1), &[], at(1)).await.unwrap());
     let (running, running_lease) = processing_job(&store, 2, at(2)).await;
-    let theirs = insert(&store, &NewJob { user_id: Some(99), ..new_job(OTHER_CHAT, 3) }, at(3)).await;
+    let theirs = insert(&store, &Submission { user_id: Some(UserId(99)), ..new_job(OTHER_CHAT, 3) }, at(3)).await;
     let sent_before = message("job:1:ticket", CHAT, MessageKind::TicketReply, Some(ready));
     let waiting = message("job:2:notice", CHAT, MessageKind::Reply, Some(running));
     let other = message("job:3:ticket", OTHER_CHAT, MessageKind::TicketReply, Some(theirs));
@@ -81,34 +82,41 @@ async fn forgetting_a_person_touches_only_their_jobs_and_messages(store: Store) 
     }
 
     let mut tx = store.begin().await.unwrap();
-    assert_eq!(tx.forget_person(4_242, "forgotten", at(5)).await.unwrap(), 2);
+    assert_eq!(tx.forget_person(UserId(4_242), "forgotten", at(5)).await.unwrap(), 2);
     tx.commit().await.unwrap();
 
     let expired = job(&store, ready).await;
     assert_eq!(expired.state, JobState::Expired);
-    assert_eq!((expired.declared_name, expired.result_path, expired.result_expires_at), (None, None, Some(at(5))));
+    assert_eq!((expired.submission.declared_name.as_deref(), expired.result_path()), (None, None));
+    assert_eq!(expired.result.as_ref().map(|r| r.expires_at), Some(at(5)));
     let failed = job(&store, running).await;
-    assert_eq!((failed.state, failed.error.as_deref(), failed.local_path), (JobState::Failed, Some("forgotten"), None));
+    assert_eq!(
+        (failed.state, failed.error.as_deref(), failed.source_path()),
+        (JobState::Failed, Some("forgotten"), None)
+    );
     assert!(!store.renew_job_lease(running, &running_lease, at(6).plus(LEASE), at(6)).await.unwrap());
-    for m in store.messages(Some(CHAT), None).await.unwrap() {
+    for m in store.messages(&MessageFilter::chat(CHAT)).await.unwrap() {
         assert_eq!(m.body, "", "{m:?}");
         assert_eq!(m.state, OutboxState::Failed, "{m:?}");
     }
     let untouched = job(&store, theirs).await;
-    assert_eq!((untouched.state, untouched.declared_name.as_deref()), (JobState::Accepted, Some("doc-3.pdf")));
-    let kept = store.messages(Some(OTHER_CHAT), None).await.unwrap();
+    assert_eq!(
+        (untouched.state, untouched.submission.declared_name.as_deref()),
+        (JobState::Accepted, Some("doc-3.pdf"))
+    );
+    let kept = store.messages(&MessageFilter::chat(OTHER_CHAT)).await.unwrap();
     assert_eq!((kept[0].body.as_str(), kept[0].state), (other.body.as_str(), OutboxState::Pending));
 }
 
 async fn invites_are_kept(store: Store) {
     let mut tx = store.begin().await.unwrap();
-    assert!(!tx.is_invited(7).await.unwrap());
-    tx.invite(7, T0).await.unwrap();
-    tx.invite(7, at(1)).await.unwrap();
+    assert!(!tx.is_invited(UserId(7)).await.unwrap());
+    tx.invite(UserId(7), T0).await.unwrap();
+    tx.invite(UserId(7), at(1)).await.unwrap();
     tx.commit().await.unwrap();
     let mut tx = store.begin().await.unwrap();
-    assert!(tx.is_invited(7).await.unwrap());
-    assert!(!tx.is_invited(8).await.unwrap());
+    assert!(tx.is_invited(UserId(7)).await.unwrap());
+    assert!(!tx.is_invited(UserId(8)).await.unwrap());
 }
 
 async fn stats_count_what_is_there(store: Store) {
@@ -118,10 +126,10 @@ async fn stats_count_what_is_there(store: Store) {
     insert(&store, &new_job(CHAT, 1), at(10)).await;
     insert(&store, &new_job(CHAT, 2), at(20)).await;
     store.mark_chat_dead(OTHER_CHAT, "blocked", at(30)).await.unwrap();
-    store.record_flood_wait(CHAT.0, std::time::Duration::from_secs(3), at(40)).await.unwrap();
+    store.record_flood_wait(CHAT, std::time::Duration::from_secs(3), at(40)).await.unwrap();
     // Older than an hour: not counted.
     store
-        .record_flood_wait(CHAT.0, std::time::Duration::from_secs(3), T0.minus(std::time::Duration::from_secs(7_200)))
+        .record_flood_wait(CHAT, std::time::Duration::from_secs(3), T0.minus(std::time::Duration::from_secs(7_200)))
         .await
         .unwrap();
     let stats = store.stats(at(50)).await.unwrap();

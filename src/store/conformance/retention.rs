@@ -16,21 +16,21 @@ async fn due_results_expire_in_one_statement(store: Store) {
         assert!(store.complete_job(ticket, &lease, &done, std::slice::from_ref(&delivery), at(1)).await.unwrap());
         due.push(ticket);
     }
-    let all = tickets(&store.ready_results(None).await.unwrap());
+    let all = tickets(&store.kept_results().await.unwrap());
     assert_eq!(all, due, "all results, oldest expiry first");
-    assert_eq!(tickets(&store.ready_results(Some(at(2_000))).await.unwrap()), &due[..2]);
+    assert_eq!(tickets(&store.results_due(at(2_000)).await.unwrap()), &due[..2]);
 
     assert_eq!(store.expire_due(at(1_999)).await.unwrap(), &due[..1]);
     assert_eq!(store.expire_due(at(2_000)).await.unwrap(), &due[1..2], "only what is due and still ready");
     assert_eq!(store.expire_due(at(2_000)).await.unwrap(), []);
     let gone = job(&store, due[0]).await;
     assert_eq!(
-        (gone.state, gone.result_path, gone.result_file_id, gone.result_expires_at, gone.updated_at),
-        (JobState::Expired, None, None, Some(at(1_000)), at(1_999))
+        (gone.state, gone.result.map(|r| (r.path, r.telegram_file_id, r.expires_at)), gone.updated_at),
+        (JobState::Expired, Some((None, None, at(1_000))), at(1_999))
     );
     let kept = job(&store, due[2]).await;
-    assert_eq!((kept.state, kept.result_path.as_deref()), (JobState::Ready, Some("/spool/results/3.pdf")));
-    assert_eq!(tickets(&store.ready_results(None).await.unwrap()), &due[2..]);
+    assert_eq!((kept.state, kept.result_path()), (JobState::Ready, Some("/spool/results/3.pdf")));
+    assert_eq!(tickets(&store.kept_results().await.unwrap()), &due[2..]);
 }
 
 async fn file_owners_are_the_live_jobs(store: Store) {

@@ -4,51 +4,63 @@
 use std::collections::BTreeSet;
 
 use super::{BOT, CHAT, T0, claim_message, enqueue, insert, job, message, new_job, raw};
-use crate::domain::{ChatRef, MessageKind, NewJob, NewMessage};
+use crate::domain::{BotId, MessageId, UpdateId, UserId};
+use crate::domain::{ChatRef, MessageKind, NewMessage, Submission};
+use crate::store::MessageFilter;
 use crate::store::{Conn, Store, UpdateOutcome};
 
 conformance!(large_telegram_ids_round_trip, the_schema_rejects_unknown_names, the_schema_has_the_expected_indexes);
 
 async fn large_telegram_ids_round_trip(store: Store) {
-    let big = NewJob {
-        update_id: 9_000_000_000,
+    let big = Submission {
+        update_id: UpdateId(9_000_000_000),
         chat: ChatRef(-1_009_876_543_210),
-        user_id: Some(7_000_000_000),
-        message_id: 3_000_000_000,
+        user_id: Some(UserId(7_000_000_000)),
+        message_id: MessageId(3_000_000_000),
         declared_size: Some(5 * 1024 * 1024 * 1024),
         ..new_job(CHAT, 1)
     };
     let ticket = insert(&store, &big, T0).await;
     let stored = job(&store, ticket).await;
-    assert_eq!((stored.update_id, stored.chat, stored.user_id), (big.update_id, big.chat, big.user_id));
-    assert_eq!((stored.message_id, stored.declared_size), (big.message_id, big.declared_size));
+    assert_eq!(
+        (stored.submission.update_id, stored.submission.chat, stored.submission.user_id),
+        (big.update_id, big.chat, big.user_id)
+    );
+    assert_eq!((stored.submission.message_id, stored.submission.declared_size), (big.message_id, big.declared_size));
     assert_eq!((stored.created_at, stored.not_before), (T0, T0), "due from its arrival");
     let mut tx = store.begin().await.unwrap();
-    assert!(tx.register_update(-9_000_000_000, 9_000_000_000, UpdateOutcome::Recorded, None, T0).await.unwrap());
+    assert!(
+        tx.register_update(BotId(-9_000_000_000), UpdateId(9_000_000_000), UpdateOutcome::Recorded, None, T0)
+            .await
+            .unwrap()
+    );
     tx.commit().await.unwrap();
     assert_eq!(
-        store.update_outcome(-9_000_000_000, 9_000_000_000).await.unwrap(),
+        store.update_outcome(BotId(-9_000_000_000), UpdateId(9_000_000_000)).await.unwrap(),
         Some((UpdateOutcome::Recorded, None))
     );
     let m = NewMessage {
-        reply_to_message_id: Some(3_000_000_000),
+        reply_to_message_id: Some(MessageId(3_000_000_000)),
         button: None,
         ..message("k", big.chat, MessageKind::Reply, Some(ticket))
     };
     assert!(enqueue(&store, &m, T0).await);
     let (claimed, lease) = claim_message(&store, "s", T0).await;
-    assert_eq!((claimed.chat, claimed.reply_to_message_id), (big.chat, Some(3_000_000_000)));
-    assert!(store.mark_message_sent(&claimed, &lease, 4_000_000_000, None, T0).await.unwrap());
-    assert_eq!(store.messages(Some(big.chat), None).await.unwrap()[0].telegram_message_id, Some(4_000_000_000));
+    assert_eq!((claimed.chat, claimed.reply_to_message_id), (big.chat, Some(MessageId(3_000_000_000))));
+    assert!(store.mark_message_sent(&claimed, &lease, MessageId(4_000_000_000), None, T0).await.unwrap());
+    assert_eq!(
+        store.messages(&MessageFilter::chat(big.chat)).await.unwrap()[0].telegram_message_id,
+        Some(MessageId(4_000_000_000))
+    );
 }
 
 async fn the_schema_rejects_unknown_names(store: Store) {
     let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
     assert!(enqueue(&store, &message("k", CHAT, MessageKind::Reply, Some(ticket)), T0).await);
     let mut tx = store.begin().await.unwrap();
-    assert!(tx.register_update(BOT, 1, UpdateOutcome::Recorded, None, T0).await.unwrap());
+    assert!(tx.register_update(BOT, UpdateId(1), UpdateOutcome::Recorded, None, T0).await.unwrap());
     tx.commit().await.unwrap();
-    let id = store.messages(None, None).await.unwrap()[0].id;
+    let id = store.messages(&MessageFilter::ALL).await.unwrap()[0].id.0;
 
     for (sql, row) in [
         ("UPDATE jobs SET status = 'done' WHERE id = $1", ticket.0),

@@ -11,7 +11,7 @@ use docket::config::{BotToken, Config, DatabaseUrl};
 use docket::domain::{Job, OutboxMessage};
 use docket::domain::{OutboxState, SharedClock, SystemClock, Ticket};
 use docket::runtime::WorkerId;
-use docket::store::{JobFilter, Store};
+use docket::store::{JobFilter, MessageFilter, Store};
 use fake_bot_api::{FakeTelegram, FileRef, TEST_TOKEN};
 use tempfile::TempDir;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -118,7 +118,7 @@ impl TestApp {
     /// Queues `body` for `chat` straight into the outbox, as any stage would.
     pub async fn enqueue(&self, key: &str, chat: i64, body: &str) {
         let m = docket::domain::NewMessage {
-            idempotency_key: key.to_owned(),
+            idempotency_key: docket::domain::IdempotencyKey::from_stored(key.to_owned()),
             job: None,
             chat: docket::domain::ChatRef(chat),
             kind: docket::domain::MessageKind::Reply,
@@ -132,7 +132,7 @@ impl TestApp {
     /// Waits until every message in the outbox is `sent`, with `expected` rows in all.
     pub async fn wait_until_all_sent(&self, expected: usize, deadline: Duration) -> Vec<docket::domain::OutboxMessage> {
         eventually(deadline, async || {
-            let m = self.store.messages(None, None).await.expect("store reads");
+            let m = self.store.messages(&MessageFilter::ALL).await.expect("store reads");
             if m.len() == expected && m.iter().all(|m| m.state == docket::domain::OutboxState::Sent) {
                 return Ok(m);
             }
@@ -173,7 +173,7 @@ impl TestApp {
         let workers = WorkerId::process_prefix();
         let all = JobFilter { limit: i64::MAX, ..JobFilter::default() };
         let jobs = self.store.jobs(&all).await.expect("store reads");
-        let messages = self.store.messages(None, None).await.expect("store reads");
+        let messages = self.store.messages(&MessageFilter::ALL).await.expect("store reads");
         Leftovers {
             jobs: jobs
                 .into_iter()
@@ -212,11 +212,11 @@ impl TestApp {
     /// Records a job straight into the store, as an earlier intake (under other settings) would
     /// have; returns its ticket.
     pub async fn insert_job(&self, chat: i64, file: &FileRef, name: &str, declared_size: Option<u64>) -> Ticket {
-        let job = docket::domain::NewJob {
-            update_id: chat,
+        let job = docket::domain::Submission {
+            update_id: docket::domain::UpdateId(chat),
             chat: docket::domain::ChatRef(chat),
-            user_id: Some(chat),
-            message_id: 1,
+            user_id: Some(docket::domain::UserId(chat)),
+            message_id: docket::domain::MessageId(1),
             file_id: file.file_id.clone(),
             file_unique_id: file.file_unique_id.clone(),
             declared_name: Some(name.to_owned()),
@@ -286,7 +286,7 @@ impl TestApp {
         pred: impl Fn(&Vec<docket::domain::OutboxMessage>) -> bool,
     ) {
         eventually(DEADLINE, async || {
-            let m = self.store.messages(Some(chat), None).await.expect("store reads");
+            let m = self.store.messages(&MessageFilter::chat(chat)).await.expect("store reads");
             if pred(&m) { Ok(()) } else { Err(format!("messages of chat {} never matched: {m:#?}", chat.0)) }
         })
         .await;
