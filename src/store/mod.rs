@@ -736,9 +736,9 @@ impl Store {
     /// Sends a failed job back to `accepted` (`docket retry N`) and queues `notice`, atomically.
     /// `false` when the job is not `failed`.
     pub async fn retry_job(&self, ticket: Ticket, notice: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        crate::domain::job::next(JobState::Failed, JobEvent::Retried)?;
+        let step = Transition::of(JobState::Failed, JobEvent::Retried)?;
         let mut tx = self.begin().await?;
-        if !people::retry_job(&mut tx.conn(), ticket, now).await? {
+        if !people::retry_job(&mut tx.conn(), ticket, step, now).await? {
             return Ok(false);
         }
         outbox::enqueue(&mut tx.conn(), notice, now).await?;

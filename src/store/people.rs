@@ -5,14 +5,15 @@
 //! live together because each serves one of those requests, not one table.
 
 use super::{Conn, QueryContext, StoreResult};
-use crate::domain::{BotStats as Stats, JobState, Ticket, Timestamp};
+use crate::domain::{BotStats as Stats, JobState, Ticket, Timestamp, Transition};
 
 /// Sends a failed job back to the queue, due now, with its attempts and its last run forgotten:
-/// $1 ticket, $2 now.
-pub const RETRY_JOB: &str = "UPDATE jobs SET status = 'accepted', attempts = 0, source_losses = 0, error = NULL,
+/// $1 ticket, $2 now, $3 the state it takes and $4 the state it must be in (of
+/// `Transition::of(Failed, Retried)`).
+pub const RETRY_JOB: &str = "UPDATE jobs SET status = $3, attempts = 0, source_losses = 0, error = NULL,
         error_detail = NULL, local_path = NULL, lease_owner = NULL, lease_until = NULL, not_before = $2,
         updated_at = $2
-    WHERE id = $1 AND status = 'failed'";
+    WHERE id = $1 AND status = $4";
 
 /// The jobs that ended (`failed`, `expired`) at or after $1: what their files' reaper looks at.
 pub const ENDED_SINCE: &str =
@@ -20,7 +21,9 @@ pub const ENDED_SINCE: &str =
 
 /// Forgets a person's jobs: $1 user, $2 now, $3 the reason an unfinished one reads. Names, MIME
 /// types and Telegram's result file id go; a `ready` job becomes `expired` now, an unfinished one
-/// `failed`, both without files (the reaper deletes them).
+/// `failed`, both without files (the reaper deletes them). It moves every row of the person at
+/// once, so it names its states as literals; a unit test in `statements` checks them against the
+/// state machine.
 pub const FORGET_JOBS: &str = "UPDATE jobs SET declared_name = NULL, declared_mime = NULL, result_file_id = NULL,
         local_path = NULL, result_path = NULL, lease_owner = NULL, lease_until = NULL,
         error = CASE WHEN status IN ('accepted', 'fetched', 'processing') THEN $3 ELSE error END,
@@ -79,11 +82,13 @@ pub const PRUNE_FLOOD_WAITS: &str = "DELETE FROM flood_waits WHERE at < $1";
 /// How many 429s came at or after $1.
 pub const FLOOD_WAITS_SINCE: &str = "SELECT COUNT(*) FROM flood_waits WHERE at >= $1";
 
-/// Runs [`RETRY_JOB`]; `false` when the job is not `failed`.
-pub(super) async fn retry_job(c: &mut Conn<'_>, ticket: Ticket, now: Timestamp) -> StoreResult<bool> {
+/// Runs [`RETRY_JOB`]; `false` when the job is not in `step.from`.
+pub(super) async fn retry_job(c: &mut Conn<'_>, ticket: Ticket, step: Transition, now: Timestamp) -> StoreResult<bool> {
     let moved = dispatch!(c, |c| sqlx::query(RETRY_JOB)
         .bind(ticket.0)
         .bind(now.as_millis())
+        .bind(step.to.as_str())
+        .bind(step.from.as_str())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
