@@ -16,6 +16,7 @@ use tracing::{error, info, warn};
 
 use crate::config::{Config, UpdateMode};
 use crate::domain::JobState;
+use crate::domain::retry::backoff_jittered;
 use crate::domain::{Clock, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::webhook::WebhookSecret;
@@ -26,7 +27,7 @@ use crate::pipeline::budget::Budget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{JobFilter, RunLock, Stage, Store};
+use crate::store::{Change, JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
@@ -174,6 +175,62 @@ impl Running {
 /// already over.
 pub const SENDERS_AFTER_WORKERS: Duration = Duration::from_secs(5);
 
+/// Wakes this process's workers and senders when any process on the database commits a change
+/// that may make work claimable (PostgreSQL's LISTEN/NOTIFY; SQLite has one process, which wakes
+/// its own). Without the feed, or while it is down, workers still find work at their next poll.
+async fn relay_changes(store: Store, wake: Wakeups, stop: CancellationToken) {
+    let wake_all = || {
+        wake.downloads.notify_waiters();
+        wake.processing.notify_waiters();
+        wake.outbox.notify_waiters();
+    };
+    let mut failures = 0;
+    let mut feed = None;
+    while !stop.is_cancelled() {
+        let step = async {
+            let feed = match &mut feed {
+                Some(feed) => feed,
+                None => match store.changes().await? {
+                    Some(connected) => feed.insert(connected),
+                    None => return Ok(None),
+                },
+            };
+            feed.next().await.map(Some)
+        };
+        let change = tokio::select! {
+            () = stop.cancelled() => return,
+            change = step => change,
+        };
+        match change {
+            Ok(None) => return,
+            Ok(Some(Change::Jobs)) => {
+                failures = 0;
+                wake.downloads.notify_waiters();
+                wake.processing.notify_waiters();
+            }
+            Ok(Some(Change::Outbox)) => {
+                failures = 0;
+                wake.outbox.notify_waiters();
+            }
+            Ok(Some(Change::Missed)) => {
+                warn!("lost the connection that listens for changes; listening again");
+                wake_all();
+            }
+            Err(e) => {
+                failures += 1;
+                feed = None;
+                let wait = backoff_jittered(failures, Duration::from_millis(200), Duration::from_secs(10));
+                warn!(error = %e, wait_ms = wait.as_millis() as u64, "cannot listen for changes; trying again");
+                wake_all();
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
+}
+
 async fn drain(set: &mut JoinSet<()>) {
     while set.join_next().await.is_some() {}
 }
@@ -317,6 +374,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let senders_shutdown = Shutdown::default();
     let mut senders = JoinSet::new();
     senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));
+    // Last to stop with the senders, since it wakes them too.
+    senders.spawn(relay_changes(store.clone(), wake.clone(), senders_shutdown.stop.clone()));
     info!(
         download_workers = config.workers.download,
         process_workers = config.workers.process,

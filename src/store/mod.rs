@@ -228,6 +228,36 @@ impl MessageFilter {
     }
 }
 
+/// What a [`ChangeFeed`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A job may have become claimable (inserted, moved, released).
+    Jobs,
+    /// A message may have become claimable (queued, sent back to `pending`).
+    Outbox,
+    /// The feed lost its connection: changes may have been missed meanwhile.
+    Missed,
+}
+
+/// Changes made by any process on a PostgreSQL database, as they commit (LISTEN/NOTIFY), so
+/// workers on every host wake at once instead of at their next poll. From [`Store::changes`].
+#[derive(Debug)]
+pub struct ChangeFeed {
+    #[cfg(feature = "postgres")]
+    listener: postgres::Listener,
+}
+
+impl ChangeFeed {
+    /// Waits for the next change. After [`Change::Missed`] the next call reconnects; an error is
+    /// the reconnection failing (the caller waits and calls again).
+    pub async fn next(&mut self) -> StoreResult<Change> {
+        #[cfg(feature = "postgres")]
+        return self.listener.next().await;
+        #[cfg(not(feature = "postgres"))]
+        std::future::pending().await
+    }
+}
+
 /// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -299,6 +329,16 @@ impl Store {
                 store.close().await;
                 Err(e)
             }
+        }
+    }
+
+    /// The feed of changes other processes commit, on PostgreSQL; `None` on SQLite, where one
+    /// process wakes its own workers.
+    pub async fn changes(&self) -> StoreResult<Option<ChangeFeed>> {
+        match &self.pool {
+            Pool::Sqlite(_) => Ok(None),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => Ok(Some(ChangeFeed { listener: postgres::Listener::connect(pool).await? })),
         }
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::statements::ClaimSql;
-use super::{Conn, DatabaseError, DatabaseUrl, QueryContext, StoreError, StoreResult};
+use super::{Change, Conn, DatabaseError, DatabaseUrl, QueryContext, StoreError, StoreResult};
 use crate::domain::{OutboxMessage, Timestamp};
 
 /// docket's PostgreSQL migrations, built in.
@@ -89,6 +89,34 @@ pub(super) async fn open_existing(url: &str) -> StoreResult<PgPool> {
             Err(StoreError::Missing { url })
         }
         other => other,
+    }
+}
+
+/// The channels of migration 0009's triggers.
+const JOBS_CHANNEL: &str = "docket_jobs";
+const OUTBOX_CHANNEL: &str = "docket_outbox";
+
+/// A dedicated connection listening on the change channels.
+#[derive(Debug)]
+pub(super) struct Listener(sqlx::postgres::PgListener);
+
+impl Listener {
+    /// Connects (a connection of its own, outside the pool's count) and listens.
+    pub(super) async fn connect(pool: &PgPool) -> StoreResult<Self> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(pool).await.context("connecting to listen")?;
+        listener.listen_all([JOBS_CHANNEL, OUTBOX_CHANNEL]).await.context("listening for changes")?;
+        Ok(Self(listener))
+    }
+
+    /// The next change. A lost connection is [`Change::Missed`]: notifications sent while it was
+    /// down are gone; the next call connects again and listens anew.
+    pub(super) async fn next(&mut self) -> StoreResult<Change> {
+        let notification = self.0.try_recv().await.context("waiting for changes")?;
+        Ok(match notification.as_ref().map(sqlx::postgres::PgNotification::channel) {
+            Some(JOBS_CHANNEL) => Change::Jobs,
+            Some(OUTBOX_CHANNEL) => Change::Outbox,
+            Some(_) | None => Change::Missed,
+        })
     }
 }
 

@@ -139,3 +139,38 @@ async fn the_queue_position_is_shown_at_geometric_places() {
     assert_eq!(places.first().map(String::as_str), Some("Queued: number 5 in line."), "{places:?}");
     assert_eq!(places.last().map(String::as_str), Some("Queued: next in line."), "{places:?}");
 }
+
+/// On PostgreSQL, a job another host recorded wakes this host's idle workers at once (LISTEN/
+/// NOTIFY): the workers here would not look again for an hour on their own.
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_another_host_recorded_wakes_idle_workers_at_once() {
+    use docket::domain::{ChatRef, MessageId, Operation, Submission, UpdateId, UserId};
+    use docket::store::Store;
+
+    let mut app = TestApp::create(Backend::Postgres, |_| {}).await;
+    let idle = docket::app::Options { idle_poll: Duration::from_secs(3_600), ..crate::support::test_options() };
+    app.start_with(idle).await;
+    // Polling for a while: the workers have looked for work once and sleep.
+    let polls = app.fake.calls_to("getUpdates").len();
+    app.fake.wait_for_calls("getUpdates", |_| true, polls + 2, DEADLINE).await;
+
+    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let other_host = Store::open(&app.config.storage.database_url).await.expect("another host's store");
+    let mut tx = other_host.begin().await.expect("tx");
+    let job = Submission {
+        update_id: UpdateId(77),
+        chat: ChatRef(77),
+        user_id: Some(UserId(77)),
+        message_id: MessageId(1),
+        file_id: file.file_id.clone(),
+        file_unique_id: file.file_unique_id.clone(),
+        declared_name: Some("elsewhere.pdf".into()),
+        declared_mime: Some("application/pdf".into()),
+        declared_size: None,
+        operation: Operation::Optimize,
+    };
+    let ticket = tx.insert_job(&job, SystemClock.now()).await.expect("insert");
+    tx.commit().await.expect("commit");
+    app.wait_for_job(ticket, |j| j.state == JobState::Ready).await;
+}

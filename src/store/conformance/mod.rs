@@ -41,6 +41,7 @@ macro_rules! cases {
     )+};
 }
 
+mod changes;
 mod jobs;
 mod leases;
 mod outbox;
