@@ -23,3 +23,6 @@ CREATE INDEX flood_waits_at ON flood_waits (at);
 
 -- /forget: a person's jobs, found by sender.
 CREATE INDEX jobs_user ON jobs (user_id);
+
+-- The reaper: the jobs that ended since its last look.
+CREATE INDEX jobs_ended ON jobs (updated_at) WHERE status IN ('failed', 'expired');

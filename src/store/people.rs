@@ -15,9 +15,11 @@ pub const RETRY_JOB: &str = "UPDATE jobs SET status = $3, attempts = 0, source_l
         updated_at = $2
     WHERE id = $1 AND status = $4";
 
-/// The jobs that ended (`failed`, `expired`) at or after $1: what their files' reaper looks at.
+/// The jobs that ended (`failed`, `expired`) at or after $1, oldest change first: what their
+/// files' reaper looks at. A range of the partial index `jobs_ended`, so its cost follows the
+/// jobs that ended lately, not the table.
 pub const ENDED_SINCE: &str =
-    "SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at >= $1 ORDER BY id";
+    "SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at >= $1 ORDER BY updated_at, id";
 
 /// Forgets a person's jobs: $1 user, $2 now, $3 the reason an unfinished one reads. Names, MIME
 /// types and Telegram's result file id go; a `ready` job becomes `expired` now, an unfinished one

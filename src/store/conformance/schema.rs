@@ -123,6 +123,7 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
         ("jobs_expiry", Some("status = 'ready'")),
         ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
         ("jobs_user", None),
+        ("jobs_ended", Some("status IN 'failed', 'expired'")),
         ("flood_waits_at", None),
         ("outbox_chat", None),
         ("outbox_job", None),
