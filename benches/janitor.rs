@@ -1534,7 +1534,7 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
         ("a quiet chat (only the 3 oldest jobs)", ChatRef(QUIET_CHAT)),
     ] {
         table.start(backend, &format!("`jobs` (/jobs, chat, limit 10): {what}"));
-        let filter = JobFilter { chat: Some(chat), state: None, limit: 10 };
+        let filter = JobFilter { chat: Some(chat), limit: 10, ..JobFilter::default() };
         let mut samples = Vec::new();
         let started = Instant::now();
         while more(&samples, iters, started) {

@@ -96,6 +96,7 @@ async fn throughput(args: &Args, run: usize) -> anyhow::Result<Throughput> {
             kind: MessageKind::Reply,
             body: format!("message {n}"),
             reply_to_message_id: None,
+            button: None,
         };
         tx.enqueue(&m, now).await?;
     }
@@ -147,7 +148,7 @@ async fn ready_to_send(args: &Args, throttle: Option<u64>) -> anyhow::Result<Vec
         fake.push_update(fake.document_update(chat, chat, &file, Some("contract.pdf"), Some("application/pdf")));
         let to_chat = move |c: &Call| c.params.get("chat_id").and_then(Value::as_i64) == Some(chat);
         let sent = fake.wait_for_call("sendDocument", to_chat, Duration::from_secs(30)).await;
-        let jobs = store.jobs(&JobFilter { chat: Some(ChatRef(chat)), state: None, limit: 1 }).await?;
+        let jobs = store.jobs(&JobFilter { chat: Some(ChatRef(chat)), limit: 1, ..JobFilter::default() }).await?;
         let job = jobs.first().context("no job")?;
         ensure!(job.state == JobState::Ready, "job {} is {:?}", job.ticket, job.state);
         let ready_at = job.result.as_ref().context("no result")?.expires_at.as_millis() as f64

@@ -21,10 +21,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::config::Config;
+use crate::config::{Config, UpdateMode};
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
+use crate::intake::webhook::WebhookSecret;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::operations::Availability;
@@ -53,6 +54,41 @@ pub struct Options {
     /// The program processing runs re-execute as their child (`docket process … --contained`):
     /// this binary. Tests, whose own binary is not docket, name docket's.
     pub program: PathBuf,
+    /// Where the secrets that keys name by environment variable are read
+    /// (`[webhook] secret_token_env`, `[access] invite_tokens_env`).
+    pub environment: Environment,
+}
+
+/// Reads environment variables: the process's own, or, in tests, a fixed set.
+#[derive(Clone)]
+pub struct Environment(Arc<Lookup>);
+
+/// How an [`Environment`] looks a variable up.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Environment {
+    /// The process's environment.
+    pub fn process() -> Self {
+        Self(Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// Exactly these variables.
+    pub fn fixed(vars: &[(&str, &str)]) -> Self {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        Self(Arc::new(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())))
+    }
+
+    /// The value of `name`, when set.
+    pub fn var(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Values are secrets.
+        f.write_str("Environment")
+    }
 }
 
 impl Default for Options {
@@ -63,6 +99,7 @@ impl Default for Options {
             retry_base: Duration::from_secs(2),
             answer_timeout: Duration::from_secs(60),
             program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("docket")),
+            environment: Environment::process(),
         }
     }
 }
@@ -86,7 +123,8 @@ pub struct Running {
     /// The services' settings, which a reload replaces.
     live: LiveSettings,
     /// Beats whenever getUpdates answers.
-    poller: Arc<Heartbeat>,
+    /// The poller's heartbeat, for `/healthz`; `None` in webhook mode.
+    poller: Option<Arc<Heartbeat>>,
     spool: Spool,
     options: Options,
 }
@@ -161,7 +199,9 @@ impl Running {
     pub fn reload(&self, old: &Config, new: &Config) -> Vec<&'static str> {
         self.budget.set_sizing(new.budget.bytes, new.budget.multiplier, new.budget.max_wait);
         let intake = self.live.intake.get();
-        self.live.intake.set(intake_settings(new, intake.bot_id, intake.bot_username.clone(), &self.budget));
+        // Invite tokens come from the environment, which a reload does not re-read.
+        let invites = intake.invites.clone();
+        self.live.intake.set(intake_settings(new, intake.bot_id, intake.bot_username.clone(), &self.budget, invites));
         self.live.outbox.set(outbox_settings(new, &self.options));
         self.live.pipeline.set(PipelineSettings::from_config(
             new,
@@ -182,7 +222,7 @@ impl Running {
             pipeline: self.live.pipeline.clone(),
             budget: Arc::clone(&self.budget),
             memory: Arc::clone(&self.memory),
-            poller: Arc::clone(&self.poller),
+            poller: self.poller.clone(),
             poller_silence: 2 * poll_timeout,
         })
     }
@@ -292,6 +332,19 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             Availability::Unavailable(why) => warn!(operation = %tool.name, "{why}"),
         }
     }
+    let webhook = match config.telegram.mode {
+        UpdateMode::Polling => None,
+        UpdateMode::Webhook => {
+            let hook = webhook_start(config, &options.environment).await?;
+            telegram
+                .set_webhook(&hook.url, hook.secret.expose(), config.webhook.max_connections)
+                .await
+                .map_err(|e| anyhow::Error::new(e).context("while setting the webhook (setWebhook)"))?;
+            // The host only: a URL's path may hold a secret of its own.
+            info!(host = hook.url.host_str().unwrap_or_default(), "the webhook is set");
+            Some(hook)
+        }
+    };
     let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
     let wake = pipeline.wake.clone();
     let budget = Arc::clone(&pipeline.budget);
@@ -299,7 +352,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     // Jobs whose files are still on this machine reserve again before anything new starts.
     for state in [JobState::Fetched, JobState::Processing] {
         let held = store
-            .jobs(&JobFilter { chat: None, state: Some(state), limit: i64::MAX })
+            .jobs(&JobFilter { state: Some(state), limit: i64::MAX, ..JobFilter::default() })
             .await
             .context("while reading jobs in flight")?;
         for job in held {
@@ -311,9 +364,10 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let intake = Intake::new(
         store.clone(),
         Arc::clone(&options.clock),
-        intake_settings(config, telegram.bot_id(), bot_username, &budget),
+        intake_settings(config, telegram.bot_id(), bot_username, &budget, invite_tokens(config, &options.environment)?),
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
+        Arc::clone(&wake.ended),
     );
     let outbox = OutboxDeps {
         store: store.clone(),
@@ -343,21 +397,44 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         pipeline: pipeline.settings.clone(),
         janitor: janitor.settings.clone(),
     };
-    let poller = Poller::new(telegram, store.clone(), intake);
-    let poller_beat = poller.heartbeat();
-    let poller = poller.run(poll_stop.clone());
-    workers.spawn(async move {
-        if let Err(e) = poller.await {
-            // Whoever holds the `Running` (`run`) stops the rest in order.
-            let _ = report_fatal.send(anyhow::Error::new(e).context("while polling for updates"));
+    // In webhook mode nothing polls: the heartbeat /healthz reads is beaten by the webhook.
+    let poller_beat;
+    match webhook {
+        None => {
+            let poller = Poller::new(telegram, store.clone(), intake);
+            poller_beat = Some(poller.heartbeat());
+            let poller = poller.run(poll_stop.clone());
+            workers.spawn(async move {
+                if let Err(e) = poller.await {
+                    // Whoever holds the `Running` (`run`) stops the rest in order.
+                    let _ = report_fatal.send(anyhow::Error::new(e).context("while polling for updates"));
+                }
+            });
         }
-    });
+        Some(hook) => {
+            poller_beat = None;
+            let server = crate::intake::webhook::serve(
+                hook.listener,
+                hook.url.path().to_owned(),
+                intake,
+                telegram,
+                hook.secret,
+                poll_stop.clone(),
+            );
+            workers.spawn(async move {
+                if let Err(e) = server.await {
+                    let _ = report_fatal.send(anyhow::Error::new(e).context("while serving the webhook"));
+                }
+            });
+        }
+    }
     workers.spawn(crate::pipeline::run_pool(
         Stage::Download,
         config.workers.download,
         pipeline.clone(),
         shutdown.clone(),
     ));
+    workers.spawn(crate::pipeline::reap::run_reaper(pipeline.clone(), shutdown.stop.clone()));
     workers.spawn(crate::pipeline::run_pool(Stage::Process, config.workers.process, pipeline, shutdown.clone()));
     workers.spawn(crate::janitor::run(janitor, shutdown.stop.clone()));
     let senders_shutdown = Shutdown::default();
@@ -391,7 +468,13 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
 
 /// Intake's settings from `config`, for the bot of `bot_id` and `bot_username`, with the largest
 /// source `budget` can hold.
-fn intake_settings(config: &Config, bot_id: BotId, bot_username: Option<String>, budget: &Budget) -> IntakeSettings {
+fn intake_settings(
+    config: &Config,
+    bot_id: BotId,
+    bot_username: Option<String>,
+    budget: &Budget,
+    invites: crate::intake::InviteTokens,
+) -> IntakeSettings {
     IntakeSettings {
         bot_id,
         bot_username,
@@ -401,6 +484,8 @@ fn intake_settings(config: &Config, bot_id: BotId, bot_username: Option<String>,
         result_ttl: config.retention.result_ttl,
         largest_source: budget.largest_source(),
         per_chat_queued: config.limits.per_chat_queued,
+        budget_bytes: config.budget.bytes,
+        invites,
     }
 }
 
@@ -451,7 +536,8 @@ struct Probe {
     pipeline: Live<PipelineSettings>,
     budget: Arc<Budget>,
     memory: Arc<MemoryBudget>,
-    poller: Arc<Heartbeat>,
+    /// The poller's heartbeat; `None` in webhook mode, where nothing polls.
+    poller: Option<Arc<Heartbeat>>,
     poller_silence: Duration,
 }
 
@@ -510,8 +596,9 @@ impl crate::telemetry::Probe for Probe {
             {
                 problems.push(format!("free space {free} bytes, below [storage] min_free ({min_free} bytes)"));
             }
-            let silent = self.poller.silent_for();
-            if silent > self.poller_silence {
+            if let Some(silent) = self.poller.as_ref().map(|beat| beat.silent_for())
+                && silent > self.poller_silence
+            {
                 problems.push(format!(
                     "the poller has had no answer from getUpdates for {}s (more than twice [telegram] poll_timeout)",
                     silent.as_secs()
@@ -729,4 +816,43 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+/// The invite tokens from the environment variable `[access] invite_tokens_env` names (none
+/// without it). A named variable that is missing or empty is an error: the admin meant invites.
+fn invite_tokens(config: &Config, env: &Environment) -> anyhow::Result<crate::intake::InviteTokens> {
+    let Some(name) = &config.access.invite_tokens_env else { return Ok(crate::intake::InviteTokens::default()) };
+    let tokens = env.var(name).map(|v| crate::intake::InviteTokens::parse(&v)).unwrap_or_default();
+    if tokens.is_empty() {
+        anyhow::bail!("[access] invite_tokens_env names {name}, but that environment variable is not set or empty");
+    }
+    info!(tokens = tokens.len(), "invites are on");
+    Ok(tokens)
+}
+
+/// Webhook mode's listener, path and secret, checked before anything starts.
+struct WebhookStart {
+    listener: tokio::net::TcpListener,
+    url: url::Url,
+    secret: WebhookSecret,
+}
+
+/// Reads the webhook's secret and binds its listener. The keys are there: the configuration
+/// checks that webhook mode has them.
+async fn webhook_start(config: &Config, env: &Environment) -> anyhow::Result<WebhookStart> {
+    let hook = &config.webhook;
+    let (Some(listen), Some(url), Some(name)) = (hook.listen, hook.public_url.clone(), &hook.secret_token_env) else {
+        anyhow::bail!("[telegram] mode = \"webhook\" needs [webhook] listen, public_url and secret_token_env");
+    };
+    let value = env.var(name).unwrap_or_default();
+    let Some(secret) = WebhookSecret::new(&value) else {
+        anyhow::bail!(
+            "[webhook] secret_token_env names {name}, which is not set or not a valid secret token \
+             (1 to 256 letters, digits, _ and -)"
+        );
+    };
+    let listener = crate::intake::webhook::bind(listen)
+        .await
+        .with_context(|| format!("while binding [webhook] listen = {listen}"))?;
+    Ok(WebhookStart { listener, url, secret })
 }

@@ -1,4 +1,5 @@
-//! The command line: `docket run`, `migrate`, `check-config`, `status`, `jobs`, `process`.
+//! The command line: `docket run`, `migrate`, `check-config`, `status`, `jobs`, `retry`,
+//! `cancel`, `janitor`, `process`.
 //!
 //! Every command reads the same configuration through [`Config::load`], so `check-config`
 //! validates exactly what `run` would use.
@@ -15,9 +16,8 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::config::{CONFIG_ENV, Config};
-use crate::domain::Job;
-use crate::domain::SystemClock;
-use crate::domain::{FailureReason, JobState, Ticket};
+use crate::domain::{Clock as _, SystemClock};
+use crate::domain::{FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Request, Work};
 use crate::spool::Spool;
@@ -61,12 +61,28 @@ pub enum Command {
         /// Only jobs in this state (accepted, fetched, processing, ready, failed, expired).
         #[arg(long, value_parser = parse_state)]
         state: Option<JobState>,
+        /// Only jobs last changed within this long (`1d`, `6h`, `30m`): with `--state failed`,
+        /// those that failed lately.
+        #[arg(long, value_parser = parse_age)]
+        since: Option<std::time::Duration>,
         /// At most this many.
         #[arg(long, default_value_t = 20)]
         limit: i64,
         /// Print JSON lines instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Send a failed job back to the queue (`accepted`), its attempts counted afresh; its chat is
+    /// told. Safe beside a running bot.
+    Retry {
+        /// The ticket number (`4812` or `#4812`).
+        ticket: Ticket,
+    },
+    /// Cancel a job that is not ready yet, as its chat's `/cancel` would; its chat is told. A
+    /// running bot's worker stops at its next lease renewal and deletes the job's files.
+    Cancel {
+        /// The ticket number (`4812` or `#4812`).
+        ticket: Ticket,
     },
     /// One janitor pass: expire results, enforce the results cap, delete orphans and stale
     /// `.part` files, prune old rows. Safe beside a running bot.
@@ -113,6 +129,10 @@ fn parse_state(s: &str) -> Result<JobState, String> {
     })
 }
 
+fn parse_age(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration such as 1d, 6h or 30m: {e}"))
+}
+
 /// Runs the parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let cli = match run_if_contained_child(cli) {
@@ -145,9 +165,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let Some(job) = job else { anyhow::bail!("no such ticket: {ticket}") };
             if json { out(&job_json(&job).to_string()) } else { out(&status_text(&job)) }
         }
-        Command::Jobs { state, limit, json } => {
+        Command::Retry { ticket } => {
             let store = open_existing(&config).await?;
-            let jobs = store.jobs(&JobFilter { chat: None, state, limit: limit.max(1) }).await?;
+            let done = retry(&store, ticket).await;
+            store.close().await;
+            out(&done?)
+        }
+        Command::Cancel { ticket } => {
+            let store = open_existing(&config).await?;
+            let done = cancel(&store, ticket).await;
+            store.close().await;
+            out(&done?)
+        }
+        Command::Jobs { state, since, limit, json } => {
+            let store = open_existing(&config).await?;
+            let since = since.map(|age| SystemClock.now().minus(age));
+            let jobs = store.jobs(&JobFilter { chat: None, state, since, limit: limit.max(1) }).await?;
             store.close().await;
             let lines: Vec<String> = if json {
                 jobs.iter().map(|j| job_json(j).to_string()).collect()
@@ -169,6 +202,54 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Janitor { dry_run } => janitor(&config, dry_run).await,
         Command::Process { file, op, output, lang, .. } => process(&config, file, &op, output, lang).await,
     }
+}
+
+/// `docket retry N`.
+async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
+    let Some(job) = store.job(ticket).await? else { anyhow::bail!("no such ticket: {ticket}") };
+    if job.state != JobState::Failed {
+        anyhow::bail!("{ticket} is {}, not failed; only a failed job can be retried", job.state);
+    }
+    let now = SystemClock.now();
+    let notice = NewMessage {
+        // One notice per retry: the job's last change (its failure) tells it from an earlier one.
+        idempotency_key: IdempotencyKey::retried(ticket, job.updated_at),
+        job: Some(ticket),
+        chat: job.submission.chat,
+        kind: MessageKind::Reply,
+        body: texts::retrying_for_admin(&job),
+        reply_to_message_id: Some(job.submission.message_id),
+        button: None,
+    };
+    if !store.retry_job(ticket, &notice, now).await? {
+        anyhow::bail!("{ticket} changed meanwhile; it is not failed any more");
+    }
+    Ok(format!("{ticket} is back in the queue (accepted)"))
+}
+
+/// `docket cancel N`.
+async fn cancel(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
+    let mut tx = store.begin().await?;
+    let Some(job) = tx.job(ticket).await? else { anyhow::bail!("no such ticket: {ticket}") };
+    if job.state.is_terminal() {
+        anyhow::bail!("{ticket} is {} already; only a job that is not ready yet can be cancelled", job.state);
+    }
+    let now = SystemClock.now();
+    if !crate::intake::cancel_job(&mut tx, &job, "cancelled by an admin (docket cancel)", now).await? {
+        anyhow::bail!("{ticket} changed meanwhile; try again");
+    }
+    let notice = NewMessage {
+        idempotency_key: IdempotencyKey::cancelled_by_admin(ticket, job.updated_at),
+        job: Some(ticket),
+        chat: job.submission.chat,
+        kind: MessageKind::Reply,
+        body: texts::cancelled(&job),
+        reply_to_message_id: Some(job.submission.message_id),
+        button: None,
+    };
+    tx.enqueue(&notice, now).await?;
+    tx.commit().await?;
+    Ok(format!("{ticket} is cancelled (it was {})", job.state))
 }
 
 async fn open(config: &Config) -> anyhow::Result<Store> {
@@ -441,7 +522,17 @@ mod tests {
         let cli = Cli::try_parse_from(["docket", "status", "#4812", "--json"]).expect("parses");
         assert!(matches!(cli.command, Command::Status { ticket: Ticket(4812), json: true }));
         let cli = Cli::try_parse_from(["docket", "jobs", "--state", "failed", "--limit", "3"]).expect("parses");
-        assert!(matches!(cli.command, Command::Jobs { state: Some(JobState::Failed), limit: 3, json: false }));
+        assert!(matches!(
+            cli.command,
+            Command::Jobs { state: Some(JobState::Failed), since: None, limit: 3, json: false }
+        ));
+        let cli = Cli::try_parse_from(["docket", "jobs", "--state", "failed", "--since", "1d"]).expect("parses");
+        assert!(matches!(cli.command, Command::Jobs { since: Some(d), .. } if d.as_secs() == 86_400));
+        assert!(Cli::try_parse_from(["docket", "jobs", "--since", "yesterday"]).is_err());
+        let cli = Cli::try_parse_from(["docket", "retry", "#12"]).expect("parses");
+        assert!(matches!(cli.command, Command::Retry { ticket: Ticket(12) }));
+        let cli = Cli::try_parse_from(["docket", "cancel", "12"]).expect("parses");
+        assert!(matches!(cli.command, Command::Cancel { ticket: Ticket(12) }));
         assert!(Cli::try_parse_from(["docket", "jobs", "--state", "done"]).is_err());
     }
 }

@@ -36,6 +36,7 @@ mod services;
 pub mod storage;
 pub mod telegram;
 mod value;
+pub mod webhook;
 pub mod workers;
 
 pub use access::{Access, GroupMode};
@@ -48,6 +49,7 @@ pub use processing::{ExternalToolConfig, ProcessingConfig};
 pub use retention::Retention;
 pub use storage::StorageConfig;
 pub use telegram::{TelegramConfig, UpdateMode};
+pub use webhook::WebhookConfig;
 pub use workers::Workers;
 
 /// The bot token lives in the Telegram adapter; re-exported for callers that knew it here.
@@ -92,6 +94,8 @@ pub struct Config {
     pub processing: ProcessingConfig,
     /// `[log]`
     pub log: LogConfig,
+    /// `[webhook]`
+    pub webhook: WebhookConfig,
 }
 
 /// One thing wrong with the configuration.
@@ -186,6 +190,9 @@ impl Config {
         }
         config.telegram.check(&mut problems);
         config.processing.check(&mut problems);
+        if config.telegram.mode == UpdateMode::Webhook {
+            config.webhook.check_for_webhook_mode(&mut problems);
+        }
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -204,7 +211,7 @@ impl Config {
     }
 
     /// Every section and its keys, in the order of [`Config`]'s fields and of each section's.
-    pub fn keys() -> [(&'static str, &'static [&'static str]); 11] {
+    pub fn keys() -> [(&'static str, &'static [&'static str]); 12] {
         use read::keys_of;
         [
             ("telegram", keys_of::<TelegramConfig>()),
@@ -218,6 +225,7 @@ impl Config {
             ("outbox", keys_of::<OutboxConfig>()),
             ("processing", keys_of::<ProcessingConfig>()),
             ("log", keys_of::<LogConfig>()),
+            ("webhook", keys_of::<WebhookConfig>()),
         ]
     }
 
@@ -256,6 +264,30 @@ mod tests {
             Err(ConfigError::Invalid { problems, .. }) => problems,
             other => panic!("expected invalid config, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn webhook_mode_names_every_key_it_lacks_and_checks_their_values() {
+        let keys: Vec<String> = problems("[telegram]\nmode = \"webhook\"\n").into_iter().map(|p| p.key).collect();
+        assert_eq!(keys, ["[webhook] listen", "[webhook] public_url", "[webhook] secret_token_env"]);
+        let p = problems("[telegram]\nmode = \"hook\"\n");
+        assert_eq!(p[0].key, "[telegram] mode");
+        let p = problems(
+            "[webhook]\npublic_url = \"http://bot.example.com/hook\"\nsecret_token_env = \"has space\"\nmax_connections = 101\n",
+        );
+        let keys: Vec<&str> = p.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["[webhook] public_url", "[webhook] secret_token_env", "[webhook] max_connections"], "{p:?}");
+        let ok = Config::from_toml_str(
+            "[telegram]\nmode = \"webhook\"\n[webhook]\nlisten = \"127.0.0.1:8443\"\n\
+             public_url = \"https://bot.example.com/hook\"\nsecret_token_env = \"HOOK_SECRET\"\n",
+            None,
+            None,
+        )
+        .expect("valid");
+        assert_eq!(ok.telegram.mode, UpdateMode::Webhook);
+        assert_eq!(ok.webhook.max_connections, webhook::DEFAULT_MAX_CONNECTIONS);
+        // Polling ignores [webhook].
+        assert!(Config::from_toml_str("[webhook]\nmax_connections = 5\n", None, None).is_ok());
     }
 
     #[test]

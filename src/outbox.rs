@@ -266,7 +266,9 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
         match message.kind {
             MessageKind::Result => send_result(deps, &message).await,
             MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
-                deps.telegram.send_text(message.chat, &message.body, message.reply_to_message_id).await
+                deps.telegram
+                    .send_text(message.chat, &message.body, message.reply_to_message_id, message.button.as_ref())
+                    .await
             }
             MessageKind::Progress => edit_status(deps, &message).await,
         }
@@ -318,6 +320,9 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             let why = format!("{FLOOD_WAIT}: retry after {} s", wait.as_secs());
             warn!(wait_ms = wait.as_millis() as u64, "flood control; this chat waits exactly as told");
             metrics::counter!("docket_messages_flood_waits_total").increment(1);
+            if let Err(e) = deps.store.record_flood_wait(message.chat, wait, now).await {
+                warn!(error = %e, "could not record the 429 for /stats");
+            }
             match pause_for_429(deps, message.chat, until, &why).await {
                 Ok(()) => deps.store.retry_message(message.id, &lease, until, &why, now).await,
                 Err(e) => Err(e),
@@ -404,6 +409,7 @@ async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now:
                 kind: MessageKind::Reply,
                 body: body.clone(),
                 reply_to_message_id: None,
+                button: None,
             };
             tx.enqueue(&alert, now).await?;
         }

@@ -94,6 +94,8 @@ pub struct Wakeups {
     pub processing: Arc<Notify>,
     /// A message was queued.
     pub outbox: Arc<Notify>,
+    /// Jobs were ended from outside the pipeline (cancelled, forgotten): their files can go.
+    pub ended: Arc<Notify>,
 }
 
 /// A worker's name, in leases and logs: `<host>:<pid>:<role>-<n>`. Every lease of this process

@@ -126,6 +126,17 @@ impl Spool {
         Ok(removed)
     }
 
+    /// Removes every file of an ended job (cancelled, forgotten, failed, expired): its downloads,
+    /// its intermediate output and its results. Only for a job whose row no longer points at
+    /// any of them and that nobody holds. Missing is fine. Returns how many downloads went.
+    pub fn remove_everything_of(&self, ticket: Ticket) -> io::Result<usize> {
+        let prefix = Self::download_prefix(ticket);
+        let removed = remove_older(&self.downloads(), i64::MAX, |name| name.strip_prefix(&prefix))?;
+        remove_dir_if_exists(&self.work_root().join(ticket.0.to_string()))?;
+        remove_dir_if_exists(&self.results_root().join(ticket.0.to_string()))?;
+        Ok(removed)
+    }
+
     /// Removes a job's intermediate output. Missing is fine.
     pub fn remove_work(&self, ticket: Ticket) -> io::Result<()> {
         remove_dir_if_exists(&self.work_root().join(ticket.0.to_string()))

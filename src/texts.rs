@@ -60,6 +60,11 @@ pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahea
 /// Where a job is, for its status message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
+    /// Waiting for its download: `position` in line (1: next).
+    Queued {
+        /// Place in the download queue.
+        position: u64,
+    },
     /// Bytes received so far, of the size Telegram announced when it did.
     Downloading {
         /// Received.
@@ -78,6 +83,8 @@ pub enum Progress {
         /// Kept until.
         until: Timestamp,
     },
+    /// The person (or an admin) cancelled the job.
+    Cancelled,
     /// The job ended without a result.
     Failed {
         /// Why, as [`failure_reason`] words it.
@@ -90,6 +97,8 @@ pub fn progress(job: &Job, step: &Progress) -> String {
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     let header = format!("{}.", ticket_line(job.name(), declared, job.ticket));
     let line = match step {
+        Progress::Queued { position: 1 } => "Queued: next in line.".to_owned(),
+        Progress::Queued { position } => format!("Queued: number {position} in line."),
         Progress::Downloading { done: 0, .. } => "Downloading…".to_owned(),
         Progress::Downloading { done, total: Some(total) } if *total > 0 => {
             format!("Downloading: {}% ({} of {}).", done.saturating_mul(100) / total, size(*done), size(*total))
@@ -99,6 +108,7 @@ pub fn progress(job: &Job, step: &Progress) -> String {
         Progress::Processing => "Processing…".to_owned(),
         Progress::WaitingToRetry => "Interrupted; trying again shortly.".to_owned(),
         Progress::Ready { until } => format!("Ready: the result is below, kept until {}.", until.date_utc()),
+        Progress::Cancelled => "Cancelled; its files are deleted.".to_owned(),
         Progress::Failed { reason } => format!("Failed: {reason}."),
     };
     format!("{header}\n{line}")
@@ -241,6 +251,7 @@ pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
         ),
         FailureReason::Crashed => format!("{name} made the processing crash, so it cannot be processed"),
         FailureReason::ToolFailed { tool } => format!("{tool} could not process {name}"),
+        FailureReason::Cancelled => format!("{name} was cancelled"),
     }
 }
 
@@ -323,6 +334,95 @@ pub fn jobs(jobs: &[Job]) -> String {
     lines.join("\n")
 }
 
+/// The answer to `/cancel N` (or `docket cancel N`) that stopped the job.
+pub fn cancelled(job: &Job) -> String {
+    format!("{} cancelled: {} will not be processed, and its files are deleted.", job.ticket, display_name(job.name()))
+}
+
+/// The answer to `/cancel N` for a job that has ended already.
+pub fn cannot_cancel(ticket: Ticket, state: JobState) -> String {
+    format!("{ticket} is {} already; only a ticket that is not ready yet can be cancelled.", state_words(state))
+}
+
+/// `/cancel` without a usable number.
+pub fn cancel_usage() -> String {
+    "Usage: /cancel 4812 (the ticket number from my reply).".to_owned()
+}
+
+/// The notice to a person that an admin sent their failed ticket back to the queue.
+pub fn retrying_for_admin(job: &Job) -> String {
+    format!("{}: {} is being tried again.", job.ticket, display_name(job.name()))
+}
+
+/// What `/privacy` says: what is kept, where, and for how long.
+pub fn privacy(facts: &HelpFacts) -> String {
+    format!(
+        "What I keep about you:\n\
+         • For each file you send: its name, size and type as Telegram gives them, your user and chat id, \
+         and the message ids, in this bot's database.\n\
+         • The file itself, on this bot's server, only while it is being processed.\n\
+         • The result, on this bot's server, for {} after it is ready; then it is deleted.\n\
+         • The texts I sent you, until they have been delivered and some time after.\n\
+         Nothing is shared with anyone. /forget deletes your files, results and their names now.",
+        humantime::format_duration(facts.result_ttl)
+    )
+}
+
+/// The question `/forget` asks, above its confirmation button.
+pub fn forget_question() -> String {
+    "This deletes all your results and files and the names of everything you sent, now. \
+     Tickets in progress are cancelled. It cannot be undone."
+        .to_owned()
+}
+
+/// The label of `/forget`'s confirmation button.
+pub fn forget_button() -> String {
+    "Yes, delete everything".to_owned()
+}
+
+/// The answer once `/forget` was confirmed.
+pub fn forgotten(jobs: u64) -> String {
+    match jobs {
+        0 => "Done: there was nothing of yours to delete.".to_owned(),
+        1 => "Done: 1 ticket is forgotten, with its files.".to_owned(),
+        n => format!("Done: {n} tickets are forgotten, with their files."),
+    }
+}
+
+/// The answer to a valid invite (`/start <token>`).
+pub fn invited(facts: &HelpFacts) -> String {
+    format!("Welcome! You can use this bot now.\n\n{}", help(facts))
+}
+
+/// The answer to `/stats` for someone who is not an admin.
+pub fn admins_only() -> String {
+    "Only this bot's admins can use /stats.".to_owned()
+}
+
+/// The `/stats` answer for admins.
+pub fn stats(stats: &crate::domain::BotStats, budget: u64, now: Timestamp) -> String {
+    let mut lines = vec!["docket now:".to_owned()];
+    let jobs: Vec<String> = stats.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
+    lines.push(format!("Jobs: {}", if jobs.is_empty() { "none".to_owned() } else { jobs.join(", ") }));
+    lines.push(format!("Budget: {} in flight, of {} per process", size(stats.bytes_in_flight), size(budget)));
+    lines.push(match stats.oldest_waiting {
+        Some(since) => format!("Oldest waiting job: due for {}", humantime::format_duration(rounded(since.until(now)))),
+        None => "Oldest waiting job: none waiting".to_owned(),
+    });
+    lines.push(format!("Dead chats: {}", stats.dead_chats));
+    lines.push(format!("429s in the last hour: {}", stats.flood_waits_last_hour));
+    lines.push(format!(
+        "Hosts: {}",
+        if stats.hosts.is_empty() { "none holding work now".to_owned() } else { stats.hosts.join(", ") }
+    ));
+    lines.join("\n")
+}
+
+/// A duration to the whole second, for people.
+fn rounded(d: std::time::Duration) -> std::time::Duration {
+    std::time::Duration::from_secs(d.as_secs())
+}
+
 /// What `/start` and `/help` say.
 pub struct HelpFacts {
     /// Largest accepted file.
@@ -353,6 +453,9 @@ pub fn help(facts: &HelpFacts) -> String {
          /status 4812 — where a ticket is\n\
          /get 4812 — the result again, while it is kept\n\
          /jobs — your latest tickets\n\
+         /cancel 4812 — stop a ticket that is not ready yet\n\
+         /privacy — what I keep, and for how long\n\
+         /forget — delete everything of yours now\n\
          /help — this text",
         size(facts.download_limit),
         size(facts.upload_limit),

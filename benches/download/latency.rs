@@ -121,7 +121,7 @@ pub async fn run(work: &Path, jobs: usize) -> anyhow::Result<Report> {
 async fn wait_until_done(store: &Store, file_unique_id: &str) -> anyhow::Result<Job> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let jobs = store.jobs(&JobFilter { chat: Some(ChatRef(CHAT)), state: None, limit: 5 }).await?;
+        let jobs = store.jobs(&JobFilter { chat: Some(ChatRef(CHAT)), limit: 5, ..JobFilter::default() }).await?;
         if let Some(job) = jobs.into_iter().find(|j| j.submission.file_unique_id == file_unique_id)
             && matches!(job.state, JobState::Ready | JobState::Failed)
         {

@@ -22,6 +22,11 @@ pub struct Access {
     /// `groups`: which messages docket takes in group chats.
     #[serde(deserialize_with = "read_groups")]
     pub groups: GroupMode,
+    /// `invite_tokens_env`: the environment variable that holds the invite tokens (separated by
+    /// commas or spaces); `/start <token>` with one of them lets the sender in. `None` (the
+    /// default): no invites.
+    #[serde(deserialize_with = "value::env_name", skip_serializing_if = "Option::is_none")]
+    pub invite_tokens_env: Option<String>,
 }
 
 impl Access {

@@ -75,13 +75,16 @@ impl TelegramConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UpdateMode {
-    /// Long polling with getUpdates.
+    /// Long polling with getUpdates (any webhook is removed at start).
     Polling,
+    /// Telegram posts each update to `[webhook] public_url`, which reaches docket's listener.
+    Webhook,
 }
 
 fn read_mode<'de, D: Deserializer<'de>>(d: D) -> Result<UpdateMode, D::Error> {
     match value::string(d)?.as_str() {
         "polling" => Ok(UpdateMode::Polling),
-        _ => Err(D::Error::custom("\"polling\" (webhook mode is not available yet)")),
+        "webhook" => Ok(UpdateMode::Webhook),
+        _ => Err(D::Error::custom("\"polling\" or \"webhook\"")),
     }
 }

@@ -109,6 +109,20 @@ pub(crate) fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
     }
 }
 
+/// The name of an environment variable (letters, digits and `_`, not starting with a digit),
+/// for keys that say where a secret is rather than holding it.
+pub(crate) fn env_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let name = string(d)?;
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if valid {
+        Ok(Some(name))
+    } else {
+        Err(D::Error::custom("the name of an environment variable, such as \"DOCKET_SECRET\""))
+    }
+}
+
 /// A folder path, not empty.
 pub(crate) fn folder<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
     let s = string(d)?;

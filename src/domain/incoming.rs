@@ -22,8 +22,8 @@ pub struct DocumentFacts {
 /// The commands people can send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// `/start`
-    Start,
+    /// `/start`, with the word after it when there is one (an invite token).
+    Start(Option<String>),
     /// `/help`
     Help,
     /// `/status N` (`None`: no usable number given).
@@ -32,6 +32,23 @@ pub enum Command {
     Jobs,
     /// `/get N`: send a kept result again (`None`: no usable number given).
     Get(Option<Ticket>),
+    /// `/cancel N`: stop a job that is not ready yet (`None`: no usable number given).
+    Cancel(Option<Ticket>),
+    /// `/privacy`: what is kept, where, and for how long.
+    Privacy,
+    /// `/forget`: delete everything of the sender's, after a confirmation button.
+    Forget,
+    /// `/stats`: the bot's state, for admins.
+    Stats,
+}
+
+/// A press on an inline button (a callback query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ButtonPress {
+    /// The callback query's id, which must be answered.
+    pub query_id: String,
+    /// The button's data, as docket set it.
+    pub data: String,
 }
 
 /// Whom a chat is between.
@@ -75,6 +92,8 @@ pub enum Incoming {
     Document(Origin, DocumentFacts, Address),
     /// A known command.
     Command(Origin, Command, Address),
+    /// A press on one of docket's inline buttons.
+    Button(Origin, ButtonPress),
     /// A message docket has nothing to do with (text, photo, sticker…): answered with a hint.
     Other(Origin),
     /// An update that needs no answer (edits, member changes, service messages).

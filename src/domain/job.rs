@@ -142,6 +142,11 @@ pub enum JobEvent {
     Expired,
     /// The same file arrived again after the job ended without a result to give.
     Resubmitted,
+    /// The person (or an admin) cancelled the job before it was ready. Its holder, if any,
+    /// loses its lease with this move and stops.
+    Cancelled,
+    /// An admin sent a failed job back to the queue (`docket retry N`).
+    Retried,
 }
 
 /// A move the state machine does not allow.
@@ -168,6 +173,8 @@ pub fn next(from: JobState, event: JobEvent) -> Result<JobState, TransitionError
         (S::Accepted | S::Fetched | S::Processing, E::Failed) => S::Failed,
         (S::Ready, E::Expired) => S::Expired,
         (S::Expired | S::Failed, E::Resubmitted) => S::Accepted,
+        (S::Accepted | S::Fetched | S::Processing, E::Cancelled) => S::Failed,
+        (S::Failed, E::Retried) => S::Accepted,
         _ => return Err(TransitionError { from, event }),
     };
     Ok(to)
@@ -261,6 +268,8 @@ pub enum FailureReason {
         /// The operation's name.
         tool: String,
     },
+    /// The person cancelled it (`/cancel N`), or an admin did (`docket cancel N`).
+    Cancelled,
 }
 
 #[cfg(test)]
@@ -307,6 +316,20 @@ mod tests {
         assert_eq!(next(JobState::Accepted, JobEvent::RetryLater), Ok(JobState::Accepted));
         assert_eq!(next(JobState::Processing, JobEvent::RetryLater), Ok(JobState::Fetched));
         assert!(next(JobState::Ready, JobEvent::RetryLater).is_err());
+    }
+
+    #[test]
+    fn only_unfinished_jobs_can_be_cancelled_and_only_failed_ones_retried() {
+        for from in [JobState::Accepted, JobState::Fetched, JobState::Processing] {
+            assert_eq!(next(from, JobEvent::Cancelled), Ok(JobState::Failed), "{from}");
+            assert!(next(from, JobEvent::Retried).is_err(), "{from}");
+        }
+        for from in [JobState::Ready, JobState::Failed, JobState::Expired] {
+            assert!(next(from, JobEvent::Cancelled).is_err(), "{from}");
+        }
+        assert_eq!(next(JobState::Failed, JobEvent::Retried), Ok(JobState::Accepted));
+        assert!(next(JobState::Expired, JobEvent::Retried).is_err());
+        assert!(next(JobState::Ready, JobEvent::Retried).is_err());
     }
 
     #[test]

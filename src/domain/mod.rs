@@ -17,5 +17,5 @@ pub use ids::{BotId, ChatRef, MessageId, OutboxId, UpdateId, UserId};
 pub use job::{FailureReason, JobEvent, JobState, Operation, Ticket, Transition, TransitionError};
 pub use lease::Lease;
 pub use outbox::{AfterUnknown, IdempotencyKey, MessageKind, OutboxState, PROGRESS_SETTLE, Paced};
-pub use records::{FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, Submission};
+pub use records::{BotStats, Button, FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, Submission};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

@@ -67,6 +67,17 @@ impl IdempotencyKey {
         self.0.starts_with("alert:")
     }
 
+    /// The notice that an admin sent `ticket`, failed at `failed_at`, back to the queue: one
+    /// per failure retried.
+    pub fn retried(ticket: Ticket, failed_at: super::Timestamp) -> Self {
+        Self(format!("job:{}:retry:{}", ticket.0, failed_at.as_millis()))
+    }
+
+    /// The notice that an admin cancelled `ticket` in the state it reached at `changed_at`.
+    pub fn cancelled_by_admin(ticket: Ticket, changed_at: super::Timestamp) -> Self {
+        Self(format!("job:{}:cancel:{}", ticket.0, changed_at.as_millis()))
+    }
+
     /// A key as storage returns it.
     pub fn from_stored(key: String) -> Self {
         Self(key)

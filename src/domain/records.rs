@@ -152,6 +152,18 @@ pub struct NewMessage {
     pub body: String,
     /// The message it answers.
     pub reply_to_message_id: Option<MessageId>,
+    /// An inline button under the message, if any.
+    pub button: Option<Button>,
+}
+
+/// One inline button under a message: what it says, and the callback data Telegram sends back
+/// when it is pressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Button {
+    /// What the button says.
+    pub label: String,
+    /// What a press sends back (at most 64 bytes, Telegram's limit).
+    pub data: String,
 }
 
 /// A queued outgoing message as stored.
@@ -171,6 +183,8 @@ pub struct OutboxMessage {
     pub body: String,
     /// The message it answers.
     pub reply_to_message_id: Option<MessageId>,
+    /// An inline button under the message, if any.
+    pub button: Option<Button>,
     /// Delivery state.
     pub state: OutboxState,
     /// Send attempts so far.
@@ -181,6 +195,23 @@ pub struct OutboxMessage {
     pub telegram_message_id: Option<MessageId>,
     /// Last error, for admins.
     pub error: Option<String>,
+}
+
+/// The figures of `/stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BotStats {
+    /// Jobs per state, in life order, with states that have none left out.
+    pub jobs: Vec<(super::JobState, i64)>,
+    /// When the job waiting longest for its download became due.
+    pub oldest_waiting: Option<super::Timestamp>,
+    /// Bytes of the files in flight (every host).
+    pub bytes_in_flight: u64,
+    /// Chats that refused the bot for good.
+    pub dead_chats: i64,
+    /// 429s in the last hour.
+    pub flood_waits_last_hour: i64,
+    /// The processes (`<host>:<pid>`) holding a lease now.
+    pub hosts: Vec<String>,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! transaction. No download, no disk, no heavy work happens here.
 
 pub mod polling;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use tracing::{debug, info};
 
 pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin};
 use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
-use crate::domain::{NewMessage, Submission};
+use crate::domain::{Button, FailureReason, Job, NewMessage, Submission};
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
 use crate::texts;
 
@@ -37,6 +38,12 @@ pub enum Recorded {
     RefusedAccess,
     /// A command or a hint was answered.
     Answered,
+    /// A press on one of docket's buttons was handled; the callback query `query_id` is to be
+    /// answered (answerCallbackQuery) once this commits.
+    Pressed {
+        /// The callback query's id.
+        query_id: String,
+    },
     /// Nothing to do.
     Ignored,
     /// Kept as rejected, with the reason.
@@ -61,6 +68,46 @@ impl AccessRules {
     }
 }
 
+/// The invite tokens of `[access] invite_tokens_env`. Secret: never shown in `Debug`, compared
+/// in constant time.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct InviteTokens(Vec<String>);
+
+impl InviteTokens {
+    /// The tokens of `value` (the environment variable's), separated by commas or whitespace.
+    pub fn parse(value: &str) -> Self {
+        Self(
+            value.split(|c: char| c == ',' || c.is_whitespace()).filter(|t| !t.is_empty()).map(str::to_owned).collect(),
+        )
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none (invites are off).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `candidate` is one of the tokens. Every token is compared, each in constant time,
+    /// so the answer's timing tells nothing about how close a guess was.
+    pub fn accepts(&self, candidate: &str) -> bool {
+        use subtle::ConstantTimeEq as _;
+        self.0
+            .iter()
+            .fold(subtle::Choice::from(0), |found, token| found | token.as_bytes().ct_eq(candidate.as_bytes()))
+            .into()
+    }
+}
+
+impl std::fmt::Debug for InviteTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InviteTokens({} tokens)", self.0.len())
+    }
+}
+
 /// Intake's settings: the slice of the configuration it needs.
 #[derive(Debug, Clone)]
 pub struct IntakeSettings {
@@ -82,6 +129,10 @@ pub struct IntakeSettings {
     pub largest_source: u64,
     /// How many of one chat's jobs may wait in `accepted` (not downloading yet).
     pub per_chat_queued: u64,
+    /// `[budget] bytes`, for `/stats`.
+    pub budget_bytes: u64,
+    /// Tokens that let a person in with `/start <token>`.
+    pub invites: InviteTokens,
 }
 
 /// The intake service. Cheap to clone.
@@ -94,6 +145,9 @@ pub struct Intake {
     jobs_waiting: Arc<Notify>,
     /// Woken when a message is queued.
     messages_waiting: Arc<Notify>,
+    /// Woken when jobs were ended from outside the pipeline (cancelled, forgotten), so their
+    /// files are deleted and their byte reservations given back.
+    jobs_ended: Arc<Notify>,
 }
 
 impl Intake {
@@ -104,8 +158,9 @@ impl Intake {
         settings: IntakeSettings,
         jobs_waiting: Arc<Notify>,
         messages_waiting: Arc<Notify>,
+        jobs_ended: Arc<Notify>,
     ) -> Self {
-        Self { store, clock, settings: crate::runtime::Live::new(settings), jobs_waiting, messages_waiting }
+        Self { store, clock, settings: crate::runtime::Live::new(settings), jobs_waiting, messages_waiting, jobs_ended }
     }
 
     /// The settings it reads, for a reload to replace.
@@ -130,12 +185,17 @@ impl Intake {
             debug!(update.id = %update_id, "update was registered before; dropped");
             return Ok(Recorded::Repeat);
         }
-        if let Incoming::Document(origin, ..) | Incoming::Command(origin, ..) | Incoming::Other(origin) = &incoming {
+        if let Some(origin) = incoming_origin(&incoming) {
             // A person who blocked the bot and writes again can be answered again.
             if tx.revive_chat(origin.chat).await? {
                 info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
             }
         }
+        let allowed = match incoming_origin(&incoming) {
+            Some(origin) => self.may_use(&mut tx, origin).await?,
+            None => true,
+        };
+        let mut ended_jobs = false;
         let recorded = match incoming {
             Incoming::Malformed(_) => Recorded::Rejected,
             Incoming::Ignored => Recorded::Ignored,
@@ -143,22 +203,56 @@ impl Intake {
                 self.reply(&mut tx, update_id, origin, texts::send_a_document()).await?;
                 Recorded::Answered
             }
-            Incoming::Command(origin, Command::Get(Some(ticket)), _) if self.may_use(origin) => {
+            // What concerns a person's own data stays theirs to ask about, allowed or not.
+            Incoming::Command(origin, Command::Privacy, _) => {
+                self.reply(&mut tx, update_id, origin, texts::privacy(&self.help_facts())).await?;
+                Recorded::Answered
+            }
+            Incoming::Command(origin, Command::Forget, _) => {
+                self.ask_to_forget(&mut tx, update_id, origin).await?;
+                Recorded::Answered
+            }
+            Incoming::Button(origin, press) => {
+                ended_jobs = self.pressed(&mut tx, update_id, origin, &press.data).await?;
+                Recorded::Pressed { query_id: press.query_id }
+            }
+            Incoming::Command(origin, Command::Start(Some(token)), _)
+                if !allowed && origin.user.is_some() && self.settings.get().invites.accepts(&token) =>
+            {
+                if let Some(user) = origin.user {
+                    tx.invite(user, now).await?;
+                    info!(update.id = %update_id, user.id = user.0, "let a person in with an invite token");
+                }
+                self.reply(&mut tx, update_id, origin, texts::invited(&self.help_facts())).await?;
+                Recorded::Answered
+            }
+            Incoming::Command(origin, ..) | Incoming::Document(origin, ..) if !allowed => {
+                self.reply(&mut tx, update_id, origin, texts::not_allowed(origin.user.map(|u| u.0))).await?;
+                Recorded::RefusedAccess
+            }
+            Incoming::Command(origin, Command::Get(Some(ticket)), _) => {
                 self.redeliver(&mut tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
-            Incoming::Command(origin, command, _) if self.may_use(origin) => {
+            Incoming::Command(origin, Command::Cancel(Some(ticket)), _) => {
+                ended_jobs = self.cancel(&mut tx, update_id, origin, ticket).await?;
+                Recorded::Answered
+            }
+            Incoming::Command(origin, Command::Stats, _) => {
+                let text = if self.is_admin(origin) {
+                    texts::stats(&tx.stats(now).await?, self.settings.get().budget_bytes, now)
+                } else {
+                    texts::admins_only()
+                };
+                self.reply(&mut tx, update_id, origin, text).await?;
+                Recorded::Answered
+            }
+            Incoming::Command(origin, command, _) => {
                 let text = self.answer(&mut tx, origin.chat, command).await?;
                 self.reply(&mut tx, update_id, origin, text).await?;
                 Recorded::Answered
             }
-            Incoming::Document(origin, facts, _) if self.may_use(origin) => {
-                self.document(&mut tx, update_id, origin, facts).await?
-            }
-            Incoming::Command(origin, ..) | Incoming::Document(origin, ..) => {
-                self.reply(&mut tx, update_id, origin, texts::not_allowed(origin.user.map(|u| u.0))).await?;
-                Recorded::RefusedAccess
-            }
+            Incoming::Document(origin, facts, _) => self.document(&mut tx, update_id, origin, facts).await?,
         };
         tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
         tx.commit().await?;
@@ -167,6 +261,9 @@ impl Intake {
         }
         if !matches!(recorded, Recorded::Ignored | Recorded::Rejected) {
             self.messages_waiting.notify_waiters();
+        }
+        if ended_jobs {
+            self.jobs_ended.notify_waiters();
         }
         Ok(recorded)
     }
@@ -180,6 +277,8 @@ impl Intake {
             Incoming::Document(origin, _, address) => takes(mode, me, origin, Sort::Document, address),
             Incoming::Command(origin, _, address) => takes(mode, me, origin, Sort::Command, address),
             Incoming::Other(origin) => takes(mode, me, origin, Sort::Other, &Address::default()),
+            // A button sits under one of docket's own messages.
+            Incoming::Button(..) => true,
             Incoming::Ignored | Incoming::Malformed(_) => true,
         };
         if !for_us {
@@ -189,8 +288,88 @@ impl Intake {
         incoming
     }
 
-    fn may_use(&self, origin: Origin) -> bool {
-        origin.user.is_some_and(|u| self.settings.get().access.allows(u.0))
+    /// Whether `origin`'s sender may use the bot: by `[access]`, or let in by an invite.
+    async fn may_use(&self, tx: &mut Tx, origin: Origin) -> StoreResult<bool> {
+        let Some(user) = origin.user else { return Ok(false) };
+        if self.settings.get().access.allows(user.0) {
+            return Ok(true);
+        }
+        tx.is_invited(user).await
+    }
+
+    fn is_admin(&self, origin: Origin) -> bool {
+        origin.user.is_some_and(|u| self.settings.get().access.admins.contains(&u.0))
+    }
+
+    fn help_facts(&self) -> texts::HelpFacts {
+        texts::HelpFacts {
+            download_limit: self.settings.get().download_limit,
+            upload_limit: self.settings.get().upload_limit,
+            result_ttl: self.settings.get().result_ttl,
+        }
+    }
+
+    /// `/cancel N`: ends the chat's job `ticket` while it is not ready, and says so. Another
+    /// chat's ticket reads like a missing one (an admin may cancel any). Returns whether a job
+    /// was ended.
+    async fn cancel(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<bool> {
+        let job = match tx.job(ticket).await? {
+            Some(job) if job.submission.chat == origin.chat || self.is_admin(origin) => job,
+            _ => {
+                self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await?;
+                return Ok(false);
+            }
+        };
+        if job.state.is_terminal() {
+            self.reply(tx, update_id, origin, texts::cannot_cancel(ticket, job.state)).await?;
+            return Ok(false);
+        }
+        let by = if job.submission.chat == origin.chat {
+            "cancelled by the person (/cancel)"
+        } else {
+            "cancelled by an admin (/cancel)"
+        };
+        let ended = cancel_job(tx, &job, by, self.clock.now()).await?;
+        if ended {
+            info!(ticket = ticket.0, update.id = %update_id, from = %job.state, "cancelled a job");
+            self.reply(tx, update_id, origin, texts::cancelled(&job)).await?;
+        } else {
+            // It moved on between the read and the update (the same transaction, so only on a
+            // backend that lets another writer in): say where it is now.
+            let state = tx.job(ticket).await?.map_or(job.state, |j| j.state);
+            self.reply(tx, update_id, origin, texts::cannot_cancel(ticket, state)).await?;
+        }
+        Ok(ended)
+    }
+
+    /// `/forget`: asks first, with a button that only the sender can confirm.
+    async fn ask_to_forget(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
+        let Some(user) = origin.user else { return Ok(()) };
+        let message = NewMessage {
+            idempotency_key: IdempotencyKey::reply_to(update_id),
+            job: None,
+            chat: origin.chat,
+            kind: MessageKind::Reply,
+            body: texts::forget_question(),
+            reply_to_message_id: Some(origin.message_id),
+            button: Some(Button { label: texts::forget_button(), data: format!("{FORGET_PREFIX}{}", user.0) }),
+        };
+        tx.enqueue(&message, self.clock.now()).await?;
+        Ok(())
+    }
+
+    /// A press on one of docket's buttons. Today there is one: `/forget`'s confirmation, which
+    /// only the person who asked can press. Returns whether jobs were ended.
+    async fn pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<bool> {
+        let asker = data.strip_prefix(FORGET_PREFIX).and_then(|id| id.parse::<i64>().ok());
+        let Some(user) = origin.user.filter(|u| Some(u.0) == asker) else {
+            debug!(update.id = %update_id, "a button press that is not the asker's, or unknown; ignored");
+            return Ok(false);
+        };
+        let forgotten = tx.forget_person(user, FORGOTTEN_REASON, self.clock.now()).await?;
+        info!(update.id = %update_id, jobs = forgotten, "forgot a person's jobs at their request");
+        self.reply(tx, update_id, origin, texts::forgotten(forgotten)).await?;
+        Ok(forgotten > 0)
     }
 
     async fn document(
@@ -329,15 +508,15 @@ impl Intake {
     }
 
     async fn answer(&self, tx: &mut Tx, chat: ChatRef, command: Command) -> StoreResult<String> {
-        let facts = texts::HelpFacts {
-            download_limit: self.settings.get().download_limit,
-            upload_limit: self.settings.get().upload_limit,
-            result_ttl: self.settings.get().result_ttl,
-        };
+        let facts = self.help_facts();
         Ok(match command {
-            Command::Start => texts::start(&facts),
+            Command::Start(_) => texts::start(&facts),
             Command::Help => texts::help(&facts),
             Command::Status(None) | Command::Get(_) => texts::status_usage(),
+            Command::Cancel(_) => texts::cancel_usage(),
+            Command::Privacy => texts::privacy(&facts),
+            // Handled before they get here.
+            Command::Forget | Command::Stats => texts::help(&facts),
             Command::Status(Some(ticket)) => match tx.job(ticket).await? {
                 // Another chat's ticket reads exactly like a missing one.
                 Some(job) if job.submission.chat == chat => texts::status(&job),
@@ -367,10 +546,38 @@ impl Intake {
             kind,
             body,
             reply_to_message_id: Some(origin.message_id),
+            button: None,
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())
     }
+}
+
+/// The callback data of `/forget`'s confirmation button: this, then the asker's user id.
+const FORGET_PREFIX: &str = "forget:";
+
+/// What an unfinished job that was forgotten reads as its reason.
+const FORGOTTEN_REASON: &str = "forgotten at the person's request (/forget)";
+
+/// Cancels `job` (not ready yet) in `tx`, with `detail` for admins, and queues the last edit of
+/// its status message. The person's answer is the caller's. `false` when the job moved first.
+pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain::Timestamp) -> StoreResult<bool> {
+    let reason = texts::failure_reason(job.name(), &FailureReason::Cancelled);
+    if !tx.cancel_job(job.ticket, job.state, &reason, detail, now).await? {
+        return Ok(false);
+    }
+    let edit = NewMessage {
+        idempotency_key: IdempotencyKey::progress(job.ticket),
+        job: Some(job.ticket),
+        chat: job.submission.chat,
+        kind: MessageKind::Progress,
+        body: texts::progress(job, &texts::Progress::Cancelled),
+        reply_to_message_id: None,
+        button: None,
+    };
+    tx.enqueue(&edit, now).await?;
+    metrics::counter!("docket_jobs_cancelled_total").increment(1);
+    Ok(true)
 }
 
 /// The bot itself, as messages may name it.
@@ -416,9 +623,18 @@ fn takes(mode: GroupMode, me: Me<'_>, origin: &Origin, sort: Sort, address: &Add
     }
 }
 
+fn incoming_origin(incoming: &Incoming) -> Option<Origin> {
+    match incoming {
+        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Other(o) | Incoming::Button(o, _) => Some(*o),
+        Incoming::Ignored | Incoming::Malformed(_) => None,
+    }
+}
+
 fn incoming_chat(incoming: &Incoming) -> Option<i64> {
     match incoming {
-        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Other(o) => Some(o.chat.0),
+        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Other(o) | Incoming::Button(o, _) => {
+            Some(o.chat.0)
+        }
         Incoming::Ignored | Incoming::Malformed(_) => None,
     }
 }

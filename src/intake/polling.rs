@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, error, info, info_span, warn};
 use url::Url;
 
-use super::{Incoming, Intake};
+use super::{Incoming, Intake, Recorded};
 use crate::domain::UpdateId;
 use crate::domain::retry::backoff_jittered;
 use crate::runtime::Heartbeat;
@@ -41,6 +41,12 @@ pub struct Poller {
 }
 
 impl Poller {
+    /// What is left to do once an update's transaction committed: a button press is answered, so
+    /// the person's app stops showing it as busy. Best effort.
+    async fn after_commit(&self, recorded: &Recorded) {
+        answer_press(&self.client, recorded).await;
+    }
+
     /// A poller feeding `intake`.
     pub fn new(client: TelegramClient, store: Store, intake: Intake) -> Self {
         Self { client, store, intake, answered: Arc::new(Heartbeat::default()) }
@@ -127,7 +133,10 @@ impl Poller {
                 let handled =
                     AssertUnwindSafe(self.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
                 let failure = match handled {
-                    Ok(Ok(_)) => None,
+                    Ok(Ok(recorded)) => {
+                        self.after_commit(&recorded).await;
+                        None
+                    }
                     Ok(Err(e)) if e.is_transient() => {
                         // The database is busy or away: never reject an update for that; wait.
                         errors += 1;
@@ -208,6 +217,17 @@ pub async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) -> bool {
     tokio::select! {
         () = cancel.cancelled() => true,
         () = tokio::time::sleep(d) => false,
+    }
+}
+
+/// Answers the callback query of a button press that `recorded` reports (answerCallbackQuery),
+/// after its transaction committed. Best effort: an unanswered press only spins for a while in
+/// the person's app.
+pub async fn answer_press(client: &TelegramClient, recorded: &Recorded) {
+    if let Recorded::Pressed { query_id } = recorded
+        && let Err(e) = client.answer_button(query_id).await
+    {
+        warn!(error = %e, "could not answer a button press");
     }
 }
 

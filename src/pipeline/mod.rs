@@ -12,6 +12,7 @@ pub mod download;
 pub mod memory;
 pub mod outcome;
 pub mod process;
+pub mod reap;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
 use crate::domain::Job;
-use crate::domain::{FailureReason, JobEvent, Lease, SharedClock, Timestamp};
+use crate::domain::{FailureReason, JobEvent, JobState, Lease, SharedClock, Timestamp};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Completion, Release, Stage, Store};
@@ -241,6 +242,8 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
         && let Some(lease) = &job.lease
     {
         deps.budget.hold(job.ticket, lease.token, deps.budget.assumed_size(job, limit));
+        // Everyone behind it moved up one place.
+        tokio::spawn(report_queue(deps.clone(), now));
     }
     Ok(job)
 }
@@ -318,9 +321,19 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
             Ok(Ok(produced)) => advance(deps, &job, &lease, produced).await,
             Ok(Err(e)) => handle_error(deps, &job, &lease, e).await,
             Err(Interrupted::LeaseLost) => {
-                warn!("lost the lease; another worker owns the job now, dropping this attempt");
-                if stage == Stage::Download {
-                    deps.budget.release_claim(job.ticket, lease.token);
+                match deps.store.job(job.ticket).await {
+                    Ok(Some(now)) if matches!(now.state, JobState::Failed | JobState::Expired) => {
+                        // Ended while this worker held it (cancelled, forgotten): nobody will use
+                        // its files again.
+                        info!(state = %now.state, "the job was ended while it ran; stopped, and deleting its files");
+                        reap::reap(deps, job.ticket);
+                    }
+                    _ => {
+                        warn!("lost the lease; another worker owns the job now, dropping this attempt");
+                        if stage == Stage::Download {
+                            deps.budget.release_claim(job.ticket, lease.token);
+                        }
+                    }
                 }
             }
             Err(Interrupted::Shutdown) => {
@@ -501,6 +514,34 @@ async fn report(deps: &PipelineDeps, job: &Job, step: &Progress, at: Timestamp) 
         Ok(true) => deps.wake.outbox.notify_waiters(),
         Ok(false) => {}
         Err(e) => warn!(error = %e, "could not queue a progress edit"),
+    }
+}
+
+/// Shows the waiting jobs at [`outcome::REPORTED_POSITIONS`] their new place in line (as of
+/// `at`, when the queue moved). An edit whose text the status message shows already is not
+/// queued again. Best effort, like every progress edit.
+async fn report_queue(deps: PipelineDeps, at: Timestamp) {
+    let deepest = outcome::REPORTED_POSITIONS.last().copied().unwrap_or(0);
+    let head = match deps.store.queue_head(at, i64::try_from(deepest).unwrap_or(i64::MAX)).await {
+        Ok(head) => head,
+        Err(e) => {
+            warn!(error = %e, "could not read the queue to show positions");
+            return;
+        }
+    };
+    for (index, job) in head.iter().enumerate() {
+        let position = index as u64 + 1;
+        if !outcome::reports_position(position) {
+            continue;
+        }
+        let edit = outcome::progress_edit(job, &Progress::Queued { position });
+        let shown = match deps.store.messages(&crate::store::MessageFilter::job(job.ticket)).await {
+            Ok(messages) => messages.iter().any(|m| m.idempotency_key == edit.idempotency_key && m.body == edit.body),
+            Err(_) => false,
+        };
+        if !shown {
+            report(&deps, job, &Progress::Queued { position }, at).await;
+        }
     }
 }
 

@@ -94,6 +94,17 @@ pub fn after_error(job: &Job, err: StageError, rules: &Rules, now: Timestamp, ji
     }
 }
 
+/// The places in the download queue at which a waiting job's status message shows its
+/// position: 1, 2, 3, 5, 8, 13, … (each the sum of the two before), so a long queue costs each
+/// chat a few edits, more often as its turn nears. The last entry bounds how far back the
+/// queue is read.
+pub const REPORTED_POSITIONS: [u64; 10] = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
+
+/// Whether a job `position`th in line has its position shown.
+pub fn reports_position(position: u64) -> bool {
+    REPORTED_POSITIONS.contains(&position)
+}
+
 /// The messages a completion queues with its commit: the result document, and the status
 /// message's last edit (ready, kept until…).
 pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
@@ -111,6 +122,7 @@ pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
         kind: MessageKind::Result,
         body: texts::ready_caption(&finished),
         reply_to_message_id: Some(job.submission.message_id),
+        button: None,
     };
     [delivery, progress_edit(&finished, &Progress::Ready { until: done.expires_at })]
 }
@@ -126,6 +138,7 @@ pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessa
         kind: MessageKind::Failure,
         body: texts::failed_notice(job.ticket, &reason_text),
         reply_to_message_id: Some(job.submission.message_id),
+        button: None,
     };
     let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
     (reason_text, [notice, status])
@@ -140,6 +153,7 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
         kind: MessageKind::Progress,
         body: texts::progress(job, step),
         reply_to_message_id: None,
+        button: None,
     }
 }
 
@@ -147,6 +161,16 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
 mod tests {
     use super::*;
     use crate::domain::{ChatRef, JobState, MessageId, SourceFile, Submission, Ticket, UpdateId};
+
+    #[test]
+    fn queue_positions_are_shown_on_a_geometric_schedule() {
+        let shown: Vec<u64> = (1..=100).filter(|p| reports_position(*p)).collect();
+        assert_eq!(shown, REPORTED_POSITIONS);
+        for w in REPORTED_POSITIONS.windows(3) {
+            assert_eq!(w[2], w[0] + w[1], "{w:?}");
+        }
+        assert!(!reports_position(4) && !reports_position(0) && !reports_position(90));
+    }
 
     const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
     const RULES: Rules = Rules { max_attempts: 3, max_source_losses: 3, retry_base: Duration::from_secs(2) };

@@ -20,14 +20,16 @@ pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
 /// A chat's job for a file, by the unique key: $1 chat, $2 Telegram's file_unique_id.
 pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
 
-/// A chat's jobs, newest first: $1 chat, $2 only this state (NULL: any), $3 at most.
-pub const CHAT_JOBS: &str =
-    "SELECT * FROM jobs WHERE chat_id = $1 AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
+/// A chat's jobs, newest first: $1 chat, $2 only this state (NULL: any), $3 at most, $4 only
+/// those last changed at or after this (NULL: any).
+pub const CHAT_JOBS: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND ($2 IS NULL OR status = $2)
+      AND ($4 IS NULL OR updated_at >= $4) ORDER BY id DESC LIMIT $3";
 
 /// Every chat's jobs, newest first: $1 NULL (the chat of [`CHAT_JOBS`], so the binds match), $2
-/// only this state (NULL: any), $3 at most.
-pub const ALL_JOBS: &str =
-    "SELECT * FROM jobs WHERE $1 IS NULL AND ($2 IS NULL OR status = $2) ORDER BY id DESC LIMIT $3";
+/// only this state (NULL: any), $3 at most, $4 only those last changed at or after this (NULL:
+/// any).
+pub const ALL_JOBS: &str = "SELECT * FROM jobs WHERE $1 IS NULL AND ($2 IS NULL OR status = $2)
+      AND ($4 IS NULL OR updated_at >= $4) ORDER BY id DESC LIMIT $3";
 
 /// How many jobs are in each state (states without jobs are left out).
 pub const JOBS_BY_STATE: &str = "SELECT status, COUNT(*) FROM jobs GROUP BY status";
@@ -232,6 +234,7 @@ pub(super) async fn jobs(
     c: &mut Conn<'_>,
     chat: Option<ChatRef>,
     state: Option<JobState>,
+    since: Option<Timestamp>,
     limit: i64,
 ) -> StoreResult<Vec<Job>> {
     // Two statements: with `($1 IS NULL OR chat_id = $1)` SQLite cannot use `jobs_chat` and scans
@@ -241,6 +244,7 @@ pub(super) async fn jobs(
         .bind(chat.map(|chat| chat.0))
         .bind(state.map(JobState::as_str))
         .bind(limit)
+        .bind(since.map(Timestamp::as_millis))
         .fetch_all(c)
         .await)
     .context("listing jobs")?

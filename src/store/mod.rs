@@ -47,6 +47,7 @@ mod jobs;
 mod migrations;
 mod outbox;
 mod pacing;
+mod people;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod retention;
@@ -66,7 +67,7 @@ use std::time::Duration;
 
 use crate::domain::{
     BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, OutboxId, OutboxMessage,
-    OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId,
+    OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
 };
 
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
@@ -210,6 +211,8 @@ pub struct JobFilter {
     pub chat: Option<ChatRef>,
     /// Only this state.
     pub state: Option<JobState>,
+    /// Only jobs last changed at or after this moment.
+    pub since: Option<Timestamp>,
     /// At most this many, newest first.
     pub limit: i64,
 }
@@ -442,7 +445,7 @@ impl Store {
 
     /// Jobs matching `filter`, newest first.
     pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
-        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.limit).await
+        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.since, filter.limit).await
     }
 
     /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
@@ -797,6 +800,41 @@ impl Store {
         jobs::forget_result_file_id(&mut self.acquire().await?.conn(), ticket, now).await
     }
 
+    /// Sends a failed job back to `accepted` (`docket retry N`) and queues `notice`, atomically.
+    /// `false` when the job is not `failed`.
+    pub async fn retry_job(&self, ticket: Ticket, notice: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        let step = Transition::of(JobState::Failed, JobEvent::Retried)?;
+        let mut tx = self.begin().await?;
+        if !people::retry_job(&mut tx.conn(), ticket, step, now).await? {
+            return Ok(false);
+        }
+        outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        tx.commit_as("committing a retry").await?;
+        Ok(true)
+    }
+
+    /// The jobs that ended (`failed` or `expired`) at or after `since`, whose files may still be
+    /// on disk.
+    pub async fn ended_since(&self, since: Timestamp) -> StoreResult<Vec<Ticket>> {
+        people::ended_since(&mut self.acquire().await?.conn(), since).await
+    }
+
+    /// The first `limit` jobs waiting for their download at `now`, in the order claims take them.
+    pub async fn queue_head(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<Job>> {
+        people::queue_head(&mut self.acquire().await?.conn(), now, limit).await
+    }
+
+    /// Records a 429 Telegram answered a call to `chat` with (for `/stats`).
+    pub async fn record_flood_wait(&self, chat: ChatRef, wait: Duration, now: Timestamp) -> StoreResult<()> {
+        let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+        people::record_flood_wait(&mut self.acquire().await?.conn(), chat.0, wait_ms, now).await
+    }
+
+    /// The figures of `/stats` at `now`.
+    pub async fn stats(&self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
+        people::stats(&mut self.acquire().await?.conn(), now).await
+    }
+
     /// Closes the pool.
     pub async fn close(&self) {
         match &self.pool {
@@ -872,7 +910,7 @@ impl Tx {
 
     /// The chat's latest jobs, newest first.
     pub async fn chat_jobs(&mut self, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
-        jobs::jobs(&mut self.conn(), Some(chat), None, limit).await
+        jobs::jobs(&mut self.conn(), Some(chat), None, None, limit).await
     }
 
     /// How many of `chat`'s jobs wait in `accepted` without a live download lease at `now`
@@ -897,6 +935,48 @@ impl Tx {
     ) -> StoreResult<bool> {
         let step = Transition::of(from, JobEvent::Resubmitted)?;
         jobs::resubmit_job(&mut self.conn(), ticket, step, job, now).await
+    }
+
+    /// Cancels an unfinished job in state `from`, whoever holds it: it becomes `failed` with
+    /// `reason`, its lease ends (its holder's next renewal fails, and the holder stops) and its
+    /// source is forgotten. `false` when the job was not in `from` any more.
+    pub async fn cancel_job(
+        &mut self,
+        ticket: Ticket,
+        from: JobState,
+        reason: &str,
+        detail: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let step = Transition::of(from, JobEvent::Cancelled)?;
+        jobs::fail_job(&mut self.conn(), ticket, step, None, reason, detail, now).await
+    }
+
+    /// Forgets everything of `user`'s jobs (names, results, sources; their messages' texts): a
+    /// `ready` job becomes `expired`, an unfinished one `failed` with `reason`. Returns how many
+    /// jobs were forgotten. Their files are the reaper's to delete once this commits.
+    pub async fn forget_person(&mut self, user: UserId, reason: &str, now: Timestamp) -> StoreResult<u64> {
+        // The statement applies these moves to every job of the person at once.
+        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
+        for from in [JobState::Accepted, JobState::Fetched, JobState::Processing] {
+            crate::domain::job::next(from, JobEvent::Cancelled)?;
+        }
+        people::forget_person(&mut self.conn(), user.0, reason, now).await
+    }
+
+    /// Lets `user` in (an invite token was valid).
+    pub async fn invite(&mut self, user: UserId, now: Timestamp) -> StoreResult<()> {
+        people::invite(&mut self.conn(), user.0, now).await
+    }
+
+    /// Whether `user` was let in by an invite.
+    pub async fn is_invited(&mut self, user: UserId) -> StoreResult<bool> {
+        people::is_invited(&mut self.conn(), user.0).await
+    }
+
+    /// The figures of `/stats` at `now`, inside the transaction.
+    pub async fn stats(&mut self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
+        people::stats(&mut self.conn(), now).await
     }
 
     /// Queues a message; `false` when its idempotency key was queued before.

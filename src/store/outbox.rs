@@ -9,19 +9,19 @@ use std::time::Duration;
 
 use super::{Conn, MessageFilter, QueryContext, StoreResult, lease};
 use crate::domain::{
-    ChatRef, IdempotencyKey, Lease, MessageId, MessageKind, NewMessage, OutboxId, OutboxMessage, OutboxState,
+    Button, ChatRef, IdempotencyKey, Lease, MessageId, MessageKind, NewMessage, OutboxId, OutboxMessage, OutboxState,
     PROGRESS_SETTLE, Ticket, Timestamp,
 };
 
 /// Queues a message: $1 idempotency key, $2 job, $3 chat, $4 kind, $5 priority, $6 body, $7 the
-/// message it answers, $8 now. A key queued before inserts nothing; a message to a dead chat is
-/// stored `dead`.
+/// message it answers, $8 now, $9 and $10 the label and data of its inline button (NULL: none).
+/// A key queued before inserts nothing; a message to a dead chat is stored `dead`.
 pub const ENQUEUE: &str =
     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                        status, created_at, updated_at)
+                        status, created_at, updated_at, button_label, button_data)
     VALUES ($1, $2, $3, $4, $5, $6, $7,
             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-            $8, $8)
+            $8, $8, $9, $10)
     ON CONFLICT (idempotency_key) DO NOTHING";
 
 /// Removes a job's delivered or dropped progress row so it can be queued anew: $1 idempotency key,
@@ -124,6 +124,8 @@ struct OutboxRow {
     lease_until: Option<i64>,
     telegram_message_id: Option<i64>,
     error: Option<String>,
+    button_label: Option<String>,
+    button_data: Option<String>,
 }
 
 impl OutboxRow {
@@ -137,6 +139,7 @@ impl OutboxRow {
             kind: self.kind.parse::<MessageKind>()?,
             body: self.body,
             reply_to_message_id: self.reply_to_message_id.map(MessageId),
+            button: self.button_label.zip(self.button_data).map(|(label, data)| Button { label, data }),
             state: self.status.parse::<OutboxState>()?,
             attempts: self.attempts,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -162,6 +165,8 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
         .bind(&m.body)
         .bind(m.reply_to_message_id.map(|m| m.0))
         .bind(now.as_millis())
+        .bind(m.button.as_ref().map(|b| b.label.as_str()))
+        .bind(m.button.as_ref().map(|b| b.data.as_str()))
         .execute(c)
         .await
         .map(|done| done.rows_affected()))

@@ -58,6 +58,11 @@ pub mod pacing {
     pub use crate::store::pacing::*;
 }
 
+/// People's and admins' requests: cancel, retry, forget, invites, `/stats`.
+pub mod people {
+    pub use crate::store::people::*;
+}
+
 /// What the janitor reads and removes.
 pub mod retention {
     pub use crate::store::retention::*;
@@ -108,5 +113,16 @@ mod tests {
             assert!(!claims.process_lapsed.contains("SET status"), "{}", claims.process_lapsed);
             assert!(claims.process_lapsed.contains(&format!("status = '{}'", resume.from)));
         }
+
+        // Forgetting a person: ready results expire, unfinished jobs end as cancelled ones do.
+        let forget = super::people::FORGET_JOBS;
+        let expiry = Transition::of(JobState::Ready, JobEvent::Expired).expect("legal");
+        assert!(forget.contains(&format!("WHEN status = '{}' THEN '{}'", expiry.from, expiry.to)), "{forget}");
+        for from in [JobState::Accepted, JobState::Fetched, JobState::Processing] {
+            let cancel = Transition::of(from, JobEvent::Cancelled).expect("legal");
+            assert_eq!(cancel.to, JobState::Failed);
+            assert!(forget.contains(&format!("'{from}'")), "{forget}");
+        }
+        assert!(forget.contains("WHEN status IN ('accepted', 'fetched', 'processing') THEN 'failed'"), "{forget}");
     }
 }

@@ -15,13 +15,15 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters};
+use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetWebhookSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    AllowedUpdate, ChatAction, ChatId, FileId, InputFile, MessageId as TelegramMessageId, ReplyParameters,
+    AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
+    MessageId as TelegramMessageId, ReplyParameters,
 };
 use url::Url;
 
+use crate::domain::Button;
 use crate::domain::incoming::Incoming;
 use crate::domain::{BotId, ChatRef, MessageId, UpdateId};
 use crate::telegram::BotToken;
@@ -292,7 +294,7 @@ impl TelegramClient {
             .get_updates()
             .offset(i32::try_from(offset).unwrap_or(i32::MAX))
             .timeout(timeout)
-            .allowed_updates([AllowedUpdate::Message])
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
             .await
             .map_err(TelegramError::from_request)?;
         Ok(updates
@@ -306,6 +308,20 @@ impl TelegramClient {
     pub async fn webhook(&self) -> Result<Option<Url>, TelegramError> {
         let info = self.bot.get_webhook_info().await.map_err(TelegramError::from_request)?;
         Ok(info.url)
+    }
+
+    /// Sets the webhook (setWebhook): Telegram posts every update to `url` with `secret` in the
+    /// `X-Telegram-Bot-Api-Secret-Token` header, over at most `max_connections` connections.
+    /// Messages and button presses only, as getUpdates asks for.
+    pub async fn set_webhook(&self, url: &Url, secret: &str, max_connections: u32) -> Result<(), TelegramError> {
+        self.bot
+            .set_webhook(url.clone())
+            .secret_token(secret)
+            .max_connections(u8::try_from(max_connections).unwrap_or(100))
+            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
+            .await
+            .map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// Removes the webhook (deleteWebhook), so getUpdates works. The updates waiting for the
@@ -377,16 +393,21 @@ impl TelegramClient {
         Ok(Box::pin(stream))
     }
 
-    /// sendMessage as plain text, replying to `reply_to` when given.
+    /// sendMessage as plain text, replying to `reply_to` when given, with `button` under it.
     pub async fn send_text(
         &self,
         chat: ChatRef,
         text: &str,
         reply_to: Option<MessageId>,
+        button: Option<&Button>,
     ) -> Result<Sent, TelegramError> {
         let mut req = self.bot.send_message(ChatId(chat.0), text);
         if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
             req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
+        }
+        if let Some(button) = button {
+            let press = InlineKeyboardButton::callback(button.label.clone(), button.data.clone());
+            req = req.reply_markup(InlineKeyboardMarkup::new([[press]]));
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id: None })
@@ -406,6 +427,16 @@ impl TelegramClient {
             Ok(_) | Err(TelegramError::NotModified) => Ok(Sent { message_id, file_id: None }),
             Err(e) => Err(e),
         }
+    }
+
+    /// answerCallbackQuery: the person's app stops showing the button as busy. Best effort: an
+    /// unanswered press only spins for a while.
+    pub async fn answer_button(&self, query_id: &str) -> Result<(), TelegramError> {
+        self.bot
+            .answer_callback_query(CallbackQueryId(query_id.to_owned()))
+            .await
+            .map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// sendChatAction "upload_document": the person sees "sending a file…" while a result

@@ -4,9 +4,9 @@
 //! characters becomes a well-defined value here; an update teloxide could not parse becomes
 //! [`Incoming::Malformed`] with the reason, so it is recorded and never blocks the offset.
 
-use teloxide::types::{Message, Update, UpdateKind};
+use teloxide::types::{CallbackQuery, Message, Update, UpdateKind};
 
-use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, Incoming, Origin};
+use crate::domain::incoming::{Address, ButtonPress, ChatKind, Command, DocumentFacts, Incoming, Origin};
 use crate::domain::{ChatRef, MessageId, Ticket, UserId};
 
 /// How much of an unparsable update is kept with its rejection, in bytes.
@@ -23,6 +23,7 @@ pub fn classify_safely(update: &Update) -> Incoming {
 pub fn classify(update: &Update) -> Incoming {
     match &update.kind {
         UpdateKind::Message(msg) => classify_message(msg),
+        UpdateKind::CallbackQuery(query) => classify_button(query),
         UpdateKind::Error(value) => {
             // The raw update, shortened for the registry: at most 200 bytes, cut on a character
             // boundary (it holds whatever people wrote, in any script).
@@ -32,6 +33,20 @@ pub fn classify(update: &Update) -> Incoming {
         }
         _ => Incoming::Ignored,
     }
+}
+
+/// A press on one of docket's inline buttons. One without data or without the message it sits
+/// under (too old for Telegram to say) needs no answer beyond the query's own.
+fn classify_button(query: &CallbackQuery) -> Incoming {
+    let (Some(data), Some(message)) = (&query.data, &query.message) else { return Incoming::Ignored };
+    let chat = message.chat();
+    let origin = Origin {
+        chat: ChatRef(chat.id.0),
+        chat_kind: if chat.is_private() { ChatKind::Private } else { ChatKind::Group },
+        user: Some(UserId(i64::try_from(query.from.id.0).unwrap_or(i64::MAX))),
+        message_id: MessageId(i64::from(message.id().0)),
+    };
+    Incoming::Button(origin, ButtonPress { query_id: query.id.0.clone(), data: data.clone() })
 }
 
 fn classify_message(msg: &Message) -> Incoming {
@@ -107,11 +122,15 @@ pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
         None => (head, None),
     };
     let command = match name.to_ascii_lowercase().as_str() {
-        "start" => Command::Start,
+        "start" => Command::Start(words.next().map(str::to_owned)),
         "help" => Command::Help,
         "jobs" => Command::Jobs,
         "status" => Command::Status(ticket_arg(words.next())),
         "get" => Command::Get(ticket_arg(words.next())),
+        "cancel" => Command::Cancel(ticket_arg(words.next())),
+        "privacy" => Command::Privacy,
+        "forget" => Command::Forget,
+        "stats" => Command::Stats,
         _ => return None,
     };
     Some((command, bot))
@@ -195,6 +214,13 @@ mod tests {
         assert_eq!(parse_command("/status -3"), Some(Command::Status(None)));
         assert_eq!(parse_command("/JOBS"), Some(Command::Jobs));
         assert_eq!(parse_command("/get #12"), Some(Command::Get(Some(Ticket(12)))));
+        assert_eq!(parse_command("/cancel 4812"), Some(Command::Cancel(Some(Ticket(4812)))));
+        assert_eq!(parse_command("/cancel"), Some(Command::Cancel(None)));
+        assert_eq!(parse_command("/start abc123"), Some(Command::Start(Some("abc123".into()))));
+        assert_eq!(parse_command("/start"), Some(Command::Start(None)));
+        assert_eq!(parse_command("/privacy"), Some(Command::Privacy));
+        assert_eq!(parse_command("/forget"), Some(Command::Forget));
+        assert_eq!(parse_command("/stats"), Some(Command::Stats));
         assert_eq!(parse_command("/frobnicate"), None);
         assert_eq!(parse_command("hello"), None);
     }

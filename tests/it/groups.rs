@@ -89,7 +89,11 @@ fn group_text(app: &TestApp, text: &str) -> Value {
 
 /// The names of the chat's jobs, oldest first.
 async fn job_names(app: &TestApp, chat: i64) -> Vec<String> {
-    let jobs = app.store.jobs(&JobFilter { chat: Some(ChatRef(chat)), state: None, limit: 1000 }).await.expect("list");
+    let jobs = app
+        .store
+        .jobs(&JobFilter { chat: Some(ChatRef(chat)), limit: 1000, ..JobFilter::default() })
+        .await
+        .expect("list");
     jobs.into_iter().rev().map(|j| j.submission.declared_name.unwrap_or_default()).collect()
 }
 

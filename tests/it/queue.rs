@@ -101,6 +101,45 @@ async fn flood_waits_spend_no_attempt() {
     assert_eq!(app.fake.calls_to("getFile").len(), 4, "three 429s, then the download");
 }
 
+/// Seven files wait for one slow download worker. The last one's status message shows its place
+/// in line as the queue moves, at places 5, 3, 2 and 1 only (never 4), each edit after the
+/// ticket reply it edits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_position_is_shown_at_geometric_places() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| c.workers.download = 1).await;
+    let pdf = fixture("pdf/text-1page.pdf");
+    for n in 0..7u8 {
+        let file = app.fake.add_file([pdf.clone(), vec![b'\n'; usize::from(n) + 1]].concat());
+        // About 1.5 s each: longer than a progress edit waits to settle, so each place shows.
+        app.fake.fail_downloads_for(&file.file_id, DownloadFault::Throttle { bytes_per_sec: 2_000 }, None);
+        let chat = 400 + i64::from(n);
+        app.fake.push_update(app.fake.document_update(chat, chat, &file, Some("q.pdf"), Some("application/pdf")));
+    }
+    app.wait_for_job(Ticket(7), |j| j.state == JobState::Ready).await;
+    let places: Vec<String> = app
+        .fake
+        .calls_to("editMessageText")
+        .iter()
+        .filter(|c| c.params["chat_id"].as_i64() == Some(406))
+        .filter_map(|c| c.params["text"].as_str())
+        .filter_map(|t| t.lines().nth(1).filter(|l| l.starts_with("Queued")).map(str::to_owned))
+        .collect();
+    for place in &places {
+        assert!(
+            [
+                "Queued: number 5 in line.",
+                "Queued: number 3 in line.",
+                "Queued: number 2 in line.",
+                "Queued: next in line."
+            ]
+            .contains(&place.as_str()),
+            "a place off the schedule was shown: {places:?}"
+        );
+    }
+    assert_eq!(places.first().map(String::as_str), Some("Queued: number 5 in line."), "{places:?}");
+    assert_eq!(places.last().map(String::as_str), Some("Queued: next in line."), "{places:?}");
+}
+
 /// On PostgreSQL, a job another host recorded wakes this host's idle workers at once (LISTEN/
 /// NOTIFY): the workers here would not look again for an hour on their own.
 #[cfg(feature = "postgres-tests")]

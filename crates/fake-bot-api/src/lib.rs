@@ -40,8 +40,8 @@
 //! let reply = fake.wait_for_call("sendMessage", |c| c.status == 200, Duration::from_secs(5)).await;
 //! ```
 //!
-//! Not faked: delivering updates to a webhook, inline keyboards beyond echoing `reply_markup`,
-//! entity parsing for `parse_mode`, and `allowed_updates` filtering.
+//! Not faked: delivering updates to a webhook, inline keyboards beyond echoing `reply_markup`
+//! and pressing a message's first button ([`FakeTelegram::press_button`]), entity parsing for `parse_mode`, and `allowed_updates` filtering.
 //!
 //! # Modules
 //!
@@ -57,8 +57,10 @@
 //! - `files`: stored files, getFile links, downloads and their faults;
 //! - `faults`: scripted answers per method and chat, blocked chats, held answers;
 //! - `flood`: Telegram's flood limits;
+//! - `buttons`: a person pressing an inline button, and the bot answering the press;
 //! - `webhook`: who may poll (a webhook, a competing long poll, a revoked token).
 
+mod buttons;
 mod calls;
 mod faults;
 mod files;

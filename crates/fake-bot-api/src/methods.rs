@@ -28,6 +28,7 @@ pub(crate) const METHODS: &[&str] = &[
     "deleteWebhook",
     "setMyCommands",
     "getMyCommands",
+    "answerCallbackQuery",
     "deleteMyCommands",
     "close",
     "logOut",
@@ -179,6 +180,7 @@ pub(crate) fn perform(shared: &Shared, method: &str, params: &Map<String, Value>
             ok(json!(true))
         }
         "getMyCommands" => ok(state.commands.clone()),
+        "answerCallbackQuery" => crate::buttons::answer_callback_query(&mut state, params),
         "deleteMyCommands" => {
             state.commands = json!([]);
             ok(json!(true))

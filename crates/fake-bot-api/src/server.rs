@@ -81,6 +81,8 @@ pub(crate) struct FakeState {
     pub(crate) flood: Flood,
     /// Webhook, long polls in flight, revoked token (`webhook`).
     pub(crate) polling: PollingState,
+    /// Button presses sent and answered (`buttons`).
+    pub(crate) presses: crate::buttons::Presses,
     /// Every recorded API call (`calls`).
     pub(crate) calls: Vec<Arc<Call>>,
     /// Set when the last handle is dropped.
@@ -104,6 +106,7 @@ impl FakeTelegram {
                 updates: UpdateQueue::default(),
                 chats: HashMap::new(),
                 commands: json!([]),
+                presses: crate::buttons::Presses::default(),
                 files: FileStore::default(),
                 faults: FaultScript::default(),
                 flood: Flood::default(),

@@ -234,7 +234,7 @@ pub(crate) fn chat_json(chat_id: i64) -> Value {
     }
 }
 
-fn user_json(user_id: i64) -> Value {
+pub(crate) fn user_json(user_id: i64) -> Value {
     json!({
         "id": user_id,
         "is_bot": false,

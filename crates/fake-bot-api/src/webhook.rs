@@ -13,6 +13,9 @@ use crate::server::{FakeState, FakeTelegram, Shared};
 pub(crate) struct PollingState {
     /// The URL set with setWebhook; while set, getUpdates answers 409.
     webhook: Option<String>,
+    /// The secret token and connection limit given with it.
+    webhook_secret: Option<String>,
+    webhook_max_connections: Option<i64>,
     /// Bumped by every getUpdates that gets past the webhook check; a long poll that sees it
     /// change was overtaken by a newer one and answers 409.
     pub(crate) poll_generation: u64,
@@ -38,6 +41,16 @@ impl FakeTelegram {
     /// The webhook URL currently set, if any.
     pub fn webhook(&self) -> Option<String> {
         self.state().polling.webhook.clone()
+    }
+
+    /// The secret token the webhook was set with, if any.
+    pub fn webhook_secret(&self) -> Option<String> {
+        self.state().polling.webhook_secret.clone()
+    }
+
+    /// The `max_connections` the webhook was set with, if given.
+    pub fn webhook_max_connections(&self) -> Option<i64> {
+        self.state().polling.webhook_max_connections
     }
 
     /// Revokes the token, as BotFather's /revoke does: from now on every API call and every
@@ -94,6 +107,7 @@ pub(crate) fn webhook_method(state: &mut FakeState, method: &str, params: &Map<S
             "url": state.polling.webhook.clone().unwrap_or_default(),
             "has_custom_certificate": false,
             "pending_update_count": state.updates.len(),
+            "max_connections": state.polling.webhook_max_connections.unwrap_or(40),
         })),
         "setWebhook" => {
             let url = params.get("url").map(text_of).unwrap_or_default();
@@ -104,11 +118,26 @@ pub(crate) fn webhook_method(state: &mut FakeState, method: &str, params: &Map<S
             if !url.starts_with("https://") {
                 return bad_request("Bad Request: bad webhook: HTTPS url must be provided for webhook");
             }
+            let secret = params.get("secret_token").map(text_of);
+            if let Some(secret) = &secret
+                && (secret.is_empty()
+                    || secret.len() > 256
+                    || !secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+            {
+                return bad_request("Bad Request: secret token contains unallowed characters");
+            }
+            let max_connections = params.get("max_connections").and_then(crate::request::lenient_i64);
+            if max_connections.is_some_and(|n| !(1..=100).contains(&n)) {
+                return bad_request("Bad Request: bad webhook: max_connections must be between 1 and 100");
+            }
             state.polling.webhook = Some(url);
+            state.polling.webhook_secret = secret;
+            state.polling.webhook_max_connections = max_connections;
             ok(json!(true))
         }
         _ => {
             state.polling.webhook = None;
+            state.polling.webhook_secret = None;
             if params.get("drop_pending_updates").and_then(Value::as_bool) == Some(true) {
                 state.updates.clear();
             }

@@ -292,7 +292,7 @@ async fn job_listing_filters_newest_first(store: Store) {
 
     let list = |chat: Option<ChatRef>, state: Option<JobState>, limit: i64| {
         let store = store.clone();
-        async move { tickets(&store.jobs(&JobFilter { chat, state, limit }).await.unwrap()) }
+        async move { tickets(&store.jobs(&JobFilter { chat, state, since: None, limit }).await.unwrap()) }
     };
     assert_eq!(list(Some(CHAT), None, 10).await, [a3, a2, a1]);
     assert_eq!(list(Some(CHAT), None, 2).await, [a3, a2]);

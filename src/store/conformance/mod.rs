@@ -46,6 +46,7 @@ mod jobs;
 mod leases;
 mod outbox;
 mod pacing;
+mod people;
 mod retention;
 mod schema;
 mod updates;
@@ -88,6 +89,7 @@ fn message(key: &str, chat: ChatRef, kind: MessageKind, job: Option<Ticket>) -> 
         kind,
         body: format!("body of {key}"),
         reply_to_message_id: Some(MessageId(500)),
+        button: None,
     }
 }
 

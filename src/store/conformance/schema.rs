@@ -41,6 +41,7 @@ async fn large_telegram_ids_round_trip(store: Store) {
     );
     let m = NewMessage {
         reply_to_message_id: Some(MessageId(3_000_000_000)),
+        button: None,
         ..message("k", big.chat, MessageKind::Reply, Some(ticket))
     };
     assert!(enqueue(&store, &m, T0).await);
@@ -121,6 +122,9 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
         ("jobs_claim", None),
         ("jobs_expiry", Some("status = 'ready'")),
         ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
+        ("jobs_user", None),
+        ("jobs_ended", Some("status IN 'failed', 'expired'")),
+        ("flood_waits_at", None),
         ("outbox_chat", None),
         ("outbox_job", None),
         ("outbox_open", None),
@@ -147,7 +151,7 @@ mod postgres_vs_sqlite {
     /// (table, ordered columns, unique, predicate present).
     type Indexes = Vec<(String, String, bool, bool)>;
 
-    const TABLES: [&str; 4] = ["updates", "poll_offsets", "jobs", "outbox"];
+    const TABLES: [&str; 6] = ["updates", "poll_offsets", "jobs", "outbox", "invited_users", "flood_waits"];
 
     fn kind(declared: &str) -> String {
         match declared {

@@ -1,0 +1,109 @@
+//! Webhook mode: the test posts updates to docket's listener as Telegram would. The right
+//! secret gets 200 only after the update is recorded; a wrong or missing one gets 401 and
+//! changes nothing; a database that cannot take the update gets 5xx, so Telegram sends it again.
+
+use std::net::SocketAddr;
+
+use docket::app::{Environment, Options};
+use docket::config::UpdateMode;
+use docket::domain::{BotId, JobState, Ticket, UpdateId};
+use docket::store::UpdateOutcome;
+
+use crate::per_backend;
+use crate::support::{Backend, DEADLINE, TestApp, fixture, test_options};
+
+per_backend!(
+    an_update_with_the_secret_is_recorded_before_the_200,
+    a_wrong_or_missing_secret_gets_401_and_records_nothing,
+);
+
+const SECRET: &str = "w3bhook-Secret_0123456789";
+const SECRET_ENV: &str = "DOCKET_TEST_WEBHOOK_SECRET";
+const PUBLIC_URL: &str = "https://bot.example.test/docket/hook";
+
+/// docket in webhook mode on a free loopback port; returns it and its listener's address.
+async fn webhook_app(backend: Backend) -> (TestApp, SocketAddr) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let listen: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut app = TestApp::create(backend, |c| {
+        c.telegram.mode = UpdateMode::Webhook;
+        c.webhook.listen = Some(listen);
+        c.webhook.public_url = Some(PUBLIC_URL.parse().expect("url"));
+        c.webhook.secret_token_env = Some(SECRET_ENV.to_owned());
+    })
+    .await;
+    app.start_with(Options { environment: Environment::fixed(&[(SECRET_ENV, SECRET)]), ..test_options() }).await;
+    (app, listen)
+}
+
+async fn post(listen: SocketAddr, secret: Option<&str>, update: &serde_json::Value) -> u16 {
+    let mut request = reqwest::Client::new().post(format!("http://{listen}/docket/hook")).json(update);
+    if let Some(secret) = secret {
+        request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+    }
+    request.send().await.expect("docket's listener answers").status().as_u16()
+}
+
+async fn an_update_with_the_secret_is_recorded_before_the_200(backend: Backend) {
+    let (app, listen) = webhook_app(backend).await;
+    assert_eq!(app.fake.webhook().as_deref(), Some(PUBLIC_URL));
+    assert_eq!(app.fake.webhook_secret().as_deref(), Some(SECRET));
+    assert_eq!(app.fake.webhook_max_connections(), Some(40));
+
+    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let mut update = app.fake.document_update(500, 500, &file, Some("hooked.pdf"), Some("application/pdf"));
+    update["update_id"] = serde_json::json!(9_001);
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    // The 200 came after the commit: the job and the registered update are there already.
+    let job = app.store.job(Ticket(1)).await.expect("read").expect("the job exists when the 200 arrives");
+    assert_eq!(job.submission.declared_name.as_deref(), Some("hooked.pdf"));
+    let outcome = app.store.update_outcome(BotId(app.fake.bot_id()), UpdateId(9_001)).await.expect("read");
+    assert_eq!(outcome.map(|(o, _)| o), Some(UpdateOutcome::Recorded));
+
+    // Telegram delivering it again changes nothing.
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(500), DEADLINE).await;
+    assert!(app.store.job(Ticket(2)).await.expect("read").is_none());
+    let replies = app.fake.calls_to("sendMessage");
+    assert_eq!(replies.len(), 1, "one ticket reply: {replies:?}");
+    assert!(app.fake.calls_to("getUpdates").is_empty(), "webhook mode never polls");
+    assert!(!crate::support::logs::captured().contains(SECRET), "the secret never reaches the logs");
+}
+
+async fn a_wrong_or_missing_secret_gets_401_and_records_nothing(backend: Backend) {
+    let (app, listen) = webhook_app(backend).await;
+    let update = serde_json::json!({ "update_id": 77, "message": app.fake.text_update(510, 510, "/help")["message"] });
+    assert_eq!(post(listen, Some("w3bhook-Secret_012345678"), &update).await, 401);
+    assert_eq!(post(listen, Some(&format!("{SECRET}x")), &update).await, 401);
+    assert_eq!(post(listen, None, &update).await, 401);
+    assert_eq!(app.store.update_outcome(BotId(app.fake.bot_id()), UpdateId(77)).await.expect("read"), None);
+    assert!(app.store.messages(&docket::store::MessageFilter::ALL).await.expect("read").is_empty());
+    // The same update with the secret is taken: nothing of the refused ones was in the way.
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(510), DEADLINE).await;
+}
+
+/// SQLite with another connection holding the write lock: docket cannot record the update and
+/// answers 503; once the lock is gone, Telegram's next delivery is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_that_cannot_be_recorded_gets_5xx() {
+    use sqlx::Connection as _;
+    let (app, listen) = webhook_app(Backend::Sqlite).await;
+    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
+    let mut blocker =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.expect("connect to the test db");
+    sqlx::raw_sql("BEGIN EXCLUSIVE").execute(&mut blocker).await.expect("take the write lock");
+
+    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let mut update = app.fake.document_update(520, 520, &file, Some("later.pdf"), Some("application/pdf"));
+    update["update_id"] = serde_json::json!(4_242);
+    let status = post(listen, Some(SECRET), &update).await;
+    assert!((500..600).contains(&status), "expected a 5xx, got {status}");
+
+    sqlx::raw_sql("ROLLBACK").execute(&mut blocker).await.expect("release the lock");
+    drop(blocker);
+    assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "nothing was recorded");
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    assert!(app.store.job(Ticket(1)).await.expect("read").is_some());
+}
