@@ -35,7 +35,7 @@ use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{Change, JobFilter, RunLock, Stage, Store};
+use crate::store::{Change, JobFilter, Role, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
@@ -241,6 +241,45 @@ impl Running {
 /// already over.
 pub const SENDERS_AFTER_WORKERS: Duration = Duration::from_secs(5);
 
+/// How often a process that is not the poller tries to become it.
+const POLLER_ROLE_RETRY: Duration = Duration::from_secs(1);
+
+/// Polls getUpdates only while this process holds [`Role::Poller`], so one process of all those
+/// on a database calls getUpdates at a time; the others stand by and take over within about a
+/// second once the holder stops or dies (its database session ends, and the lock with it). The
+/// new poller continues from the stored offset. A holder whose session ends stops polling.
+async fn poll_while_sole_poller(store: Store, poller: Poller, stop: CancellationToken) -> Result<(), TelegramError> {
+    let bot = poller.bot_id();
+    let beat = poller.heartbeat();
+    loop {
+        let mut role = loop {
+            match store.try_take_role(Role::Poller, bot).await {
+                Ok(Some(role)) => break role,
+                Ok(None) => {}
+                Err(e) => warn!(error = %e, "cannot ask the database who polls; asking again"),
+            }
+            // Standing by is healthy: /healthz watches this heartbeat.
+            beat.beat();
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                () = tokio::time::sleep(POLLER_ROLE_RETRY) => {}
+            }
+        };
+        info!("this process is the one that polls getUpdates");
+        let term = stop.child_token();
+        let polling = poller.clone().run(term.clone());
+        tokio::pin!(polling);
+        tokio::select! {
+            result = &mut polling => return result,
+            () = role.lost() => {
+                warn!("lost the poller role (its database session ended): stopping polling; another process may poll now");
+                term.cancel();
+                polling.await?;
+            }
+        }
+    }
+}
+
 /// Wakes this process's workers and senders when any process on the database commits a change
 /// that may make work claimable (PostgreSQL's LISTEN/NOTIFY; SQLite has one process, which wakes
 /// its own). Without the feed, or while it is down, workers still find work at their next poll.
@@ -403,7 +442,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         None => {
             let poller = Poller::new(telegram, store.clone(), intake);
             poller_beat = Some(poller.heartbeat());
-            let poller = poller.run(poll_stop.clone());
+            let poller = poll_while_sole_poller(store.clone(), poller, poll_stop.clone());
             workers.spawn(async move {
                 if let Err(e) = poller.await {
                     // Whoever holds the `Running` (`run`) stops the rest in order.

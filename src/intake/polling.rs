@@ -22,8 +22,8 @@ use tracing::{Instrument, error, info, info_span, warn};
 use url::Url;
 
 use super::{Incoming, Intake, Recorded};
-use crate::domain::UpdateId;
 use crate::domain::retry::backoff_jittered;
+use crate::domain::{BotId, UpdateId};
 use crate::runtime::Heartbeat;
 use crate::store::Store;
 use crate::telegram::{TelegramClient, TelegramError};
@@ -31,8 +31,8 @@ use crate::telegram::{TelegramClient, TelegramError};
 /// How often handling one update may fail before it is recorded as rejected.
 const MAX_HANDLING_FAILURES: u32 = 5;
 
-/// The polling loop.
-#[derive(Debug)]
+/// The polling loop. Cheap to clone: a clone polls into the same intake.
+#[derive(Debug, Clone)]
 pub struct Poller {
     client: TelegramClient,
     store: Store,
@@ -50,6 +50,11 @@ impl Poller {
     /// A poller feeding `intake`.
     pub fn new(client: TelegramClient, store: Store, intake: Intake) -> Self {
         Self { client, store, intake, answered: Arc::new(Heartbeat::default()) }
+    }
+
+    /// The bot it polls for.
+    pub fn bot_id(&self) -> BotId {
+        self.client.bot_id()
     }
 
     /// Beats whenever getUpdates answers (with updates or none), so a health check can tell a

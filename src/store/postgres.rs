@@ -92,6 +92,40 @@ pub(super) async fn open_existing(url: &str) -> StoreResult<PgPool> {
     }
 }
 
+/// A bot-wide role held by this process: a session-level advisory lock on a connection of its
+/// own, taken out of the pool so nothing else runs on it or recycles it. The server releases the
+/// lock when the session ends, so a dead or cut-off holder frees the role by itself.
+#[derive(Debug)]
+pub(super) struct RoleConnection(sqlx::PgConnection);
+
+/// Takes the advisory lock `(class, object)` if nobody holds it.
+pub(super) async fn try_take_role(pool: &PgPool, class: i32, object: i32) -> StoreResult<Option<RoleConnection>> {
+    let mut conn = pool.acquire().await.context("connecting for a role")?.detach();
+    let taken: bool = sqlx::query_scalar(TRY_TAKE_ROLE)
+        .bind(class)
+        .bind(object)
+        .fetch_one(&mut conn)
+        .await
+        .context("taking a role")?;
+    if taken {
+        Ok(Some(RoleConnection(conn)))
+    } else {
+        use sqlx::Connection as _;
+        let _ = conn.close().await;
+        Ok(None)
+    }
+}
+
+impl RoleConnection {
+    /// Whether the session (and so the lock) is still there.
+    pub(super) async fn still_held(&mut self) -> bool {
+        sqlx::query("SELECT 1").execute(&mut self.0).await.is_ok()
+    }
+}
+
+/// Takes a session-level advisory lock without waiting: $1 class, $2 object.
+pub const TRY_TAKE_ROLE: &str = "SELECT pg_try_advisory_lock($1, $2)";
+
 /// The channels of migration 0009's triggers.
 const JOBS_CHANNEL: &str = "docket_jobs";
 const OUTBOX_CHANNEL: &str = "docket_outbox";

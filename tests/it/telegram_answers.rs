@@ -16,7 +16,6 @@ use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test
 
 per_backend!(
     a_webhook_set_before_start_is_deleted_and_a_document_goes_through,
-    a_second_poller_is_named_plainly_and_not_fatal,
     a_send_that_times_out_is_unknown_and_sent_again,
     a_message_still_unknown_after_its_attempts_fails_and_alerts_the_admins,
     a_call_whose_lease_cannot_be_renewed_is_abandoned,
@@ -81,8 +80,13 @@ async fn a_webhook_set_while_polling_is_deleted_again() {
 // ---------------------------------------------------------------------------------------------
 // 409: another poller
 
-async fn a_second_poller_is_named_plainly_and_not_fatal(backend: Backend) {
-    let app = TestApp::spawn_with(backend, |_| {}).await;
+/// Two pollers with one token: on PostgreSQL docket lets only one of its processes poll (see
+/// below), but a docket on another database, or any other program with the token, still can.
+/// The in-process test apps on one SQLite database play that second poller (a real second
+/// `docket run` on one SQLite file is refused at start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_poller_is_named_plainly_and_not_fatal() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
     app.fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
     // Another docket with the same token: each long poll overtakes the other's.
     let other = app.start_another().await;
@@ -93,6 +97,29 @@ async fn a_second_poller_is_named_plainly_and_not_fatal(backend: Backend) {
     // A warning, not a reason to stop: once alone, docket takes documents as before.
     app.send_document(102, fixture("pdf/text-1page.pdf"), "after.pdf", "application/pdf");
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+}
+
+/// On PostgreSQL one docket of all those on the database polls; the others stand by, and when
+/// the poller dies one of them takes over from the stored offset.
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_one_docket_polls_and_another_takes_over_when_it_dies() {
+    let mut app = TestApp::spawn_with(Backend::Postgres, |_| {}).await;
+    app.fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+    let other = app.start_another().await;
+    // Both run; several long polls go by, and none was overtaken by a second poller.
+    let before = app.fake.calls_to("getUpdates").len();
+    app.fake.wait_for_calls("getUpdates", |_| true, before + 4, DEADLINE).await;
+    let conflicts = app.fake.calls_to("getUpdates").into_iter().filter(|c| c.status == 409).count();
+    assert_eq!(conflicts, 0, "only one docket may poll at a time");
+
+    // The poller dies (its database session with it): the other takes over and takes documents.
+    app.kill().await;
+    let after_kill = app.fake.calls_to("getUpdates").len();
+    app.fake.wait_for_calls("getUpdates", |_| true, after_kill + 2, DEADLINE).await;
+    app.send_document(103, fixture("pdf/text-1page.pdf"), "taken-over.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    other.stop().await;
 }
 
 // ---------------------------------------------------------------------------------------------

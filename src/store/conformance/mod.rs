@@ -48,6 +48,7 @@ mod outbox;
 mod pacing;
 mod people;
 mod retention;
+mod roles;
 mod schema;
 mod updates;
 
