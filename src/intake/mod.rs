@@ -427,17 +427,8 @@ impl Intake {
         match job.state {
             JobState::Ready => {
                 // The result is kept (past its date it stays until the janitor's next pass, and
-                // it is still there to send): send it again, by its Telegram file_id when known.
-                let caption = texts::ready_caption(&job);
-                self.queue(
-                    tx,
-                    IdempotencyKey::result_for(update_id),
-                    Some(ticket),
-                    origin,
-                    MessageKind::Result,
-                    caption,
-                )
-                .await?;
+                // it is still there to send).
+                self.send_kept_result(tx, update_id, origin, &job).await?;
             }
             JobState::Expired | JobState::Failed => {
                 // Starting it again queues it like a new file.
@@ -489,22 +480,21 @@ impl Intake {
     async fn redeliver(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<()> {
         match tx.job(ticket).await? {
             Some(job) if job.submission.chat == origin.chat && job.state == JobState::Ready => {
-                let caption = texts::ready_caption(&job);
-                self.queue(
-                    tx,
-                    IdempotencyKey::result_for(update_id),
-                    Some(ticket),
-                    origin,
-                    MessageKind::Result,
-                    caption,
-                )
-                .await
+                self.send_kept_result(tx, update_id, origin, &job).await
             }
             Some(job) if job.submission.chat == origin.chat => {
                 self.reply(tx, update_id, origin, texts::status(&job)).await
             }
             _ => self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await,
         }
+    }
+
+    /// Queues `job`'s kept result again, in answer to `update_id`: the sender sends it by its
+    /// Telegram file_id when known (no upload), else from disk.
+    async fn send_kept_result(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, job: &Job) -> StoreResult<()> {
+        let caption = texts::ready_caption(job);
+        let key = IdempotencyKey::result_for(update_id);
+        self.queue(tx, key, Some(job.ticket), origin, MessageKind::Result, caption).await
     }
 
     async fn answer(&self, tx: &mut Tx, chat: ChatRef, command: Command) -> StoreResult<String> {
