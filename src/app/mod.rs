@@ -15,14 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::{Config, UpdateMode};
-use crate::domain::retry::backoff_jittered;
 use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::webhook::WebhookSecret;
@@ -35,9 +33,15 @@ use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{Change, JobFilter, Role, RunLock, Stage, Store};
+use crate::store::{JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
+
+mod cluster;
+mod health;
+
+use cluster::{poll_while_sole_poller, relay_changes};
+use health::Probe;
 
 /// Knobs that are not configuration: time and polling pace (tests move them).
 #[derive(Debug, Clone)]
@@ -240,101 +244,6 @@ impl Running {
 /// How long the senders may still deliver after the workers stopped, when the grace period is
 /// already over.
 pub const SENDERS_AFTER_WORKERS: Duration = Duration::from_secs(5);
-
-/// How often a process that is not the poller tries to become it.
-const POLLER_ROLE_RETRY: Duration = Duration::from_secs(1);
-
-/// Polls getUpdates only while this process holds [`Role::Poller`], so one process of all those
-/// on a database calls getUpdates at a time; the others stand by and take over within about a
-/// second once the holder stops or dies (its database session ends, and the lock with it). The
-/// new poller continues from the stored offset. A holder whose session ends stops polling.
-async fn poll_while_sole_poller(store: Store, poller: Poller, stop: CancellationToken) -> Result<(), TelegramError> {
-    let bot = poller.bot_id();
-    let beat = poller.heartbeat();
-    loop {
-        let mut role = loop {
-            match store.try_take_role(Role::Poller, bot).await {
-                Ok(Some(role)) => break role,
-                Ok(None) => {}
-                Err(e) => warn!(error = %e, "cannot ask the database who polls; asking again"),
-            }
-            // Standing by is healthy: /healthz watches this heartbeat.
-            beat.beat();
-            tokio::select! {
-                () = stop.cancelled() => return Ok(()),
-                () = tokio::time::sleep(POLLER_ROLE_RETRY) => {}
-            }
-        };
-        info!("this process is the one that polls getUpdates");
-        let term = stop.child_token();
-        let polling = poller.clone().run(term.clone());
-        tokio::pin!(polling);
-        tokio::select! {
-            result = &mut polling => return result,
-            () = role.lost() => {
-                warn!("lost the poller role (its database session ended): stopping polling; another process may poll now");
-                term.cancel();
-                polling.await?;
-            }
-        }
-    }
-}
-
-/// Wakes this process's workers and senders when any process on the database commits a change
-/// that may make work claimable (PostgreSQL's LISTEN/NOTIFY; SQLite has one process, which wakes
-/// its own). Without the feed, or while it is down, workers still find work at their next poll.
-async fn relay_changes(store: Store, wake: Wakeups, stop: CancellationToken) {
-    let wake_all = || {
-        wake.downloads.notify_waiters();
-        wake.processing.notify_waiters();
-        wake.outbox.notify_waiters();
-    };
-    let mut failures = 0;
-    let mut feed = None;
-    while !stop.is_cancelled() {
-        let step = async {
-            let feed = match &mut feed {
-                Some(feed) => feed,
-                None => match store.changes().await? {
-                    Some(connected) => feed.insert(connected),
-                    None => return Ok(None),
-                },
-            };
-            feed.next().await.map(Some)
-        };
-        let change = tokio::select! {
-            () = stop.cancelled() => return,
-            change = step => change,
-        };
-        match change {
-            Ok(None) => return,
-            Ok(Some(Change::Jobs)) => {
-                failures = 0;
-                wake.downloads.notify_waiters();
-                wake.processing.notify_waiters();
-            }
-            Ok(Some(Change::Outbox)) => {
-                failures = 0;
-                wake.outbox.notify_waiters();
-            }
-            Ok(Some(Change::Missed)) => {
-                warn!("lost the connection that listens for changes; listening again");
-                wake_all();
-            }
-            Err(e) => {
-                failures += 1;
-                feed = None;
-                let wait = backoff_jittered(failures, Duration::from_millis(200), Duration::from_secs(10));
-                warn!(error = %e, wait_ms = wait.as_millis() as u64, "cannot listen for changes; trying again");
-                wake_all();
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(wait) => {}
-                }
-            }
-        }
-    }
-}
 
 async fn drain(set: &mut JoinSet<()>) {
     while set.join_next().await.is_some() {}
@@ -562,90 +471,6 @@ pub fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("[outbox] global_per_second", old.outbox.global_per_second != new.outbox.global_per_second),
     ];
     checks.into_iter().filter(|(_, changed)| *changed).map(|(key, _)| key).collect()
-}
-
-/// How long `/healthz` and `/metrics` wait for the database: a monitor's check must get an answer
-/// (503) even while a database call would hang until the pool's own 30 s timeout.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// What `/healthz` checks and what `/metrics` reads from the database.
-struct Probe {
-    store: Store,
-    data_dir: std::path::PathBuf,
-    pipeline: Live<PipelineSettings>,
-    budget: Arc<Budget>,
-    memory: Arc<MemoryBudget>,
-    /// The poller's heartbeat; `None` in webhook mode, where nothing polls.
-    poller: Option<Arc<Heartbeat>>,
-    poller_silence: Duration,
-}
-
-impl crate::telemetry::Probe for Probe {
-    fn refresh(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            metrics::gauge!("docket_budget_bytes").set(self.budget.capacity() as f64);
-            metrics::gauge!("docket_budget_reserved_bytes").set(self.budget.in_use() as f64);
-            metrics::gauge!("docket_memory_budget_bytes").set(self.memory.capacity() as f64);
-            metrics::gauge!("docket_memory_budget_reserved_bytes").set(self.memory.in_use() as f64);
-            let census = match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
-                Ok(Ok(census)) => census,
-                Ok(Err(e)) => {
-                    warn!(error = %e, "cannot read the job counts for the metrics");
-                    return;
-                }
-                Err(_) => {
-                    warn!(
-                        timeout_s = PROBE_TIMEOUT.as_secs(),
-                        "the database did not answer the metrics' counts in time"
-                    );
-                    return;
-                }
-            };
-            for (state, n) in census.jobs {
-                metrics::gauge!("docket_jobs", "state" => state.as_str()).set(n as f64);
-            }
-            for (state, n) in census.messages {
-                metrics::gauge!("docket_outbox_messages", "state" => state.as_str()).set(n as f64);
-            }
-            metrics::gauge!("docket_dead_chats").set(census.dead_chats as f64);
-            let now = SystemClock.now();
-            let age = census.oldest_waiting.map_or(Duration::ZERO, |since| since.until(now));
-            metrics::gauge!("docket_oldest_waiting_job_seconds").set(age.as_secs_f64());
-        })
-    }
-
-    fn problems(&self) -> BoxFuture<'_, Vec<String>> {
-        Box::pin(async move {
-            let mut problems = Vec::new();
-            match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => problems.push(format!("database unreachable: {e}")),
-                Err(_) => problems.push(format!("database unreachable: no answer within {}s", PROBE_TIMEOUT.as_secs())),
-            }
-            let data_dir = self.data_dir.clone();
-            let writable = tokio::task::spawn_blocking(move || tempfile::tempfile_in(&data_dir).map(drop)).await;
-            match writable {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => problems.push(format!("data folder {} not writable: {e}", self.data_dir.display())),
-                Err(e) => problems.push(format!("data folder check failed: {e}")),
-            }
-            let min_free = self.pipeline.get().min_free;
-            if let Ok(free) = fs4::available_space(&self.data_dir)
-                && free < min_free
-            {
-                problems.push(format!("free space {free} bytes, below [storage] min_free ({min_free} bytes)"));
-            }
-            if let Some(silent) = self.poller.as_ref().map(|beat| beat.silent_for())
-                && silent > self.poller_silence
-            {
-                problems.push(format!(
-                    "the poller has had no answer from getUpdates for {}s (more than twice [telegram] poll_timeout)",
-                    silent.as_secs()
-                ));
-            }
-            problems
-        })
-    }
 }
 
 /// The Bot API client [`start`] talks through: `config`'s `[telegram]` section, and the answer

@@ -1,0 +1,98 @@
+//! What `/healthz` checks and what `/metrics` reads at each scrape, for one running docket.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tracing::warn;
+
+use crate::domain::{Clock as _, SystemClock};
+use crate::pipeline::PipelineSettings;
+use crate::pipeline::budget::Budget;
+use crate::pipeline::memory::MemoryBudget;
+use crate::runtime::{Heartbeat, Live};
+use crate::store::Store;
+
+/// How long `/healthz` and `/metrics` wait for the database: a monitor's check must get an answer
+/// (503) even while a database call would hang until the pool's own 30 s timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What `/healthz` checks and what `/metrics` reads from the database.
+pub(super) struct Probe {
+    pub(super) store: Store,
+    pub(super) data_dir: std::path::PathBuf,
+    pub(super) pipeline: Live<PipelineSettings>,
+    pub(super) budget: Arc<Budget>,
+    pub(super) memory: Arc<MemoryBudget>,
+    /// The poller's heartbeat; `None` in webhook mode, where nothing polls.
+    pub(super) poller: Option<Arc<Heartbeat>>,
+    pub(super) poller_silence: Duration,
+}
+
+impl crate::telemetry::Probe for Probe {
+    fn refresh(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            metrics::gauge!("docket_budget_bytes").set(self.budget.capacity() as f64);
+            metrics::gauge!("docket_budget_reserved_bytes").set(self.budget.in_use() as f64);
+            metrics::gauge!("docket_memory_budget_bytes").set(self.memory.capacity() as f64);
+            metrics::gauge!("docket_memory_budget_reserved_bytes").set(self.memory.in_use() as f64);
+            let census = match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
+                Ok(Ok(census)) => census,
+                Ok(Err(e)) => {
+                    warn!(error = %e, "cannot read the job counts for the metrics");
+                    return;
+                }
+                Err(_) => {
+                    warn!(
+                        timeout_s = PROBE_TIMEOUT.as_secs(),
+                        "the database did not answer the metrics' counts in time"
+                    );
+                    return;
+                }
+            };
+            for (state, n) in census.jobs {
+                metrics::gauge!("docket_jobs", "state" => state.as_str()).set(n as f64);
+            }
+            for (state, n) in census.messages {
+                metrics::gauge!("docket_outbox_messages", "state" => state.as_str()).set(n as f64);
+            }
+            metrics::gauge!("docket_dead_chats").set(census.dead_chats as f64);
+            let now = SystemClock.now();
+            let age = census.oldest_waiting.map_or(Duration::ZERO, |since| since.until(now));
+            metrics::gauge!("docket_oldest_waiting_job_seconds").set(age.as_secs_f64());
+        })
+    }
+
+    fn problems(&self) -> BoxFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            let mut problems = Vec::new();
+            match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => problems.push(format!("database unreachable: {e}")),
+                Err(_) => problems.push(format!("database unreachable: no answer within {}s", PROBE_TIMEOUT.as_secs())),
+            }
+            let data_dir = self.data_dir.clone();
+            let writable = tokio::task::spawn_blocking(move || tempfile::tempfile_in(&data_dir).map(drop)).await;
+            match writable {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => problems.push(format!("data folder {} not writable: {e}", self.data_dir.display())),
+                Err(e) => problems.push(format!("data folder check failed: {e}")),
+            }
+            let min_free = self.pipeline.get().min_free;
+            if let Ok(free) = fs4::available_space(&self.data_dir)
+                && free < min_free
+            {
+                problems.push(format!("free space {free} bytes, below [storage] min_free ({min_free} bytes)"));
+            }
+            if let Some(silent) = self.poller.as_ref().map(|beat| beat.silent_for())
+                && silent > self.poller_silence
+            {
+                problems.push(format!(
+                    "the poller has had no answer from getUpdates for {}s (more than twice [telegram] poll_timeout)",
+                    silent.as_secs()
+                ));
+            }
+            problems
+        })
+    }
+}
