@@ -1,12 +1,12 @@
-//! The change feed: on PostgreSQL what any connection commits reaches a listener at once
-//! (LISTEN/NOTIFY), lease renewals stay quiet, and a listener whose connection dies says so and
-//! listens again. SQLite, one process, has no feed.
+//! The change feed: on PostgreSQL a row that becomes claimable reaches a listener at once
+//! (LISTEN/NOTIFY), claims and lease renewals stay quiet, and a listener whose connection dies
+//! says so and listens again. SQLite, one process, has no feed.
 
 use std::time::Duration;
 
-use super::{CHAT, LEASE, T0, at, claim, enqueue, insert, message, new_job};
-use crate::domain::MessageKind;
-use crate::store::{Change, ChangeFeed, Pool, Stage, Store};
+use super::{CHAT, LEASE, T0, at, claim, claim_message, enqueue, insert, message, new_job};
+use crate::domain::{JobEvent, JobState, MessageKind};
+use crate::store::{AttemptRule, Change, ChangeFeed, Pool, Release, Stage, Store};
 
 conformance!(committed_changes_reach_the_feed);
 
@@ -24,13 +24,25 @@ async fn committed_changes_reach_the_feed(store: Store) {
     };
     let ticket = insert(&store, &new_job(CHAT, 1), T0).await;
     assert_eq!(next(&mut feed).await, Change::Jobs, "a new job");
-    let (_, lease) = claim(&store, Stage::Download, "d", T0).await;
-    assert_eq!(next(&mut feed).await, Change::Jobs, "a claim (its lease may lapse later)");
 
-    // A renewal notifies nobody: the next change is the message queued after it.
+    // A claim and a renewal leave nothing to claim, so they notify nobody: the next change is
+    // the message queued after them.
+    let (_, lease) = claim(&store, Stage::Download, "d", T0).await;
     assert!(store.renew_job_lease(ticket, &lease, at(1).plus(LEASE), at(1)).await.unwrap());
     assert!(enqueue(&store, &message("m1", CHAT, MessageKind::Reply, Some(ticket)), at(2)).await);
-    assert_eq!(next(&mut feed).await, Change::Outbox, "a queued message, and nothing for the renewal");
+    assert_eq!(next(&mut feed).await, Change::Outbox, "a queued message, and nothing for the claim or renewal");
+
+    // Nor does claiming the message; the job given back to wait is claimable again.
+    claim_message(&store, "s", at(3)).await;
+    let retry = Release {
+        from: JobState::Accepted,
+        event: JobEvent::RetryLater,
+        not_before: at(4),
+        detail: None,
+        attempts: AttemptRule::Spent,
+    };
+    assert!(store.release_job(ticket, &lease, &retry, at(4)).await.unwrap());
+    assert_eq!(next(&mut feed).await, Change::Jobs, "a released job, and nothing for the message claim");
 
     // The listener's connection dies: the feed says changes may have been missed, then listens
     // on a new connection.
