@@ -191,7 +191,7 @@ async fn budget_holds(dir: &Path) -> anyhow::Result<()> {
     const BUDGET_MIB: u64 = 768;
     let input = many_objects(dir, 60_000)?;
     let bytes = std::fs::read(&input)?;
-    let work = docket::operations::Work::Optimize;
+    let work = docket::operations::Work::Builtin(docket::domain::Operation::Optimize);
     let limits = docket::operations::Limits::from(&docket::config::ProcessingConfig::default());
     let reservation = limits.reservation(&work, bytes.len() as u64);
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::config::{CONFIG_ENV, Config};
+use crate::domain::operation::{Operation, ParseError};
 use crate::domain::{Clock as _, SystemClock};
 use crate::domain::{FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Ticket};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -96,9 +97,10 @@ pub enum Command {
     Process {
         /// The input file.
         file: PathBuf,
-        /// The operation: optimize, or an external one of `[processing.external.<name>]`.
-        #[arg(long, default_value = operations::OPTIMIZE)]
-        op: String,
+        /// The operation and its arguments (`--op rotate 180 2,4`): a built-in one, or an
+        /// external one of `[processing.external.<name>]`.
+        #[arg(long, num_args = 1.., default_value = operations::OPTIMIZE, value_name = "NAME [ARGS]")]
+        op: Vec<String>,
         /// Where to write the result.
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
@@ -200,7 +202,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             out(&lines.join("\n"))
         }
         Command::Janitor { dry_run } => janitor(&config, dry_run).await,
-        Command::Process { file, op, output, lang, .. } => process(&config, file, &op, output, lang).await,
+        Command::Process { file, op, output, lang, .. } => process(&config, file, &op.join(" "), output, lang).await,
     }
 }
 
@@ -304,22 +306,18 @@ async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
 async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang: String) -> anyhow::Result<()> {
     let work = work_named(config, op)?;
     let format = crate::detect::detect_path(&file).with_context(|| format!("while reading {}", file.display()))?;
-    let accepted = match &work {
-        Work::Optimize => format == crate::detect::DetectedFormat::Pdf,
-        Work::Tool(tool) => tool.accepts.iter().any(|label| label == format.label()),
+    let accepts: Vec<&str> = match &work {
+        Work::Builtin(operation) => operation.accepts().to_vec(),
+        Work::Tool(tool) => tool.accepts.iter().map(String::as_str).collect(),
     };
-    match &work {
-        Work::Optimize if !accepted => {
-            anyhow::bail!("{} is not a PDF (the content looks like {})", file.display(), format.describe())
-        }
-        Work::Tool(tool) if !accepted => anyhow::bail!(
+    if !accepts.contains(&format.label()) {
+        anyhow::bail!(
             "{} takes {}, and {} is none of them (the content looks like {})",
-            tool.name,
-            tool.accepts.join(", "),
+            work.name(),
+            accepts.join(", "),
             file.display(),
             format.describe()
-        ),
-        _ => {}
+        );
     }
     let request = Request {
         limits: work.limits(Limits::from(&config.processing)),
@@ -359,13 +357,18 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
     anyhow::bail!("{}", texts::failure_reason(&name, &reason))
 }
 
-/// The operation called `name`: optimize, or an available external tool.
-fn work_named(config: &Config, name: &str) -> anyhow::Result<Work> {
-    if name == operations::OPTIMIZE {
-        return Ok(Work::Optimize);
+/// The operation `words` name: a built-in one with its arguments, or an available external
+/// tool.
+fn work_named(config: &Config, words: &str) -> anyhow::Result<Work> {
+    let name = words.split_whitespace().next().unwrap_or_default();
+    match Operation::parse(words) {
+        Ok(Operation::Ocr { .. }) | Err(ParseError::Unknown(_)) => {}
+        Ok(operation) => return Ok(Work::Builtin(operation)),
+        Err(e) => anyhow::bail!("{e}"),
     }
     let Some(tool) = config.processing.external.get(name).map(|t| t.to_tool(name)) else {
-        let mut known = vec![operations::OPTIMIZE.to_owned()];
+        let mut known: Vec<String> =
+            Operation::NAMES.iter().filter(|n| **n != "ocr").map(|n| (*n).to_owned()).collect();
         known.extend(config.processing.external.keys().cloned());
         anyhow::bail!("unknown operation {name:?}; this configuration has {}", known.join(", "));
     };
@@ -391,9 +394,9 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
     let Command::Process { file, op, output, lang, memory_limit, timeout_secs, max_inflate, tool, .. } = command else {
         unreachable!("called for `process --contained` only");
     };
+    let op = op.join(" ");
     let work = if tool.is_empty() {
-        anyhow::ensure!(op == operations::OPTIMIZE, "operation {op:?} needs its command after `--`");
-        Work::Optimize
+        Work::Builtin(Operation::parse(&op).with_context(|| format!("operation {op:?} needs its command after `--`"))?)
     } else {
         let mut external = crate::config::ExternalToolConfig {
             command: tool,
@@ -483,7 +486,7 @@ pub fn job_json(job: &Job) -> serde_json::Value {
         "real_size": job.source.as_ref().map(|s| s.size),
         "sha256": job.source.as_ref().map(|s| &s.sha256),
         "detected_format": job.source.as_ref().and_then(|s| s.format.as_ref()),
-        "operation": job.submission.operation.as_str(),
+        "operation": job.submission.operation.name(),
         "attempts": job.attempts,
         "error": job.error,
         "result_size": job.result.as_ref().map(|r| r.size),

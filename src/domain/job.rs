@@ -27,33 +27,6 @@ impl FromStr for Ticket {
     }
 }
 
-/// What is done to a document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    /// Recompress streams and drop unused objects of a PDF.
-    Optimize,
-}
-
-impl Operation {
-    /// The stable name stored in the database and accepted on the command line.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Optimize => "optimize",
-        }
-    }
-}
-
-impl FromStr for Operation {
-    type Err = UnknownName;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "optimize" => Ok(Self::Optimize),
-            other => Err(UnknownName(other.to_owned())),
-        }
-    }
-}
-
 /// A name read from storage or input that matches no known variant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown name {0:?}")]

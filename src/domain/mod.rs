@@ -8,14 +8,16 @@ pub mod ids;
 pub mod incoming;
 pub mod job;
 pub mod lease;
+pub mod operation;
 pub mod outbox;
 pub mod records;
 pub mod retry;
 pub mod time;
 
 pub use ids::{BotId, ChatRef, MessageId, OutboxId, UpdateId, UserId};
-pub use job::{FailureReason, JobEvent, JobState, Operation, Ticket, Transition, TransitionError};
+pub use job::{FailureReason, JobEvent, JobState, Ticket, Transition, TransitionError};
 pub use lease::Lease;
+pub use operation::{Angle, Languages, Operation, Output, PageRange, PageRanges, Password};
 pub use outbox::{AfterUnknown, IdempotencyKey, MessageKind, OutboxState, PROGRESS_SETTLE, Paced};
 pub use records::{BotStats, Button, FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, Submission};
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

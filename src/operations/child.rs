@@ -20,12 +20,12 @@ pub fn run_here(request: &Request) -> Report {
         return Report::Failed { failure: Failure::LimitsRefused, detail: format!("setting the limits: {e}") };
     }
     match &request.work {
-        Work::Optimize => {
+        Work::Builtin(operation) => {
             let max_inflate = usize::try_from(request.limits.max_inflate).unwrap_or(usize::MAX);
-            match pdf::optimize(&request.input, &request.output, max_inflate) {
-                Ok(report) => Report::Done {
-                    output_bytes: report.output_bytes,
-                    pages: Some(report.pages),
+            match pdf::run(operation, &request.input, &request.output, max_inflate) {
+                Ok(produced) => Report::Done {
+                    output_bytes: produced.output_bytes,
+                    pages: produced.pages,
                     peak_rss_bytes: peak_rss(),
                 },
                 Err(e) => pdf_failure(e),

@@ -145,7 +145,7 @@ mod tests {
 
     fn request() -> Request {
         Request {
-            work: Work::Optimize,
+            work: Work::Builtin(crate::domain::Operation::Optimize),
             input: "in.pdf".into(),
             output: "out.pdf".into(),
             lang: "eng".into(),

@@ -28,10 +28,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::Operation;
+
 pub use contained::{Outcome, run_contained};
 pub use external::{Availability, ExternalTool};
 
-/// The name of the built-in lopdf operation.
+/// The name of the operation that runs when none is asked for.
 pub const OPTIMIZE: &str = "optimize";
 
 /// Peak resident memory of an `optimize` child per byte of input, at worst: files made of very
@@ -45,17 +47,17 @@ pub const CHILD_BASE_MEMORY: u64 = 16 * 1024 * 1024;
 /// What a contained run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {
-    /// Recompress and prune a PDF with lopdf ([`crate::pdf::optimize`]).
-    Optimize,
+    /// One of docket's own operations, run by [`crate::pdf::run`].
+    Builtin(Operation),
     /// Run an external program on the input.
     Tool(ExternalTool),
 }
 
 impl Work {
-    /// The operation's name: `optimize`, or the external tool's.
+    /// The operation's name: a built-in one's (`optimize`), or the external tool's.
     pub fn name(&self) -> &str {
         match self {
-            Self::Optimize => OPTIMIZE,
+            Self::Builtin(operation) => operation.name(),
             Self::Tool(tool) => &tool.name,
         }
     }
@@ -63,7 +65,7 @@ impl Work {
     /// Peak resident memory per byte of input, at worst (what the memory budget reserves).
     pub fn memory_factor(&self) -> f64 {
         match self {
-            Self::Optimize => OPTIMIZE_MEMORY_FACTOR,
+            Self::Builtin(_) => OPTIMIZE_MEMORY_FACTOR,
             Self::Tool(tool) => tool.memory_factor,
         }
     }
@@ -71,7 +73,7 @@ impl Work {
     /// The limits of a run of this operation: a tool's own where it sets them, else `defaults`.
     pub fn limits(&self, defaults: Limits) -> Limits {
         match self {
-            Self::Optimize => defaults,
+            Self::Builtin(_) => defaults,
             Self::Tool(tool) => Limits {
                 memory: tool.memory_limit.unwrap_or(defaults.memory),
                 timeout: tool.timeout.unwrap_or(defaults.timeout),
@@ -123,11 +125,13 @@ pub const DEFAULT_LANG: &str = "eng";
 impl Request {
     /// The arguments of `docket` that make it the child of this run (after the program name).
     pub fn child_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![
-            "process".into(),
-            self.input.clone().into(),
-            "--op".into(),
-            self.work.name().into(),
+        let mut args: Vec<OsString> =
+            vec!["process".into(), self.input.clone().into(), "--op".into(), self.work.name().into()];
+        // A built-in operation's arguments follow its name; they never hold a password.
+        if let Work::Builtin(operation) = &self.work {
+            args.extend(operation.arguments().split_whitespace().map(OsString::from));
+        }
+        args.extend([
             "--output".into(),
             self.output.clone().into(),
             "--contained".into(),
@@ -139,7 +143,7 @@ impl Request {
             self.limits.max_inflate.to_string().into(),
             "--lang".into(),
             self.lang.clone().into(),
-        ];
+        ]);
         if let Work::Tool(tool) = &self.work {
             args.push("--".into());
             args.extend(tool.command.iter().map(OsString::from));

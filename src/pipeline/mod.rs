@@ -314,7 +314,7 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
                 Stage::Process => "docket_processing_seconds",
             };
             let result = if done.is_ok() { "done" } else { "error" };
-            metrics::histogram!(name, "operation" => job.submission.operation.as_str(), "result" => result)
+            metrics::histogram!(name, "operation" => job.submission.operation.name(), "result" => result)
                 .record(started.elapsed().as_secs_f64());
         }
         match outcome {

@@ -66,7 +66,8 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .tempfile_in(&work_dir)
         .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
         .into_temp_path();
-    let output_bytes = run_contained(deps, Work::Optimize, &source, &work_file).await?;
+    let output_bytes =
+        run_contained(deps, Work::Builtin(job.submission.operation.clone()), &source, &work_file).await?;
 
     let limit = deps.settings.get().upload_limit;
     if output_bytes > limit {

@@ -196,7 +196,8 @@ impl JobRow {
                 declared_name: self.declared_name,
                 declared_mime: self.declared_mime,
                 declared_size: self.declared_size,
-                operation: self.operation.parse::<Operation>()?,
+                operation: Operation::from_stored(&self.operation, "")
+                    .map_err(|_| crate::domain::job::UnknownName(self.operation.clone()))?,
             },
             state: self.status.parse()?,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -304,7 +305,7 @@ pub(super) async fn insert_job(c: &mut Conn<'_>, job: &Submission, now: Timestam
         .bind(&job.declared_name)
         .bind(&job.declared_mime)
         .bind(job.declared_size)
-        .bind(job.operation.as_str())
+        .bind(job.operation.name())
         .bind(now.as_millis())
         .fetch_one(c)
         .await)

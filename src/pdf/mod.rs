@@ -56,6 +56,26 @@ use std::time::Instant;
 use lopdf::{Document, LoadOptions, Object, ObjectStreamConfig, SaveOptions};
 
 use crate::detect::{self, DetectedFormat};
+use crate::domain::Operation;
+
+/// What a built-in operation produced at its output path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Produced {
+    /// The output's size.
+    pub output_bytes: u64,
+    /// Its pages, when the operation counted them.
+    pub pages: Option<u32>,
+}
+
+/// Runs a built-in operation from `input` into `output`, inflating no stream past
+/// `max_inflate` bytes.
+pub fn run(operation: &Operation, input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
+    match operation {
+        Operation::Optimize => optimize(input, output, max_inflate)
+            .map(|report| Produced { output_bytes: report.output_bytes, pages: Some(report.pages) }),
+        other => Err(PdfError::Unreadable { detail: format!("{other} is not built yet") }),
+    }
+}
 
 /// Stack size of the thread that runs the lopdf work in [`optimize`].
 pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;

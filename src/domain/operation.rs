@@ -1,0 +1,551 @@
+//! Operations: what a person asks docket to do with a document, and the words they ask with.
+//!
+//! A caption's first word names the operation and the rest are its arguments (`rotate 180 2,4`,
+//! `pages 2-10`, `ocr rus+eng`, `decrypt PASSWORD`). [`Operation::parse`] reads that; the same
+//! words, without a password, are what storage keeps ([`Operation::name`] and
+//! [`Operation::arguments`]) and what `docket process --op NAME ARGS` takes.
+//!
+//! A decrypt's password is a [`Password`]: never shown by `Debug` or `Display`, never part of
+//! [`Operation::arguments`]. Whoever stores a run keeps it apart from the arguments, and only
+//! until the run ends.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+/// What is done to a document.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// Lossless: recompress streams, drop unused and duplicate objects, never bigger.
+    Optimize,
+    /// Lossy: downsample and re-encode images above the configured resolution, then optimize.
+    Shrink,
+    /// Each page, or each listed range, as its own PDF, together in a ZIP.
+    Split {
+        /// The ranges, each one output; `None`: every page on its own.
+        ranges: Option<PageRanges>,
+    },
+    /// The listed pages, in the listed order, as one PDF.
+    Pages {
+        /// Which pages.
+        ranges: PageRanges,
+    },
+    /// The text of every page as UTF-8, pages separated by a form feed.
+    Text,
+    /// A message describing the document, not a file.
+    Info,
+    /// Turn all pages, or the listed ones, clockwise.
+    Rotate {
+        /// By how much.
+        angle: Angle,
+        /// Which pages; `None`: all.
+        pages: Option<PageRanges>,
+    },
+    /// Open a PDF with its user password and save it without encryption.
+    Decrypt {
+        /// The password the person gave.
+        password: Password,
+    },
+    /// Add a text layer by optical character recognition (an external program).
+    Ocr {
+        /// Tesseract languages (`rus+eng`); `None`: the person's language.
+        languages: Option<Languages>,
+    },
+    /// An image (JPEG, PNG, TIFF, WebP) as a one-page-per-image PDF.
+    ImageToPdf,
+}
+
+/// What an operation gives back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Output {
+    /// A PDF file.
+    Pdf,
+    /// A ZIP of PDFs.
+    Zip,
+    /// A UTF-8 text file.
+    Text,
+    /// A message, not a file (the child writes the message's facts to its output file).
+    Message,
+}
+
+impl Output {
+    /// The file name extension of a result, without the dot.
+    pub const fn extension(self) -> &'static str {
+        match self {
+            Self::Pdf => "pdf",
+            Self::Zip => "zip",
+            Self::Text | Self::Message => "txt",
+        }
+    }
+}
+
+impl Operation {
+    /// Every operation's name, in the order help lists them.
+    pub const NAMES: [&'static str; 10] =
+        ["optimize", "shrink", "split", "pages", "text", "info", "rotate", "decrypt", "ocr", "topdf"];
+
+    /// The stable name stored in the database and accepted in captions and on the command line.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Optimize => "optimize",
+            Self::Shrink => "shrink",
+            Self::Split { .. } => "split",
+            Self::Pages { .. } => "pages",
+            Self::Text => "text",
+            Self::Info => "info",
+            Self::Rotate { .. } => "rotate",
+            Self::Decrypt { .. } => "decrypt",
+            Self::Ocr { .. } => "ocr",
+            Self::ImageToPdf => "topdf",
+        }
+    }
+
+    /// The arguments in their canonical written form, without any password: `180 2,4` for
+    /// `rotate 180 2,4`, `""` when there are none. [`Operation::parse`] of the name and these
+    /// gives the operation back (for a decrypt, with an empty password).
+    pub fn arguments(&self) -> String {
+        match self {
+            Self::Optimize | Self::Shrink | Self::Text | Self::Info | Self::ImageToPdf | Self::Decrypt { .. } => {
+                String::new()
+            }
+            Self::Split { ranges } => ranges.as_ref().map(ToString::to_string).unwrap_or_default(),
+            Self::Pages { ranges } => ranges.to_string(),
+            Self::Rotate { angle, pages: None } => angle.to_string(),
+            Self::Rotate { angle, pages: Some(pages) } => format!("{angle} {pages}"),
+            Self::Ocr { languages } => languages.as_ref().map(ToString::to_string).unwrap_or_default(),
+        }
+    }
+
+    /// What the operation gives back.
+    pub const fn output(&self) -> Output {
+        match self {
+            Self::Split { .. } => Output::Zip,
+            Self::Text => Output::Text,
+            Self::Info => Output::Message,
+            _ => Output::Pdf,
+        }
+    }
+
+    /// The formats it takes, as detected (labels of the detection table: `pdf`, `jpeg`, …).
+    pub const fn accepts(&self) -> &'static [&'static str] {
+        match self {
+            Self::ImageToPdf => &["jpeg", "png", "tiff", "webp"],
+            _ => &["pdf"],
+        }
+    }
+
+    /// Reads an operation from words: a caption, or a name and arguments from storage or the
+    /// command line. The name is case-insensitive; a leading `/` is allowed (`/split`).
+    pub fn parse(words: &str) -> Result<Self, ParseError> {
+        let mut words = words.split_whitespace();
+        let Some(first) = words.next() else { return Err(ParseError::Empty) };
+        let name = first.trim_start_matches('/').to_lowercase();
+        let rest: Vec<&str> = words.collect();
+        let no_arguments = |operation: Operation| {
+            if rest.is_empty() {
+                Ok(operation)
+            } else {
+                Err(ParseError::Arguments { operation: operation.name(), problem: ArgumentProblem::Unexpected })
+            }
+        };
+        let bad = |operation: &'static str, problem: ArgumentProblem| ParseError::Arguments { operation, problem };
+        match name.as_str() {
+            "optimize" => no_arguments(Self::Optimize),
+            "shrink" => no_arguments(Self::Shrink),
+            "text" => no_arguments(Self::Text),
+            "info" => no_arguments(Self::Info),
+            "topdf" => no_arguments(Self::ImageToPdf),
+            "split" => match rest.as_slice() {
+                [] => Ok(Self::Split { ranges: None }),
+                [ranges] => Ok(Self::Split { ranges: Some(ranges.parse().map_err(|p| bad("split", p))?) }),
+                _ => Err(bad("split", ArgumentProblem::Unexpected)),
+            },
+            "pages" => match rest.as_slice() {
+                [] => Err(bad("pages", ArgumentProblem::Missing)),
+                [ranges] => Ok(Self::Pages { ranges: ranges.parse().map_err(|p| bad("pages", p))? }),
+                _ => Err(bad("pages", ArgumentProblem::Unexpected)),
+            },
+            "rotate" => {
+                let (angle, pages) = match rest.as_slice() {
+                    [] => return Err(bad("rotate", ArgumentProblem::Missing)),
+                    [angle] => (angle, None),
+                    [angle, pages] => (angle, Some(pages.parse().map_err(|p| bad("rotate", p))?)),
+                    _ => return Err(bad("rotate", ArgumentProblem::Unexpected)),
+                };
+                Ok(Self::Rotate { angle: angle.parse().map_err(|p| bad("rotate", p))?, pages })
+            }
+            "decrypt" => match rest.as_slice() {
+                // Stored runs keep the password apart; parsing their arguments gives an empty one.
+                [] => Ok(Self::Decrypt { password: Password::new(String::new()) }),
+                // A password may contain spaces: everything after the name, as written.
+                _ => Ok(Self::Decrypt { password: Password::new(rest.join(" ")) }),
+            },
+            "ocr" => match rest.as_slice() {
+                [] => Ok(Self::Ocr { languages: None }),
+                [languages] => Ok(Self::Ocr { languages: Some(languages.parse().map_err(|p| bad("ocr", p))?) }),
+                _ => Err(bad("ocr", ArgumentProblem::Unexpected)),
+            },
+            _ => Err(ParseError::Unknown(first.chars().take(32).collect())),
+        }
+    }
+
+    /// [`Operation::parse`] of a stored name and its stored arguments.
+    pub fn from_stored(name: &str, arguments: &str) -> Result<Self, ParseError> {
+        if name.split_whitespace().count() != 1 {
+            return Err(ParseError::Unknown(name.chars().take(32).collect()));
+        }
+        Self::parse(&format!("{name} {arguments}"))
+    }
+}
+
+/// `Debug` never shows a password.
+impl fmt::Debug for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Operation({self})")
+    }
+}
+
+/// The name and arguments as a person writes them, without any password: `rotate 180 2,4`.
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let arguments = self.arguments();
+        if arguments.is_empty() { f.write_str(self.name()) } else { write!(f, "{} {arguments}", self.name()) }
+    }
+}
+
+/// Why words are not an operation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Nothing was written.
+    #[error("no operation named")]
+    Empty,
+    /// The first word names no operation (shortened to 32 characters).
+    #[error("{0:?} is not an operation")]
+    Unknown(String),
+    /// The operation is known; its arguments are not right.
+    #[error("{operation}: {problem}")]
+    Arguments {
+        /// Its name.
+        operation: &'static str,
+        /// What is wrong.
+        problem: ArgumentProblem,
+    },
+}
+
+/// What is wrong with an operation's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentProblem {
+    /// It needs arguments and got none.
+    #[error("arguments missing")]
+    Missing,
+    /// More arguments than it takes.
+    #[error("too many arguments")]
+    Unexpected,
+    /// Not page numbers and ranges like `1-3,7,10-`.
+    #[error("not a page list like 1-3,7,10-")]
+    Pages,
+    /// A page number of 0, or a range that runs backwards.
+    #[error("pages count from 1, and a range goes up")]
+    PageOrder,
+    /// Not 90, 180 or 270 (or -90).
+    #[error("the angle is 90, 180 or 270")]
+    Angle,
+    /// Not Tesseract language codes like `rus+eng`.
+    #[error("not languages like rus+eng")]
+    Languages,
+}
+
+/// Page numbers and ranges, in the order written: `1-3,7,10-` (`10-`: from 10 to the end).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageRanges(Vec<PageRange>);
+
+/// One page, or pages `first` to `last` (the last page when `last` is `None`). From 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PageRange {
+    /// The first page.
+    pub first: NonZeroU32,
+    /// The last page, included; `None`: to the end of the document.
+    pub last: Option<NonZeroU32>,
+}
+
+/// The most ranges one list may hold: a caption is short, and a list is checked against a
+/// document of unknown size only when it runs.
+pub const MAX_RANGES: usize = 1000;
+
+impl PageRanges {
+    /// The ranges, in the order written.
+    pub fn ranges(&self) -> &[PageRange] {
+        &self.0
+    }
+
+    /// The pages of a document of `page_count` pages, range by range, each range's pages in
+    /// order; `Err(page)` names the first listed page the document does not have.
+    pub fn resolve(&self, page_count: u32) -> Result<Vec<Vec<u32>>, u32> {
+        self.0
+            .iter()
+            .map(|range| {
+                let first = range.first.get();
+                let last = range.last.map_or(page_count, NonZeroU32::get);
+                if first > page_count {
+                    return Err(first);
+                }
+                if last > page_count {
+                    return Err(last);
+                }
+                Ok((first..=last).collect())
+            })
+            .collect()
+    }
+}
+
+impl std::str::FromStr for PageRanges {
+    type Err = ArgumentProblem;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let number = |s: &str| -> Result<NonZeroU32, ArgumentProblem> {
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(ArgumentProblem::Pages);
+            }
+            let n: u32 = s.parse().map_err(|_| ArgumentProblem::Pages)?;
+            NonZeroU32::new(n).ok_or(ArgumentProblem::PageOrder)
+        };
+        let mut ranges = Vec::new();
+        for part in s.split(',') {
+            let range = match part.split_once('-') {
+                None => PageRange { first: number(part)?, last: Some(number(part)?) },
+                Some((first, "")) => PageRange { first: number(first)?, last: None },
+                Some((first, last)) => {
+                    let (first, last) = (number(first)?, number(last)?);
+                    if last < first {
+                        return Err(ArgumentProblem::PageOrder);
+                    }
+                    PageRange { first, last: Some(last) }
+                }
+            };
+            ranges.push(range);
+            if ranges.len() > MAX_RANGES {
+                return Err(ArgumentProblem::Pages);
+            }
+        }
+        Ok(Self(ranges))
+    }
+}
+
+impl fmt::Display for PageRanges {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, range) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match range.last {
+                Some(last) if last == range.first => write!(f, "{}", range.first)?,
+                Some(last) => write!(f, "{}-{last}", range.first)?,
+                None => write!(f, "{}-", range.first)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A clockwise turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Angle {
+    /// A quarter turn clockwise.
+    Quarter,
+    /// Upside down.
+    Half,
+    /// A quarter turn anticlockwise.
+    ThreeQuarters,
+}
+
+impl Angle {
+    /// In degrees, clockwise: 90, 180 or 270 (what a PDF's `/Rotate` adds).
+    pub const fn degrees(self) -> u32 {
+        match self {
+            Self::Quarter => 90,
+            Self::Half => 180,
+            Self::ThreeQuarters => 270,
+        }
+    }
+}
+
+impl std::str::FromStr for Angle {
+    type Err = ArgumentProblem;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim_end_matches('°') {
+            "90" | "-270" => Ok(Self::Quarter),
+            "180" | "-180" => Ok(Self::Half),
+            "270" | "-90" => Ok(Self::ThreeQuarters),
+            _ => Err(ArgumentProblem::Angle),
+        }
+    }
+}
+
+impl fmt::Display for Angle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.degrees())
+    }
+}
+
+/// Tesseract language codes joined by `+` (`rus+eng`): lowercase letters, digits and `_` only,
+/// so they can be handed to a program as one argument without any quoting question.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Languages(String);
+
+impl Languages {
+    /// As Tesseract takes them: `rus+eng`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Languages {
+    type Err = ArgumentProblem;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.to_lowercase();
+        let code_ok = |code: &str| {
+            (3..=16).contains(&code.len())
+                && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        };
+        let codes: Vec<&str> = s.split('+').collect();
+        if codes.len() > 8 || !codes.iter().all(|c| code_ok(c)) {
+            return Err(ArgumentProblem::Languages);
+        }
+        Ok(Self(s))
+    }
+}
+
+impl fmt::Display for Languages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A password a person gave. `Debug` and `Display` show `[password]`; only
+/// [`Password::expose`] gives it, for the one call that opens the document.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Password(String);
+
+impl Password {
+    /// Wraps a password.
+    pub fn new(password: String) -> Self {
+        Self(password)
+    }
+
+    /// The password itself. Never log or store what this returns outside the run's own row.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it is empty (a stored decrypt whose password was erased, or none was given).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[password]")
+    }
+}
+
+impl fmt::Display for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[password]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &str) -> Operation {
+        Operation::parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"))
+    }
+
+    #[test]
+    fn captions_name_operations_and_their_arguments() {
+        assert_eq!(parse("optimize"), Operation::Optimize);
+        assert_eq!(parse("  Shrink "), Operation::Shrink);
+        assert_eq!(parse("/split"), Operation::Split { ranges: None });
+        assert_eq!(parse("split 1-3,7").arguments(), "1-3,7");
+        assert_eq!(parse("pages 2-10").to_string(), "pages 2-10");
+        assert_eq!(parse("rotate 90"), Operation::Rotate { angle: Angle::Quarter, pages: None });
+        assert_eq!(parse("rotate 180 2,4").to_string(), "rotate 180 2,4");
+        assert_eq!(parse("rotate -90").to_string(), "rotate 270");
+        assert_eq!(parse("ocr"), Operation::Ocr { languages: None });
+        assert_eq!(parse("ocr RUS+eng").arguments(), "rus+eng");
+        assert_eq!(parse("text").output(), Output::Text);
+        assert_eq!(parse("info").output(), Output::Message);
+        assert_eq!(parse("split").output(), Output::Zip);
+        assert_eq!(parse("topdf"), Operation::ImageToPdf);
+    }
+
+    #[test]
+    fn every_name_parses_to_itself() {
+        for name in Operation::NAMES {
+            let words = match name {
+                "pages" => "pages 1",
+                "rotate" => "rotate 90",
+                other => other,
+            };
+            assert_eq!(parse(words).name(), name);
+        }
+    }
+
+    #[test]
+    fn stored_form_gives_the_operation_back() {
+        for words in ["optimize", "split", "split 1-3,7,10-", "pages 2", "rotate 270 1-2", "ocr rus+eng", "info"] {
+            let operation = parse(words);
+            let stored = Operation::from_stored(operation.name(), &operation.arguments());
+            assert_eq!(stored, Ok(operation), "{words}");
+        }
+        assert!(Operation::from_stored("rotate 90", "").is_err(), "a name is one word");
+    }
+
+    #[test]
+    fn a_password_is_never_shown_nor_stored_with_the_arguments() {
+        let operation = parse("decrypt correct horse battery");
+        let Operation::Decrypt { password } = &operation else { panic!("{operation:?}") };
+        assert_eq!(password.expose(), "correct horse battery");
+        for shown in [format!("{operation:?}"), operation.to_string(), operation.arguments(), format!("{password}")] {
+            assert!(!shown.contains("horse"), "{shown}");
+        }
+        assert_eq!(
+            Operation::from_stored("decrypt", ""),
+            Ok(Operation::Decrypt { password: Password::new(String::new()) })
+        );
+    }
+
+    #[test]
+    fn wrong_words_say_what_is_wrong() {
+        assert_eq!(Operation::parse(""), Err(ParseError::Empty));
+        assert_eq!(Operation::parse("please shrink"), Err(ParseError::Unknown("please".into())));
+        let problem = |words| match Operation::parse(words) {
+            Err(ParseError::Arguments { problem, .. }) => problem,
+            other => panic!("{words}: {other:?}"),
+        };
+        assert_eq!(problem("pages"), ArgumentProblem::Missing);
+        assert_eq!(problem("pages 1 2"), ArgumentProblem::Unexpected);
+        assert_eq!(problem("shrink more"), ArgumentProblem::Unexpected);
+        assert_eq!(problem("pages a-b"), ArgumentProblem::Pages);
+        assert_eq!(problem("pages 1,,2"), ArgumentProblem::Pages);
+        assert_eq!(problem("pages 0"), ArgumentProblem::PageOrder);
+        assert_eq!(problem("pages 5-2"), ArgumentProblem::PageOrder);
+        assert_eq!(problem("rotate 45"), ArgumentProblem::Angle);
+        assert_eq!(problem("ocr ru;rm"), ArgumentProblem::Languages);
+        assert_eq!(problem("ocr e"), ArgumentProblem::Languages);
+    }
+
+    #[test]
+    fn page_lists_resolve_against_the_document() {
+        let ranges: PageRanges = "3,1-2,4-".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ranges.resolve(5), Ok(vec![vec![3], vec![1, 2], vec![4, 5]]));
+        assert_eq!(ranges.resolve(2), Err(3));
+        let beyond: PageRanges = "2-9".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(beyond.resolve(4), Err(9));
+        let too_many = vec!["1"; MAX_RANGES + 1].join(",");
+        assert_eq!(too_many.parse::<PageRanges>(), Err(ArgumentProblem::Pages));
+    }
+}
