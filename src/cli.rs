@@ -344,6 +344,8 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         Outcome::Reported(Report::Failed { failure, detail }) => match failure {
             Failure::Encrypted => FailureReason::Encrypted,
             Failure::NoPages => FailureReason::NoPages,
+            Failure::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page, pages: page_count },
+            Failure::WrongPassword => FailureReason::WrongPassword,
             Failure::Unreadable => FailureReason::Unreadable,
             Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
             Failure::ToolFailed => FailureReason::ToolFailed { tool: request.work.name().to_owned() },

@@ -45,6 +45,8 @@ fn pdf_failure(error: PdfError) -> Report {
         PdfError::NoPages => Failure::NoPages,
         PdfError::InflatesTooMuch { limit } => Failure::InflatesTooMuch { limit: limit as u64 },
         PdfError::Io(_) => Failure::Io,
+        PdfError::NoSuchPage { page, page_count } => Failure::NoSuchPage { page, page_count },
+        PdfError::WrongPassword => Failure::WrongPassword,
         PdfError::Unreadable { .. } | PdfError::NotPdf { .. } => Failure::Unreadable,
     };
     Report::Failed { failure, detail }

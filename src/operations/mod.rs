@@ -196,4 +196,13 @@ pub enum Failure {
     ToolFailed,
     /// The child could not set its own limits: it did no work.
     LimitsRefused,
+    /// A page list names a page the document does not have.
+    NoSuchPage {
+        /// The first missing page listed.
+        page: u32,
+        /// The pages the document has.
+        page_count: u32,
+    },
+    /// The password given does not open the PDF.
+    WrongPassword,
 }

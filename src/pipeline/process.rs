@@ -164,6 +164,8 @@ fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
     let reason = match failure {
         Failure::Encrypted => FailureReason::Encrypted,
         Failure::NoPages => FailureReason::NoPages,
+        Failure::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page, pages: page_count },
+        Failure::WrongPassword => FailureReason::WrongPassword,
         Failure::Unreadable => FailureReason::Unreadable,
         Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
         Failure::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },
