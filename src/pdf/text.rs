@@ -40,7 +40,7 @@ pub const MAX_FORM_DEPTH: usize = 12;
 pub const MAX_OPERATIONS_PER_PAGE: usize = 10_000_000;
 
 /// A gap between two strings wider than this fraction of the font size is a space.
-pub const SPACE_EM: f64 = 0.18;
+pub const SPACE_EM: f64 = 0.12;
 
 /// `text`: the text of `input` into `output`. `pages` in the result is the document's page
 /// count.
@@ -192,6 +192,9 @@ impl Default for State<'_> {
 
 /// What extracting text needs of a font.
 struct Font<'a> {
+    /// A simple font's characters, code by code.
+    table: Option<Vec<String>>,
+    /// A Type0 font's map from codes to characters.
     encoding: Option<Encoding<'a>>,
     /// A Type0 font: two bytes per character code.
     two_byte: bool,
@@ -213,15 +216,13 @@ const DEFAULT_WIDTH: f64 = 500.0;
 
 impl<'a> Font<'a> {
     fn load(document: &'a Document, dict: &'a Dictionary, max_inflate: usize) -> Result<Self, PdfError> {
-        let encoding = match dict.get_font_encoding_with_limit(document, max_inflate) {
-            Ok(encoding) => Some(encoding),
-            Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
-                return Err(PdfError::InflatesTooMuch { limit });
-            }
-            Err(_) => None,
-        };
         let subtype = dict.get(b"Subtype").and_then(Object::as_name).unwrap_or(b"");
         let two_byte = subtype == b"Type0";
+        let (table, encoding) = if two_byte {
+            (None, font_encoding(document, dict, max_inflate)?)
+        } else {
+            (Some(simple_table(document, dict, max_inflate)?), None)
+        };
         let deref = |object: &'a Object| document.dereference(object).ok().map(|(_, object)| object);
         let widths = if two_byte {
             let descendant = dict
@@ -267,7 +268,7 @@ impl<'a> Font<'a> {
         } else {
             0.001
         };
-        Ok(Self { encoding, two_byte, widths, scale })
+        Ok(Self { table, encoding, two_byte, widths, scale })
     }
 
     fn width(&self, code: u32) -> f64 {
@@ -288,14 +289,13 @@ impl<'a> Font<'a> {
     /// The characters `bytes` stand for, appended to `out`.
     fn decode(&self, bytes: &[u8], out: &mut String) {
         let mut decoded = String::new();
-        let ok = self.encoding.as_ref().is_some_and(|e| e.write_to_string(bytes, &mut decoded).is_ok());
-        if !ok {
-            decoded.clear();
-            if self.two_byte {
-                // Without a map from codes to characters, two-byte codes mean nothing.
-                return;
+        if let Some(table) = &self.table {
+            for &byte in bytes {
+                decoded.push_str(&table[usize::from(byte)]);
             }
-            decoded.extend(bytes.iter().map(|&b| char::from(b)));
+        } else if !self.encoding.as_ref().is_some_and(|e| e.write_to_string(bytes, &mut decoded).is_ok()) {
+            // Without a map from codes to characters, two-byte codes mean nothing.
+            return;
         }
         for c in decoded.chars() {
             match c {
@@ -322,6 +322,184 @@ impl<'a> Font<'a> {
             (code, !two_byte && code == 32)
         })
     }
+}
+
+/// lopdf's encoding of the font `dict`; `None` when it has none it can read.
+fn font_encoding<'a>(
+    document: &'a Document,
+    dict: &'a Dictionary,
+    max_inflate: usize,
+) -> Result<Option<Encoding<'a>>, PdfError> {
+    match dict.get_font_encoding_with_limit(document, max_inflate) {
+        Ok(encoding) => Ok(Some(encoding)),
+        Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
+            Err(PdfError::InflatesTooMuch { limit })
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// The characters of a simple font's 256 codes: its `/ToUnicode` map where it has one (lopdf
+/// prefers `/Encoding`, which is wrong for fonts that have both), else its encoding, on top of
+/// the built-in encoding of an embedded Type 1 program when the PDF names no base encoding
+/// (TeX's math and symbol fonts: without it their periods read as colons).
+fn simple_table(document: &Document, dict: &Dictionary, max_inflate: usize) -> Result<Vec<String>, PdfError> {
+    let decode_all = |encoding: &Encoding<'_>| -> Vec<Option<String>> {
+        (0..=255u8)
+            .map(|byte| {
+                let mut text = String::new();
+                let ok = encoding.write_to_string(&[byte], &mut text).is_ok();
+                (ok && !text.is_empty() && !text.contains('\u{FFFD}')).then_some(text)
+            })
+            .collect()
+    };
+    let mut base = dict.clone();
+    base.remove(b"ToUnicode");
+    let own = dict.get(b"Encoding").ok().and_then(|e| document.dereference(e).ok()).map(|(_, e)| e);
+    let own_base = match own {
+        Some(Object::Name(name)) => Some(name.clone()),
+        Some(Object::Dictionary(e)) => e.get(b"BaseEncoding").and_then(Object::as_name).ok().map(<[u8]>::to_vec),
+        _ => None,
+    };
+    // Code → glyph name: the program's built-in encoding when no base encoding is named, then
+    // the PDF's own `/Differences`.
+    let mut names: Vec<(u8, Vec<u8>)> = Vec::new();
+    if own_base.is_none()
+        && let Some(builtin) = builtin_encoding(document, dict, max_inflate)?
+    {
+        names.extend(builtin);
+    }
+    if let Some(Object::Dictionary(own)) = own
+        && let Ok(Object::Array(differences)) = own.get(b"Differences")
+    {
+        let mut code: i64 = 0;
+        for item in differences {
+            match item {
+                Object::Integer(n) => code = *n,
+                Object::Name(name) => {
+                    if let Ok(byte) = u8::try_from(code) {
+                        names.push((byte, name.clone()));
+                    }
+                    code += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    // lopdf gives up on a whole font for one glyph name it does not know: hand it only those
+    // it knows, and read `uniXXXX` names here.
+    let mut by_name: Vec<(u8, String)> = Vec::new();
+    let mut differences = Vec::new();
+    for (code, name) in names {
+        if let Some(text) = unicode_name(&name) {
+            by_name.push((code, text));
+        } else if known_glyph(&name) {
+            differences.push(Object::Integer(i64::from(code)));
+            differences.push(Object::Name(name));
+        }
+    }
+    let mut encoding = lopdf::Dictionary::new();
+    if let Some(own_base) = own_base {
+        encoding.set("BaseEncoding", Object::Name(own_base));
+    }
+    encoding.set("Differences", differences);
+    base.set("Encoding", encoding);
+    let mut table: Vec<Option<String>> = match font_encoding(document, &base, max_inflate)? {
+        Some(encoding) => decode_all(&encoding),
+        None => vec![None; 256],
+    };
+    for (code, text) in by_name {
+        table[usize::from(code)] = Some(text);
+    }
+    if dict.has(b"ToUnicode") {
+        let mut unicode = dict.clone();
+        unicode.remove(b"Encoding");
+        if let Some(encoding) = font_encoding(document, &unicode, max_inflate)?
+            && matches!(encoding, Encoding::UnicodeMapEncoding(_))
+        {
+            for (slot, mapped) in table.iter_mut().zip(decode_all(&encoding)) {
+                if mapped.is_some() {
+                    *slot = mapped;
+                }
+            }
+        }
+    }
+    Ok(table
+        .into_iter()
+        .enumerate()
+        .map(|(code, text)| text.unwrap_or_else(|| char::from(code as u8).to_string()))
+        .collect())
+}
+
+/// The character a glyph name like `uni2013` or `u1F600` stands for.
+fn unicode_name(name: &[u8]) -> Option<String> {
+    let name = std::str::from_utf8(name).ok()?;
+    let hex = name
+        .strip_prefix("uni")
+        .filter(|h| h.len() == 4)
+        .or_else(|| name.strip_prefix('u').filter(|h| (4..=6).contains(&h.len())))?;
+    char::from_u32(u32::from_str_radix(hex, 16).ok()?).map(String::from)
+}
+
+/// Whether lopdf's glyph list has `name`.
+fn known_glyph(name: &[u8]) -> bool {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<HashMap<Vec<u8>, bool>> = std::cell::RefCell::new(HashMap::new());
+    }
+    KNOWN.with(|known| {
+        *known.borrow_mut().entry(name.to_vec()).or_insert_with(|| {
+            let mut encoding = Dictionary::new();
+            encoding.set("Differences", vec![Object::Integer(0), Object::Name(name.to_vec())]);
+            let mut probe = Dictionary::new();
+            probe.set("Type", Object::Name(b"Font".to_vec()));
+            probe.set("Encoding", encoding);
+            let document = Document::new();
+            matches!(probe.get_font_encoding(&document), Ok(Encoding::Differences(_)))
+        })
+    })
+}
+
+/// The built-in encoding of the font's embedded Type 1 program (`/FontFile`), as a
+/// `/Differences` array: `dup 58 /period put` entries of its clear-text part.
+fn builtin_encoding(
+    document: &Document,
+    dict: &Dictionary,
+    max_inflate: usize,
+) -> Result<Option<Vec<(u8, Vec<u8>)>>, PdfError> {
+    let Some(program) = dict
+        .get(b"FontDescriptor")
+        .ok()
+        .and_then(|d| document.dereference(d).ok())
+        .and_then(|(_, d)| d.as_dict().ok())
+        .and_then(|d| d.get(b"FontFile").ok())
+        .and_then(|f| document.dereference(f).ok())
+        .and_then(|(_, f)| f.as_stream().ok())
+    else {
+        return Ok(None);
+    };
+    let bytes = match program.decompressed_content_with_limit(max_inflate) {
+        Ok(bytes) => bytes,
+        Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
+            return Err(inflate_error(error));
+        }
+        Err(_) if !program.dict.has(b"Filter") => program.content.clone(),
+        Err(_) => return Ok(None),
+    };
+    let clear = bytes.windows(5).position(|w| w == b"eexec").map_or(&bytes[..], |end| &bytes[..end]);
+    let clear = String::from_utf8_lossy(clear);
+    if clear.contains("/Encoding StandardEncoding") {
+        return Ok(None);
+    }
+    let mut differences = Vec::new();
+    let words: Vec<&str> = clear.split_ascii_whitespace().collect();
+    for window in words.windows(4) {
+        if let ["dup", code, name, "put"] = window
+            && let (Ok(code), Some(name)) = (code.parse::<u8>(), name.strip_prefix('/'))
+        {
+            differences.push((code, name.as_bytes().to_vec()));
+        }
+    }
+    Ok((!differences.is_empty()).then_some(differences))
 }
 
 /// A Type0 font's `/W` array: `c [w1 w2 …]` and `cfirst clast w` entries.
