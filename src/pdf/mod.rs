@@ -9,7 +9,8 @@
 //!
 //! # Hostile input
 //!
-//! Every file comes from a stranger, so [`optimize`] assumes the worst:
+//! Every file comes from a stranger, so [`optimize`] and every other operation here (through
+//! one shared guard) assume the worst:
 //!
 //! - **Panics.** All lopdf work runs under [`std::panic::catch_unwind`]; a panic becomes
 //!   [`PdfError::Unreadable`] and the worker lives on. The default panic hook still prints the
@@ -22,12 +23,16 @@
 //!   pool, whose threads have the default stack; the parser's nesting cap is what protects them.
 //! - **Decompression bombs.** Loading decodes object streams and cross-reference streams, each
 //!   capped at the caller's `max_inflate` (`[processing] max_inflate`, by default
-//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`]. Page
-//!   content, images and fonts are never decoded: optimizing only compresses streams that have
-//!   no filter, so their size on disk is their size in memory.
+//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`].
+//!   Optimizing, `split`, `pages`, `rotate` and `decrypt` never decode page content, images or
+//!   fonts (optimizing only compresses streams that have no filter, so their size on disk is
+//!   their size in memory); `text` decodes content streams, Form XObjects, CMaps and Type 1
+//!   font programs, each under the same cap.
 //! - **Reference loops.** Pruning marks visited objects, dereferencing gives up after a bounded
 //!   chain, and the page-tree walk visits at most as many nodes as there are objects, so a loop
-//!   ends as an error or a wrong page count, never as a hang.
+//!   ends as an error or a wrong page count, never as a hang. Copying pages copies each object
+//!   once, inherited page attributes are looked up at most 256 ancestors up, and `text` follows
+//!   Form XObjects at most 12 deep and runs at most ten million operators per page.
 //!
 //! Not protected against, so the caller must bound them:
 //!

@@ -249,6 +249,23 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn reference_loops_and_links_to_other_pages_end() {
+        let mut document = crate::pdf::text::tests::document_with_pages(&["", ""]);
+        let ids: Vec<ObjectId> = document.page_iter().collect();
+        // An object that refers to itself, and an annotation whose /P is the other page.
+        let looped = document.new_object_id();
+        document.objects.insert(looped, lopdf::Object::Array(vec![lopdf::Object::Reference(looped)]));
+        let annotation = document.add_object(lopdf::dictionary! { "Type" => "Annot", "P" => ids[1], "Loop" => looped });
+        document.get_dictionary_mut(ids[0]).unwrap().set("Annots", vec![annotation.into()]);
+        let mut extract = Extract::new(&document);
+        extract.add_page(ids[0]);
+        let result = extract.finish();
+        assert_eq!(result.get_pages().len(), 1);
+        // Page, its content, resources, font, annotation, the loop, page tree, catalog.
+        assert_eq!(result.objects.len(), 8, "{:?}", result.objects.keys());
+    }
+
+    #[test]
     fn part_names_pad_to_the_page_count() {
         assert_eq!(part_name(&[3], 3), "page-p003.pdf");
         assert_eq!(part_name(&[3, 4, 5, 6, 7], 3), "page-p003-007.pdf");

@@ -900,6 +900,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_content_stream_bomb_is_refused() {
+        let mut document = document_with_pages(&[""]);
+        let page_id = document.page_iter().next().unwrap();
+        let mut content = Stream::new(dictionary! {}, b"q Q ".repeat(100_000));
+        content.compress().unwrap();
+        let content = document.add_object(content);
+        document.get_dictionary_mut(page_id).unwrap().set("Contents", content);
+        let result = page_texts(&document, 10_000);
+        assert!(matches!(result, Err(PdfError::InflatesTooMuch { limit: 10_000 })), "{result:?}");
+    }
+
+    #[test]
     fn ghostscript_fixture_reads_with_spaces() {
         let document = Document::load(crate::pdf::split::tests::fixture("text-1page.pdf")).unwrap();
         let texts = page_texts(&document, DEFAULT_MAX_INFLATE_BYTES).unwrap();
