@@ -293,7 +293,7 @@ impl<'a> Font<'a> {
             for &byte in bytes {
                 decoded.push_str(&table[usize::from(byte)]);
             }
-        } else if !self.encoding.as_ref().is_some_and(|e| e.write_to_string(bytes, &mut decoded).is_ok()) {
+        } else if self.encoding.as_ref().is_none_or(|e| e.write_to_string(bytes, &mut decoded).is_err()) {
             // Without a map from codes to characters, two-byte codes mean nothing.
             return;
         }
@@ -459,13 +459,16 @@ fn known_glyph(name: &[u8]) -> bool {
     })
 }
 
+/// A character code and the glyph name it shows.
+type GlyphName = (u8, Vec<u8>);
+
 /// The built-in encoding of the font's embedded Type 1 program (`/FontFile`), as a
 /// `/Differences` array: `dup 58 /period put` entries of its clear-text part.
 fn builtin_encoding(
     document: &Document,
     dict: &Dictionary,
     max_inflate: usize,
-) -> Result<Option<Vec<(u8, Vec<u8>)>>, PdfError> {
+) -> Result<Option<Vec<GlyphName>>, PdfError> {
     let Some(program) = dict
         .get(b"FontDescriptor")
         .ok()
@@ -590,12 +593,8 @@ impl<'a> Page<'a, '_> {
         let operands = operation.operands.as_slice();
         let first = operands.first().and_then(number);
         match operation.operator.as_str() {
-            "q" => {
-                // A stream that only saves would grow the stack without end.
-                if saved.len() < 1024 {
-                    saved.push(state.clone());
-                }
-            }
+            // A stream that only saves would grow the stack without end.
+            "q" if saved.len() < 1024 => saved.push(state.clone()),
             "Q" => {
                 if let Some(previous) = saved.pop() {
                     *state = previous;

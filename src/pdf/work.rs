@@ -1,7 +1,7 @@
 //! What the operations after `optimize` share: the guarded work thread, loading, page lists,
 //! inherited page attributes, copying only the objects some pages need, and saving.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -99,10 +99,13 @@ pub(super) struct Extract<'a> {
     pending: Vec<(ObjectId, ObjectId)>,
     kids: Vec<Object>,
     pages_id: ObjectId,
+    max_inflate: usize,
 }
 
 impl<'a> Extract<'a> {
-    pub(super) fn new(source: &'a Document) -> Self {
+    /// An empty result from `source`; page content is read within `max_inflate` to find the
+    /// resources a page uses.
+    pub(super) fn new(source: &'a Document, max_inflate: usize) -> Self {
         let mut target = Document::with_version(source.version.clone());
         let pages_id = target.new_object_id();
         Self {
@@ -113,6 +116,7 @@ impl<'a> Extract<'a> {
             pending: Vec::new(),
             kids: Vec::new(),
             pages_id,
+            max_inflate,
         }
     }
 
@@ -128,6 +132,9 @@ impl<'a> Extract<'a> {
                 page.set(key, value.clone());
             }
         }
+        if let Some(resources) = self.used_resources(page_id, &page) {
+            page.set("Resources", resources);
+        }
         // Article beads chain through every page of a thread; the result has no threads.
         page.remove(b"B");
         page.set("Parent", Object::Reference(self.pages_id));
@@ -135,6 +142,53 @@ impl<'a> Extract<'a> {
         let page = self.translate(Object::Dictionary(page));
         self.target.objects.insert(copy, page);
         self.kids.push(Object::Reference(copy));
+    }
+
+    /// The page's resources without the fonts and XObjects its content never names, when that
+    /// can be known: many producers give every page the whole document's fonts and images
+    /// (through the page tree's `/Resources`), and a one-page part would carry them all. `None`
+    /// keeps them as they are: the content cannot be read within the inflate cap, or a form it
+    /// draws takes its resources from the page.
+    fn used_resources(&self, page_id: ObjectId, page: &Dictionary) -> Option<Dictionary> {
+        let source = self.source;
+        fn deref<'d>(source: &'d Document, object: &'d Object) -> Option<&'d Object> {
+            source.dereference(object).ok().map(|(_, object)| object)
+        }
+        let deref = |object| deref(source, object);
+        // The page's own `/Resources` is a copy; what it refers to is the source's.
+        let resources = match page.get(b"Resources").ok()? {
+            Object::Reference(id) => source.get_dictionary(*id).ok()?,
+            Object::Dictionary(dict) => dict,
+            _ => return None,
+        };
+        let content = source.get_page_content_with_limit(page_id, self.max_inflate).ok()?;
+        let mut used = HashSet::new();
+        for operation in lopdf::content::Content::decode_iter(&content) {
+            let operation = operation.ok()?;
+            if let ("Tf" | "Do", Some(Object::Name(name))) = (operation.operator.as_str(), operation.operands.first()) {
+                used.insert(name.clone());
+            }
+        }
+        let mut pruned = resources.clone();
+        for key in [b"Font".as_slice(), b"XObject"] {
+            let Some(named) = resources.get(key).ok().and_then(deref).and_then(|d| d.as_dict().ok()) else { continue };
+            let mut kept = Dictionary::new();
+            for (name, value) in named {
+                if !used.contains(name) {
+                    continue;
+                }
+                let form = deref(value).and_then(|v| v.as_stream().ok());
+                if form.is_some_and(|f| {
+                    !f.dict.has(b"Resources")
+                        && f.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Form".as_slice())
+                }) {
+                    return None;
+                }
+                kept.set(name.clone(), value.clone());
+            }
+            pruned.set(key, kept);
+        }
+        Some(pruned)
     }
 
     /// The result: every reached object copied, a page tree and a catalog around the pages.
