@@ -1,9 +1,10 @@
 //! `split` (each page, or each listed range, as its own PDF, all in a ZIP) and `pages` (the
 //! listed pages, in the listed order, as one PDF).
 //!
-//! Each result holds only the objects its pages reach (see [`super::work::Extract`]), so a
-//! one-page part of a large document is about as big as that page, never the whole document
-//! with pages deleted. The ZIP is written entry by entry to its file: only the one part being
+//! Each result holds only the objects its pages reach: the pages with their inherited
+//! attributes, the fonts and XObjects their content names, and what those refer to; a
+//! reference to a page left out becomes `null`. So a one-page part of a large document is
+//! about as big as that page, never the whole document with pages deleted. The ZIP is written entry by entry to its file: only the one part being
 //! made and the archive's directory (a few dozen bytes per entry) are in memory.
 //!
 //! A document encrypted with an owner password only gives parts encrypted the same way, as
