@@ -48,7 +48,7 @@ use crate::domain::{
 };
 use crate::domain::{IdempotencyKey, NewMessage, OutboxMessage};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
-use crate::spool::result_file_name;
+use crate::spool::result_file_name_for;
 use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
@@ -512,7 +512,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     }
     let upload = DocumentSource::Path {
         path: path.into(),
-        file_name: result_file_name(job.submission.declared_name.as_deref()),
+        file_name: result_file_name_for(job.submission.declared_name.as_deref(), &job.submission.operation),
     };
     // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
     // once the upload takes longer than a moment.

@@ -99,8 +99,12 @@ pub struct Submission {
     pub declared_mime: Option<String>,
     /// Size as sent; `None` when Telegram did not say.
     pub declared_size: Option<i64>,
-    /// What to do with the document.
+    /// What to do with the document (a decrypt's password included, while the job is
+    /// unfinished; `Debug` never shows it).
     pub operation: Operation,
+    /// The sender's Telegram `language_code` (`en`, `ru`), when Telegram gave one: OCR's language
+    /// when the operation names none.
+    pub language_code: Option<String>,
 }
 
 impl Submission {
@@ -232,6 +236,7 @@ impl Job {
                 declared_mime: Some("application/pdf".into()),
                 declared_size: size,
                 operation: super::Operation::Optimize,
+                language_code: None,
             },
             state: super::JobState::Accepted,
             lease: None,

@@ -30,6 +30,8 @@ pub enum Recorded {
     Submission(Ticket),
     /// The file was known: same ticket, answered accordingly.
     KnownFile(Ticket),
+    /// The caption named no operation, or gave it wrong arguments: answered with help, no job.
+    RefusedCaption,
     /// The file was over the download limit: refused, no job.
     RefusedTooBig,
     /// The chat already had `[limits] per_chat_queued` jobs waiting: refused, no job.
@@ -133,6 +135,9 @@ pub struct IntakeSettings {
     pub budget_bytes: u64,
     /// Tokens that let a person in with `/start <token>`.
     pub invites: InviteTokens,
+    /// What a document without a caption gets in a chat that chose nothing with `/mode`
+    /// (`[processing] default_operation`).
+    pub default_operation: Operation,
 }
 
 /// The intake service. Cheap to clone.
@@ -398,6 +403,15 @@ impl Intake {
             info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
         }
+        let operation = match self.operation_of(tx, origin.chat, &facts).await? {
+            Ok(operation) => operation,
+            Err(problem) => {
+                self.reply(tx, update_id, origin, texts::caption_not_understood(&problem)).await?;
+                info!(update.id = %update_id, "a caption named no operation; answered with help, no job");
+                return Ok(Recorded::RefusedCaption);
+            }
+        };
+        let asks_with_password = matches!(&operation, Operation::Decrypt { password } if !password.is_empty());
         let new_job = Submission {
             update_id,
             chat: origin.chat,
@@ -408,7 +422,8 @@ impl Intake {
             declared_name: facts.name,
             declared_mime: facts.mime,
             declared_size: facts.size.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
-            operation: Operation::Optimize,
+            operation,
+            language_code: facts.language_code,
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
             if self.queue_is_full(tx, update_id, origin, &name).await? {
@@ -416,7 +431,13 @@ impl Intake {
             }
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-            let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
+            let mut text = texts::ticket_reply(&name, facts.size, ticket, ahead);
+            if new_job.operation != Operation::Optimize {
+                text = format!("{text}\n{}", texts::will_run(&new_job.operation));
+            }
+            if asks_with_password {
+                text = format!("{text}\n{}", texts::delete_the_password());
+            }
             self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
             info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
@@ -425,6 +446,11 @@ impl Intake {
         };
         let ticket = job.ticket;
         match job.state {
+            JobState::Ready if job.submission.operation != new_job.operation => {
+                let text = texts::one_operation_per_file(ticket, &job.submission.operation);
+                self.queue(tx, IdempotencyKey::reply_to(update_id), Some(ticket), origin, MessageKind::Reply, text)
+                    .await?;
+            }
             JobState::Ready => {
                 // The result is kept (past its date it stays until the janitor's next pass, and
                 // it is still there to send).
@@ -459,6 +485,50 @@ impl Intake {
         }
         info!(ticket = %ticket, update.id = %update_id, "the same file arrived again");
         Ok(Recorded::KnownFile(ticket))
+    }
+
+    /// The operation a document asks for: its caption's first word (the bot's own @mentions left
+    /// out) with its arguments; without one, an image becomes a PDF, and anything else gets the
+    /// chat's `/mode` or the bot's default. `Err`: what is wrong with the caption.
+    async fn operation_of(
+        &self,
+        tx: &mut Tx,
+        chat: ChatRef,
+        facts: &DocumentFacts,
+    ) -> StoreResult<Result<Operation, String>> {
+        let settings = self.settings.get();
+        let me = Me { id: settings.bot_id, username: settings.bot_username.as_deref() };
+        let words = operation_words(facts.caption.as_deref().unwrap_or_default(), me);
+        if !words.is_empty() {
+            return Ok(match Operation::parse(&words) {
+                // Stored runs parse to an empty password; a caption must give one.
+                Ok(Operation::Decrypt { password }) if password.is_empty() => {
+                    Err(texts::caption_problem(&crate::domain::operation::ParseError::Arguments {
+                        operation: "decrypt",
+                        problem: crate::domain::operation::ArgumentProblem::Missing,
+                    }))
+                }
+                parsed => parsed.map_err(|e| texts::caption_problem(&e)),
+            });
+        }
+        if declares_an_image(facts) {
+            return Ok(Ok(Operation::ImageToPdf));
+        }
+        Ok(Ok(tx.chat_mode(chat).await?.unwrap_or_else(|| settings.default_operation.clone())))
+    }
+
+    /// `/mode`: the chat's default operation; `/mode NAME` sets it.
+    async fn mode(&self, tx: &mut Tx, chat: ChatRef, word: Option<String>) -> StoreResult<String> {
+        let Some(word) = word else {
+            return Ok(match tx.chat_mode(chat).await? {
+                Some(own) => texts::mode_now(&own, true),
+                None => texts::mode_now(&self.settings.get().default_operation, false),
+            });
+        };
+        let Some(operation) = Operation::mode(&word) else { return Ok(texts::mode_unknown(&word)) };
+        tx.set_chat_mode(chat, &operation, self.clock.now()).await?;
+        info!(chat.id = chat.0, operation = operation.name(), "a chat chose its default operation");
+        Ok(texts::mode_set(&operation))
     }
 
     /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the
@@ -513,6 +583,7 @@ impl Intake {
                 _ => texts::no_such_ticket(ticket),
             },
             Command::Jobs => texts::jobs(&tx.chat_jobs(chat, 10).await?),
+            Command::Mode(word) => self.mode(tx, chat, word).await?,
         })
     }
 
@@ -568,6 +639,35 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
     tx.enqueue(&edit, now).await?;
     metrics::counter!("docket_jobs_cancelled_total").increment(1);
     Ok(true)
+}
+
+/// The words of `caption` that choose the operation: all of them but the mentions of the bot
+/// itself (`@docket_bot shrink` in a group is `shrink`).
+fn operation_words(caption: &str, me: Me<'_>) -> String {
+    caption
+        .split_whitespace()
+        .filter(|word| {
+            let Some(name) = word.strip_prefix('@') else { return true };
+            let name = name.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            !me.is_named(&[name.to_owned()])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether the document says it is an image (by MIME type or name): sent without a caption, it
+/// becomes a PDF. Only a claim; processing checks the content, and refuses what is not an image.
+fn declares_an_image(facts: &DocumentFacts) -> bool {
+    const IMAGE_EXTENSIONS: [&str; 6] = ["jpg", "jpeg", "png", "tif", "tiff", "webp"];
+    let by_mime = facts.mime.as_deref().is_some_and(|m| {
+        ["image/jpeg", "image/png", "image/tiff", "image/webp"].contains(&m.to_ascii_lowercase().as_str())
+    });
+    let by_name = facts
+        .name
+        .as_deref()
+        .and_then(|n| n.rsplit_once('.'))
+        .is_some_and(|(_, ext)| IMAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()));
+    by_mime || by_name
 }
 
 /// The bot itself, as messages may name it.
@@ -697,6 +797,14 @@ mod tests {
         assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Command, &named(&["docket_bot"])));
         assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &named(&["docket_bot"])));
         assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &replying_to(BOT.0)));
+    }
+
+    #[test]
+    fn the_bots_own_mentions_are_not_operation_words() {
+        assert_eq!(operation_words("@Docket_Bot shrink", ME), "shrink");
+        assert_eq!(operation_words("rotate 90 @docket_bot, 2", ME), "rotate 90 2");
+        assert_eq!(operation_words("@someone shrink", ME), "@someone shrink");
+        assert_eq!(operation_words("  ", ME), "");
     }
 
     #[test]

@@ -105,9 +105,10 @@ pub fn reports_position(position: u64) -> bool {
     REPORTED_POSITIONS.contains(&position)
 }
 
-/// The messages a completion queues with its commit: the result document, and the status
-/// message's last edit (ready, kept until…).
-pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
+/// The messages a completion queues with its commit: the result document (for an operation whose
+/// result is a message, `message`, as a message), with `note` when the declared name or type
+/// disagreed with the content, and the status message's last edit (ready, kept until…).
+pub fn completion_messages(job: &Job, done: &Completion, note: Option<&str>, message: Option<&str>) -> [NewMessage; 2] {
     let mut finished = job.clone();
     finished.result = Some(ResultFile {
         path: Some(done.result_path.clone()),
@@ -115,12 +116,19 @@ pub fn completion_messages(job: &Job, done: &Completion) -> [NewMessage; 2] {
         expires_at: done.expires_at,
         telegram_file_id: None,
     });
+    let mut body = match message {
+        Some(message) => message.to_owned(),
+        None => texts::ready_caption(&finished),
+    };
+    if let Some(note) = note {
+        body = format!("{body}\n({note}.)");
+    }
     let delivery = NewMessage {
         idempotency_key: IdempotencyKey::result(job.ticket, job.submission.update_id),
         job: Some(job.ticket),
         chat: job.submission.chat,
-        kind: MessageKind::Result,
-        body: texts::ready_caption(&finished),
+        kind: if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
+        body,
         reply_to_message_id: Some(job.submission.message_id),
         button: None,
     };
@@ -271,7 +279,7 @@ mod tests {
             detected_format: "pdf".into(),
             expires_at: NOW.plus(Duration::from_secs(86_400)),
         };
-        let [result, status] = completion_messages(&job(JobState::Processing, 1, 0), &done);
+        let [result, status] = completion_messages(&job(JobState::Processing, 1, 0), &done, None, None);
         assert_eq!((result.idempotency_key.as_str(), result.kind), ("job:12:u5:result", MessageKind::Result));
         assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(MessageId(7))));
         assert!(result.body.starts_with("#12 ready: report.pdf, 1.0 kB → 600 B."), "{}", result.body);

@@ -2,7 +2,7 @@
 //!
 //! The backend follows from the scheme of `[storage] database_url`. Each statement is written
 //! once, as a `const` beside the one function that runs it, in the module of its table
-//! (`updates`, `jobs`, `outbox`, `chats`, `pacing`, `migrations`; `retention` for what the
+//! (`updates`, `jobs`, `outbox`, `chats`, `modes`, `pacing`, `migrations`; `retention` for what the
 //! janitor reads and removes). sqlx binds `$N` placeholders by number on SQLite as on
 //! PostgreSQL, so one small macro, `dispatch!`, runs the same expression on either. What really
 //! differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction
@@ -46,6 +46,7 @@ mod database_url;
 mod error;
 mod jobs;
 mod migrations;
+mod modes;
 mod outbox;
 mod pacing;
 mod people;
@@ -924,6 +925,21 @@ impl Tx {
             crate::domain::job::next(from, JobEvent::Cancelled)?;
         }
         people::forget_person(&mut self.conn(), user.0, reason, now).await
+    }
+
+    /// The chat's own default operation (`/mode`), if it set one.
+    pub async fn chat_mode(&mut self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
+        modes::chat_mode(&mut self.conn(), chat).await
+    }
+
+    /// Sets the chat's default operation (one without arguments).
+    pub async fn set_chat_mode(
+        &mut self,
+        chat: ChatRef,
+        operation: &crate::domain::Operation,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        modes::set_chat_mode(&mut self.conn(), chat, operation, now).await
     }
 
     /// Lets `user` in (an invite token was valid).

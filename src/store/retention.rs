@@ -18,7 +18,7 @@ pub const DUE_RESULTS: &str =
 
 /// `ready` → `expired`, forgetting the result file: $1 ticket, $2 the expiry, kept when it is
 /// earlier, $3 now, $4 the state it must be in, $5 the state it takes.
-pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, result_file_id = NULL,
+pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, result_file_id = NULL, secret = NULL,
         result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
         updated_at = $3
     WHERE id = $1 AND status = $4";
@@ -26,7 +26,7 @@ pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, r
 /// Every `ready` job expired at $1 now becomes `expired`, forgetting its result file; returns
 /// their ids.
 pub const EXPIRE_DUE: &str =
-    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, updated_at = $1
+    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, secret = NULL, updated_at = $1
     WHERE status = 'ready' AND result_expires_at <= $1
     RETURNING id";
 

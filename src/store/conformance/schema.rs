@@ -64,7 +64,7 @@ async fn the_schema_rejects_unknown_names(store: Store) {
 
     for (sql, row) in [
         ("UPDATE jobs SET status = 'done' WHERE id = $1", ticket.0),
-        ("UPDATE jobs SET operation = 'shrink' WHERE id = $1", ticket.0),
+        ("UPDATE jobs SET operation = 'sharpen' WHERE id = $1", ticket.0),
         ("UPDATE outbox SET status = 'lost' WHERE id = $1", id),
         ("UPDATE outbox SET kind = 'photo' WHERE id = $1", id),
         ("UPDATE updates SET outcome = 'maybe' WHERE update_id = $1", 1),
@@ -75,6 +75,7 @@ async fn the_schema_rejects_unknown_names(store: Store) {
     // The same statements with known names pass, so the refusals above were the constraints.
     for (sql, row) in [
         ("UPDATE jobs SET status = 'expired' WHERE id = $1", ticket.0),
+        ("UPDATE jobs SET operation = 'shrink' WHERE id = $1", ticket.0),
         ("UPDATE outbox SET status = 'unknown', kind = 'failure' WHERE id = $1", id),
         ("UPDATE updates SET outcome = 'rejected' WHERE update_id = $1", 1),
     ] {
@@ -120,6 +121,7 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
     let expected: BTreeSet<(String, Option<String>)> = [
         ("jobs_chat", None),
         ("jobs_claim", None),
+        ("jobs_file", None),
         ("jobs_expiry", Some("status = 'ready'")),
         ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
         ("jobs_user", None),

@@ -223,6 +223,7 @@ impl TestApp {
             declared_mime: Some("application/pdf".to_owned()),
             declared_size: declared_size.map(|s| s as i64),
             operation: docket::domain::Operation::Optimize,
+            language_code: None,
         };
         let mut tx = self.store.begin().await.expect("tx");
         let ticket = tx.insert_job(&job, docket::domain::Clock::now(&SystemClock)).await.expect("insert");
