@@ -237,6 +237,9 @@ pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
             size(*limit),
             result_too_big_hint(operation)
         ),
+        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => {
+            format!("{name} is not a PDF (the content looks like {found}): {}", pdf_only(operation, found_label))
+        }
         FailureReason::WrongFormat { operation, accepts, found, found_label } => {
             let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
             format!("{name} was not processed: {}", wrong_format(operation, &accepts, found, found_label))
@@ -476,6 +479,142 @@ pub fn help(facts: &HelpFacts) -> String {
     )
 }
 
+// ─── Operations: choosing what to do (new sentences of helper "runs"; English) ─────────────────
+// Every sentence below is new with the operations; the catalog takes them over at merge.
+
+/// Each operation with its one-line description, in the order help lists them.
+pub fn operation_lines() -> String {
+    [
+        "optimize — smaller without any loss (the default)",
+        "shrink — much smaller: images downsampled and recompressed (for scans and photos)",
+        "split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges",
+        "pages 2-10 — only those pages, as one PDF",
+        "text — the text of every page, as a .txt file",
+        "info — pages, size, version, fonts and images, as a message",
+        "rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4",
+        "decrypt PASSWORD — open a password-protected PDF and save it without the password",
+        "ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages",
+        "topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF",
+    ]
+    .join("\n")
+}
+
+/// The answer to a caption that names no operation, or one with wrong arguments: what was wrong,
+/// and the operations.
+pub fn caption_not_understood(problem: &str) -> String {
+    format!(
+        "I did not start anything: {problem}. Send the file again with one of these as its caption \
+         (or without a caption for your default, see /mode):\n{}",
+        operation_lines()
+    )
+}
+
+/// What was wrong with a caption, from the parser's finding.
+pub fn caption_problem(error: &crate::domain::operation::ParseError) -> String {
+    use crate::domain::operation::ParseError;
+    match error {
+        ParseError::Empty => "the caption names no operation".to_owned(),
+        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(word)),
+        ParseError::Arguments { operation, problem } => format!("{operation}: {problem}"),
+    }
+}
+
+/// Added to the ticket reply of `decrypt PASSWORD`.
+pub fn delete_the_password() -> String {
+    "Your password is kept only until this job ends. Please delete the message that carries it.".to_owned()
+}
+
+/// `/mode` without a word: the chat's default, and the choices.
+pub fn mode_now(current: &crate::domain::Operation, own: bool) -> String {
+    let whose = if own { "this chat's choice" } else { "the bot's default" };
+    format!(
+        "Documents sent without a caption get {current} ({whose}). To change it: /mode followed by one of {}.",
+        crate::domain::Operation::MODES.join(", ")
+    )
+}
+
+/// `/mode NAME` done.
+pub fn mode_set(operation: &crate::domain::Operation) -> String {
+    format!("Done: documents sent here without a caption now get {operation}.")
+}
+
+/// `/mode WORD` with a word that is no default operation.
+pub fn mode_unknown(word: &str) -> String {
+    format!(
+        "\"{}\" cannot be a default. Choose one of {}.",
+        display_name(word),
+        crate::domain::Operation::MODES.join(", ")
+    )
+}
+
+/// Why an operation refuses a file of another format, and what to send instead: "split takes a
+/// PDF; this is a PNG image: send it with the caption topdf, or without a caption".
+pub fn wrong_format(operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
+    let takes = match accepts {
+        ["pdf"] => "a PDF".to_owned(),
+        labels => labels.join(", "),
+    };
+    let instead = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        ": send it with the caption topdf, or without a caption"
+    } else if found_label == "pdf" {
+        ": send it with a caption such as optimize or shrink"
+    } else {
+        ""
+    };
+    format!("{operation} takes {takes}; this is {found}{instead}")
+}
+
+/// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
+/// but it is a ZIP archive".
+pub fn declared_but_is(declared: &str, found: &str) -> String {
+    format!("sent as {}, but it is {found}", display_name(declared))
+}
+
+/// The hint after a result over the upload limit, by operation.
+pub fn result_too_big_hint(operation: &str) -> &'static str {
+    match operation {
+        "optimize" | "decrypt" | "rotate" | "topdf" | "ocr" => {
+            "; try shrink for a smaller file, or split it into parts"
+        }
+        "shrink" | "pages" => "; try split to send it in parts",
+        "split" => "; try split with fewer pages per part, such as split 1-20,21-40",
+        _ => "",
+    }
+}
+
+/// The message of an `info` result: the child's output (until the document facts land, its text).
+pub fn info_message(name: &str, output: &str) -> String {
+    format!("{}:\n{output}", display_name(name))
+}
+
+/// A run of OCR on a bot where no OCR program is configured.
+pub fn ocr_not_set_up() -> String {
+    "OCR is not set up on this bot".to_owned()
+}
+
+/// Added to the ticket reply when the operation is not the plain optimize: what will be done.
+pub fn will_run(operation: &crate::domain::Operation) -> String {
+    format!("It will get: {operation}.")
+}
+
+/// A ready file sent again with another operation: one document has one operation's result.
+pub fn one_operation_per_file(ticket: Ticket, done: &crate::domain::Operation) -> String {
+    format!(
+        "{ticket} already holds this file's result of {done} (/get {} sends it again). Another operation \
+         on the same file is not possible yet.",
+        ticket.0
+    )
+}
+
+/// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.
+pub fn pdf_only(operation: &str, found_label: &str) -> String {
+    if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        format!("{operation} takes a PDF; send the image with the caption topdf to make it one")
+    } else {
+        format!("{operation} takes a PDF")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,131 +751,4 @@ mod tests {
             }
         }
     }
-}
-
-// ─── Operations: choosing what to do (new sentences of helper "runs"; English) ─────────────────
-// Every sentence below is new with the operations; the catalog takes them over at merge.
-
-/// Each operation with its one-line description, in the order help lists them.
-pub fn operation_lines() -> String {
-    [
-        "optimize — smaller without any loss (the default)",
-        "shrink — much smaller: images downsampled and recompressed (for scans and photos)",
-        "split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges",
-        "pages 2-10 — only those pages, as one PDF",
-        "text — the text of every page, as a .txt file",
-        "info — pages, size, version, fonts and images, as a message",
-        "rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4",
-        "decrypt PASSWORD — open a password-protected PDF and save it without the password",
-        "ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages",
-        "topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF",
-    ]
-    .join("\n")
-}
-
-/// The answer to a caption that names no operation, or one with wrong arguments: what was wrong,
-/// and the operations.
-pub fn caption_not_understood(problem: &str) -> String {
-    format!(
-        "I did not start anything: {problem}. Send the file again with one of these as its caption \
-         (or without a caption for your default, see /mode):\n{}",
-        operation_lines()
-    )
-}
-
-/// What was wrong with a caption, from the parser's finding.
-pub fn caption_problem(error: &crate::domain::operation::ParseError) -> String {
-    use crate::domain::operation::ParseError;
-    match error {
-        ParseError::Empty => "the caption names no operation".to_owned(),
-        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(word)),
-        ParseError::Arguments { operation, problem } => format!("{operation}: {problem}"),
-    }
-}
-
-/// Added to the ticket reply of `decrypt PASSWORD`.
-pub fn delete_the_password() -> String {
-    "Your password is kept only until this job ends. Please delete the message that carries it.".to_owned()
-}
-
-/// `/mode` without a word: the chat's default, and the choices.
-pub fn mode_now(current: &crate::domain::Operation, own: bool) -> String {
-    let whose = if own { "this chat's choice" } else { "the bot's default" };
-    format!(
-        "Documents sent without a caption get {current} ({whose}). To change it: /mode followed by one of {}.",
-        crate::domain::Operation::MODES.join(", ")
-    )
-}
-
-/// `/mode NAME` done.
-pub fn mode_set(operation: &crate::domain::Operation) -> String {
-    format!("Done: documents sent here without a caption now get {operation}.")
-}
-
-/// `/mode WORD` with a word that is no default operation.
-pub fn mode_unknown(word: &str) -> String {
-    format!(
-        "\"{}\" cannot be a default. Choose one of {}.",
-        display_name(word),
-        crate::domain::Operation::MODES.join(", ")
-    )
-}
-
-/// Why an operation refuses a file of another format, and what to send instead: "split takes a
-/// PDF; this is a PNG image: send it with the caption topdf, or without a caption".
-pub fn wrong_format(operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
-    let takes = match accepts {
-        ["pdf"] => "a PDF".to_owned(),
-        labels => labels.join(", "),
-    };
-    let instead = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
-        ": send it with the caption topdf, or without a caption"
-    } else if found_label == "pdf" {
-        ": send it with a caption such as optimize or shrink"
-    } else {
-        ""
-    };
-    format!("{operation} takes {takes}; this is {found}{instead}")
-}
-
-/// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
-/// but it is a ZIP archive".
-pub fn declared_but_is(declared: &str, found: &str) -> String {
-    format!("sent as {}, but it is {found}", display_name(declared))
-}
-
-/// The hint after a result over the upload limit, by operation.
-pub fn result_too_big_hint(operation: &str) -> &'static str {
-    match operation {
-        "optimize" | "decrypt" | "rotate" | "topdf" | "ocr" => {
-            "; try shrink for a smaller file, or split it into parts"
-        }
-        "shrink" | "pages" => "; try split to send it in parts",
-        "split" => "; try split with fewer pages per part, such as split 1-20,21-40",
-        _ => "",
-    }
-}
-
-/// The message of an `info` result: the child's output (until the document facts land, its text).
-pub fn info_message(name: &str, output: &str) -> String {
-    format!("{}:\n{output}", display_name(name))
-}
-
-/// A run of OCR on a bot where no OCR program is configured.
-pub fn ocr_not_set_up() -> String {
-    "OCR is not set up on this bot".to_owned()
-}
-
-/// Added to the ticket reply when the operation is not the plain optimize: what will be done.
-pub fn will_run(operation: &crate::domain::Operation) -> String {
-    format!("It will get: {operation}.")
-}
-
-/// A ready file sent again with another operation: one document has one operation's result.
-pub fn one_operation_per_file(ticket: Ticket, done: &crate::domain::Operation) -> String {
-    format!(
-        "{ticket} already holds this file's result of {done} (/get {} sends it again). Another operation \
-         on the same file is not possible yet.",
-        ticket.0
-    )
 }

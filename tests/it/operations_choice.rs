@@ -1,0 +1,240 @@
+//! Choosing what to do with a document: the caption's first word picks the operation and its
+//! arguments, a caption that names none gets help and no job, `/mode` sets the chat's default,
+//! an image without a caption becomes a PDF, `ocr` runs `[processing.external.ocr]` in the
+//! person's language, a refusal names the format, and a decrypt's password is erased when its
+//! job ends and never reaches the logs.
+
+use docket::config::ExternalToolConfig;
+use docket::domain::{ChatRef, JobState, Operation, Ticket};
+use docket::store::MessageFilter;
+use fake_bot_api::Call;
+
+use crate::per_backend;
+use crate::support::{Backend, DEADLINE, TestApp, fixture};
+
+per_backend!(
+    a_caption_picks_the_operation_and_its_arguments,
+    a_caption_naming_no_operation_gets_help_and_no_job,
+    mode_sets_the_chats_default_and_an_image_becomes_a_pdf,
+    a_refusal_names_the_format_and_what_to_send_instead,
+    ocr_runs_the_configured_program_in_the_persons_language,
+    a_decrypt_password_is_erased_when_the_job_ends_and_never_logged,
+);
+
+fn text_of(call: &Call) -> String {
+    call.params["text"].as_str().unwrap_or_default().to_owned()
+}
+
+fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
+    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat) && text_of(c).contains(words)
+}
+
+async fn a_caption_picks_the_operation_and_its_arguments(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        500,
+        fixture("pdf/text-1page.pdf"),
+        "contract.pdf",
+        "application/pdf",
+        Some("Rotate 180 2,4"),
+        "en",
+    );
+    let reply = app.fake.wait_for_call("sendMessage", says(500, "ticket #1"), DEADLINE).await;
+    assert!(text_of(&reply).contains("It will get: rotate 180 2,4."), "{}", text_of(&reply));
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation, Operation::parse("rotate 180 2,4").expect("parses"));
+
+    // A caption that only says optimize is the plain default, and its result keeps the name.
+    app.send_document_with_caption(
+        501,
+        fixture("pdf/text-1page.pdf"),
+        "plain.pdf",
+        "application/pdf",
+        Some("optimize"),
+        "en",
+    );
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(501), DEADLINE).await;
+    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("plain.pdf"));
+}
+
+async fn a_caption_naming_no_operation_gets_help_and_no_job(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        510,
+        fixture("pdf/text-1page.pdf"),
+        "a.pdf",
+        "application/pdf",
+        Some("please shrink it"),
+        "en",
+    );
+    let help = app.fake.wait_for_call("sendMessage", says(510, "I did not start anything"), DEADLINE).await;
+    let help = text_of(&help);
+    assert!(help.contains("\"please\" is not an operation"), "{help}");
+    assert!(help.contains("shrink — much smaller"), "the operations are listed: {help}");
+    app.send_document_with_caption(
+        510,
+        fixture("pdf/text-20pages.pdf"),
+        "b.pdf",
+        "application/pdf",
+        Some("pages"),
+        "en",
+    );
+    let missing = app.fake.wait_for_call("sendMessage", says(510, "pages: arguments missing"), DEADLINE).await;
+    assert!(text_of(&missing).starts_with("I did not start anything"), "{}", text_of(&missing));
+    app.send_document_with_caption(
+        510,
+        fixture("pdf/text-20pages.pdf"),
+        "c.pdf",
+        "application/pdf",
+        Some("decrypt"),
+        "en",
+    );
+    app.fake.wait_for_call("sendMessage", says(510, "decrypt: arguments missing"), DEADLINE).await;
+
+    assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "no job for a caption that was not understood");
+    assert!(app.fake.calls_to("getFile").is_empty(), "nothing was downloaded");
+}
+
+async fn mode_sets_the_chats_default_and_an_image_becomes_a_pdf(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_text(520, "/mode");
+    let now = app.fake.wait_for_call("sendMessage", says(520, "without a caption get optimize"), DEADLINE).await;
+    assert!(text_of(&now).contains("the bot's default"), "{}", text_of(&now));
+    app.send_text(520, "/mode pages");
+    app.fake.wait_for_call("sendMessage", says(520, "\"pages\" cannot be a default"), DEADLINE).await;
+    app.send_text(520, "/mode shrink");
+    app.fake.wait_for_call("sendMessage", says(520, "now get shrink"), DEADLINE).await;
+
+    app.send_document(520, fixture("pdf/text-1page.pdf"), "scan.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation, Operation::Shrink, "the chat's default");
+    // Another chat still has the bot's default.
+    app.send_document(521, fixture("pdf/text-1page.pdf"), "other.pdf", "application/pdf");
+    let other = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    assert_eq!(other.submission.operation, Operation::Optimize);
+    // An image sent without a caption becomes a PDF, whatever the chat's default.
+    app.send_document(520, fixture("other/red-8x8.png"), "red.png", "image/png");
+    let image = app.wait_for_job(Ticket(3), |j| j.state.is_terminal()).await;
+    assert_eq!(image.submission.operation, Operation::ImageToPdf);
+}
+
+async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        530,
+        fixture("other/red-8x8.png"),
+        "pages.pdf",
+        "application/pdf",
+        Some("split"),
+        "en",
+    );
+    let notice = app.fake.wait_for_call("sendMessage", says(530, "failed"), DEADLINE).await;
+    assert_eq!(
+        text_of(&notice),
+        "#1 failed: pages.pdf is not a PDF (the content looks like a PNG image): split takes a PDF; send the \
+         image with the caption topdf to make it one."
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
+    assert!(job.error.as_deref().is_some_and(|e| e.contains("split takes a PDF")), "{:?}", job.error);
+
+    // An image operation refuses a PDF, naming both.
+    app.send_document_with_caption(531, fixture("pdf/text-1page.pdf"), "a.pdf", "application/pdf", Some("topdf"), "en");
+    let notice = app.fake.wait_for_call("sendMessage", says(531, "failed"), DEADLINE).await;
+    assert_eq!(
+        text_of(&notice),
+        "#2 failed: a.pdf was not processed: topdf takes jpeg, png, tiff, webp; this is a PDF document: send it \
+         with a caption such as optimize or shrink."
+    );
+}
+
+/// A stand-in OCR program: copies the input to the output and writes the `{lang}` it was given
+/// to `lang_file`, so the test sees which language reached the program.
+fn recording_ocr(lang_file: &std::path::Path) -> ExternalToolConfig {
+    ExternalToolConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "cp \"$1\" \"$2\" && printf '%s' \"$3\" > \"$4\"".into(),
+            "ocr".into(),
+            "{input}".into(),
+            "{output}".into(),
+            "{lang}".into(),
+            lang_file.display().to_string(),
+        ],
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor: 1.0,
+    }
+}
+
+async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backend) {
+    // Without [processing.external.ocr], ocr fails saying so.
+    let bare = TestApp::spawn_with(backend, |_| {}).await;
+    bare.send_document_with_caption(
+        540,
+        fixture("pdf/scan-2pages.pdf"),
+        "scan.pdf",
+        "application/pdf",
+        Some("ocr"),
+        "en",
+    );
+    let notice = bare.fake.wait_for_call("sendMessage", says(540, "failed"), DEADLINE).await;
+    assert!(text_of(&notice).contains("OCR is not set up on this bot"), "{}", text_of(&notice));
+    drop(bare);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lang_file = dir.path().join("lang");
+    let tool = recording_ocr(&lang_file);
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    // The person's language when the caption names none: Telegram's `ru` is Tesseract's `rus`.
+    app.send_document_with_caption(
+        541,
+        fixture("pdf/scan-2pages.pdf"),
+        "scan.pdf",
+        "application/pdf",
+        Some("ocr"),
+        "ru",
+    );
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(541), DEADLINE).await;
+    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan-ocr.pdf"));
+    assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "rus");
+    // The caption's languages win.
+    app.send_document_with_caption(
+        542,
+        fixture("pdf/text-1page.pdf"),
+        "t.pdf",
+        "application/pdf",
+        Some("ocr deu+eng"),
+        "ru",
+    );
+    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(542), DEADLINE).await;
+    assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "deu+eng");
+}
+
+async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend: Backend) {
+    const PASSWORD: &str = "Tr0ub4dor-and-3";
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        550,
+        fixture("pdf/aes256-userpw.pdf"),
+        "locked.pdf",
+        "application/pdf",
+        Some(&format!("decrypt {PASSWORD}")),
+        "en",
+    );
+    let reply = app.fake.wait_for_call("sendMessage", says(550, "ticket #1"), DEADLINE).await;
+    assert!(text_of(&reply).contains("Please delete the message that carries it."), "{}", text_of(&reply));
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation.name(), "decrypt");
+    assert!(!format!("{job:?}").contains(PASSWORD), "Debug never shows the password");
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 0, "erased when the job ended");
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE arguments <> ''").await, 0, "never among the arguments");
+    let messages = app.store.messages(&MessageFilter::chat(ChatRef(550))).await.expect("read");
+    assert!(messages.iter().all(|m| !m.body.contains(PASSWORD)), "never in the outbox: {messages:#?}");
+    assert!(!crate::support::logs::captured().contains(PASSWORD), "never in the logs");
+}
