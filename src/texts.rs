@@ -40,7 +40,7 @@ fn known_size(bytes: Option<u64>) -> String {
 pub const QUEUE_COUNT_CAP: u64 = 1000;
 
 /// The first words of a job's status message: what arrived, and its ticket.
-fn ticket_line(name: &str, declared_size: Option<u64>, ticket: Ticket) -> String {
+fn ticket_line(name: &str, declared_size: Option<u64>, ticket: &dyn std::fmt::Display) -> String {
     format!("Got {} ({}) — ticket {ticket}", display_name(name), known_size(declared_size))
 }
 
@@ -54,7 +54,7 @@ pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahea
         n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
         n => format!("queued, {n} jobs ahead of it."),
     };
-    format!("{}, {queued}", ticket_line(name, declared_size, ticket))
+    format!("{}, {queued}", ticket_line(name, declared_size, &ticket))
 }
 
 /// Where a job is, for its status message.
@@ -95,7 +95,7 @@ pub enum Progress {
 /// A job's status message: the ticket line, then where the job is now.
 pub fn progress(job: &Job, step: &Progress) -> String {
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
-    let header = format!("{}.", ticket_line(job.name(), declared, job.ticket));
+    let header = format!("{}.", ticket_line(job.name(), declared, &run_label(job)));
     let line = match step {
         Progress::Queued { position: 1 } => "Queued: next in line.".to_owned(),
         Progress::Queued { position } => format!("Queued: number {position} in line."),
@@ -184,9 +184,13 @@ pub fn ready_caption(job: &Job) -> String {
     let until = job.result.as_ref().map(|r| r.expires_at.date_utc()).unwrap_or_default();
     match before {
         Some(before) => {
-            format!("{} ready: {}, {before} → {after}. Available until {until}.", job.ticket, display_name(job.name()))
+            format!(
+                "{} ready: {}, {before} → {after}. Available until {until}.",
+                run_label(job),
+                display_name(job.name())
+            )
         }
-        None => format!("{} ready: {}, {after}. Available until {until}.", job.ticket, display_name(job.name())),
+        None => format!("{} ready: {}, {after}. Available until {until}.", run_label(job), display_name(job.name())),
     }
 }
 
@@ -194,7 +198,7 @@ pub fn ready_caption(job: &Job) -> String {
 pub fn expired_early(job: &Job, at: Timestamp) -> String {
     format!(
         "{}: the result for {} had to be removed early, on {}, to make room. Send the file again to process it again.",
-        job.ticket,
+        run_label(job),
         display_name(job.name()),
         at.date_utc()
     )
@@ -211,7 +215,7 @@ pub fn delivery_alert(message_id: OutboxId, chat_id: ChatRef, ticket: Option<Tic
 }
 
 /// The notice of a failed job.
-pub fn failed_notice(ticket: Ticket, reason_text: &str) -> String {
+pub fn failed_notice(ticket: impl std::fmt::Display, reason_text: &str) -> String {
     format!("{ticket} failed: {reason_text}.")
 }
 
@@ -300,7 +304,7 @@ pub fn state_words(state: JobState) -> &'static str {
 
 /// The `/status N` answer for the chat that owns the ticket.
 pub fn status(job: &Job) -> String {
-    let mut lines = vec![format!("{} — {}: {}", job.ticket, display_name(job.name()), state_words(job.state))];
+    let mut lines = vec![format!("{} — {}: {}", run_label(job), display_name(job.name()), state_words(job.state))];
     let declared = job.submission.declared_size.map(|s| size(s.max(0) as u64)).unwrap_or_else(|| "unknown".to_owned());
     lines.push(format!("Size: {declared}"));
     if let Some(result) = &job.result {
@@ -346,13 +350,18 @@ pub fn jobs(jobs: &[Job]) -> String {
         return "No tickets yet. Send me a PDF as a file to start.".to_owned();
     }
     let mut lines = vec!["Your latest tickets:".to_owned()];
-    lines.extend(jobs.iter().map(|j| format!("{} {} — {}", j.ticket, display_name(j.name()), state_words(j.state))));
+    lines
+        .extend(jobs.iter().map(|j| format!("{} {} — {}", run_label(j), display_name(j.name()), state_words(j.state))));
     lines.join("\n")
 }
 
 /// The answer to `/cancel N` (or `docket cancel N`) that stopped the job.
 pub fn cancelled(job: &Job) -> String {
-    format!("{} cancelled: {} will not be processed, and its files are deleted.", job.ticket, display_name(job.name()))
+    format!(
+        "{} cancelled: {} will not be processed, and its files are deleted.",
+        run_label(job),
+        display_name(job.name())
+    )
 }
 
 /// The answer to `/cancel N` for a job that has ended already.
@@ -367,7 +376,7 @@ pub fn cancel_usage() -> String {
 
 /// The notice to a person that an admin sent their failed ticket back to the queue.
 pub fn retrying_for_admin(job: &Job) -> String {
-    format!("{}: {} is being tried again.", job.ticket, display_name(job.name()))
+    format!("{}: {} is being tried again.", run_label(job), display_name(job.name()))
 }
 
 /// What `/privacy` says: what is kept, where, and for how long.
@@ -477,6 +486,16 @@ pub fn help(facts: &HelpFacts) -> String {
         size(facts.upload_limit),
         humantime::format_duration(facts.result_ttl)
     )
+}
+
+/// How a run is named to people: its ticket (`#4812`) for the run a document arrived with, the
+/// ticket and the operation (`#4812 shrink`) for a further one.
+pub fn run_label(job: &Job) -> String {
+    if job.is_further_run() {
+        format!("{} {}", job.ticket_number(), job.submission.operation)
+    } else {
+        job.ticket.to_string()
+    }
 }
 
 // ─── Operations: choosing what to do (new sentences of helper "runs"; English) ─────────────────
@@ -597,13 +616,25 @@ pub fn will_run(operation: &crate::domain::Operation) -> String {
     format!("It will get: {operation}.")
 }
 
-/// A ready file sent again with another operation: one document has one operation's result.
-pub fn one_operation_per_file(ticket: Ticket, done: &crate::domain::Operation) -> String {
-    format!(
-        "{ticket} already holds this file's result of {done} (/get {} sends it again). Another operation \
-         on the same file is not possible yet.",
-        ticket.0
-    )
+/// The status message of a further run of a ticket: "#4812 shrink: queued."
+pub fn run_reply(ticket: Ticket, operation: &crate::domain::Operation, ahead: u64) -> String {
+    let queued = match ahead {
+        0 => "queued.".to_owned(),
+        1 => "queued, 1 job ahead of it.".to_owned(),
+        n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
+        n => format!("queued, {n} jobs ahead of it."),
+    };
+    format!("{ticket} {operation}: {queued}")
+}
+
+/// `/status N` of a ticket with several runs: each run's status, the first one first.
+pub fn ticket_status(runs: &[Job]) -> String {
+    runs.iter().map(status).collect::<Vec<_>>().join("\n\n")
+}
+
+/// `/cancel N` of a ticket with several runs: each run that was cancelled.
+pub fn runs_cancelled(runs: &[Job]) -> String {
+    runs.iter().map(cancelled).collect::<Vec<_>>().join("\n")
 }
 
 /// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.

@@ -183,6 +183,7 @@ async fn claimed_job(store: &Store, size: u64) -> anyhow::Result<Job> {
             declared_size: Some(i64::try_from(size)?),
             operation: Operation::Optimize,
             language_code: None,
+            run_of: None,
         },
         now,
     )

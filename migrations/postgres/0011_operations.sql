@@ -1,6 +1,7 @@
--- Operations chosen by a caption, /mode or the bot's default: every operation's name is allowed,
--- and a job keeps the operation's arguments beside its name. The SQLite migration of the same
--- number rebuilds its table to the same shape.
+-- Operations chosen by a caption, /mode, a button or the bot's default: every operation's name is
+-- allowed, and a job keeps the operation's arguments beside its name; one document (a ticket) may
+-- have several runs, one per operation and arguments (the SQLite migration of the same number
+-- says how, and rebuilds its table to the same shape).
 ALTER TABLE jobs DROP CONSTRAINT jobs_operation_check;
 ALTER TABLE jobs ADD CONSTRAINT jobs_operation_check
     CHECK (operation IN ('optimize', 'shrink', 'split', 'pages', 'text', 'info', 'rotate', 'decrypt', 'ocr', 'topdf'));
@@ -13,10 +14,14 @@ ALTER TABLE jobs ADD COLUMN secret TEXT;
 -- The sender's Telegram language_code (`en`, `ru`), for OCR's default language.
 ALTER TABLE jobs ADD COLUMN language_code TEXT;
 
--- The one-job-per-chat-and-file rule becomes a named unique index, as on SQLite, with the same
--- meaning as the table constraint it replaces.
+-- The ticket (its first run) this run belongs to; NULL: this row is the ticket's first run.
+ALTER TABLE jobs ADD COLUMN ticket_id BIGINT REFERENCES jobs (id);
+
+-- One ticket per chat and document (its first runs), one run per ticket, operation and arguments.
 ALTER TABLE jobs DROP CONSTRAINT jobs_chat_id_file_unique_id_key;
-CREATE UNIQUE INDEX jobs_file ON jobs (chat_id, file_unique_id);
+CREATE UNIQUE INDEX jobs_file ON jobs (chat_id, file_unique_id) WHERE ticket_id IS NULL;
+CREATE UNIQUE INDEX jobs_run ON jobs ((COALESCE(ticket_id, id)), operation, arguments);
+CREATE INDEX jobs_ticket ON jobs (ticket_id) WHERE ticket_id IS NOT NULL;
 
 -- A chat's own default operation (`/mode`): what a document sent without a caption gets.
 CREATE TABLE chat_modes (

@@ -1,5 +1,13 @@
--- Operations chosen by a caption, /mode or the bot's default: every operation's name is allowed,
--- and a job keeps the operation's arguments beside its name.
+-- Operations chosen by a caption, /mode, a button or the bot's default: every operation's name is
+-- allowed, and a job keeps the operation's arguments beside its name.
+--
+-- One document, several results. A ticket is still one chat's one document, and a job is one
+-- *run*: one operation with its arguments asked of the document, with its whole state machine
+-- (leases, attempts, budget, outbox, retention). A ticket's first run is the row whose id is the
+-- ticket number (`ticket_id` NULL), so every existing job is a ticket with one run and keeps its
+-- number; every further run names it in `ticket_id`. `jobs_file` keeps one ticket per chat and
+-- document (its first runs only), and `jobs_run` one run per ticket and operation with its
+-- arguments.
 --
 -- SQLite cannot change a CHECK constraint in place, so `jobs` is rebuilt (the procedure of
 -- https://www.sqlite.org/lang_altertable.html): new tables, the rows copied, the old ones
@@ -7,8 +15,8 @@
 -- and a migration's transaction cannot turn them off) a referenced table cannot be dropped, so
 -- `outbox` is rebuilt with it, unchanged: the old outbox goes first, then nothing refers to the
 -- old jobs. Each AUTOINCREMENT counter is carried over, so no ticket number or message id is
--- given out twice, even one whose row was pruned. The one-job-per-chat-and-file rule becomes a
--- named unique index (`jobs_file`), with the same meaning as the table constraint it replaces.
+-- given out twice, even one whose row was pruned. The one-job-per-chat-and-file rule becomes the
+-- partial unique index `jobs_file`, on first runs.
 
 CREATE TABLE jobs_new (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -48,7 +56,9 @@ CREATE TABLE jobs_new (
     -- (ready, failed, cancelled, expired, forgotten) sets it NULL in the same UPDATE.
     secret            TEXT,
     -- The sender's Telegram language_code (`en`, `ru`), for OCR's default language.
-    language_code     TEXT
+    language_code     TEXT,
+    -- The ticket (its first run) this run belongs to; NULL: this row is the ticket's first run.
+    ticket_id         INTEGER REFERENCES jobs_new (id)
 );
 
 INSERT INTO jobs_new (id, update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
@@ -104,7 +114,9 @@ DROP TABLE jobs;
 ALTER TABLE jobs_new RENAME TO jobs;
 ALTER TABLE outbox_new RENAME TO outbox;
 
-CREATE UNIQUE INDEX jobs_file ON jobs (chat_id, file_unique_id);
+CREATE UNIQUE INDEX jobs_file ON jobs (chat_id, file_unique_id) WHERE ticket_id IS NULL;
+CREATE UNIQUE INDEX jobs_run ON jobs (COALESCE(ticket_id, id), operation, arguments);
+CREATE INDEX jobs_ticket ON jobs (ticket_id) WHERE ticket_id IS NOT NULL;
 CREATE INDEX jobs_claim ON jobs (status, not_before, id);
 CREATE INDEX jobs_chat ON jobs (chat_id, id);
 CREATE INDEX jobs_expiry ON jobs (result_expires_at) WHERE status = 'ready';

@@ -130,9 +130,31 @@ pub fn completion_messages(job: &Job, done: &Completion, note: Option<&str>, mes
         kind: if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
         body,
         reply_to_message_id: Some(job.submission.message_id),
-        button: None,
+        buttons: Vec::new(),
     };
     [delivery, progress_edit(&finished, &Progress::Ready { until: done.expires_at })]
+}
+
+/// The buttons under a ready run's status message: the other operations without arguments that
+/// take the document's detected `format`, each starting that run of the ticket with a tap (`ocr`
+/// only where it is configured).
+pub fn other_operations(
+    job: &Job,
+    format: &str,
+    tools: &[crate::operations::ExternalTool],
+) -> Vec<crate::domain::Button> {
+    crate::domain::Operation::MODES
+        .iter()
+        .filter(|name| **name != job.submission.operation.name())
+        .filter_map(|name| crate::domain::Operation::mode(name))
+        .filter(|operation| match operation {
+            crate::domain::Operation::Ocr { .. } => {
+                tools.iter().any(|t| t.name == "ocr" && t.accepts.iter().any(|a| a == format))
+            }
+            other => other.accepts().contains(&format),
+        })
+        .map(|operation| crate::domain::Button::run(job.ticket_number(), operation.name()))
+        .collect()
 }
 
 /// The reason a person reads for `reason`, and the messages a failure queues with its commit:
@@ -144,9 +166,9 @@ pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessa
         job: Some(job.ticket),
         chat: job.submission.chat,
         kind: MessageKind::Failure,
-        body: texts::failed_notice(job.ticket, &reason_text),
+        body: texts::failed_notice(texts::run_label(job), &reason_text),
         reply_to_message_id: Some(job.submission.message_id),
-        button: None,
+        buttons: Vec::new(),
     };
     let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
     (reason_text, [notice, status])
@@ -161,7 +183,7 @@ pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
         kind: MessageKind::Progress,
         body: texts::progress(job, step),
         reply_to_message_id: None,
-        button: None,
+        buttons: Vec::new(),
     }
 }
 

@@ -17,8 +17,12 @@ use crate::domain::{
 /// One job: $1 ticket.
 pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
 
-/// A chat's job for a file, by the unique key: $1 chat, $2 Telegram's file_unique_id.
-pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
+/// A chat's ticket for a file (its first run), by the unique key: $1 chat, $2 Telegram's
+/// file_unique_id.
+pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2 AND ticket_id IS NULL";
+
+/// Every run of ticket $1, the first one first.
+pub const RUNS: &str = "SELECT * FROM jobs WHERE id = $1 OR ticket_id = $1 ORDER BY id";
 
 /// A chat's jobs, newest first: $1 chat, $2 only this state (NULL: any), $3 at most, $4 only
 /// those last changed at or after this (NULL: any).
@@ -50,12 +54,13 @@ pub const WAITING_IN_CHAT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHER
 /// Records a new `accepted` job, due now, and returns its ticket: $1 update, $2 chat, $3 user,
 /// $4 message, $5 file_id, $6 file_unique_id, $7 declared name, $8 declared MIME type, $9
 /// declared size, $10 operation, $11 now, $12 the operation's arguments, $13 its secret (a
-/// decrypt's password; NULL: none), $14 the sender's language code.
+/// decrypt's password; NULL: none), $14 the sender's language code, $15 the ticket of a further
+/// run (NULL: this is the ticket's first run).
 pub const INSERT_JOB: &str =
     "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
                    declared_mime, declared_size, operation, status, not_before, created_at, updated_at,
-                   arguments, secret, language_code)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11, $12, $13, $14) RETURNING id";
+                   arguments, secret, language_code, ticket_id)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11, $12, $13, $14, $15) RETURNING id";
 
 /// Starts an ended job again, due now, forgetting everything of its last run: $1 ticket, $2 the
 /// state it must be in, $3 update, $4 message, $5 file_id, $6 declared name, $7 declared MIME
@@ -148,6 +153,7 @@ pub(super) struct JobRow {
     arguments: String,
     secret: Option<String>,
     language_code: Option<String>,
+    ticket_id: Option<i64>,
     status: String,
     local_path: Option<String>,
     real_size: Option<i64>,
@@ -205,6 +211,7 @@ impl JobRow {
                 declared_size: self.declared_size,
                 operation: stored_operation(&self.operation, &self.arguments, self.secret)?,
                 language_code: self.language_code,
+                run_of: self.ticket_id.map(Ticket),
             },
             state: self.status.parse()?,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -253,6 +260,15 @@ pub(super) async fn job_by_file(c: &mut Conn<'_>, chat: ChatRef, file_unique_id:
         .context("finding a job by file")?
         .map(JobRow::into_job)
         .transpose()
+}
+
+/// Runs [`RUNS`].
+pub(super) async fn runs(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Vec<Job>> {
+    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(RUNS).bind(ticket.0).fetch_all(c).await)
+        .context("reading a ticket's runs")?
+        .into_iter()
+        .map(JobRow::into_job)
+        .collect()
 }
 
 /// Runs [`CHAT_JOBS`] for a chat, [`ALL_JOBS`] without one.
@@ -335,6 +351,7 @@ pub(super) async fn insert_job(c: &mut Conn<'_>, job: &Submission, now: Timestam
         .bind(job.operation.arguments())
         .bind(secret_of(&job.operation))
         .bind(job.language_code.as_deref())
+        .bind(job.run_of.map(|t| t.0))
         .fetch_one(c)
         .await)
     .context("inserting a job")?;

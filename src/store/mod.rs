@@ -406,6 +406,11 @@ impl Store {
         jobs::job(&mut self.acquire().await?.conn(), ticket).await
     }
 
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.acquire().await?.conn(), ticket).await
+    }
+
     /// Jobs matching `filter`, newest first.
     pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
         jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.since, filter.limit).await
@@ -857,6 +862,11 @@ impl Tx {
     /// The chat's job for a file, by the unique key.
     pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
         jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
+    }
+
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&mut self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.conn(), ticket).await
     }
 
     /// One job by ticket, inside the transaction.

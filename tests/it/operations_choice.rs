@@ -5,12 +5,12 @@
 //! job ends and never reaches the logs.
 
 use docket::config::ExternalToolConfig;
-use docket::domain::{ChatRef, JobState, Operation, Ticket};
+use docket::domain::{ChatRef, JobState, MessageKind, Operation, Ticket};
 use docket::store::MessageFilter;
 use fake_bot_api::Call;
 
 use crate::per_backend;
-use crate::support::{Backend, DEADLINE, TestApp, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(
     a_caption_picks_the_operation_and_its_arguments,
@@ -19,6 +19,8 @@ per_backend!(
     a_refusal_names_the_format_and_what_to_send_instead,
     ocr_runs_the_configured_program_in_the_persons_language,
     a_decrypt_password_is_erased_when_the_job_ends_and_never_logged,
+    a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it,
+    mode_offers_its_choices_as_buttons,
 );
 
 fn text_of(call: &Call) -> String {
@@ -237,4 +239,106 @@ async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend
     let messages = app.store.messages(&MessageFilter::chat(ChatRef(550))).await.expect("read");
     assert!(messages.iter().all(|m| !m.body.contains(PASSWORD)), "never in the outbox: {messages:#?}");
     assert!(!crate::support::logs::captured().contains(PASSWORD), "never in the logs");
+}
+
+/// The Telegram message id of run `ticket`'s status message (its ticket reply), once delivered.
+async fn status_message_of(app: &TestApp, ticket: Ticket) -> i64 {
+    eventually(DEADLINE, async || {
+        let messages = app.store.messages(&MessageFilter::job(ticket)).await.expect("read");
+        messages
+            .iter()
+            .find(|m| m.kind == MessageKind::TicketReply)
+            .and_then(|m| m.telegram_message_id)
+            .map(|id| id.0)
+            .ok_or_else(|| format!("no delivered ticket reply for {ticket}: {messages:#?}"))
+    })
+    .await
+}
+
+async fn a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it(backend: Backend) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lang_file = dir.path().join("lang");
+    let tool = recording_ocr(&lang_file);
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    let (_, file) = app.send_document(560, fixture("pdf/text-1page.pdf"), "doc.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let status = status_message_of(&app, Ticket(1)).await;
+    // The ready status message offers the other operations that take a PDF.
+    let labels = eventually(DEADLINE, async || {
+        let labels = app.fake.button_labels(560, status);
+        if labels.is_empty() { Err("no buttons yet".to_owned()) } else { Ok(labels) }
+    })
+    .await;
+    assert_eq!(labels, ["shrink", "split", "text", "info", "ocr"]);
+    let downloads = app.fake.calls_to("getFile").len();
+
+    // A tap starts that run of the same ticket, downloaded again by its file_id.
+    let press = app.fake.press_button_labelled(560, 560, status, "ocr").expect("an ocr button");
+    let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "ocr"));
+    assert_eq!(run.submission.file_unique_id, file.file_unique_id);
+    let sent = app
+        .fake
+        .wait_for_call(
+            "sendDocument",
+            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("doc-ocr.pdf"),
+            DEADLINE,
+        )
+        .await;
+    assert!(
+        sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready: doc.pdf"),
+        "{:?}",
+        sent.params
+    );
+    assert_eq!(app.fake.calls_to("getFile").len(), downloads + 1, "the further run fetched the document again");
+    eventually(DEADLINE, async || if app.fake.press_answered(&press) { Ok(()) } else { Err("unanswered".to_owned()) })
+        .await;
+    let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
+    assert_eq!((first.state, first.submission.operation), (JobState::Ready, Operation::Optimize), "untouched");
+
+    // The same button again, and the same file with the same caption: the stored result by its
+    // file_id, no new run, no new download.
+    let delivered =
+        app.wait_for_job(Ticket(2), |j| j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())).await;
+    let file_id = delivered.result.and_then(|r| r.telegram_file_id).expect("file id");
+    app.fake.press_button_labelled(560, 560, status, "ocr").expect("an ocr button");
+    let mut update = app.fake.document_update(560, 560, &file, Some("doc.pdf"), Some("application/pdf"));
+    update["message"]["caption"] = serde_json::json!("ocr");
+    app.fake.push_update(update);
+    let by_id = app
+        .fake
+        .wait_for_calls("sendDocument", |c| c.params["document"].as_str() == Some(file_id.as_str()), 2, DEADLINE)
+        .await;
+    assert!(by_id.iter().all(|c| c.upload.is_none()), "sent again by file_id, not uploaded");
+    assert!(app.store.job(Ticket(3)).await.expect("read").is_none(), "no second ocr run");
+    assert_eq!(app.fake.calls_to("getFile").len(), downloads + 1, "no new download");
+
+    // /status lists the ticket's runs; /get sends each kept result.
+    app.send_text(560, "/status 1");
+    let listed = app.fake.wait_for_call("sendMessage", says(560, "#1 ocr — doc.pdf"), DEADLINE).await;
+    assert!(text_of(&listed).starts_with("#1 — doc.pdf"), "{}", text_of(&listed));
+    let before = app.fake.calls_to("sendDocument").len();
+    app.send_text(560, "/get 1");
+    app.fake.wait_for_calls("sendDocument", |_| true, before + 2, DEADLINE).await;
+}
+
+async fn mode_offers_its_choices_as_buttons(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_text(570, "/mode");
+    let offer = app.fake.wait_for_call("sendMessage", says(570, "without a caption get optimize"), DEADLINE).await;
+    let message_id = eventually(DEADLINE, async || {
+        let messages = app.store.messages(&MessageFilter::chat(ChatRef(570))).await.expect("read");
+        messages.iter().find_map(|m| m.telegram_message_id).map(|id| id.0).ok_or_else(|| "not delivered".to_owned())
+    })
+    .await;
+    assert!(offer.params["reply_markup"].to_string().contains("mode:shrink"), "{:?}", offer.params);
+    assert_eq!(app.fake.button_labels(570, message_id), Operation::MODES);
+    app.fake.press_button_labelled(570, 570, message_id, "text").expect("a text button");
+    app.fake.wait_for_call("sendMessage", says(570, "now get text"), DEADLINE).await;
+    app.send_document(570, fixture("pdf/text-1page.pdf"), "t.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation, Operation::Text);
 }

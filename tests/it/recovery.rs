@@ -177,6 +177,7 @@ async fn record_a_fetched_job_whose_bytes_were_lost(app: &TestApp) -> (std::path
             declared_size: Some(pdf.len() as i64),
             operation: docket::domain::Operation::Optimize,
             language_code: None,
+            run_of: None,
         },
         now,
     )

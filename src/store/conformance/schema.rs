@@ -41,7 +41,7 @@ async fn large_telegram_ids_round_trip(store: Store) {
     );
     let m = NewMessage {
         reply_to_message_id: Some(MessageId(3_000_000_000)),
-        button: None,
+        buttons: Vec::new(),
         ..message("k", big.chat, MessageKind::Reply, Some(ticket))
     };
     assert!(enqueue(&store, &m, T0).await);
@@ -121,7 +121,9 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
     let expected: BTreeSet<(String, Option<String>)> = [
         ("jobs_chat", None),
         ("jobs_claim", None),
-        ("jobs_file", None),
+        ("jobs_file", Some("ticket_id IS NULL")),
+        ("jobs_run", None),
+        ("jobs_ticket", Some("ticket_id IS NOT NULL")),
         ("jobs_expiry", Some("status = 'ready'")),
         ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
         ("jobs_user", None),

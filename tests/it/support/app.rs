@@ -124,7 +124,7 @@ impl TestApp {
             kind: docket::domain::MessageKind::Reply,
             body: body.to_owned(),
             reply_to_message_id: None,
-            button: None,
+            buttons: Vec::new(),
         };
         self.store.enqueue(&m, docket::domain::Clock::now(&SystemClock)).await.expect("enqueue");
     }
@@ -224,6 +224,7 @@ impl TestApp {
             declared_size: declared_size.map(|s| s as i64),
             operation: docket::domain::Operation::Optimize,
             language_code: None,
+            run_of: None,
         };
         let mut tx = self.store.begin().await.expect("tx");
         let ticket = tx.insert_job(&job, docket::domain::Clock::now(&SystemClock)).await.expect("insert");
