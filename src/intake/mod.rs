@@ -2,7 +2,12 @@
 //!
 //! For each update it registers (bot, update_id) — a repeat changes nothing — and then records a
 //! job in state `accepted` and queues the ticket reply, or queues the answer to a command, a
-//! repeated file or a refusal. Registration, job and reply commit together, so a crash can
+//! repeated file or a refusal. A document's caption chooses the operation (its first word, the
+//! bot's own @mentions left out); without one, the chat's `/mode` or the bot's default, and an
+//! image becomes a PDF. A caption it cannot read is answered with help, and records no job. The
+//! same document with another operation (its caption, or a button under a ready run's status
+//! message) is a further run of the same ticket; the same operation again is the run asked
+//! before (its kept result, or where it is). Registration, job and reply commit together, so a crash can
 //! neither lose the reply nor make a job without one; the poll offset moves in the same
 //! transaction. No download, no disk, no heavy work happens here.
 

@@ -1,4 +1,15 @@
-//! The `jobs` table: one row per chat and file, from intake to its result's expiry.
+//! The `jobs` table: one row per *run* (one operation asked of one chat's document), from intake
+//! to its result's expiry.
+//!
+//! A ticket is one chat's one document; its runs are rows of this table. The ticket's first run
+//! is the row whose id is the ticket number (`ticket_id` NULL); every further run (another
+//! operation, asked by a button or a caption) names that row in `ticket_id`. `jobs_file` keeps one
+//! ticket per chat and document (over first runs), `jobs_run` one run per ticket, operation and
+//! arguments. This shape was chosen because it disturbs least: a run has the whole state
+//! machine a job had (leases, attempts, the byte budget, outbox keys, retention, the janitor), so
+//! every statement about jobs holds per run unchanged, and every job that existed before
+//! migration 0011 is a ticket with one run that keeps its number. A separate `tickets` table would
+//! have renumbered what people see, or made every job statement join it.
 //!
 //! Every state change is a conditional `UPDATE … WHERE id = $1 AND status = <expected>
 //! [AND lease_token = <held>]`; zero rows changed means someone else moved the row first, which

@@ -221,11 +221,14 @@ mod postgres_vs_sqlite {
                     .await
                     .unwrap();
                     for (name, ty, notnull, default, _identity) in rows {
+                        // PostgreSQL prints a text default with its cast: `''::text`.
+                        let default = default.map(|d| d.strip_suffix("::text").map_or(d.clone(), str::to_owned));
                         columns.insert((table.into(), name), (kind(&ty), notnull, default));
                     }
                     let list: Vec<(Vec<String>, bool, bool)> = sqlx::query_as(
-                        "SELECT ARRAY(SELECT a.attname::TEXT FROM unnest(i.indkey) WITH ORDINALITY AS k(num, ord)
-                                      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
+                        // An expression (attnum 0) reads as an empty name, as SQLite's index_info gives it.
+                        "SELECT ARRAY(SELECT COALESCE(a.attname::TEXT, '') FROM unnest(i.indkey) WITH ORDINALITY AS k(num, ord)
+                                      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
                                       ORDER BY k.ord),
                                 i.indisunique, i.indpred IS NOT NULL
                          FROM pg_index i JOIN pg_class r ON r.oid = i.indrelid
