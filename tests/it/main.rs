@@ -11,6 +11,7 @@ mod containment;
 mod crash;
 mod e2e;
 mod groups;
+mod nodes;
 mod operations_choice;
 mod outbox;
 mod people;

@@ -44,6 +44,7 @@ macro_rules! cases {
 mod changes;
 mod jobs;
 mod leases;
+mod nodes;
 mod outbox;
 mod pacing;
 mod people;
