@@ -21,6 +21,7 @@ per_backend!(
     a_decrypt_password_is_erased_when_the_job_ends_and_never_logged,
     a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it,
     mode_offers_its_choices_as_buttons,
+    a_declaration_that_disagrees_with_the_content_is_shown,
 );
 
 fn text_of(call: &Call) -> String {
@@ -341,4 +342,22 @@ async fn mode_offers_its_choices_as_buttons(backend: Backend) {
     app.send_document(570, fixture("pdf/text-1page.pdf"), "t.pdf", "application/pdf");
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.submission.operation, Operation::Text);
+}
+
+async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    // A PDF sent as an image with a caption: processed as asked, and the result says what it is.
+    app.send_document_with_caption(580, fixture("pdf/text-1page.pdf"), "scan.png", "image/png", Some("optimize"), "en");
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(580), DEADLINE).await;
+    let caption = sent.params["caption"].as_str().unwrap_or_default();
+    assert!(caption.ends_with("\n(sent as scan.png, but it is a PDF document.)"), "{caption}");
+    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan.pdf"));
+    // Without a caption it is taken for the image it claims to be, and refused as one.
+    app.send_document(581, fixture("pdf/text-20pages.pdf"), "photo.jpg", "image/jpeg");
+    let notice = app.fake.wait_for_call("sendMessage", says(581, "failed"), DEADLINE).await;
+    assert!(
+        text_of(&notice).ends_with("topdf takes jpeg, png, tiff, webp; this is a PDF document: send it with a caption such as optimize or shrink."),
+        "{}",
+        text_of(&notice)
+    );
 }
