@@ -22,6 +22,7 @@ per_backend!(
     a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it,
     mode_offers_its_choices_as_buttons,
     a_declaration_that_disagrees_with_the_content_is_shown,
+    a_further_run_cut_by_a_crash_finishes_after_the_restart,
 );
 
 fn text_of(call: &Call) -> String {
@@ -360,4 +361,54 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
         "{}",
         text_of(&notice)
     );
+}
+
+async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backend) {
+    // An OCR that hangs the first time it runs (the crash cuts it) and works after.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ran_once = dir.path().join("ran-once");
+    let tool = ExternalToolConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "if [ -e \"$3\" ]; then cp \"$1\" \"$2\"; else touch \"$3\"; sleep 60; fi".into(),
+            "ocr".into(),
+            "{input}".into(),
+            "{output}".into(),
+            ran_once.display().to_string(),
+        ],
+        ..recording_ocr(&dir.path().join("lang"))
+    };
+    let mut app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    app.send_document(590, fixture("pdf/text-1page.pdf"), "crash.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let status = status_message_of(&app, Ticket(1)).await;
+    eventually(DEADLINE, async || {
+        if app.fake.button_labels(590, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    app.fake.press_button_labelled(590, 590, status, "ocr").expect("an ocr button");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing && j.lease.is_some()).await;
+    eventually(DEADLINE, async || if ran_once.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
+        .await;
+    app.kill().await;
+
+    app.start().await;
+    let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    assert_eq!(run.submission.run_of, Some(Ticket(1)));
+    assert!(run.attempts >= 1, "{run:?}");
+    let sent = app
+        .fake
+        .wait_for_call(
+            "sendDocument",
+            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("crash-ocr.pdf"),
+            DEADLINE,
+        )
+        .await;
+    assert!(sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready"), "{:?}", sent.params);
+    let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
+    assert_eq!(first.state, JobState::Ready, "the first run was never touched");
 }
