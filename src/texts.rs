@@ -174,7 +174,9 @@ pub fn not_allowed(user_id: Option<i64>) -> String {
 
 /// The hint for a message that carries no document and no known command.
 pub fn send_a_document() -> String {
-    "Send me a PDF as a file (not as a photo) and I will optimize it. /help tells more.".to_owned()
+    "Send me a PDF as a file (or an image, which becomes a PDF), with what to do as its caption: \
+     optimize, shrink, split, text… /help tells more."
+        .to_owned()
 }
 
 /// The caption of a delivered result.
@@ -472,19 +474,24 @@ pub fn help(facts: &HelpFacts) -> String {
     format!(
         "How it works:\n\
          • Send a PDF as a file (up to {}). I answer with a ticket number right away.\n\
-         • When it is done you get the optimized PDF (results up to {} can be sent).\n\
+         • When it is done you get the result (results up to {} can be sent).\n\
          • Results are kept for {}; sending the same file again gets it again.\n\n\
+         What to do is the file's caption (without one: optimize, or what /mode chose):\n\
+         {}\n\
+         When a result is ready, its buttons ask for more from the same file.\n\n\
          Commands:\n\
          /status 4812 — where a ticket is\n\
          /get 4812 — the result again, while it is kept\n\
          /jobs — your latest tickets\n\
          /cancel 4812 — stop a ticket that is not ready yet\n\
+         /mode — what a file without a caption gets in this chat\n\
          /privacy — what I keep, and for how long\n\
          /forget — delete everything of yours now\n\
          /help — this text",
         size(facts.download_limit),
         size(facts.upload_limit),
-        humantime::format_duration(facts.result_ttl)
+        humantime::format_duration(facts.result_ttl),
+        operation_lines()
     )
 }
 

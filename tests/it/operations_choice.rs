@@ -23,6 +23,7 @@ per_backend!(
     mode_offers_its_choices_as_buttons,
     a_declaration_that_disagrees_with_the_content_is_shown,
     a_further_run_cut_by_a_crash_finishes_after_the_restart,
+    cancel_stops_the_unfinished_runs_of_a_ticket,
 );
 
 fn text_of(call: &Call) -> String {
@@ -411,4 +412,35 @@ async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backen
     assert!(sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready"), "{:?}", sent.params);
     let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
     assert_eq!(first.state, JobState::Ready, "the first run was never touched");
+}
+
+async fn cancel_stops_the_unfinished_runs_of_a_ticket(backend: Backend) {
+    // An OCR that never finishes on its own.
+    let tool = ExternalToolConfig {
+        command: vec!["sh".into(), "-c".into(), "sleep 60".into()],
+        ..recording_ocr(std::path::Path::new("/nonexistent"))
+    };
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    app.send_document(600, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let status = status_message_of(&app, Ticket(1)).await;
+    eventually(DEADLINE, async || {
+        if app.fake.button_labels(600, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    app.fake.press_button_labelled(600, 600, status, "ocr").expect("an ocr button");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing).await;
+
+    app.send_text(600, "/cancel 1");
+    let answer = app.fake.wait_for_call("sendMessage", says(600, "cancelled"), DEADLINE).await;
+    assert_eq!(text_of(&answer), "#1 ocr cancelled: long.pdf will not be processed, and its files are deleted.");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Failed && j.lease.is_none()).await;
+    let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
+    assert_eq!(first.state, JobState::Ready, "a ready run keeps its result");
+    // Nothing left to cancel: it says where the ticket is.
+    app.send_text(600, "/cancel 1");
+    app.fake.wait_for_call("sendMessage", says(600, "#1 is ready"), DEADLINE).await;
 }
