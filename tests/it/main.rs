@@ -12,6 +12,7 @@ mod crash;
 mod e2e;
 mod groups;
 mod nodes;
+mod operations_choice;
 mod outbox;
 mod people;
 mod queue;
