@@ -286,7 +286,7 @@ async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         kind: MessageKind::Reply,
         body: texts::retrying_for_admin(&job),
         reply_to_message_id: Some(job.submission.message_id),
-        button: None,
+        buttons: Vec::new(),
     };
     if !store.retry_job(ticket, &notice, now).await? {
         anyhow::bail!("{ticket} changed meanwhile; it is not failed any more");
@@ -312,7 +312,7 @@ async fn cancel(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         kind: MessageKind::Reply,
         body: texts::cancelled(&job),
         reply_to_message_id: Some(job.submission.message_id),
-        button: None,
+        buttons: Vec::new(),
     };
     tx.enqueue(&notice, now).await?;
     tx.commit().await?;

@@ -12,6 +12,7 @@ mod crash;
 mod e2e;
 mod groups;
 mod nodes;
+mod operations_choice;
 mod operations_pages;
 mod outbox;
 mod people;
