@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::config::{CONFIG_ENV, Config};
 use crate::domain::operation::{Operation, ParseError};
-use crate::domain::{Clock as _, SystemClock};
+use crate::domain::{Clock as _, DocumentInfo, Output, SystemClock};
 use crate::domain::{
     FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Node, NodeName, Ticket, Timestamp,
 };
@@ -118,7 +118,7 @@ pub enum Command {
         file: PathBuf,
         /// The operation and its arguments (`--op rotate 180 2,4`): a built-in one, or an
         /// external one of `[processing.external.<name>]`.
-        #[arg(long, num_args = 1.., default_value = operations::OPTIMIZE, value_name = "NAME [ARGS]")]
+        #[arg(long, num_args = 1.., allow_negative_numbers = true, default_value = operations::OPTIMIZE, value_name = "NAME [ARGS]")]
         op: Vec<String>,
         /// Where to write the result.
         #[arg(short, long, value_name = "OUT")]
@@ -368,8 +368,20 @@ async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
 }
 
 /// `docket process FILE --op NAME -o OUT`: the operation, contained as the bot runs it.
+///
+/// `--op decrypt PASSWORD` takes the password from the command line (an admin's own file), or,
+/// when none is written there, from the `DOCKET_PASSWORD` environment variable, which keeps it
+/// out of the shell's history and the process list. Either way the child gets it on its stdin.
+/// `--op info` prints the facts instead of sizes.
 async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang: String) -> anyhow::Result<()> {
-    let work = work_named(config, op)?;
+    let work = match work_named(config, op)? {
+        Work::Builtin(Operation::Decrypt { password }) if password.is_empty() => {
+            let password = std::env::var("DOCKET_PASSWORD")
+                .context("decrypt needs a password: `--op decrypt PASSWORD`, or DOCKET_PASSWORD in the environment")?;
+            Work::Builtin(Operation::Decrypt { password: crate::domain::Password::new(password) })
+        }
+        work => work,
+    };
     let format = crate::detect::detect_path(&file).with_context(|| format!("while reading {}", file.display()))?;
     let accepts: Vec<&str> = match &work {
         Work::Builtin(operation) => operation.accepts().to_vec(),
@@ -386,6 +398,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
     }
     let request = Request {
         limits: work.limits(Limits::from(&config.processing)),
+        password: work.password(),
         work,
         input: file.clone(),
         output: output.clone(),
@@ -395,6 +408,12 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
     let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
     let name = file.display().to_string();
     let reason = match outcome {
+        Outcome::Reported(Report::Done { .. }) if matches!(&request.work, Work::Builtin(operation) if operation.output() == Output::Message) =>
+        {
+            let json = std::fs::read(&output).with_context(|| format!("while reading {}", output.display()))?;
+            let info: DocumentInfo = serde_json::from_slice(&json).context("while reading the facts")?;
+            return out(&texts::document_info(&info));
+        }
         Outcome::Reported(Report::Done { output_bytes, pages, .. }) => {
             let input_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
             let pages = pages.map(|p| format!("{p} pages, ")).unwrap_or_default();
@@ -409,6 +428,8 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         Outcome::Reported(Report::Failed { failure, detail }) => match failure {
             Failure::Encrypted => FailureReason::Encrypted,
             Failure::NoPages => FailureReason::NoPages,
+            Failure::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page, pages: page_count },
+            Failure::WrongPassword => FailureReason::WrongPassword,
             Failure::Unreadable => FailureReason::Unreadable,
             Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
             Failure::ToolFailed => FailureReason::ToolFailed { tool: request.work.name().to_owned() },
@@ -461,7 +482,13 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
     };
     let op = op.join(" ");
     let work = if tool.is_empty() {
-        Work::Builtin(Operation::parse(&op).with_context(|| format!("operation {op:?} needs its command after `--`"))?)
+        match Operation::parse(&op).with_context(|| format!("operation {op:?} needs its command after `--`"))? {
+            // The password comes on stdin, never on the command line (see `Request::password`).
+            Operation::Decrypt { .. } => Work::Builtin(Operation::Decrypt {
+                password: operations::child::read_password().context("while reading the password from stdin")?,
+            }),
+            operation => Work::Builtin(operation),
+        }
     } else {
         let mut external = crate::config::ExternalToolConfig {
             command: tool,
@@ -480,7 +507,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         timeout: std::time::Duration::from_secs(timeout_secs.context("--timeout-secs is required with --contained")?),
         max_inflate: max_inflate.context("--max-inflate is required with --contained")?,
     };
-    let request = Request { work, input: file, output, lang, limits };
+    let request = Request { work, input: file, output, lang, limits, password: None };
     let report = operations::child::run_here(&request);
     out(&serde_json::to_string(&report).context("while writing the report")?)?;
     match report {

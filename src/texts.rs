@@ -274,6 +274,12 @@ pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
         FailureReason::Crashed => format!("{name} made the processing crash, so it cannot be processed"),
         FailureReason::ToolFailed { tool } => format!("{tool} could not process {name}"),
         FailureReason::Cancelled => format!("{name} was cancelled"),
+        FailureReason::NoSuchPage { page, pages } => {
+            format!("{name} has no page {page}: it has {pages} page{}", if *pages == 1 { "" } else { "s" })
+        }
+        FailureReason::WrongPassword => {
+            format!("the password does not open {name}; please check it and send the file again with the right one")
+        }
     }
 }
 
@@ -651,6 +657,72 @@ pub fn pdf_only(operation: &str, found_label: &str) -> String {
     } else {
         format!("{operation} takes a PDF")
     }
+}
+
+/// The line `text` writes for a page that shows no text at all.
+pub fn page_without_text(page: u32) -> String {
+    format!("[page {page} has no text: it is an image; try ocr]")
+}
+
+/// The line that ends a text cut short at page `page`, over `limit` bytes.
+pub fn text_cut_short(page: u32, limit: u64) -> String {
+    format!("[the text stops before page {page}: it passed {}]", size(limit))
+}
+
+/// `info`'s message: the facts about a document, one per line.
+pub fn document_info(info: &crate::domain::DocumentInfo) -> String {
+    use crate::domain::Encryption;
+    let mut lines = Vec::new();
+    lines.push(match info.pages {
+        Some(1) => "Pages: 1".to_owned(),
+        Some(pages) => format!("Pages: {pages}"),
+        None => "Pages: unknown without the password".to_owned(),
+    });
+    if let Some(page) = &info.page_size {
+        let name = page.name().map(|n| format!("{n}{}, ", if page.is_landscape() { " landscape" } else { "" }));
+        lines.push(format!(
+            "Page size: {}{:.0} × {:.0} mm ({:.0} × {:.0} pt)",
+            name.unwrap_or_default(),
+            page.width_mm(),
+            page.height_mm(),
+            page.width_pt,
+            page.height_pt
+        ));
+    }
+    if !info.version.is_empty() {
+        lines.push(format!("PDF version: {}", info.version));
+    }
+    for (label, value) in
+        [("Title", &info.title), ("Author", &info.author), ("Creator", &info.creator), ("Producer", &info.producer)]
+    {
+        if let Some(value) = value {
+            lines.push(format!("{label}: {value}"));
+        }
+    }
+    lines.push(
+        match info.encryption {
+            Encryption::None => "Encryption: none",
+            Encryption::OwnerPasswordOnly => "Encryption: an owner password only (it opens, with restrictions)",
+            Encryption::UserPassword => "Encryption: it needs a password to open",
+        }
+        .to_owned(),
+    );
+    if let Some(images) = info.images {
+        lines.push(format!("Images: {images}"));
+    }
+    if info.fonts.is_empty() {
+        lines.push("Fonts: none".to_owned());
+    } else {
+        let fonts: Vec<String> = info
+            .fonts
+            .iter()
+            .map(|f| if f.embedded { f.name.clone() } else { format!("{} (not embedded)", f.name) })
+            .collect();
+        lines.push(format!("Fonts: {}", fonts.join(", ")));
+    }
+    lines.push(format!("Size: {}", size(info.file_bytes)));
+    lines.push(format!("SHA-256: {}", info.sha256));
+    lines.join("\n")
 }
 
 #[cfg(test)]

@@ -262,6 +262,15 @@ pub enum FailureReason {
     },
     /// The person cancelled it (`/cancel N`), or an admin did (`docket cancel N`).
     Cancelled,
+    /// A page list names a page the document does not have.
+    NoSuchPage {
+        /// The first missing page listed.
+        page: u32,
+        /// The pages the document has.
+        pages: u32,
+    },
+    /// `decrypt` was given a password that does not open the document.
+    WrongPassword,
 }
 
 #[cfg(test)]

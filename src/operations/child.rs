@@ -11,6 +11,7 @@ use std::process::Stdio;
 
 use super::external::expand;
 use super::{Failure, Limits, Report, Request, Work};
+use crate::domain::Password;
 use crate::pdf::{self, PdfError};
 
 /// Limits this process, runs `request` and returns what to report. Synchronous: it is the only
@@ -45,6 +46,8 @@ fn pdf_failure(error: PdfError) -> Report {
         PdfError::NoPages => Failure::NoPages,
         PdfError::InflatesTooMuch { limit } => Failure::InflatesTooMuch { limit: limit as u64 },
         PdfError::Io(_) => Failure::Io,
+        PdfError::NoSuchPage { page, page_count } => Failure::NoSuchPage { page, page_count },
+        PdfError::WrongPassword => Failure::WrongPassword,
         PdfError::Unreadable { .. } | PdfError::NotPdf { .. } => Failure::Unreadable,
     };
     Report::Failed { failure, detail }
@@ -73,6 +76,19 @@ fn run_tool(args: &[std::ffi::OsString], output: &Path) -> Report {
         Ok(status) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} ended with {status}") },
         Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") },
     }
+}
+
+/// The longest password read from stdin, in bytes.
+pub const MAX_PASSWORD_BYTES: u64 = 4096;
+
+/// The password the parent wrote to this child's stdin (see [`super::Request::password`]),
+/// without a final line break.
+pub fn read_password() -> std::io::Result<Password> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin().lock().take(MAX_PASSWORD_BYTES).read_to_end(&mut bytes)?;
+    let text = String::from_utf8(bytes).map_err(|_| std::io::Error::other("the password is not UTF-8"))?;
+    Ok(Password::new(text.strip_suffix('\n').unwrap_or(&text).to_owned()))
 }
 
 /// This process's peak resident memory so far, from `/proc/self/status`.

@@ -39,7 +39,7 @@ pub enum Outcome {
 const STDERR_TAIL_BYTES: usize = 2000;
 
 /// Runs `request` in a child: `program` (docket's own binary) with [`Request::child_args`], in a
-/// new process group, stdin closed.
+/// new process group, stdin closed (after the request's password, when it has one).
 ///
 /// Returns when the child has ended, or when `request.limits.timeout` has passed, after killing
 /// it. Dropping the future (the lease was lost, the job was cancelled) kills the child's whole
@@ -48,7 +48,7 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
     let mut command = tokio::process::Command::new(program);
     command
         .args(request.child_args())
-        .stdin(Stdio::null())
+        .stdin(if request.password.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // glibc gives each thread an arena that reserves 64 MiB of address space: under
@@ -57,8 +57,17 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
         // Its own process group, so that the child and everything it starts die together.
         .process_group(0)
         .kill_on_drop(true);
-    let child = command.spawn()?;
+    let mut child = command.spawn()?;
     let group = GroupKiller::of(&child);
+    if let (Some(password), Some(mut stdin)) = (&request.password, child.stdin.take()) {
+        use tokio::io::AsyncWriteExt;
+        // A child that dies before reading it closes the pipe: its outcome says why, not this.
+        let written = stdin.write_all(password.expose().as_bytes()).await;
+        if let Err(error) = written {
+            tracing::debug!(%error, "the child did not take its password");
+        }
+        drop(stdin);
+    }
     let waited = tokio::time::timeout(request.limits.timeout, child.wait_with_output()).await;
     // Whatever happened, nothing the child started outlives it.
     drop(group);
@@ -150,6 +159,7 @@ mod tests {
             output: "out.pdf".into(),
             lang: "eng".into(),
             limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(60), max_inflate: 1 << 20 },
+            password: None,
         }
     }
 

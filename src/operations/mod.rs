@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::Operation;
+use crate::domain::{Operation, Password};
 
 pub use contained::{Outcome, run_contained};
 pub use external::{Availability, ExternalTool};
@@ -67,6 +67,14 @@ impl Work {
         match self {
             Self::Builtin(_) => OPTIMIZE_MEMORY_FACTOR,
             Self::Tool(tool) => tool.memory_factor,
+        }
+    }
+
+    /// The password a `decrypt` carries, for [`Request::password`]; `None` for anything else.
+    pub fn password(&self) -> Option<Password> {
+        match self {
+            Self::Builtin(Operation::Decrypt { password }) => Some(password.clone()),
+            _ => None,
         }
     }
 
@@ -117,6 +125,11 @@ pub struct Request {
     pub lang: String,
     /// The bounds.
     pub limits: Limits,
+    /// The password `decrypt` opens the document with. It never goes on the child's command
+    /// line (anyone on the machine can read `/proc/PID/cmdline`): the parent writes it to the
+    /// child's stdin and closes it ([`run_contained`]); the child reads it there
+    /// ([`child::read_password`]).
+    pub password: Option<Password>,
 }
 
 /// `{lang}` when no language is given.
@@ -196,4 +209,13 @@ pub enum Failure {
     ToolFailed,
     /// The child could not set its own limits: it did no work.
     LimitsRefused,
+    /// A page list names a page the document does not have.
+    NoSuchPage {
+        /// The first missing page listed.
+        page: u32,
+        /// The pages the document has.
+        page_count: u32,
+    },
+    /// The password given does not open the PDF.
+    WrongPassword,
 }

@@ -1,4 +1,6 @@
-//! PDF work with lopdf: the `optimize` operation on files in the spool.
+//! PDF work with lopdf: the built-in operations on files in the spool (`optimize` here;
+//! `split` and `pages` in [`split`], `text` in [`text`], `info` in [`info`], `rotate` in
+//! [`rotate`], `decrypt` in [`decrypt`]).
 //!
 //! This module owns every lopdf call in docket; lopdf types never leave it. Its work is
 //! synchronous, CPU-heavy and unbounded in memory, so docket calls it only in the child process
@@ -7,7 +9,8 @@
 //!
 //! # Hostile input
 //!
-//! Every file comes from a stranger, so [`optimize`] assumes the worst:
+//! Every file comes from a stranger, so [`optimize`] and every other operation here (through
+//! one shared guard) assume the worst:
 //!
 //! - **Panics.** All lopdf work runs under [`std::panic::catch_unwind`]; a panic becomes
 //!   [`PdfError::Unreadable`] and the worker lives on. The default panic hook still prints the
@@ -20,12 +23,16 @@
 //!   pool, whose threads have the default stack; the parser's nesting cap is what protects them.
 //! - **Decompression bombs.** Loading decodes object streams and cross-reference streams, each
 //!   capped at the caller's `max_inflate` (`[processing] max_inflate`, by default
-//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`]. Page
-//!   content, images and fonts are never decoded: optimizing only compresses streams that have
-//!   no filter, so their size on disk is their size in memory.
+//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`].
+//!   Optimizing, `split`, `pages`, `rotate` and `decrypt` never decode page content, images or
+//!   fonts (optimizing only compresses streams that have no filter, so their size on disk is
+//!   their size in memory); `text` decodes content streams, Form XObjects, CMaps and Type 1
+//!   font programs, each under the same cap.
 //! - **Reference loops.** Pruning marks visited objects, dereferencing gives up after a bounded
 //!   chain, and the page-tree walk visits at most as many nodes as there are objects, so a loop
-//!   ends as an error or a wrong page count, never as a hang.
+//!   ends as an error or a wrong page count, never as a hang. Copying pages copies each object
+//!   once, inherited page attributes are looked up at most 256 ancestors up, and `text` follows
+//!   Form XObjects at most 12 deep and runs at most ten million operators per page.
 //!
 //! Not protected against, so the caller must bound them:
 //!
@@ -58,6 +65,13 @@ use lopdf::{Document, LoadOptions, Object, ObjectStreamConfig, SaveOptions};
 use crate::detect::{self, DetectedFormat};
 use crate::domain::Operation;
 
+pub mod decrypt;
+pub mod info;
+pub mod rotate;
+pub mod split;
+pub mod text;
+mod work;
+
 /// What a built-in operation produced at its output path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Produced {
@@ -73,6 +87,12 @@ pub fn run(operation: &Operation, input: &Path, output: &Path, max_inflate: usiz
     match operation {
         Operation::Optimize => optimize(input, output, max_inflate)
             .map(|report| Produced { output_bytes: report.output_bytes, pages: Some(report.pages) }),
+        Operation::Split { ranges } => split::split(input, output, ranges.as_ref(), max_inflate),
+        Operation::Pages { ranges } => split::pages(input, output, ranges, max_inflate),
+        Operation::Text => text::text(input, output, max_inflate),
+        Operation::Info => info::info(input, output, max_inflate),
+        Operation::Rotate { angle, pages } => rotate::rotate(input, output, *angle, pages.as_ref(), max_inflate),
+        Operation::Decrypt { password } => decrypt::decrypt(input, output, password, max_inflate),
         other => Err(PdfError::Unreadable { detail: format!("{other} is not built yet") }),
     }
 }
@@ -145,6 +165,17 @@ pub enum PdfError {
     /// The PDF loaded and has a page tree, but the tree holds no pages.
     #[error("the PDF has no pages")]
     NoPages,
+    /// A page list names a page the document does not have.
+    #[error("the PDF has no page {page}: it has {page_count} pages")]
+    NoSuchPage {
+        /// The first listed page that is missing.
+        page: u32,
+        /// The pages the document has.
+        page_count: u32,
+    },
+    /// `decrypt` was given a password that does not open the PDF.
+    #[error("the password does not open the PDF")]
+    WrongPassword,
     /// Reading the input or writing the output failed, disk full included. The only variant
     /// worth retrying.
     #[error("reading the input or writing the output failed")]

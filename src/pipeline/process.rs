@@ -264,8 +264,14 @@ async fn run_contained(
     let _memory = deps.memory.reserve(need).await.map_err(|never| {
         StageError::fail(FailureReason::NeedsTooMuchMemory { limit: never.capacity }, never.to_string())
     })?;
-    let request =
-        Request { work: work.clone(), input: input.to_path_buf(), output: output.to_path_buf(), lang, limits };
+    let request = Request {
+        work: work.clone(),
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
+        lang,
+        limits,
+        password: work.password(),
+    };
     let outcome = operations::run_contained(&settings.program, &request)
         .await
         .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))?;
@@ -298,6 +304,8 @@ fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
     let reason = match failure {
         Failure::Encrypted => FailureReason::Encrypted,
         Failure::NoPages => FailureReason::NoPages,
+        Failure::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page, pages: page_count },
+        Failure::WrongPassword => FailureReason::WrongPassword,
         Failure::Unreadable => FailureReason::Unreadable,
         Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
         Failure::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },

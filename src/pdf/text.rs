@@ -1,0 +1,919 @@
+//! `text`: the text of every page, in UTF-8, pages separated by a form feed.
+//!
+//! lopdf's own `extract_text` joins the strings a page shows without looking at where they
+//! are, so on files whose words are placed one by one (Ghostscript's, Distiller's) it loses
+//! the spaces between words. This interprets the content stream itself: the text state
+//! (`Tf`, `Tc`, `Tw`, `Tz`, `TL`, `Ts`), text positioning (`Td`, `TD`, `Tm`, `T*`), the showing
+//! operators (`Tj`, `TJ` with its offsets, `'`, `"`), the transformation matrix (`cm`, `q`,
+//! `Q`) and Form XObjects (`Do`, at most [`MAX_FORM_DEPTH`] deep). Each glyph advances by its
+//! font's width (`/Widths` with `/FirstChar` and `/MissingWidth`, a Type0 font's `/W` and `/DW`,
+//! half an em when the font gives none), so the end of each string is known; the next string
+//! starts a new line when its baseline is elsewhere, and is preceded by a space when it starts
+//! more than [`SPACE_EM`] of an em after the previous one ended. Characters come from lopdf's
+//! font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph name.
+//!
+//! Bounds: every stream is decoded with the caller's `max_inflate`; a page runs at most
+//! [`MAX_OPERATIONS_PER_PAGE`] operators (Form XObjects included, so a form drawn a million
+//! times over stops there); the whole text stops at [`MAX_TEXT_BYTES`], with a line saying so.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::rc::Rc;
+
+use lopdf::content::{Content, Operation};
+use lopdf::{Dictionary, Document, Encoding, Object, ObjectId};
+
+use super::work;
+use super::{PdfError, Produced};
+use crate::texts;
+
+/// Where the text stops: 100 MiB of UTF-8, far more than any real document's text (the whole
+/// of a 2000-page book is a few MB), so only a hostile file reaches it.
+pub const MAX_TEXT_BYTES: usize = 100 * 1024 * 1024;
+
+/// How deep Form XObjects may draw other Form XObjects.
+pub const MAX_FORM_DEPTH: usize = 12;
+
+/// Operators interpreted on one page, Form XObjects included; the rest of the page is skipped.
+pub const MAX_OPERATIONS_PER_PAGE: usize = 10_000_000;
+
+/// A gap between two strings wider than this fraction of the font size is a space.
+pub const SPACE_EM: f64 = 0.12;
+
+/// `text`: the text of `input` into `output`. `pages` in the result is the document's page
+/// count.
+///
+/// # Errors
+///
+/// Those of loading (see [`super::optimize`]); [`PdfError::InflatesTooMuch`] when a content
+/// stream, a form or a CMap inflates past `max_inflate`; [`PdfError::Io`] when writing fails.
+pub fn text(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
+    let (input, output) = (input.to_path_buf(), output.to_path_buf());
+    work::guarded(move || {
+        let (document, page_ids) = work::load_pages(&input, max_inflate)?;
+        let mut sink = BufWriter::with_capacity(1 << 20, File::create(&output)?);
+        let mut fonts = Fonts::default();
+        let mut written = 0;
+        for (index, page_id) in page_ids.iter().enumerate() {
+            if index > 0 {
+                sink.write_all(b"\x0c")?;
+                written += 1;
+            }
+            let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            let page = match page_text(&document, *page_id, max_inflate, &mut fonts)? {
+                Some(text) => text,
+                None => texts::page_without_text(number) + "\n",
+            };
+            if written + page.len() > MAX_TEXT_BYTES {
+                sink.write_all(texts::text_cut_short(number, MAX_TEXT_BYTES as u64).as_bytes())?;
+                sink.write_all(b"\n")?;
+                break;
+            }
+            sink.write_all(page.as_bytes())?;
+            written += page.len();
+        }
+        sink.flush()?;
+        let file = sink.into_inner().map_err(|error| error.into_error())?;
+        file.sync_all()?;
+        let output_bytes = file.metadata()?.len();
+        Ok(Produced { output_bytes, pages: Some(page_ids.len() as u32) })
+    })
+}
+
+/// Each page's text, a page without text as its [`texts::page_without_text`] line. Unguarded:
+/// for tests.
+#[cfg(test)]
+pub(crate) fn page_texts(document: &Document, max_inflate: usize) -> Result<Vec<String>, PdfError> {
+    let mut fonts = Fonts::default();
+    let mut pages = Vec::new();
+    for (index, page_id) in work::page_ids(document)?.into_iter().enumerate() {
+        let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        pages.push(
+            page_text(document, page_id, max_inflate, &mut fonts)?
+                .unwrap_or_else(|| texts::page_without_text(number) + "\n"),
+        );
+    }
+    Ok(pages)
+}
+
+/// The text of one page, ending with a newline; `None` when it shows no text at all.
+fn page_text<'a>(
+    document: &'a Document,
+    page_id: ObjectId,
+    max_inflate: usize,
+    fonts: &mut Fonts<'a>,
+) -> Result<Option<String>, PdfError> {
+    let content = document.get_page_content_with_limit(page_id, max_inflate).map_err(inflate_error)?;
+    let resources = work::inherited(document, page_id, b"Resources").and_then(|r| r.as_dict().ok());
+    let mut page = Page { document, max_inflate, fonts, out: String::new(), last: None, operations: 0 };
+    let mut state = State::default();
+    page.run(&content, resources, &mut state, 0)?;
+    let text = page.out.trim_end();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut text = text.to_owned();
+    text.push('\n');
+    Ok(Some(text))
+}
+
+fn inflate_error(error: lopdf::Error) -> PdfError {
+    match error {
+        lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
+            PdfError::InflatesTooMuch { limit }
+        }
+        other => PdfError::unreadable(format!("reading page content: {other}")),
+    }
+}
+
+/// An affine matrix `[a b c d e f]` as PDF writes it (row vectors: `p' = p × M`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Matrix([f64; 6]);
+
+impl Matrix {
+    const IDENTITY: Self = Self([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
+
+    fn translation(x: f64, y: f64) -> Self {
+        Self([1.0, 0.0, 0.0, 1.0, x, y])
+    }
+
+    /// `self × other`: first `self`, then `other`.
+    fn then(self, other: Self) -> Self {
+        let [a, b, c, d, e, f] = self.0;
+        let [a2, b2, c2, d2, e2, f2] = other.0;
+        Self([
+            a * a2 + b * c2,
+            a * b2 + b * d2,
+            c * a2 + d * c2,
+            c * b2 + d * d2,
+            e * a2 + f * c2 + e2,
+            e * b2 + f * d2 + f2,
+        ])
+    }
+
+    fn from_operands(operands: &[Object]) -> Option<Self> {
+        let numbers: Vec<f64> = operands.iter().filter_map(number).collect();
+        let numbers: [f64; 6] = numbers.try_into().ok()?;
+        numbers.iter().all(|n| n.is_finite()).then_some(Self(numbers))
+    }
+}
+
+fn number(object: &Object) -> Option<f64> {
+    object.as_float().ok().map(f64::from)
+}
+
+/// The graphics and text state that `q` saves and `Q` restores.
+#[derive(Clone)]
+struct State<'a> {
+    ctm: Matrix,
+    font: Option<Rc<Font<'a>>>,
+    size: f64,
+    char_spacing: f64,
+    word_spacing: f64,
+    horizontal_scale: f64,
+    leading: f64,
+}
+
+impl Default for State<'_> {
+    fn default() -> Self {
+        Self {
+            ctm: Matrix::IDENTITY,
+            font: None,
+            size: 1.0,
+            char_spacing: 0.0,
+            word_spacing: 0.0,
+            horizontal_scale: 1.0,
+            leading: 0.0,
+        }
+    }
+}
+
+/// What extracting text needs of a font.
+struct Font<'a> {
+    /// A simple font's characters, code by code.
+    table: Option<Vec<String>>,
+    /// A Type0 font's map from codes to characters.
+    encoding: Option<Encoding<'a>>,
+    /// A Type0 font: two bytes per character code.
+    two_byte: bool,
+    widths: Widths,
+    /// Glyph space to text space: 1/1000, or a Type3 font's `/FontMatrix`.
+    scale: f64,
+}
+
+enum Widths {
+    Simple { first: i64, widths: Vec<f64>, missing: f64 },
+    Cid { default: f64, widths: HashMap<u32, f64> },
+}
+
+/// Most character codes one `/W` range may give a width to (two-byte codes end at 65 535).
+const MAX_CID_WIDTHS: usize = 65_536;
+
+/// Half an em: the width of a glyph whose font says nothing about it.
+const DEFAULT_WIDTH: f64 = 500.0;
+
+impl<'a> Font<'a> {
+    fn load(document: &'a Document, dict: &'a Dictionary, max_inflate: usize) -> Result<Self, PdfError> {
+        let subtype = dict.get(b"Subtype").and_then(Object::as_name).unwrap_or(b"");
+        let two_byte = subtype == b"Type0";
+        let (table, encoding) = if two_byte {
+            (None, font_encoding(document, dict, max_inflate)?)
+        } else {
+            (Some(simple_table(document, dict, max_inflate)?), None)
+        };
+        let deref = |object: &'a Object| document.dereference(object).ok().map(|(_, object)| object);
+        let widths = if two_byte {
+            let descendant = dict
+                .get(b"DescendantFonts")
+                .ok()
+                .and_then(deref)
+                .and_then(|d| d.as_array().ok())
+                .and_then(|fonts| fonts.first())
+                .and_then(deref)
+                .and_then(|font| font.as_dict().ok());
+            let default = descendant.and_then(|d| d.get(b"DW").ok()).and_then(number).unwrap_or(1000.0);
+            let array = descendant.and_then(|d| d.get(b"W").ok()).and_then(deref).and_then(|w| w.as_array().ok());
+            Widths::Cid { default, widths: array.map(|w| cid_widths(document, w)).unwrap_or_default() }
+        } else {
+            let first = dict.get(b"FirstChar").ok().and_then(|f| f.as_i64().ok()).unwrap_or(0);
+            let widths: Vec<f64> = dict
+                .get(b"Widths")
+                .ok()
+                .and_then(deref)
+                .and_then(|w| w.as_array().ok())
+                .map(|w| w.iter().map(|w| deref(w).and_then(number).unwrap_or(0.0)).collect())
+                .unwrap_or_default();
+            let missing = dict
+                .get(b"FontDescriptor")
+                .ok()
+                .and_then(deref)
+                .and_then(|d| d.as_dict().ok())
+                .and_then(|d| d.get(b"MissingWidth").ok())
+                .and_then(number)
+                .filter(|w| *w > 0.0)
+                .unwrap_or(DEFAULT_WIDTH);
+            Widths::Simple { first, widths, missing }
+        };
+        let scale = if subtype == b"Type3" {
+            dict.get(b"FontMatrix")
+                .ok()
+                .and_then(deref)
+                .and_then(|m| m.as_array().ok())
+                .and_then(|m| m.first())
+                .and_then(number)
+                .filter(|s| s.is_finite() && *s != 0.0)
+                .unwrap_or(0.001)
+        } else {
+            0.001
+        };
+        Ok(Self { table, encoding, two_byte, widths, scale })
+    }
+
+    fn width(&self, code: u32) -> f64 {
+        match &self.widths {
+            Widths::Simple { first, widths, missing } => {
+                let index = i64::from(code) - first;
+                usize::try_from(index)
+                    .ok()
+                    .and_then(|i| widths.get(i))
+                    .copied()
+                    .filter(|w| *w > 0.0)
+                    .unwrap_or(if widths.is_empty() { DEFAULT_WIDTH } else { *missing })
+            }
+            Widths::Cid { default, widths } => widths.get(&code).copied().unwrap_or(*default),
+        }
+    }
+
+    /// The characters `bytes` stand for, appended to `out`.
+    fn decode(&self, bytes: &[u8], out: &mut String) {
+        let mut decoded = String::new();
+        if let Some(table) = &self.table {
+            for &byte in bytes {
+                decoded.push_str(&table[usize::from(byte)]);
+            }
+        } else if self.encoding.as_ref().is_none_or(|e| e.write_to_string(bytes, &mut decoded).is_err()) {
+            // Without a map from codes to characters, two-byte codes mean nothing.
+            return;
+        }
+        for c in decoded.chars() {
+            match c {
+                '\u{FB00}' => out.push_str("ff"),
+                '\u{FB01}' => out.push_str("fi"),
+                '\u{FB02}' => out.push_str("fl"),
+                '\u{FB03}' => out.push_str("ffi"),
+                '\u{FB04}' => out.push_str("ffl"),
+                '\u{FB06}' => out.push_str("st"),
+                c if c.is_whitespace() => out.push(' '),
+                c if c.is_control() || c == '\u{FFFD}' => {}
+                c => out.push(c),
+            }
+        }
+    }
+
+    /// The codes in `bytes`, with whether each is the single-byte code 32 (which word spacing
+    /// widens).
+    fn codes<'b>(&self, bytes: &'b [u8]) -> impl Iterator<Item = (u32, bool)> + 'b {
+        let step = if self.two_byte { 2 } else { 1 };
+        let two_byte = self.two_byte;
+        bytes.chunks(step).map(move |chunk| {
+            let code = chunk.iter().fold(0u32, |code, &b| (code << 8) | u32::from(b));
+            (code, !two_byte && code == 32)
+        })
+    }
+}
+
+/// lopdf's encoding of the font `dict`; `None` when it has none it can read.
+fn font_encoding<'a>(
+    document: &'a Document,
+    dict: &'a Dictionary,
+    max_inflate: usize,
+) -> Result<Option<Encoding<'a>>, PdfError> {
+    match dict.get_font_encoding_with_limit(document, max_inflate) {
+        Ok(encoding) => Ok(Some(encoding)),
+        Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
+            Err(PdfError::InflatesTooMuch { limit })
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// The characters of a simple font's 256 codes: its `/ToUnicode` map where it has one (lopdf
+/// prefers `/Encoding`, which is wrong for fonts that have both), else its encoding, on top of
+/// the built-in encoding of an embedded Type 1 program when the PDF names no base encoding
+/// (TeX's math and symbol fonts: without it their periods read as colons).
+fn simple_table(document: &Document, dict: &Dictionary, max_inflate: usize) -> Result<Vec<String>, PdfError> {
+    let decode_all = |encoding: &Encoding<'_>| -> Vec<Option<String>> {
+        (0..=255u8)
+            .map(|byte| {
+                let mut text = String::new();
+                let ok = encoding.write_to_string(&[byte], &mut text).is_ok();
+                (ok && !text.is_empty() && !text.contains('\u{FFFD}')).then_some(text)
+            })
+            .collect()
+    };
+    let mut base = dict.clone();
+    base.remove(b"ToUnicode");
+    let own = dict.get(b"Encoding").ok().and_then(|e| document.dereference(e).ok()).map(|(_, e)| e);
+    let own_base = match own {
+        Some(Object::Name(name)) => Some(name.clone()),
+        Some(Object::Dictionary(e)) => e.get(b"BaseEncoding").and_then(Object::as_name).ok().map(<[u8]>::to_vec),
+        _ => None,
+    };
+    // Code → glyph name: the program's built-in encoding when no base encoding is named, then
+    // the PDF's own `/Differences`.
+    let mut names: Vec<(u8, Vec<u8>)> = Vec::new();
+    if own_base.is_none()
+        && let Some(builtin) = builtin_encoding(document, dict, max_inflate)?
+    {
+        names.extend(builtin);
+    }
+    if let Some(Object::Dictionary(own)) = own
+        && let Ok(Object::Array(differences)) = own.get(b"Differences")
+    {
+        let mut code: i64 = 0;
+        for item in differences {
+            match item {
+                Object::Integer(n) => code = *n,
+                Object::Name(name) => {
+                    if let Ok(byte) = u8::try_from(code) {
+                        names.push((byte, name.clone()));
+                    }
+                    code += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    // lopdf gives up on a whole font for one glyph name it does not know: hand it only those
+    // it knows, and read `uniXXXX` names here.
+    let mut by_name: Vec<(u8, String)> = Vec::new();
+    let mut differences = Vec::new();
+    for (code, name) in names {
+        if let Some(text) = unicode_name(&name) {
+            by_name.push((code, text));
+        } else if known_glyph(&name) {
+            differences.push(Object::Integer(i64::from(code)));
+            differences.push(Object::Name(name));
+        }
+    }
+    let mut encoding = lopdf::Dictionary::new();
+    if let Some(own_base) = own_base {
+        encoding.set("BaseEncoding", Object::Name(own_base));
+    }
+    encoding.set("Differences", differences);
+    base.set("Encoding", encoding);
+    let mut table: Vec<Option<String>> = match font_encoding(document, &base, max_inflate)? {
+        Some(encoding) => decode_all(&encoding),
+        None => vec![None; 256],
+    };
+    for (code, text) in by_name {
+        table[usize::from(code)] = Some(text);
+    }
+    if dict.has(b"ToUnicode") {
+        let mut unicode = dict.clone();
+        unicode.remove(b"Encoding");
+        if let Some(encoding) = font_encoding(document, &unicode, max_inflate)?
+            && matches!(encoding, Encoding::UnicodeMapEncoding(_))
+        {
+            for (slot, mapped) in table.iter_mut().zip(decode_all(&encoding)) {
+                if mapped.is_some() {
+                    *slot = mapped;
+                }
+            }
+        }
+    }
+    Ok(table
+        .into_iter()
+        .enumerate()
+        .map(|(code, text)| text.unwrap_or_else(|| char::from(code as u8).to_string()))
+        .collect())
+}
+
+/// The character a glyph name like `uni2013` or `u1F600` stands for.
+fn unicode_name(name: &[u8]) -> Option<String> {
+    let name = std::str::from_utf8(name).ok()?;
+    let hex = name
+        .strip_prefix("uni")
+        .filter(|h| h.len() == 4)
+        .or_else(|| name.strip_prefix('u').filter(|h| (4..=6).contains(&h.len())))?;
+    char::from_u32(u32::from_str_radix(hex, 16).ok()?).map(String::from)
+}
+
+/// Whether lopdf's glyph list has `name`.
+fn known_glyph(name: &[u8]) -> bool {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<HashMap<Vec<u8>, bool>> = std::cell::RefCell::new(HashMap::new());
+    }
+    KNOWN.with(|known| {
+        *known.borrow_mut().entry(name.to_vec()).or_insert_with(|| {
+            let mut encoding = Dictionary::new();
+            encoding.set("Differences", vec![Object::Integer(0), Object::Name(name.to_vec())]);
+            let mut probe = Dictionary::new();
+            probe.set("Type", Object::Name(b"Font".to_vec()));
+            probe.set("Encoding", encoding);
+            let document = Document::new();
+            matches!(probe.get_font_encoding(&document), Ok(Encoding::Differences(_)))
+        })
+    })
+}
+
+/// A character code and the glyph name it shows.
+type GlyphName = (u8, Vec<u8>);
+
+/// The built-in encoding of the font's embedded Type 1 program (`/FontFile`), as a
+/// `/Differences` array: `dup 58 /period put` entries of its clear-text part.
+fn builtin_encoding(
+    document: &Document,
+    dict: &Dictionary,
+    max_inflate: usize,
+) -> Result<Option<Vec<GlyphName>>, PdfError> {
+    let Some(program) = dict
+        .get(b"FontDescriptor")
+        .ok()
+        .and_then(|d| document.dereference(d).ok())
+        .and_then(|(_, d)| d.as_dict().ok())
+        .and_then(|d| d.get(b"FontFile").ok())
+        .and_then(|f| document.dereference(f).ok())
+        .and_then(|(_, f)| f.as_stream().ok())
+    else {
+        return Ok(None);
+    };
+    let bytes = match program.decompressed_content_with_limit(max_inflate) {
+        Ok(bytes) => bytes,
+        Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
+            return Err(inflate_error(error));
+        }
+        Err(_) if !program.dict.has(b"Filter") => program.content.clone(),
+        Err(_) => return Ok(None),
+    };
+    let clear = bytes.windows(5).position(|w| w == b"eexec").map_or(&bytes[..], |end| &bytes[..end]);
+    let clear = String::from_utf8_lossy(clear);
+    if clear.contains("/Encoding StandardEncoding") {
+        return Ok(None);
+    }
+    let mut differences = Vec::new();
+    let words: Vec<&str> = clear.split_ascii_whitespace().collect();
+    for window in words.windows(4) {
+        if let ["dup", code, name, "put"] = window
+            && let (Ok(code), Some(name)) = (code.parse::<u8>(), name.strip_prefix('/'))
+        {
+            differences.push((code, name.as_bytes().to_vec()));
+        }
+    }
+    Ok((!differences.is_empty()).then_some(differences))
+}
+
+/// A Type0 font's `/W` array: `c [w1 w2 …]` and `cfirst clast w` entries.
+fn cid_widths(document: &Document, array: &[Object]) -> HashMap<u32, f64> {
+    let mut widths = HashMap::new();
+    let deref = |object: &Object| document.dereference(object).ok().map(|(_, o)| o.clone());
+    let mut items = array.iter().filter_map(deref).peekable();
+    while let Some(first) = items.next() {
+        let Some(first) = number(&first).map(|f| f as u32) else { break };
+        match items.next() {
+            Some(Object::Array(list)) => {
+                for (offset, width) in list.iter().take(MAX_CID_WIDTHS).enumerate() {
+                    if let Some(width) = number(width) {
+                        widths.insert(first.saturating_add(offset as u32), width);
+                    }
+                }
+            }
+            Some(last) => {
+                let (Some(last), Some(width)) = (number(&last), items.next().as_ref().and_then(number)) else { break };
+                let last = (last as u32).min(first.saturating_add(MAX_CID_WIDTHS as u32));
+                for code in first..=last {
+                    widths.insert(code, width);
+                }
+            }
+            None => break,
+        }
+        if widths.len() > MAX_CID_WIDTHS {
+            break;
+        }
+    }
+    widths
+}
+
+/// Fonts already read, by object: most pages share them.
+#[derive(Default)]
+struct Fonts<'a> {
+    by_id: HashMap<ObjectId, Rc<Font<'a>>>,
+}
+
+/// One page being read.
+struct Page<'a, 'f> {
+    document: &'a Document,
+    max_inflate: usize,
+    fonts: &'f mut Fonts<'a>,
+    out: String,
+    /// Where the last string ended, in device space, and its font size there.
+    last: Option<(f64, f64, f64)>,
+    operations: usize,
+}
+
+/// The text matrix and the text line matrix, inside `BT` … `ET`.
+struct TextObject {
+    matrix: Matrix,
+    line: Matrix,
+}
+
+impl<'a> Page<'a, '_> {
+    fn run(
+        &mut self,
+        content: &[u8],
+        resources: Option<&'a Dictionary>,
+        state: &mut State<'a>,
+        depth: usize,
+    ) -> Result<(), PdfError> {
+        let mut saved: Vec<State<'a>> = Vec::new();
+        let mut text = TextObject { matrix: Matrix::IDENTITY, line: Matrix::IDENTITY };
+        for operation in Content::decode_iter(content) {
+            // A content stream broken halfway still gives the text before the break.
+            let Ok(operation) = operation else { break };
+            self.operations += 1;
+            if self.operations > MAX_OPERATIONS_PER_PAGE || self.out.len() > MAX_TEXT_BYTES {
+                break;
+            }
+            self.operation(&operation, resources, state, &mut saved, &mut text, depth)?;
+        }
+        Ok(())
+    }
+
+    fn operation(
+        &mut self,
+        operation: &Operation,
+        resources: Option<&'a Dictionary>,
+        state: &mut State<'a>,
+        saved: &mut Vec<State<'a>>,
+        text: &mut TextObject,
+        depth: usize,
+    ) -> Result<(), PdfError> {
+        let operands = operation.operands.as_slice();
+        let first = operands.first().and_then(number);
+        match operation.operator.as_str() {
+            // A stream that only saves would grow the stack without end.
+            "q" if saved.len() < 1024 => saved.push(state.clone()),
+            "Q" => {
+                if let Some(previous) = saved.pop() {
+                    *state = previous;
+                }
+            }
+            "cm" => {
+                if let Some(matrix) = Matrix::from_operands(operands) {
+                    state.ctm = matrix.then(state.ctm);
+                }
+            }
+            "BT" => *text = TextObject { matrix: Matrix::IDENTITY, line: Matrix::IDENTITY },
+            "Tf" => {
+                if let (Some(Object::Name(name)), Some(size)) = (operands.first(), operands.get(1).and_then(number)) {
+                    state.font = self.font(resources, name)?;
+                    state.size = size;
+                }
+            }
+            "Tc" => state.char_spacing = first.unwrap_or(0.0),
+            "Tw" => state.word_spacing = first.unwrap_or(0.0),
+            "Tz" => state.horizontal_scale = first.unwrap_or(100.0) / 100.0,
+            "TL" => state.leading = first.unwrap_or(0.0),
+            "Td" | "TD" => {
+                if let (Some(x), Some(y)) = (first, operands.get(1).and_then(number)) {
+                    if operation.operator == "TD" {
+                        state.leading = -y;
+                    }
+                    text.line = Matrix::translation(x, y).then(text.line);
+                    text.matrix = text.line;
+                }
+            }
+            "Tm" => {
+                if let Some(matrix) = Matrix::from_operands(operands) {
+                    text.line = matrix;
+                    text.matrix = matrix;
+                }
+            }
+            "T*" => next_line(state, text),
+            "Tj" => {
+                if let Some(Object::String(bytes, _)) = operands.first() {
+                    self.show(bytes, state, text);
+                }
+            }
+            "'" => {
+                next_line(state, text);
+                if let Some(Object::String(bytes, _)) = operands.first() {
+                    self.show(bytes, state, text);
+                }
+            }
+            "\"" => {
+                if let [word, char, Object::String(bytes, _)] = operands {
+                    state.word_spacing = number(word).unwrap_or(0.0);
+                    state.char_spacing = number(char).unwrap_or(0.0);
+                    next_line(state, text);
+                    self.show(bytes, state, text);
+                }
+            }
+            "TJ" => {
+                if let Some(Object::Array(items)) = operands.first() {
+                    for item in items {
+                        match item {
+                            Object::String(bytes, _) => self.show(bytes, state, text),
+                            other => {
+                                if let Some(offset) = number(other) {
+                                    let advance = -offset / 1000.0 * state.size * state.horizontal_scale;
+                                    text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            "Do" => {
+                if let Some(Object::Name(name)) = operands.first() {
+                    self.form(resources, name, state, depth)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn font(&mut self, resources: Option<&'a Dictionary>, name: &[u8]) -> Result<Option<Rc<Font<'a>>>, PdfError> {
+        let document = self.document;
+        let Some(object) = resources
+            .and_then(|r| r.get(b"Font").ok())
+            .and_then(|fonts| document.dereference(fonts).ok())
+            .and_then(|(_, fonts)| fonts.as_dict().ok())
+            .and_then(|fonts| fonts.get(name).ok())
+        else {
+            return Ok(None);
+        };
+        let id = object.as_reference().ok();
+        if let Some(font) = id.and_then(|id| self.fonts.by_id.get(&id)) {
+            return Ok(Some(Rc::clone(font)));
+        }
+        let Some(dict) = document.dereference(object).ok().and_then(|(_, font)| font.as_dict().ok()) else {
+            return Ok(None);
+        };
+        let font = Rc::new(Font::load(document, dict, self.max_inflate)?);
+        if let Some(id) = id {
+            self.fonts.by_id.insert(id, Rc::clone(&font));
+        }
+        Ok(Some(font))
+    }
+
+    fn form(
+        &mut self,
+        resources: Option<&'a Dictionary>,
+        name: &[u8],
+        state: &State<'a>,
+        depth: usize,
+    ) -> Result<(), PdfError> {
+        if depth >= MAX_FORM_DEPTH {
+            return Ok(());
+        }
+        let document = self.document;
+        let Some(stream) = resources
+            .and_then(|r| r.get(b"XObject").ok())
+            .and_then(|x| document.dereference(x).ok())
+            .and_then(|(_, x)| x.as_dict().ok())
+            .and_then(|x| x.get(name).ok())
+            .and_then(|x| document.dereference(x).ok())
+            .and_then(|(_, x)| x.as_stream().ok())
+        else {
+            return Ok(());
+        };
+        if stream.dict.get(b"Subtype").and_then(Object::as_name).ok() != Some(b"Form".as_slice()) {
+            return Ok(());
+        }
+        let content = if stream.dict.has(b"Filter") {
+            match stream.decompressed_content_with_limit(self.max_inflate) {
+                Ok(content) => content,
+                Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
+                    return Err(inflate_error(error));
+                }
+                Err(_) => return Ok(()),
+            }
+        } else {
+            stream.content.clone()
+        };
+        let own = stream
+            .dict
+            .get(b"Resources")
+            .ok()
+            .and_then(|r| document.dereference(r).ok())
+            .and_then(|(_, r)| r.as_dict().ok());
+        let mut inner = state.clone();
+        if let Some(matrix) =
+            stream.dict.get(b"Matrix").ok().and_then(|m| m.as_array().ok()).and_then(|m| Matrix::from_operands(m))
+        {
+            inner.ctm = matrix.then(state.ctm);
+        }
+        self.run(&content, own.or(resources), &mut inner, depth + 1)
+    }
+
+    /// Shows the string `bytes`: places a line break or a space before it by where it starts,
+    /// appends its characters, and moves the text matrix past it.
+    fn show(&mut self, bytes: &[u8], state: &State<'a>, text: &mut TextObject) {
+        let Some(font) = state.font.clone() else { return };
+        let device = text.matrix.then(state.ctm);
+        let [a, b, c, d, x, y] = device.0;
+        let along_length = a.hypot(b);
+        let (dx, dy) = if along_length > 0.0 { (a / along_length, b / along_length) } else { (1.0, 0.0) };
+        let size = (state.size * c.hypot(d)).abs().max(f64::MIN_POSITIVE);
+        if let Some((last_x, last_y, last_size)) = self.last {
+            let (gap_x, gap_y) = (x - last_x, y - last_y);
+            let along = gap_x * dx + gap_y * dy;
+            let across = gap_x * dy - gap_y * dx;
+            let em = size.max(last_size);
+            if across.abs() > 0.5 * em {
+                self.line_break();
+            } else if along > SPACE_EM * em || along < -em {
+                self.space();
+            }
+        }
+        font.decode(bytes, &mut self.out);
+        let mut advance = 0.0;
+        for (code, is_space) in font.codes(bytes) {
+            let width = font.width(code) * font.scale * state.size;
+            let spacing = state.char_spacing + if is_space { state.word_spacing } else { 0.0 };
+            advance += (width + spacing) * state.horizontal_scale;
+        }
+        if advance.is_finite() {
+            text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
+        }
+        let end = text.matrix.then(state.ctm);
+        self.last = Some((end.0[4], end.0[5], size));
+    }
+
+    fn line_break(&mut self) {
+        let trimmed = self.out.trim_end_matches(' ').len();
+        self.out.truncate(trimmed);
+        if !self.out.is_empty() && !self.out.ends_with('\n') {
+            self.out.push('\n');
+        }
+    }
+
+    fn space(&mut self) {
+        if !self.out.is_empty() && !self.out.ends_with([' ', '\n']) {
+            self.out.push(' ');
+        }
+    }
+}
+
+fn next_line(state: &State<'_>, text: &mut TextObject) {
+    text.line = Matrix::translation(0.0, -state.leading).then(text.line);
+    text.matrix = text.line;
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::pdf::DEFAULT_MAX_INFLATE_BYTES;
+    use lopdf::{Stream, dictionary};
+
+    /// A one-font PDF (Helvetica, WinAnsi, every glyph 500 units wide) whose pages draw
+    /// `contents`.
+    pub(crate) fn document_with_pages(contents: &[&str]) -> Document {
+        let mut document = Document::with_version("1.7");
+        let pages_id = document.new_object_id();
+        let widths: Vec<Object> = (0..224).map(|_| Object::Integer(500)).collect();
+        let font = document.add_object(dictionary! {
+            "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
+            "Encoding" => "WinAnsiEncoding", "FirstChar" => 32, "LastChar" => 255, "Widths" => widths,
+        });
+        let resources = document.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
+        let mut kids = Vec::new();
+        for content in contents {
+            let content = document.add_object(Stream::new(dictionary! {}, content.as_bytes().to_vec()));
+            let page = document.add_object(dictionary! {
+                "Type" => "Page", "Parent" => pages_id, "Contents" => content,
+                "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()], "Resources" => resources,
+            });
+            kids.push(Object::Reference(page));
+        }
+        let count = kids.len() as i64;
+        document
+            .objects
+            .insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }));
+        let catalog = document.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        document.trailer.set("Root", catalog);
+        document
+    }
+
+    fn texts(contents: &[&str]) -> Vec<String> {
+        page_texts(&document_with_pages(contents), DEFAULT_MAX_INFLATE_BYTES).unwrap()
+    }
+
+    #[test]
+    fn tj_offsets_wide_enough_are_spaces_and_kerning_is_not() {
+        let page = "BT /F1 10 Tf 72 700 Td [(Hello)-300(world)-40(ly)] TJ ET";
+        assert_eq!(texts(&[page]), ["Hello worldly\n"]);
+    }
+
+    #[test]
+    fn words_placed_one_by_one_are_separated() {
+        // As Ghostscript writes them: each word at its own position on the same baseline.
+        let page = "BT /F1 10 Tf 1 0 0 1 72 700 Tm (One)Tj 1 0 0 1 93 700 Tm (two)Tj 20 0 Td (three)Tj ET";
+        assert_eq!(texts(&[page]), ["One two three\n"]);
+    }
+
+    #[test]
+    fn adjacent_strings_join_without_a_space() {
+        // "Hel" is 3 glyphs of 5 points: "lo" starts exactly where it ends.
+        let page = "BT /F1 10 Tf 72 700 Td (Hel)Tj 15 0 Td (lo)Tj ET";
+        assert_eq!(texts(&[page]), ["Hello\n"]);
+    }
+
+    #[test]
+    fn a_new_baseline_is_a_new_line() {
+        let page = "BT /F1 10 Tf 12 TL 72 700 Td (first line)Tj T* (second)Tj (line)' ET";
+        assert_eq!(texts(&[page]), ["first line\nsecond\nline\n"]);
+    }
+
+    #[test]
+    fn the_transformation_matrix_scales_the_gaps() {
+        // Scaled by 2 in cm: a 3-point gap in text space is 6 points on the page, still 0.3 em.
+        let page = "q 2 0 0 2 0 0 cm BT /F1 10 Tf 10 300 Td (ab)Tj 13 0 Td (cd)Tj ET Q";
+        assert_eq!(texts(&[page]), ["ab cd\n"]);
+    }
+
+    #[test]
+    fn a_page_without_text_names_itself() {
+        let texts = texts(&["BT /F1 10 Tf 72 700 Td (one)Tj ET", "0 0 m 100 100 l S"]);
+        assert_eq!(texts[1], format!("{}\n", crate::texts::page_without_text(2)));
+        assert!(texts[1].contains("page 2"), "{}", texts[1]);
+    }
+
+    #[test]
+    fn form_xobjects_are_read_and_a_form_drawing_itself_ends() {
+        let mut document = document_with_pages(&["q /X1 Do Q"]);
+        let page_id = document.page_iter().next().unwrap();
+        let resources_id = document.get_dictionary(page_id).unwrap().get(b"Resources").unwrap().as_reference().unwrap();
+        let form = document.new_object_id();
+        let content = b"BT /F1 10 Tf 72 700 Td (inside)Tj ET /X1 Do /X1 Do".to_vec();
+        let stream = Stream::new(dictionary! { "Type" => "XObject", "Subtype" => "Form" }, content);
+        document.objects.insert(form, Object::Stream(stream));
+        document.get_dictionary_mut(resources_id).unwrap().set("XObject", dictionary! { "X1" => form });
+        let texts = page_texts(&document, DEFAULT_MAX_INFLATE_BYTES).unwrap();
+        // The form draws itself twice at every level: 2^12 copies, each on the same spot.
+        assert!(texts[0].starts_with("inside"), "{}", &texts[0][..40]);
+    }
+
+    #[test]
+    fn a_content_stream_bomb_is_refused() {
+        let mut document = document_with_pages(&[""]);
+        let page_id = document.page_iter().next().unwrap();
+        let mut content = Stream::new(dictionary! {}, b"q Q ".repeat(100_000));
+        content.compress().unwrap();
+        let content = document.add_object(content);
+        document.get_dictionary_mut(page_id).unwrap().set("Contents", content);
+        let result = page_texts(&document, 10_000);
+        assert!(matches!(result, Err(PdfError::InflatesTooMuch { limit: 10_000 })), "{result:?}");
+    }
+
+    #[test]
+    fn ghostscript_fixture_reads_with_spaces() {
+        let document = Document::load(crate::pdf::split::tests::fixture("text-1page.pdf")).unwrap();
+        let texts = page_texts(&document, DEFAULT_MAX_INFLATE_BYTES).unwrap();
+        assert!(texts[0].contains("docket fixture, page 1"), "{}", texts[0]);
+    }
+}

@@ -1,0 +1,301 @@
+//! What the operations after `optimize` share: the guarded work thread, loading, page lists,
+//! inherited page attributes, copying only the objects some pages need, and saving.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId, ObjectStreamConfig, SaveOptions};
+
+use super::{OBJECTS_PER_STREAM, PdfError, TrackedWriter, WORK_STACK_BYTES, panic_message};
+use crate::detect;
+use crate::domain::PageRanges;
+
+/// Runs `work` as the module docs require: on a thread with a [`WORK_STACK_BYTES`] stack, with
+/// panics caught and turned into [`PdfError::Unreadable`].
+pub(super) fn guarded<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, PdfError> + Send + 'static,
+) -> Result<T, PdfError> {
+    let span = tracing::Span::current();
+    let worker =
+        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(work))
+                .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
+        })?;
+    worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??
+}
+
+/// The bytes at `input`, when they are a PDF by [`detect::detect_bytes`].
+pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {
+    let bytes = std::fs::read(input)?;
+    let found = detect::detect_bytes(&bytes);
+    if !found.is_pdf() {
+        return Err(PdfError::NotPdf { found });
+    }
+    Ok(bytes)
+}
+
+/// Loads the PDF at `input` as [`super::optimize`] does (no password; an owner-password-only
+/// file opens), with its page ids in order.
+pub(super) fn load_pages(input: &Path, max_inflate: usize) -> Result<(Document, Vec<ObjectId>), PdfError> {
+    let bytes = read_pdf(input)?;
+    let document = super::load(&bytes, max_inflate)?;
+    drop(bytes);
+    let pages = page_ids(&document)?;
+    Ok((document, pages))
+}
+
+/// The document's page ids in page order; an error when it has no page tree or no pages.
+pub(super) fn page_ids(document: &Document) -> Result<Vec<ObjectId>, PdfError> {
+    super::count_pages(document)?;
+    Ok(document.page_iter().collect())
+}
+
+/// `ranges` against a document of `page_count` pages; a page it lacks is
+/// [`PdfError::NoSuchPage`].
+pub(super) fn resolve(ranges: &PageRanges, page_count: usize) -> Result<Vec<Vec<u32>>, PdfError> {
+    let page_count = u32::try_from(page_count).unwrap_or(u32::MAX);
+    ranges.resolve(page_count).map_err(|page| PdfError::NoSuchPage { page, page_count })
+}
+
+/// The attributes a page inherits from the page tree when it does not set them itself
+/// (ISO 32000-1, 7.7.3.4).
+pub(super) const INHERITED: [&[u8]; 4] = [b"Resources", b"MediaBox", b"CropBox", b"Rotate"];
+
+/// How many ancestors a page's attribute is looked up in; lopdf's own page-tree walk stops at
+/// 256 levels, and a `/Parent` loop ends here too.
+const MAX_ANCESTORS: usize = 256;
+
+/// `key` of the page `page_id`, its own or the nearest ancestor's, dereferenced.
+pub(super) fn inherited<'a>(document: &'a Document, page_id: ObjectId, key: &[u8]) -> Option<&'a Object> {
+    let mut node = document.get_dictionary(page_id).ok()?;
+    for _ in 0..MAX_ANCESTORS {
+        if let Ok(value) = node.get(key) {
+            return document.dereference(value).ok().map(|(_, object)| object);
+        }
+        node = node.get(b"Parent").and_then(Object::as_reference).and_then(|id| document.get_dictionary(id)).ok()?;
+    }
+    None
+}
+
+/// A new document made of some pages of `source`, holding only the objects those pages reach.
+///
+/// Pages are copied with their inherited attributes written into them, so the new page tree is
+/// one flat node. A reference to a page of the source (a link's destination, an annotation's
+/// `/P`) points to that page's first copy when it is in the result and becomes `null` when it
+/// is not, so one page never drags the whole document in; the page tree itself is never
+/// followed.
+pub(super) struct Extract<'a> {
+    source: &'a Document,
+    target: Document,
+    /// Source object → its copy.
+    copied: HashMap<ObjectId, ObjectId>,
+    /// Source page → its first copy.
+    page_copies: HashMap<ObjectId, ObjectId>,
+    /// Copies allocated but not filled yet: (source, copy).
+    pending: Vec<(ObjectId, ObjectId)>,
+    kids: Vec<Object>,
+    pages_id: ObjectId,
+    max_inflate: usize,
+}
+
+impl<'a> Extract<'a> {
+    /// An empty result from `source`; page content is read within `max_inflate` to find the
+    /// resources a page uses.
+    pub(super) fn new(source: &'a Document, max_inflate: usize) -> Self {
+        let mut target = Document::with_version(source.version.clone());
+        let pages_id = target.new_object_id();
+        Self {
+            source,
+            target,
+            copied: HashMap::new(),
+            page_copies: HashMap::new(),
+            pending: Vec::new(),
+            kids: Vec::new(),
+            pages_id,
+            max_inflate,
+        }
+    }
+
+    /// Copies the page `page_id` of the source to the end of the result.
+    pub(super) fn add_page(&mut self, page_id: ObjectId) {
+        let copy = self.target.new_object_id();
+        self.page_copies.entry(page_id).or_insert(copy);
+        let mut page = self.source.get_dictionary(page_id).cloned().unwrap_or_default();
+        for key in INHERITED {
+            if !page.has(key)
+                && let Some(value) = inherited(self.source, page_id, key)
+            {
+                page.set(key, value.clone());
+            }
+        }
+        if let Some(resources) = self.used_resources(page_id, &page) {
+            page.set("Resources", resources);
+        }
+        // Article beads chain through every page of a thread; the result has no threads.
+        page.remove(b"B");
+        page.set("Parent", Object::Reference(self.pages_id));
+        page.set("Type", Object::Name(b"Page".to_vec()));
+        let page = self.translate(Object::Dictionary(page));
+        self.target.objects.insert(copy, page);
+        self.kids.push(Object::Reference(copy));
+    }
+
+    /// The page's resources without the fonts and XObjects its content never names, when that
+    /// can be known: many producers give every page the whole document's fonts and images
+    /// (through the page tree's `/Resources`), and a one-page part would carry them all. `None`
+    /// keeps them as they are: the content cannot be read within the inflate cap, or a form it
+    /// draws takes its resources from the page.
+    fn used_resources(&self, page_id: ObjectId, page: &Dictionary) -> Option<Dictionary> {
+        let source = self.source;
+        fn deref<'d>(source: &'d Document, object: &'d Object) -> Option<&'d Object> {
+            source.dereference(object).ok().map(|(_, object)| object)
+        }
+        let deref = |object| deref(source, object);
+        // The page's own `/Resources` is a copy; what it refers to is the source's.
+        let resources = match page.get(b"Resources").ok()? {
+            Object::Reference(id) => source.get_dictionary(*id).ok()?,
+            Object::Dictionary(dict) => dict,
+            _ => return None,
+        };
+        let content = source.get_page_content_with_limit(page_id, self.max_inflate).ok()?;
+        let mut used = HashSet::new();
+        for operation in lopdf::content::Content::decode_iter(&content) {
+            let operation = operation.ok()?;
+            if let ("Tf" | "Do", Some(Object::Name(name))) = (operation.operator.as_str(), operation.operands.first()) {
+                used.insert(name.clone());
+            }
+        }
+        let mut pruned = resources.clone();
+        for key in [b"Font".as_slice(), b"XObject"] {
+            let Some(named) = resources.get(key).ok().and_then(deref).and_then(|d| d.as_dict().ok()) else { continue };
+            let mut kept = Dictionary::new();
+            for (name, value) in named {
+                if !used.contains(name) {
+                    continue;
+                }
+                let form = deref(value).and_then(|v| v.as_stream().ok());
+                if form.is_some_and(|f| {
+                    !f.dict.has(b"Resources")
+                        && f.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Form".as_slice())
+                }) {
+                    return None;
+                }
+                kept.set(name.clone(), value.clone());
+            }
+            pruned.set(key, kept);
+        }
+        Some(pruned)
+    }
+
+    /// The result: every reached object copied, a page tree and a catalog around the pages.
+    pub(super) fn finish(mut self) -> Document {
+        while let Some((source_id, copy)) = self.pending.pop() {
+            let object = self.source.get_object(source_id).cloned().unwrap_or(Object::Null);
+            let object = self.translate(object);
+            self.target.objects.insert(copy, object);
+        }
+        let count = i64::try_from(self.kids.len()).unwrap_or(i64::MAX);
+        let mut pages = Dictionary::new();
+        pages.set("Type", Object::Name(b"Pages".to_vec()));
+        pages.set("Count", count);
+        pages.set("Kids", Object::Array(std::mem::take(&mut self.kids)));
+        self.target.objects.insert(self.pages_id, Object::Dictionary(pages));
+        let mut catalog = Dictionary::new();
+        catalog.set("Type", Object::Name(b"Catalog".to_vec()));
+        catalog.set("Pages", Object::Reference(self.pages_id));
+        let catalog_id = self.target.add_object(catalog);
+        self.target.trailer.set("Root", Object::Reference(catalog_id));
+        // The file identifier keys RC4 and AES-128 encryption; keep it for re-encrypting.
+        if let Ok(id) = self.source.trailer.get(b"ID") {
+            self.target.trailer.set("ID", id.clone());
+        }
+        self.target
+    }
+
+    /// `object` with every reference replaced by the reference to its copy.
+    fn translate(&mut self, object: Object) -> Object {
+        match object {
+            Object::Reference(id) => self.reference(id),
+            Object::Array(items) => Object::Array(items.into_iter().map(|item| self.translate(item)).collect()),
+            Object::Dictionary(dict) => Object::Dictionary(self.translate_dict(dict)),
+            Object::Stream(mut stream) => {
+                stream.dict = self.translate_dict(std::mem::take(&mut stream.dict));
+                Object::Stream(stream)
+            }
+            other => other,
+        }
+    }
+
+    fn translate_dict(&mut self, dict: Dictionary) -> Dictionary {
+        let mut translated = Dictionary::new();
+        for (key, value) in dict {
+            let value = self.translate(value);
+            translated.set(key, value);
+        }
+        translated
+    }
+
+    fn reference(&mut self, id: ObjectId) -> Object {
+        if let Some(copy) = self.copied.get(&id) {
+            return Object::Reference(*copy);
+        }
+        let kind = self.source.get_dictionary(id).ok().and_then(|dict| dict.get_type().ok());
+        if matches!(kind, Some(b"Page" | b"Pages")) {
+            return self.page_copies.get(&id).map_or(Object::Null, |copy| Object::Reference(*copy));
+        }
+        let copy = self.target.new_object_id();
+        self.copied.insert(id, copy);
+        self.pending.push((id, copy));
+        Object::Reference(copy)
+    }
+}
+
+/// Writes `document` to `sink`: with object streams and a cross-reference stream, or encrypted
+/// again with `encryption` (lopdf writes no object streams then).
+pub(super) fn write_document(
+    document: &mut Document,
+    sink: &mut impl Write,
+    encryption: Option<&EncryptionState>,
+) -> Result<(), PdfError> {
+    let options = match encryption {
+        Some(state) => {
+            document
+                .encrypt(state)
+                .map_err(|error| PdfError::unreadable(format!("encrypting the result again: {error}")))?;
+            SaveOptions { use_xref_streams: true, ..SaveOptions::default() }
+        }
+        None => SaveOptions {
+            use_object_streams: true,
+            use_xref_streams: true,
+            object_stream_config: ObjectStreamConfig {
+                max_objects_per_stream: OBJECTS_PER_STREAM,
+                compression_level: 6,
+            },
+            ..SaveOptions::default()
+        },
+    };
+    document.save_with_options(sink, options).map_err(|error| PdfError::unreadable(format!("saving: {error}")))
+}
+
+/// Writes `document` to the file `output` (see [`write_document`]), synced; returns its size.
+pub(super) fn save(
+    document: &mut Document,
+    output: &Path,
+    encryption: Option<&EncryptionState>,
+) -> Result<u64, PdfError> {
+    let mut sink = TrackedWriter::new(BufWriter::with_capacity(1 << 20, File::create(output)?));
+    let written = write_document(document, &mut sink, encryption).and_then(|()| Ok(sink.flush()?));
+    if let Err(error) = written {
+        return Err(match sink.failure.take() {
+            Some(io) => PdfError::Io(io),
+            None => error,
+        });
+    }
+    let file = sink.inner.into_inner().map_err(|error| error.into_error())?;
+    file.sync_all()?;
+    Ok(file.metadata()?.len())
+}
