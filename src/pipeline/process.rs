@@ -99,12 +99,14 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     let result_dir =
         deps.spool.result_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
     let message = match operation.output() {
-        // TODO(info): once the child writes `domain::DocumentInfo` as JSON, render it here with
-        // its text function; until then the output's own text is the message.
-        ResultKind::Message => Some(crate::texts::info_message(
-            job.name(),
-            &String::from_utf8_lossy(&std::fs::read(&work_file).unwrap_or_default()),
-        )),
+        // The child writes the facts (`DocumentInfo` as JSON); the message is written here, in
+        // words, so the child needs no texts.
+        ResultKind::Message => {
+            let facts = std::fs::read(&work_file).map_err(|e| StageError::retry(format!("reading the facts: {e}")))?;
+            let info: crate::domain::DocumentInfo = serde_json::from_slice(&facts)
+                .map_err(|e| StageError::retry(format!("the facts the child wrote do not read: {e}")))?;
+            Some(crate::texts::info_message(job.name(), &crate::texts::document_info(&info)))
+        }
         _ => None,
     };
     let result = result_dir.join(format!(
