@@ -150,6 +150,7 @@ mod tests {
             output: "out.pdf".into(),
             lang: "eng".into(),
             limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(60), max_inflate: 1 << 20 },
+            shrink: crate::operations::ShrinkSettings::default(),
         }
     }
 

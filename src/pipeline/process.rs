@@ -131,6 +131,7 @@ async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &P
         output: output.to_path_buf(),
         lang: DEFAULT_LANG.to_owned(),
         limits,
+        shrink: settings.shrink,
     };
     let outcome = operations::run_contained(&settings.program, &request)
         .await
