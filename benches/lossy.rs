@@ -98,8 +98,11 @@ fn images(corpus: &Path) -> Vec<Input> {
         .filter_map(|entry| {
             let path = entry.path();
             let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-            matches!(ext.as_str(), "jpg" | "jpeg" | "png" | "tif" | "tiff" | "webp")
-                .then(|| Input { bytes: entry.metadata().map(|m| m.len()).unwrap_or(0), path, class: "image" })
+            matches!(ext.as_str(), "jpg" | "jpeg" | "png" | "tif" | "tiff" | "webp").then(|| Input {
+                bytes: entry.metadata().map(|m| m.len()).unwrap_or(0),
+                path,
+                class: "image",
+            })
         })
         .collect();
     found.sort_by_key(|i| i.bytes);
@@ -183,7 +186,9 @@ fn name(input: &Input) -> String {
 /// Prints the size and time table of `rows` (ours vs theirs), by class and in total; returns
 /// the files each side could not handle.
 fn report(rows: &[Compared], ours: &str, theirs: &str) {
-    println!("| class | files | input MiB | {ours} MiB | {theirs} MiB | bytes ratio | median time ratio | total time ratio |");
+    println!(
+        "| class | files | input MiB | {ours} MiB | {theirs} MiB | bytes ratio | median time ratio | total time ratio |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     let mut classes: BTreeMap<&str, Vec<&Compared>> = BTreeMap::new();
     for row in rows {
@@ -256,7 +261,10 @@ fn main() -> anyhow::Result<()> {
         .filter(|r| r.ours.output_bytes.is_some_and(|b| b > r.input.bytes))
         .map(|r| name(&r.input))
         .collect();
-    println!("docket outputs bigger than their input: {}.\n", if bigger.is_empty() { "none".into() } else { bigger.join(", ") });
+    println!(
+        "docket outputs bigger than their input: {}.\n",
+        if bigger.is_empty() { "none".into() } else { bigger.join(", ") }
+    );
 
     // 2. shrink vs gs /ebook on the scans, and on a few text files.
     let mut shrunk = Vec::new();
@@ -275,7 +283,9 @@ fn main() -> anyhow::Result<()> {
         args.runs
     );
     report(&shrunk, "docket", "gs");
-    println!("| file | input MiB | docket MiB | gs MiB | docket / input | gs / input | docket s | gs s |\n|---|---|---|---|---|---|---|---|");
+    println!(
+        "| file | input MiB | docket MiB | gs MiB | docket / input | gs / input | docket s | gs s |\n|---|---|---|---|---|---|---|---|"
+    );
     for row in &shrunk {
         let mib = |b: Option<u64>| b.map_or("failed".to_owned(), |b| format!("{:.2}", b as f64 / MIB));
         let of_input =
@@ -330,9 +340,6 @@ fn main() -> anyhow::Result<()> {
         );
     }
     let failed: Vec<String> = topdf.iter().filter(|(_, r)| r.output_bytes.is_none()).map(|(i, _)| name(i)).collect();
-    println!(
-        "\ntopdf could not handle: {}.\n",
-        if failed.is_empty() { "none".to_owned() } else { failed.join(", ") }
-    );
+    println!("\ntopdf could not handle: {}.\n", if failed.is_empty() { "none".to_owned() } else { failed.join(", ") });
     Ok(())
 }

@@ -399,7 +399,17 @@ pub fn run_if_contained_child(cli: Cli) -> Result<Cli, anyhow::Result<()>> {
 /// one JSON line. Fails (a non-zero exit) when the operation did, after the report.
 fn contained_child(command: Command) -> anyhow::Result<()> {
     let Command::Process {
-        file, op, output, lang, memory_limit, timeout_secs, max_inflate, shrink_dpi, jpeg_quality, tool, ..
+        file,
+        op,
+        output,
+        lang,
+        memory_limit,
+        timeout_secs,
+        max_inflate,
+        shrink_dpi,
+        jpeg_quality,
+        tool,
+        ..
     } = command
     else {
         unreachable!("called for `process --contained` only");

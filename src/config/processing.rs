@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::DAY;
-use crate::operations::ShrinkSettings;
 use super::value::{self, Between};
+use crate::operations::ShrinkSettings;
 
 /// `memory_limit` when not set: 2 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 2 * 1024 * 1024 * 1024;

@@ -100,7 +100,9 @@ fn assemble(pages: Vec<Page>) -> Document {
         kids.push(Object::Reference(page_id));
     }
     let count = kids.len() as i64;
-    document.objects.insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }));
+    document
+        .objects
+        .insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }));
     let catalog_id = document.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
     document.trailer.set("Root", catalog_id);
     document

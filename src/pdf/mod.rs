@@ -270,7 +270,8 @@ pub(crate) fn on_work_thread<T: Send + 'static>(
     let worker =
         std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
             let _entered = span.enter();
-            catch_unwind(AssertUnwindSafe(work)).map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
+            catch_unwind(AssertUnwindSafe(work))
+                .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
         })?;
     // A panic that still escapes (one in the panic handling) lands here.
     worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??
@@ -362,7 +363,9 @@ fn rewrite(
     // Saved into memory first (the result is smaller than the input, which is in memory
     // already), so the cross-reference stream can be compacted before it reaches the disk.
     let mut saved = Vec::with_capacity(bytes.len());
-    document.save_with_options(&mut saved, options).map_err(|error| PdfError::unreadable(format!("saving: {error}")))?;
+    document
+        .save_with_options(&mut saved, options)
+        .map_err(|error| PdfError::unreadable(format!("saving: {error}")))?;
     optimize::compact_xref_stream(&mut saved);
     write_synced(output, &saved)?;
     Ok(pages)

@@ -31,11 +31,9 @@ const SMALLEST_WORTH_RECOMPRESSING: usize = 64;
 ///
 /// [`PdfError::InflatesTooMuch`] if a Flate stream inflates past `max_inflate`.
 pub(crate) fn compress_streams(document: &mut Document, max_inflate: usize) -> Result<(), PdfError> {
-    document.objects.par_iter_mut().try_for_each_init(new_compressor, |compressor, (_, object)| {
-        match object {
-            Object::Stream(stream) if stream.allows_compression => compress_stream(stream, compressor, max_inflate),
-            _ => Ok(()),
-        }
+    document.objects.par_iter_mut().try_for_each_init(new_compressor, |compressor, (_, object)| match object {
+        Object::Stream(stream) if stream.allows_compression => compress_stream(stream, compressor, max_inflate),
+        _ => Ok(()),
     })
 }
 
@@ -223,9 +221,12 @@ fn compacted_xref_stream(pdf: &[u8]) -> Option<(usize, Vec<u8>)> {
     if !dict.contains("/Type/XRef") || dict.contains("/Filter") || dict.contains("/DecodeParms") {
         return None;
     }
-    let widths: Vec<usize> = between(dict, "/W[", "]")?.split_whitespace().map(|w| w.parse().ok()).collect::<Option<_>>()?;
-    let length: usize = between(dict, "/Length ", "/").or_else(|| dict.split("/Length ").nth(1))?.trim().parse().ok()?;
-    let data_start = stream_keyword + b">>stream".len() + usize::from(object.get(stream_keyword + 8) == Some(&b'\r')) + 1;
+    let widths: Vec<usize> =
+        between(dict, "/W[", "]")?.split_whitespace().map(|w| w.parse().ok()).collect::<Option<_>>()?;
+    let length: usize =
+        between(dict, "/Length ", "/").or_else(|| dict.split("/Length ").nth(1))?.trim().parse().ok()?;
+    let data_start =
+        stream_keyword + b">>stream".len() + usize::from(object.get(stream_keyword + 8) == Some(&b'\r')) + 1;
     let data = object.get(data_start..data_start + length)?;
     let row = widths.iter().sum::<usize>();
     if widths.len() != 3 || row == 0 || data.len() % row != 0 {
@@ -363,7 +364,9 @@ mod tests {
                 "MediaBox" => vec![0.into(), 0.into(), 10.into(), 10.into()],
             })));
         }
-        document.objects.insert(pages, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 3000 }));
+        document
+            .objects
+            .insert(pages, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 3000 }));
         let catalog = document.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages });
         document.trailer.set("Root", catalog);
         let options = SaveOptions {

@@ -55,7 +55,11 @@ const MAX_FORM_DEPTH: usize = 8;
 /// As [`super::optimize`]; [`PdfError::InflatesTooMuch`] also for an image whose pixels would
 /// take more than `max_inflate` bytes.
 #[tracing::instrument(name = "pdf_shrink", skip_all)]
-pub fn shrink(input: &std::path::Path, output: &std::path::Path, settings: &Settings) -> Result<OptimizeReport, PdfError> {
+pub fn shrink(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    settings: &Settings,
+) -> Result<OptimizeReport, PdfError> {
     let settings = *settings;
     super::rewrite_file(input, output, settings.max_inflate, "shrank", move |document| {
         shrink_images(document, &settings)
@@ -341,8 +345,7 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
             return Ok(None);
         }
         Source::Jpeg
-    } else if filters.iter().any(|f| matches!(*f, b"DCTDecode" | b"JPXDecode" | b"JBIG2Decode" | b"CCITTFaxDecode"))
-    {
+    } else if filters.iter().any(|f| matches!(*f, b"DCTDecode" | b"JPXDecode" | b"JBIG2Decode" | b"CCITTFaxDecode")) {
         return Ok(None);
     } else {
         let Ok(bits @ (1 | 2 | 4 | 8 | 16)) = u8::try_from(bits) else { return Ok(None) };
@@ -363,13 +366,17 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
     Ok(Some(Plan { width, height, target_width, target_height, source, colour_space, components }))
 }
 
+/// A colour space `shrink` writes JPEGs in: the space, its components (1 or 3), and an indexed
+/// image's palette (entries of that many bytes).
+type Colours = (Object, usize, Option<Vec<u8>>);
+
 /// The colour space the JPEG gets, its components (1 or 3), and an indexed image's palette
 /// (expanded to that many bytes per entry); `None` for one `shrink` leaves alone.
 fn colour_space(
     document: &Document,
     dict: &Dictionary,
     max_inflate: usize,
-) -> Result<Option<(Object, usize, Option<Vec<u8>>)>, PdfError> {
+) -> Result<Option<Colours>, PdfError> {
     let Ok(original) = dict.get(b"ColorSpace") else { return Ok(None) };
     let Ok((_, resolved)) = document.dereference(original) else { return Ok(None) };
     if let Some(components) = direct_components(document, resolved) {
@@ -517,8 +524,7 @@ fn decode_jpeg(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
     decoder.decode_headers().ok()?;
     let info = decoder.info()?;
     let components = decoder.input_colorspace()?.num_components();
-    if u32::from(info.width) != plan.width || u32::from(info.height) != plan.height || components != plan.components
-    {
+    if u32::from(info.width) != plan.width || u32::from(info.height) != plan.height || components != plan.components {
         return None;
     }
     let pixels = decoder.decode().ok()?;
@@ -584,10 +590,8 @@ pub(crate) mod tests {
             "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
         });
         let image_id = document.add_object(image);
-        let content = format!(
-            "q {} 0 0 {} 0 0 cm /Im0 Do Q BT /F1 12 Tf 20 20 Td (Scanned page one) Tj ET",
-            page.0, page.1
-        );
+        let content =
+            format!("q {} 0 0 {} 0 0 cm /Im0 Do Q BT /F1 12 Tf 20 20 Td (Scanned page one) Tj ET", page.0, page.1);
         let content_id = document.add_object(Stream::new(Dictionary::new(), content.into_bytes()));
         let page_id = document.add_object(dictionary! {
             "Type" => "Page",
@@ -719,7 +723,12 @@ pub(crate) mod tests {
         let mut image = image_stream(w, h, "DeviceRGB", 8, "FlateDecode", deflated(&indices));
         image.dict.set(
             "ColorSpace",
-            vec!["Indexed".into(), "DeviceRGB".into(), 15.into(), Object::String(palette, lopdf::StringFormat::Hexadecimal)],
+            vec![
+                "Indexed".into(),
+                "DeviceRGB".into(),
+                15.into(),
+                Object::String(palette, lopdf::StringFormat::Hexadecimal),
+            ],
         );
         let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
         shrunk.result.unwrap();
@@ -751,7 +760,8 @@ pub(crate) mod tests {
     fn a_bilevel_image_stays_bilevel() {
         let (w, h) = (2400, 3000);
         let row_bytes = (w as usize).div_ceil(8);
-        let bits: Vec<u8> = (0..row_bytes * h as usize).map(|i| if (i / row_bytes) % 40 < 3 { 0x00 } else { 0xF7 }).collect();
+        let bits: Vec<u8> =
+            (0..row_bytes * h as usize).map(|i| if (i / row_bytes) % 40 < 3 { 0x00 } else { 0xF7 }).collect();
         let image = image_stream(w, h, "DeviceGray", 1, "FlateDecode", deflated(&bits));
         let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
         shrunk.result.unwrap();
@@ -805,7 +815,11 @@ pub(crate) mod tests {
         let bomb = deflated(&vec![0x80; 8 << 20]);
         let image = image_stream(100, 100, "DeviceGray", 8, "FlateDecode", bomb);
         let shrunk = shrink_document(page_with_image(image, (10.0, 10.0)), 4 << 20);
-        assert!(matches!(shrunk.result, Err(PdfError::InflatesTooMuch { limit }) if limit == 4 << 20), "{:?}", shrunk.result);
+        assert!(
+            matches!(shrunk.result, Err(PdfError::InflatesTooMuch { limit }) if limit == 4 << 20),
+            "{:?}",
+            shrunk.result
+        );
         // Declares pixels that would take more than the cap: refused before decoding.
         let image = image_stream(4000, 4000, "DeviceRGB", 8, "FlateDecode", deflated(&[0; 1000]));
         let shrunk = shrink_document(page_with_image(image, (10.0, 10.0)), 4 << 20);

@@ -46,10 +46,7 @@ fn scan_pdf(path: &Path) {
 }
 
 fn process(input: &Path, op: &str, output: &Path) -> std::process::Output {
-    child::output(
-        &["process", input.to_str().expect("utf8"), "--op", op, "-o", output.to_str().expect("utf8")],
-        None,
-    )
+    child::output(&["process", input.to_str().expect("utf8"), "--op", op, "-o", output.to_str().expect("utf8")], None)
 }
 
 #[test]
