@@ -174,7 +174,7 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
                 kind: MessageKind::Reply,
                 body: texts::expired_early(job, now),
                 reply_to_message_id: Some(job.submission.message_id),
-                button: None,
+                buttons: Vec::new(),
             };
             if dry_run || deps.store.expire_job(job.ticket, now, Some(&notice), now).await? {
                 total = total.saturating_sub(result_bytes(job));

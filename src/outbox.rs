@@ -48,7 +48,7 @@ use crate::domain::{
 };
 use crate::domain::{IdempotencyKey, NewMessage, OutboxMessage};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
-use crate::spool::result_file_name;
+use crate::spool::result_file_name_for;
 use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
@@ -267,7 +267,7 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
             MessageKind::Result => send_result(deps, &message).await,
             MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
                 deps.telegram
-                    .send_text(message.chat, &message.body, message.reply_to_message_id, message.button.as_ref())
+                    .send_text(message.chat, &message.body, message.reply_to_message_id, &message.buttons)
                     .await
             }
             MessageKind::Progress => edit_status(deps, &message).await,
@@ -409,7 +409,7 @@ async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now:
                 kind: MessageKind::Reply,
                 body: body.clone(),
                 reply_to_message_id: None,
-                button: None,
+                buttons: Vec::new(),
             };
             tx.enqueue(&alert, now).await?;
         }
@@ -478,7 +478,7 @@ async fn edit_status(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     // never delivered (dead chat, lost outcome): there is nothing to edit.
     let target =
         target.ok_or_else(|| TelegramError::Permanent("the job's status message was never delivered".into()))?;
-    deps.telegram.edit_text(message.chat, target, &message.body).await
+    deps.telegram.edit_text(message.chat, target, &message.body, &message.buttons).await
 }
 
 /// Sends a result document: by its stored Telegram file_id when there is one (no upload), else
@@ -512,7 +512,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     }
     let upload = DocumentSource::Path {
         path: path.into(),
-        file_name: result_file_name(job.submission.declared_name.as_deref()),
+        file_name: result_file_name_for(job.submission.declared_name.as_deref(), &job.submission.operation),
     };
     // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
     // once the upload takes longer than a moment.

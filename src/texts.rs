@@ -40,7 +40,7 @@ fn known_size(bytes: Option<u64>) -> String {
 pub const QUEUE_COUNT_CAP: u64 = 1000;
 
 /// The first words of a job's status message: what arrived, and its ticket.
-fn ticket_line(name: &str, declared_size: Option<u64>, ticket: Ticket) -> String {
+fn ticket_line(name: &str, declared_size: Option<u64>, ticket: &dyn std::fmt::Display) -> String {
     format!("Got {} ({}) — ticket {ticket}", display_name(name), known_size(declared_size))
 }
 
@@ -54,7 +54,7 @@ pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahea
         n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
         n => format!("queued, {n} jobs ahead of it."),
     };
-    format!("{}, {queued}", ticket_line(name, declared_size, ticket))
+    format!("{}, {queued}", ticket_line(name, declared_size, &ticket))
 }
 
 /// Where a job is, for its status message.
@@ -95,7 +95,7 @@ pub enum Progress {
 /// A job's status message: the ticket line, then where the job is now.
 pub fn progress(job: &Job, step: &Progress) -> String {
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
-    let header = format!("{}.", ticket_line(job.name(), declared, job.ticket));
+    let header = format!("{}.", ticket_line(job.name(), declared, &run_label(job)));
     let line = match step {
         Progress::Queued { position: 1 } => "Queued: next in line.".to_owned(),
         Progress::Queued { position } => format!("Queued: number {position} in line."),
@@ -174,7 +174,9 @@ pub fn not_allowed(user_id: Option<i64>) -> String {
 
 /// The hint for a message that carries no document and no known command.
 pub fn send_a_document() -> String {
-    "Send me a PDF as a file (not as a photo) and I will optimize it. /help tells more.".to_owned()
+    "Send me a PDF as a file (or an image, which becomes a PDF), with what to do as its caption: \
+     optimize, shrink, split, text… /help tells more."
+        .to_owned()
 }
 
 /// The caption of a delivered result.
@@ -184,9 +186,13 @@ pub fn ready_caption(job: &Job) -> String {
     let until = job.result.as_ref().map(|r| r.expires_at.date_utc()).unwrap_or_default();
     match before {
         Some(before) => {
-            format!("{} ready: {}, {before} → {after}. Available until {until}.", job.ticket, display_name(job.name()))
+            format!(
+                "{} ready: {}, {before} → {after}. Available until {until}.",
+                run_label(job),
+                display_name(job.name())
+            )
         }
-        None => format!("{} ready: {}, {after}. Available until {until}.", job.ticket, display_name(job.name())),
+        None => format!("{} ready: {}, {after}. Available until {until}.", run_label(job), display_name(job.name())),
     }
 }
 
@@ -194,7 +200,7 @@ pub fn ready_caption(job: &Job) -> String {
 pub fn expired_early(job: &Job, at: Timestamp) -> String {
     format!(
         "{}: the result for {} had to be removed early, on {}, to make room. Send the file again to process it again.",
-        job.ticket,
+        run_label(job),
         display_name(job.name()),
         at.date_utc()
     )
@@ -211,7 +217,7 @@ pub fn delivery_alert(message_id: OutboxId, chat_id: ChatRef, ticket: Option<Tic
 }
 
 /// The notice of a failed job.
-pub fn failed_notice(ticket: Ticket, reason_text: &str) -> String {
+pub fn failed_notice(ticket: impl std::fmt::Display, reason_text: &str) -> String {
     format!("{ticket} failed: {reason_text}.")
 }
 
@@ -231,8 +237,24 @@ pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
         FailureReason::Encrypted => format!("{name} is protected by a password; please send a copy without one"),
         FailureReason::Unreadable => format!("{name} is damaged and cannot be read as a PDF"),
         FailureReason::NoPages => format!("{name} has no pages"),
-        FailureReason::ResultTooBig { size: s, limit } => {
-            format!("the result for {name} is {}, over the {} this bot can send", size(*s), size(*limit))
+        FailureReason::ResultTooBig { size: s, limit, operation } => format!(
+            "the result for {name} is {}, over the {} this bot can send{}",
+            size(*s),
+            size(*limit),
+            result_too_big_hint(operation)
+        ),
+        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => {
+            format!("{name} is not a PDF (the content looks like {found}): {}", pdf_only(operation, found_label))
+        }
+        FailureReason::WrongFormat { operation, accepts, found, found_label } => {
+            let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
+            format!("{name} was not processed: {}", wrong_format(operation, &accepts, found, found_label))
+        }
+        FailureReason::NotSetUp { operation } if operation == "ocr" => {
+            format!("{name} was not processed: {}", ocr_not_set_up())
+        }
+        FailureReason::NotSetUp { operation } => {
+            format!("{name} was not processed: {operation} is not set up on this bot")
         }
         FailureReason::FileUnavailable => format!("Telegram no longer has {name}; please send it again"),
         FailureReason::GaveUp { attempts } => {
@@ -284,7 +306,7 @@ pub fn state_words(state: JobState) -> &'static str {
 
 /// The `/status N` answer for the chat that owns the ticket.
 pub fn status(job: &Job) -> String {
-    let mut lines = vec![format!("{} — {}: {}", job.ticket, display_name(job.name()), state_words(job.state))];
+    let mut lines = vec![format!("{} — {}: {}", run_label(job), display_name(job.name()), state_words(job.state))];
     let declared = job.submission.declared_size.map(|s| size(s.max(0) as u64)).unwrap_or_else(|| "unknown".to_owned());
     lines.push(format!("Size: {declared}"));
     if let Some(result) = &job.result {
@@ -330,13 +352,18 @@ pub fn jobs(jobs: &[Job]) -> String {
         return "No tickets yet. Send me a PDF as a file to start.".to_owned();
     }
     let mut lines = vec!["Your latest tickets:".to_owned()];
-    lines.extend(jobs.iter().map(|j| format!("{} {} — {}", j.ticket, display_name(j.name()), state_words(j.state))));
+    lines
+        .extend(jobs.iter().map(|j| format!("{} {} — {}", run_label(j), display_name(j.name()), state_words(j.state))));
     lines.join("\n")
 }
 
 /// The answer to `/cancel N` (or `docket cancel N`) that stopped the job.
 pub fn cancelled(job: &Job) -> String {
-    format!("{} cancelled: {} will not be processed, and its files are deleted.", job.ticket, display_name(job.name()))
+    format!(
+        "{} cancelled: {} will not be processed, and its files are deleted.",
+        run_label(job),
+        display_name(job.name())
+    )
 }
 
 /// The answer to `/cancel N` for a job that has ended already.
@@ -351,7 +378,7 @@ pub fn cancel_usage() -> String {
 
 /// The notice to a person that an admin sent their failed ticket back to the queue.
 pub fn retrying_for_admin(job: &Job) -> String {
-    format!("{}: {} is being tried again.", job.ticket, display_name(job.name()))
+    format!("{}: {} is being tried again.", run_label(job), display_name(job.name()))
 }
 
 /// What `/privacy` says: what is kept, where, and for how long.
@@ -447,20 +474,183 @@ pub fn help(facts: &HelpFacts) -> String {
     format!(
         "How it works:\n\
          • Send a PDF as a file (up to {}). I answer with a ticket number right away.\n\
-         • When it is done you get the optimized PDF (results up to {} can be sent).\n\
+         • When it is done you get the result (results up to {} can be sent).\n\
          • Results are kept for {}; sending the same file again gets it again.\n\n\
+         What to do is the file's caption (without one: optimize, or what /mode chose):\n\
+         {}\n\
+         When a result is ready, its buttons ask for more from the same file.\n\n\
          Commands:\n\
          /status 4812 — where a ticket is\n\
          /get 4812 — the result again, while it is kept\n\
          /jobs — your latest tickets\n\
          /cancel 4812 — stop a ticket that is not ready yet\n\
+         /mode — what a file without a caption gets in this chat\n\
          /privacy — what I keep, and for how long\n\
          /forget — delete everything of yours now\n\
          /help — this text",
         size(facts.download_limit),
         size(facts.upload_limit),
-        humantime::format_duration(facts.result_ttl)
+        humantime::format_duration(facts.result_ttl),
+        operation_lines()
     )
+}
+
+/// How a run is named to people: its ticket (`#4812`) for the run a document arrived with, the
+/// ticket and the operation (`#4812 shrink`) for a further one.
+pub fn run_label(job: &Job) -> String {
+    if job.is_further_run() {
+        format!("{} {}", job.ticket_number(), job.submission.operation)
+    } else {
+        job.ticket.to_string()
+    }
+}
+
+// ─── Operations: choosing what to do (new sentences of helper "runs"; English) ─────────────────
+// Every sentence below is new with the operations; the catalog takes them over at merge.
+
+/// Each operation with its one-line description, in the order help lists them.
+pub fn operation_lines() -> String {
+    [
+        "optimize — smaller without any loss (the default)",
+        "shrink — much smaller: images downsampled and recompressed (for scans and photos)",
+        "split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges",
+        "pages 2-10 — only those pages, as one PDF",
+        "text — the text of every page, as a .txt file",
+        "info — pages, size, version, fonts and images, as a message",
+        "rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4",
+        "decrypt PASSWORD — open a password-protected PDF and save it without the password",
+        "ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages",
+        "topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF",
+    ]
+    .join("\n")
+}
+
+/// The answer to a caption that names no operation, or one with wrong arguments: what was wrong,
+/// and the operations.
+pub fn caption_not_understood(problem: &str) -> String {
+    format!(
+        "I did not start anything: {problem}. Send the file again with one of these as its caption \
+         (or without a caption for your default, see /mode):\n{}",
+        operation_lines()
+    )
+}
+
+/// What was wrong with a caption, from the parser's finding.
+pub fn caption_problem(error: &crate::domain::operation::ParseError) -> String {
+    use crate::domain::operation::ParseError;
+    match error {
+        ParseError::Empty => "the caption names no operation".to_owned(),
+        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(word)),
+        ParseError::Arguments { operation, problem } => format!("{operation}: {problem}"),
+    }
+}
+
+/// Added to the ticket reply of `decrypt PASSWORD`.
+pub fn delete_the_password() -> String {
+    "Your password is kept only until this job ends. Please delete the message that carries it.".to_owned()
+}
+
+/// `/mode` without a word: the chat's default, and the choices.
+pub fn mode_now(current: &crate::domain::Operation, own: bool) -> String {
+    let whose = if own { "this chat's choice" } else { "the bot's default" };
+    format!(
+        "Documents sent without a caption get {current} ({whose}). To change it: /mode followed by one of {}.",
+        crate::domain::Operation::MODES.join(", ")
+    )
+}
+
+/// `/mode NAME` done.
+pub fn mode_set(operation: &crate::domain::Operation) -> String {
+    format!("Done: documents sent here without a caption now get {operation}.")
+}
+
+/// `/mode WORD` with a word that is no default operation.
+pub fn mode_unknown(word: &str) -> String {
+    format!(
+        "\"{}\" cannot be a default. Choose one of {}.",
+        display_name(word),
+        crate::domain::Operation::MODES.join(", ")
+    )
+}
+
+/// Why an operation refuses a file of another format, and what to send instead: "split takes a
+/// PDF; this is a PNG image: send it with the caption topdf, or without a caption".
+pub fn wrong_format(operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
+    let takes = match accepts {
+        ["pdf"] => "a PDF".to_owned(),
+        labels => labels.join(", "),
+    };
+    let instead = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        ": send it with the caption topdf, or without a caption"
+    } else if found_label == "pdf" {
+        ": send it with a caption such as optimize or shrink"
+    } else {
+        ""
+    };
+    format!("{operation} takes {takes}; this is {found}{instead}")
+}
+
+/// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
+/// but it is a ZIP archive".
+pub fn declared_but_is(declared: &str, found: &str) -> String {
+    format!("sent as {}, but it is {found}", display_name(declared))
+}
+
+/// The hint after a result over the upload limit, by operation.
+pub fn result_too_big_hint(operation: &str) -> &'static str {
+    match operation {
+        "optimize" | "decrypt" | "rotate" | "topdf" | "ocr" => {
+            "; try shrink for a smaller file, or split it into parts"
+        }
+        "shrink" | "pages" => "; try split to send it in parts",
+        "split" => "; try split with fewer pages per part, such as split 1-20,21-40",
+        _ => "",
+    }
+}
+
+/// The message of an `info` result: the child's output (until the document facts land, its text).
+pub fn info_message(name: &str, output: &str) -> String {
+    format!("{}:\n{output}", display_name(name))
+}
+
+/// A run of OCR on a bot where no OCR program is configured.
+pub fn ocr_not_set_up() -> String {
+    "OCR is not set up on this bot".to_owned()
+}
+
+/// Added to the ticket reply when the operation is not the plain optimize: what will be done.
+pub fn will_run(operation: &crate::domain::Operation) -> String {
+    format!("It will get: {operation}.")
+}
+
+/// The status message of a further run of a ticket: "#4812 shrink: queued."
+pub fn run_reply(ticket: Ticket, operation: &crate::domain::Operation, ahead: u64) -> String {
+    let queued = match ahead {
+        0 => "queued.".to_owned(),
+        1 => "queued, 1 job ahead of it.".to_owned(),
+        n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
+        n => format!("queued, {n} jobs ahead of it."),
+    };
+    format!("{ticket} {operation}: {queued}")
+}
+
+/// `/status N` of a ticket with several runs: each run's status, the first one first.
+pub fn ticket_status(runs: &[Job]) -> String {
+    runs.iter().map(status).collect::<Vec<_>>().join("\n\n")
+}
+
+/// `/cancel N` of a ticket with several runs: each run that was cancelled.
+pub fn runs_cancelled(runs: &[Job]) -> String {
+    runs.iter().map(cancelled).collect::<Vec<_>>().join("\n")
+}
+
+/// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.
+pub fn pdf_only(operation: &str, found_label: &str) -> String {
+    if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        format!("{operation} takes a PDF; send the image with the caption topdf to make it one")
+    } else {
+        format!("{operation} takes a PDF")
+    }
 }
 
 #[cfg(test)]

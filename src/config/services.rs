@@ -34,6 +34,7 @@ impl PipelineSettings {
             limits: Limits::from(&config.processing),
             shrink: ShrinkSettings::from(&config.processing),
             program,
+            tools: config.processing.tools(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The backend follows from the scheme of `[storage] database_url`. Each statement is written
 //! once, as a `const` beside the one function that runs it, in the module of its table
-//! (`updates`, `jobs`, `outbox`, `chats`, `pacing`, `migrations`; `retention` for what the
+//! (`updates`, `jobs`, `outbox`, `chats`, `modes`, `pacing`, `migrations`; `retention` for what the
 //! janitor reads and removes). sqlx binds `$N` placeholders by number on SQLite as on
 //! PostgreSQL, so one small macro, `dispatch!`, runs the same expression on either. What really
 //! differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction
@@ -46,6 +46,8 @@ mod database_url;
 mod error;
 mod jobs;
 mod migrations;
+mod modes;
+mod nodes;
 mod outbox;
 mod pacing;
 mod people;
@@ -60,6 +62,7 @@ pub use cluster::{Change, ChangeFeed, Role, RoleLock};
 pub use database_url::DatabaseUrl;
 use error::QueryContext;
 pub use error::{DatabaseError, StoreError, StoreResult};
+pub use nodes::Heartbeat;
 pub use run_lock::RunLock;
 
 #[doc(hidden)]
@@ -68,8 +71,8 @@ pub mod statements;
 use std::time::Duration;
 
 use crate::domain::{
-    BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, OutboxId, OutboxMessage,
-    OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
+    BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, Node, NodeBeat, NodeName,
+    OutboxId, OutboxMessage, OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
 };
 
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
@@ -403,6 +406,11 @@ impl Store {
     /// One job by ticket.
     pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
         jobs::job(&mut self.acquire().await?.conn(), ticket).await
+    }
+
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.acquire().await?.conn(), ticket).await
     }
 
     /// Jobs matching `filter`, newest first.
@@ -797,6 +805,40 @@ impl Store {
         people::stats(&mut self.acquire().await?.conn(), now).await
     }
 
+    /// Registers this process as the node `beat.name`, or takes that node's row back after a
+    /// restart. `Ok(Some(node))` when another process holds the name and still beats (its
+    /// heartbeat is newer than `dead_after`): two live processes must not share a name.
+    pub async fn register_node(
+        &self,
+        beat: &NodeBeat,
+        dead_after: Duration,
+        now: Timestamp,
+    ) -> StoreResult<Option<Node>> {
+        nodes::register(&mut self.acquire().await?.conn(), beat, dead_after, now).await
+    }
+
+    /// Records this node's heartbeat, and says whether a drain was asked for.
+    pub async fn node_heartbeat(&self, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
+        nodes::heartbeat(&mut self.acquire().await?.conn(), beat, now).await
+    }
+
+    /// Asks the running node `name` to drain (stop claiming, finish or release its work, hand
+    /// its roles over, stop) at its next heartbeat; `false` when no running node has that name,
+    /// or it was asked already.
+    pub async fn request_drain(&self, name: &NodeName, now: Timestamp) -> StoreResult<bool> {
+        nodes::request_drain(&mut self.acquire().await?.conn(), name, now).await
+    }
+
+    /// Records a clean stop of the node `name` run by `process`.
+    pub async fn stop_node(&self, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
+        nodes::stop(&mut self.acquire().await?.conn(), name, process, now).await
+    }
+
+    /// Every node that ever ran on this database, by name.
+    pub async fn nodes(&self) -> StoreResult<Vec<Node>> {
+        nodes::all(&mut self.acquire().await?.conn()).await
+    }
+
     /// Closes the pool.
     pub async fn close(&self) {
         match &self.pool {
@@ -856,6 +898,11 @@ impl Tx {
     /// The chat's job for a file, by the unique key.
     pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
         jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
+    }
+
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&mut self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.conn(), ticket).await
     }
 
     /// One job by ticket, inside the transaction.
@@ -924,6 +971,21 @@ impl Tx {
             crate::domain::job::next(from, JobEvent::Cancelled)?;
         }
         people::forget_person(&mut self.conn(), user.0, reason, now).await
+    }
+
+    /// The chat's own default operation (`/mode`), if it set one.
+    pub async fn chat_mode(&mut self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
+        modes::chat_mode(&mut self.conn(), chat).await
+    }
+
+    /// Sets the chat's default operation (one without arguments).
+    pub async fn set_chat_mode(
+        &mut self,
+        chat: ChatRef,
+        operation: &crate::domain::Operation,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        modes::set_chat_mode(&mut self.conn(), chat, operation, now).await
     }
 
     /// Lets `user` in (an invite token was valid).

@@ -15,7 +15,9 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetWebhookSetters};
+use teloxide::payloads::{
+    EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetWebhookSetters,
+};
 use teloxide::prelude::Requester;
 use teloxide::types::{
     AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
@@ -393,21 +395,21 @@ impl TelegramClient {
         Ok(Box::pin(stream))
     }
 
-    /// sendMessage as plain text, replying to `reply_to` when given, with `button` under it.
+    /// sendMessage as plain text, replying to `reply_to` when given, with `buttons` under it (one
+    /// per row).
     pub async fn send_text(
         &self,
         chat: ChatRef,
         text: &str,
         reply_to: Option<MessageId>,
-        button: Option<&Button>,
+        buttons: &[Button],
     ) -> Result<Sent, TelegramError> {
         let mut req = self.bot.send_message(ChatId(chat.0), text);
         if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
             req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
         }
-        if let Some(button) = button {
-            let press = InlineKeyboardButton::callback(button.label.clone(), button.data.clone());
-            req = req.reply_markup(InlineKeyboardMarkup::new([[press]]));
+        if !buttons.is_empty() {
+            req = req.reply_markup(keyboard(buttons));
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id: None })
@@ -415,15 +417,21 @@ impl TelegramClient {
 
     /// editMessageText: a status message shows its job's new state. "Message is not modified"
     /// (the text is already there) counts as done.
-    pub async fn edit_text(&self, chat: ChatRef, message_id: MessageId, text: &str) -> Result<Sent, TelegramError> {
+    /// With `buttons`, they are under the edited message (an edit without them removes any).
+    pub async fn edit_text(
+        &self,
+        chat: ChatRef,
+        message_id: MessageId,
+        text: &str,
+        buttons: &[Button],
+    ) -> Result<Sent, TelegramError> {
         let id = i32::try_from(message_id.0)
             .map_err(|_| TelegramError::Permanent(format!("message id {message_id} is out of range")))?;
-        match self
-            .bot
-            .edit_message_text(ChatId(chat.0), TelegramMessageId(id), text)
-            .await
-            .map_err(TelegramError::from_request)
-        {
+        let mut req = self.bot.edit_message_text(ChatId(chat.0), TelegramMessageId(id), text);
+        if !buttons.is_empty() {
+            req = req.reply_markup(keyboard(buttons));
+        }
+        match req.await.map_err(TelegramError::from_request) {
             Ok(_) | Err(TelegramError::NotModified) => Ok(Sent { message_id, file_id: None }),
             Err(e) => Err(e),
         }
@@ -470,6 +478,11 @@ impl TelegramClient {
         let file_id = msg.document().map(|d| d.file.id.0.clone());
         Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id })
     }
+}
+
+/// An inline keyboard of `buttons`, one per row.
+fn keyboard(buttons: &[Button]) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(buttons.iter().map(|b| [InlineKeyboardButton::callback(b.label.clone(), b.data.clone())]))
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ mod containment;
 mod crash;
 mod e2e;
 mod groups;
+mod nodes;
+mod operations_choice;
 mod operations_lossy;
 mod outbox;
 mod people;

@@ -44,6 +44,7 @@ macro_rules! cases {
 mod changes;
 mod jobs;
 mod leases;
+mod nodes;
 mod outbox;
 mod pacing;
 mod people;
@@ -79,6 +80,8 @@ fn new_job(chat: ChatRef, n: i64) -> Submission {
         declared_mime: Some("application/pdf".into()),
         declared_size: Some(1_024 * (n + 1)),
         operation: Operation::Optimize,
+        language_code: None,
+        run_of: None,
     }
 }
 
@@ -90,7 +93,7 @@ fn message(key: &str, chat: ChatRef, kind: MessageKind, job: Option<Ticket>) -> 
         kind,
         body: format!("body of {key}"),
         reply_to_message_id: Some(MessageId(500)),
-        button: None,
+        buttons: Vec::new(),
     }
 }
 

@@ -115,6 +115,14 @@ impl TestApp {
             .expect("a second docket starts")
     }
 
+    /// Another docket on the same database and fake, as the node `node` (another machine).
+    #[cfg(feature = "postgres-tests")]
+    pub async fn start_another_as(&self, node: &str) -> Running {
+        let mut config = self.config.clone();
+        config.node.name = Some(docket::domain::NodeName::new(node).expect("a node name"));
+        docket::app::start(&config, BotToken::new(TEST_TOKEN), test_options()).await.expect("another docket starts")
+    }
+
     /// Queues `body` for `chat` straight into the outbox, as any stage would.
     pub async fn enqueue(&self, key: &str, chat: i64, body: &str) {
         let m = docket::domain::NewMessage {
@@ -124,7 +132,7 @@ impl TestApp {
             kind: docket::domain::MessageKind::Reply,
             body: body.to_owned(),
             reply_to_message_id: None,
-            button: None,
+            buttons: Vec::new(),
         };
         self.store.enqueue(&m, docket::domain::Clock::now(&SystemClock)).await.expect("enqueue");
     }
@@ -223,6 +231,8 @@ impl TestApp {
             declared_mime: Some("application/pdf".to_owned()),
             declared_size: declared_size.map(|s| s as i64),
             operation: docket::domain::Operation::Optimize,
+            language_code: None,
+            run_of: None,
         };
         let mut tx = self.store.begin().await.expect("tx");
         let ticket = tx.insert_job(&job, docket::domain::Clock::now(&SystemClock)).await.expect("insert");
@@ -248,6 +258,52 @@ impl TestApp {
             #[allow(unreachable_patterns)]
             other => panic!("no test connection for {other:?}"),
         }
+    }
+
+    /// The number one SQL query answers (`SELECT COUNT(*) …`) on the test's database.
+    pub async fn count(&self, sql: &str) -> i64 {
+        use sqlx::Connection as _;
+        match &self.config.storage.database_url {
+            DatabaseUrl::Sqlite(path) => {
+                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+                    .await
+                    .expect("connect to the test database");
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("run the query")
+            }
+            #[cfg(feature = "postgres-tests")]
+            DatabaseUrl::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect to the test database");
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("run the query")
+            }
+            #[allow(unreachable_patterns)]
+            other => panic!("no test connection for {other:?}"),
+        }
+    }
+
+    /// Sends `bytes` as a document from `chat` (user = chat) with `caption`, the sender's app in
+    /// `language` (`en`, `ru`).
+    pub fn send_document_with_caption(
+        &self,
+        chat: i64,
+        bytes: Vec<u8>,
+        name: &str,
+        mime: &str,
+        caption: Option<&str>,
+        language: &str,
+    ) -> (i64, FileRef) {
+        let file = self.fake.add_file(bytes);
+        let mut update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
+        if let Some(caption) = caption {
+            update["message"]["caption"] = serde_json::json!(caption);
+        }
+        update["message"]["from"]["language_code"] = serde_json::json!(language);
+        (self.fake.push_update(update), file)
     }
 
     /// The data folder.
