@@ -1,4 +1,4 @@
-//! PDF work with lopdf: the `optimize` operation on files in the spool.
+//! PDF work with lopdf: the `optimize`, `shrink` and `topdf` operations on files in the spool.
 //!
 //! This module owns every lopdf call in docket; lopdf types never leave it. Its work is
 //! synchronous, CPU-heavy and unbounded in memory, so docket calls it only in the child process
@@ -20,9 +20,10 @@
 //!   pool, whose threads have the default stack; the parser's nesting cap is what protects them.
 //! - **Decompression bombs.** Loading decodes object streams and cross-reference streams, each
 //!   capped at the caller's `max_inflate` (`[processing] max_inflate`, by default
-//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`]. Page
-//!   content, images and fonts are never decoded: optimizing only compresses streams that have
-//!   no filter, so their size on disk is their size in memory.
+//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`]. The
+//!   same cap bounds every stream the operations decode afterwards: `optimize` inflating a
+//!   Flate stream to deflate it again ([`optimize`](mod@optimize)), `shrink` decoding an image
+//!   or a page's content ([`shrink`](mod@shrink)), `topdf` decoding an image ([`images`]).
 //! - **Reference loops.** Pruning marks visited objects, dereferencing gives up after a bounded
 //!   chain, and the page-tree walk visits at most as many nodes as there are objects, so a loop
 //!   ends as an error or a wrong page count, never as a hang.

@@ -372,11 +372,7 @@ type Colours = (Object, usize, Option<Vec<u8>>);
 
 /// The colour space the JPEG gets, its components (1 or 3), and an indexed image's palette
 /// (expanded to that many bytes per entry); `None` for one `shrink` leaves alone.
-fn colour_space(
-    document: &Document,
-    dict: &Dictionary,
-    max_inflate: usize,
-) -> Result<Option<Colours>, PdfError> {
+fn colour_space(document: &Document, dict: &Dictionary, max_inflate: usize) -> Result<Option<Colours>, PdfError> {
     let Ok(original) = dict.get(b"ColorSpace") else { return Ok(None) };
     let Ok((_, resolved)) = document.dereference(original) else { return Ok(None) };
     if let Some(components) = direct_components(document, resolved) {
