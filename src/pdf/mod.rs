@@ -7,7 +7,7 @@
 //!
 //! # Hostile input
 //!
-//! Every file comes from a stranger, so [`optimize`] assumes the worst:
+//! Every file comes from a stranger, so [`optimize()`] assumes the worst:
 //!
 //! - **Panics.** All lopdf work runs under [`std::panic::catch_unwind`]; a panic becomes
 //!   [`PdfError::Unreadable`] and the worker lives on. The default panic hook still prints the
@@ -126,7 +126,7 @@ pub fn run(operation: &Operation, input: &Path, output: &Path, settings: &Settin
     }
 }
 
-/// Stack size of the thread that runs the lopdf work in [`optimize`].
+/// Stack size of the thread that runs the lopdf work in [`optimize()`].
 pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest size, in bytes, that any one object stream or cross-reference stream may decode to
@@ -138,7 +138,7 @@ pub const DEFAULT_MAX_INFLATE_BYTES: usize = 256 * 1024 * 1024;
 /// How many objects go into one object stream when saving; larger groups compress better.
 const OBJECTS_PER_STREAM: usize = 200;
 
-/// What [`optimize`] did.
+/// What [`optimize()`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OptimizeReport {
     /// Number of pages in the document (the same in input and output).
@@ -163,7 +163,7 @@ impl OptimizeReport {
     }
 }
 
-/// Why [`optimize`] failed. Every variant except [`PdfError::Io`] is a property of the input and
+/// Why [`optimize()`] failed. Every variant except [`PdfError::Io`] is a property of the input and
 /// will not change on retry.
 #[derive(Debug, thiserror::Error)]
 pub enum PdfError {
@@ -236,7 +236,7 @@ pub fn optimize(input: &Path, output: &Path, max_inflate: usize) -> Result<Optim
 }
 
 /// Loads the PDF at `input`, applies `transform` to it, optimizes it and writes it to
-/// `output`, as [`optimize`] documents, on a thread of its own with a large stack and every
+/// `output`, as [`optimize()`] documents, on a thread of its own with a large stack and every
 /// panic caught; `done` names what was done, for the log.
 pub(crate) fn rewrite_file(
     input: &Path,
@@ -427,7 +427,7 @@ pub(crate) fn count_pages(document: &Document) -> Result<u32, PdfError> {
     }
 }
 
-/// Loads the PDF at `path` as [`optimize`] does and counts its pages.
+/// Loads the PDF at `path` as [`optimize()`] does and counts its pages.
 fn count_pages_of_file(path: &Path, max_inflate: usize) -> Result<u32, PdfError> {
     let bytes = std::fs::read(path)?;
     count_pages(&load(&bytes, max_inflate)?)

@@ -2,7 +2,7 @@
 //!
 //! Every image drawn on a page at more than `[processing] shrink_dpi` is downsampled to it and
 //! written as a JPEG at `[processing] jpeg_quality`; then the document is optimized as
-//! [`super::optimize`] does, and, as there, the original is returned when the result is not
+//! [`super::optimize()`] does, and, as there, the original is returned when the result is not
 //! smaller. An image's new version replaces it only when it is smaller than the original one.
 //!
 //! # Resolution
@@ -48,11 +48,11 @@ pub const WORTH_IT: f64 = 1.1;
 const MAX_FORM_DEPTH: usize = 8;
 
 /// Shrinks the PDF at `input` into `output`, as the module docs say; the report is
-/// [`super::optimize`]'s.
+/// [`super::optimize()`]'s.
 ///
 /// # Errors
 ///
-/// As [`super::optimize`]; [`PdfError::InflatesTooMuch`] also for an image whose pixels would
+/// As [`super::optimize()`]; [`PdfError::InflatesTooMuch`] also for an image whose pixels would
 /// take more than `max_inflate` bytes.
 #[tracing::instrument(name = "pdf_shrink", skip_all)]
 pub fn shrink(
