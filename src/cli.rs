@@ -138,6 +138,12 @@ pub enum Command {
         /// The child's inflate cap, in bytes.
         #[arg(long, hide = true, requires = "contained")]
         max_inflate: Option<u64>,
+        /// `shrink`'s target resolution, in dots per inch.
+        #[arg(long, hide = true, requires = "contained", default_value_t = crate::pdf::DEFAULT_SHRINK_DPI)]
+        shrink_dpi: u32,
+        /// `shrink`'s JPEG quality.
+        #[arg(long, hide = true, requires = "contained", default_value_t = crate::pdf::DEFAULT_JPEG_QUALITY)]
+        jpeg_quality: u8,
         /// The external program and its arguments (placeholders unexpanded), for the child.
         #[arg(last = true, hide = true)]
         tool: Vec<String>,
@@ -403,6 +409,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         input: file.clone(),
         output: output.clone(),
         lang,
+        shrink: operations::ShrinkSettings::from(&config.processing),
     };
     let program = std::env::current_exe().context("while finding docket's own binary")?;
     let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
@@ -477,7 +484,20 @@ pub fn run_if_contained_child(cli: Cli) -> Result<Cli, anyhow::Result<()>> {
 /// The child of a contained run (`--contained`): limit this process, run, print the report as
 /// one JSON line. Fails (a non-zero exit) when the operation did, after the report.
 fn contained_child(command: Command) -> anyhow::Result<()> {
-    let Command::Process { file, op, output, lang, memory_limit, timeout_secs, max_inflate, tool, .. } = command else {
+    let Command::Process {
+        file,
+        op,
+        output,
+        lang,
+        memory_limit,
+        timeout_secs,
+        max_inflate,
+        shrink_dpi,
+        jpeg_quality,
+        tool,
+        ..
+    } = command
+    else {
         unreachable!("called for `process --contained` only");
     };
     let op = op.join(" ");
@@ -507,7 +527,8 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         timeout: std::time::Duration::from_secs(timeout_secs.context("--timeout-secs is required with --contained")?),
         max_inflate: max_inflate.context("--max-inflate is required with --contained")?,
     };
-    let request = Request { work, input: file, output, lang, limits, password: None };
+    let shrink = operations::ShrinkSettings { dpi: shrink_dpi, jpeg_quality };
+    let request = Request { work, input: file, output, lang, limits, password: None, shrink };
     let report = operations::child::run_here(&request);
     out(&serde_json::to_string(&report).context("while writing the report")?)?;
     match report {

@@ -408,6 +408,10 @@ mod tests {
         assert_eq!(p[0].key, "[processing.external.optimize]", "{p:?}");
         let p = problems("[processing.external.ocr]\ncommand = []\naccepts = [\"pdf\"]\n");
         assert!(p[0].key.starts_with("[processing] external"), "{p:?}");
+        let p = problems("[processing]\nshrink_dpi = 1000\njpeg_quality = 5\n");
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p.iter().any(|p| p.key.contains("shrink_dpi") && p.expected.contains("72 to 600")), "{p:?}");
+        assert!(p.iter().any(|p| p.key.contains("jpeg_quality") && p.expected.contains("10 to 95")), "{p:?}");
         let p = problems("[processing]\nmemory_limit = \"256 MiB\"\nmax_inflate = \"64 MiB\"\n");
         assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0].key, "[processing] max_inflate");

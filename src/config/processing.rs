@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::DAY;
 use super::value::{self, Between};
+use crate::operations::ShrinkSettings;
 
 /// `memory_limit` when not set: 2 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
@@ -33,6 +34,13 @@ pub struct ProcessingConfig {
     /// `max_inflate`: the largest size one stream of a PDF may inflate to.
     #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
     pub max_inflate: u64,
+    /// `shrink_dpi`: `shrink` downsamples images drawn at more than this resolution to it; 72
+    /// to 600.
+    #[serde(deserialize_with = "Between::<72, 600>::count")]
+    pub shrink_dpi: u32,
+    /// `jpeg_quality`: the quality of the JPEGs `shrink` writes; 10 to 95.
+    #[serde(deserialize_with = "Between::<10, 95>::count")]
+    pub jpeg_quality: u8,
     /// `external`: operations backed by programs, by name (`[processing.external.ocr]`).
     pub external: BTreeMap<String, ExternalToolConfig>,
     /// `default_operation`: what a document sent without a caption gets, in a chat that chose
@@ -46,6 +54,8 @@ impl Default for ProcessingConfig {
             memory_limit: DEFAULT_MEMORY_LIMIT,
             timeout: DEFAULT_TIMEOUT,
             max_inflate: DEFAULT_MAX_INFLATE,
+            shrink_dpi: ShrinkSettings::default().dpi,
+            jpeg_quality: ShrinkSettings::default().jpeg_quality,
             external: BTreeMap::new(),
             default_operation: crate::operations::OPTIMIZE.to_owned(),
         }

@@ -11,7 +11,7 @@ use super::outbox::OutboxConfig;
 use super::processing::{ExternalToolConfig, ProcessingConfig};
 use crate::intake::AccessRules;
 use crate::janitor::JanitorSettings;
-use crate::operations::{ExternalTool, Limits};
+use crate::operations::{ExternalTool, Limits, ShrinkSettings};
 use crate::outbox::SendLimits;
 use crate::pipeline::{MAX_SOURCE_LOSSES, PipelineSettings};
 
@@ -32,6 +32,7 @@ impl PipelineSettings {
             min_free: config.storage.min_free,
             max_source_losses: MAX_SOURCE_LOSSES,
             limits: Limits::from(&config.processing),
+            shrink: ShrinkSettings::from(&config.processing),
             program,
             tools: config.processing.tools(),
         }
@@ -73,6 +74,12 @@ impl From<OutboxConfig> for SendLimits {
 impl From<&ProcessingConfig> for Limits {
     fn from(processing: &ProcessingConfig) -> Self {
         Self { memory: processing.memory_limit, timeout: processing.timeout, max_inflate: processing.max_inflate }
+    }
+}
+
+impl From<&ProcessingConfig> for ShrinkSettings {
+    fn from(processing: &ProcessingConfig) -> Self {
+        Self { dpi: processing.shrink_dpi, jpeg_quality: processing.jpeg_quality }
     }
 }
 

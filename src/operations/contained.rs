@@ -160,6 +160,7 @@ mod tests {
             lang: "eng".into(),
             limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(60), max_inflate: 1 << 20 },
             password: None,
+            shrink: crate::operations::ShrinkSettings::default(),
         }
     }
 

@@ -29,6 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{Operation, Password};
+pub use crate::pdf::ShrinkSettings;
 
 pub use contained::{Outcome, run_contained};
 pub use external::{Availability, ExternalTool};
@@ -37,8 +38,24 @@ pub use external::{Availability, ExternalTool};
 pub const OPTIMIZE: &str = "optimize";
 
 /// Peak resident memory of an `optimize` child per byte of input, at worst: files made of very
-/// many small objects. Measured by `benches/memory.rs`; see BENCHMARKS.md.
-pub const OPTIMIZE_MEMORY_FACTOR: f64 = 50.0;
+/// many small objects (32–35 ×), and, since every Flate stream is inflated to be deflated again
+/// on both cores, large text PDFs (51 × on a 2,415-page manual). Measured by
+/// `benches/memory.rs` and `benches/lossy.rs`; see BENCHMARKS.md.
+pub const OPTIMIZE_MEMORY_FACTOR: f64 = 60.0;
+
+/// Peak resident memory of a `shrink` child per byte of input, at worst: scans whose images
+/// decode to many times their compressed size (two at a time, one per core): 8–11 × on the
+/// corpus's scans, measured by `benches/lossy.rs` (see BENCHMARKS.md), with room for JPEGs
+/// compressed harder than those. A file whose images decode to far more than the
+/// file's own size (a small file of huge blank pages) can exceed it: the child's address-space
+/// limit is what stops that one.
+pub const SHRINK_MEMORY_FACTOR: f64 = 30.0;
+
+/// Peak resident memory of a `topdf` child per byte of input, at worst: a PNG or WebP decodes to
+/// many times its size, and its samples are held with their deflated copy. An estimate: the
+/// corpus's images are too small to measure it (`benches/lossy.rs`, BENCHMARKS.md); the same
+/// caveat as [`SHRINK_MEMORY_FACTOR`].
+pub const TOPDF_MEMORY_FACTOR: f64 = 30.0;
 
 /// Peak resident memory of a child that has not read anything yet (the binary, its runtime and
 /// allocator), added to every reservation. Measured by `benches/memory.rs`; see BENCHMARKS.md.
@@ -65,7 +82,7 @@ impl Work {
     /// Peak resident memory per byte of input, at worst (what the memory budget reserves).
     pub fn memory_factor(&self) -> f64 {
         match self {
-            Self::Builtin(_) => OPTIMIZE_MEMORY_FACTOR,
+            Self::Builtin(operation) => builtin_memory_factor(operation),
             Self::Tool(tool) => tool.memory_factor,
         }
     }
@@ -88,6 +105,15 @@ impl Work {
                 ..defaults
             },
         }
+    }
+}
+
+/// Peak resident memory per byte of input of a built-in operation, at worst.
+fn builtin_memory_factor(operation: &Operation) -> f64 {
+    match operation {
+        Operation::Shrink => SHRINK_MEMORY_FACTOR,
+        Operation::ImageToPdf => TOPDF_MEMORY_FACTOR,
+        _ => OPTIMIZE_MEMORY_FACTOR,
     }
 }
 
@@ -130,6 +156,8 @@ pub struct Request {
     /// child's stdin and closes it ([`run_contained`]); the child reads it there
     /// ([`child::read_password`]).
     pub password: Option<Password>,
+    /// What `shrink` aims at (`[processing] shrink_dpi`, `jpeg_quality`).
+    pub shrink: ShrinkSettings,
 }
 
 /// `{lang}` when no language is given.
@@ -154,6 +182,10 @@ impl Request {
             self.limits.timeout.as_secs().max(1).to_string().into(),
             "--max-inflate".into(),
             self.limits.max_inflate.to_string().into(),
+            "--shrink-dpi".into(),
+            self.shrink.dpi.to_string().into(),
+            "--jpeg-quality".into(),
+            self.shrink.jpeg_quality.to_string().into(),
             "--lang".into(),
             self.lang.clone().into(),
         ]);

@@ -1,6 +1,7 @@
-//! PDF work with lopdf: the built-in operations on files in the spool (`optimize` here;
-//! `split` and `pages` in [`split`], `text` in [`text`], `info` in [`info`], `rotate` in
-//! [`rotate`], `decrypt` in [`decrypt`]).
+//! PDF work with lopdf: the built-in operations on files in the spool (`optimize` in
+//! [`optimize`](mod@optimize), `shrink` in [`shrink`](mod@shrink), `topdf` in [`images`],
+//! `split` and `pages` in [`split`](mod@split), `text` in [`text`](mod@text), `info` in
+//! [`info`](mod@info), `rotate` in [`rotate`](mod@rotate), `decrypt` in [`decrypt`](mod@decrypt)).
 //!
 //! This module owns every lopdf call in docket; lopdf types never leave it. Its work is
 //! synchronous, CPU-heavy and unbounded in memory, so docket calls it only in the child process
@@ -9,7 +10,7 @@
 //!
 //! # Hostile input
 //!
-//! Every file comes from a stranger, so [`optimize`] and every other operation here (through
+//! Every file comes from a stranger, so [`optimize()`] and every other operation here (through
 //! one shared guard) assume the worst:
 //!
 //! - **Panics.** All lopdf work runs under [`std::panic::catch_unwind`]; a panic becomes
@@ -23,11 +24,12 @@
 //!   pool, whose threads have the default stack; the parser's nesting cap is what protects them.
 //! - **Decompression bombs.** Loading decodes object streams and cross-reference streams, each
 //!   capped at the caller's `max_inflate` (`[processing] max_inflate`, by default
-//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`].
-//!   Optimizing, `split`, `pages`, `rotate` and `decrypt` never decode page content, images or
-//!   fonts (optimizing only compresses streams that have no filter, so their size on disk is
-//!   their size in memory); `text` decodes content streams, Form XObjects, CMaps and Type 1
-//!   font programs, each under the same cap.
+//!   [`DEFAULT_MAX_INFLATE_BYTES`]); a larger one fails with [`PdfError::InflatesTooMuch`]. The
+//!   same cap bounds every stream the operations decode afterwards: `optimize` inflating a
+//!   Flate stream to deflate it again ([`optimize`](mod@optimize)), `shrink` decoding an image
+//!   or a page's content ([`shrink`](mod@shrink)), `topdf` decoding an image ([`images`]),
+//!   `text` decoding content streams, Form XObjects, CMaps and Type 1 font programs. `split`,
+//!   `pages`, `rotate` and `decrypt` decode nothing of the pages.
 //! - **Reference loops.** Pruning marks visited objects, dereferencing gives up after a bounded
 //!   chain, and the page-tree walk visits at most as many nodes as there are objects, so a loop
 //!   ends as an error or a wrong page count, never as a hang. Copying pages copies each object
@@ -55,7 +57,7 @@
 
 use std::any::Any;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Instant;
@@ -66,8 +68,11 @@ use crate::detect::{self, DetectedFormat};
 use crate::domain::Operation;
 
 pub mod decrypt;
+pub mod images;
 pub mod info;
+pub mod optimize;
 pub mod rotate;
+pub mod shrink;
 pub mod split;
 pub mod text;
 mod work;
@@ -81,23 +86,69 @@ pub struct Produced {
     pub pages: Option<u32>,
 }
 
-/// Runs a built-in operation from `input` into `output`, inflating no stream past
-/// `max_inflate` bytes.
-pub fn run(operation: &Operation, input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
+impl From<OptimizeReport> for Produced {
+    fn from(report: OptimizeReport) -> Self {
+        Self { output_bytes: report.output_bytes, pages: Some(report.pages) }
+    }
+}
+
+/// What a built-in operation may use beside its input and output: its inflate cap, and the
+/// settings of the lossy operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// The largest size any one stream (or decoded image) may inflate to (`[processing]
+    /// max_inflate`).
+    pub max_inflate: usize,
+    /// What `shrink` aims at.
+    pub shrink: ShrinkSettings,
+}
+
+impl Settings {
+    /// The defaults, with `max_inflate` as the inflate cap.
+    pub fn with_max_inflate(max_inflate: usize) -> Self {
+        Self { max_inflate, shrink: ShrinkSettings::default() }
+    }
+}
+
+/// `shrink`'s target: `[processing] shrink_dpi` and `jpeg_quality`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShrinkSettings {
+    /// Images whose resolution on the page is above this are downsampled to it.
+    pub dpi: u32,
+    /// The quality (1–100) of the JPEGs the downsampled images are written as.
+    pub jpeg_quality: u8,
+}
+
+/// `shrink_dpi` when not set: Ghostscript's `/ebook` resolution.
+pub const DEFAULT_SHRINK_DPI: u32 = 150;
+/// `jpeg_quality` when not set.
+pub const DEFAULT_JPEG_QUALITY: u8 = 75;
+
+impl Default for ShrinkSettings {
+    fn default() -> Self {
+        Self { dpi: DEFAULT_SHRINK_DPI, jpeg_quality: DEFAULT_JPEG_QUALITY }
+    }
+}
+
+/// Runs a built-in operation from `input` into `output` with `settings`.
+pub fn run(operation: &Operation, input: &Path, output: &Path, settings: &Settings) -> Result<Produced, PdfError> {
+    let max_inflate = settings.max_inflate;
     match operation {
-        Operation::Optimize => optimize(input, output, max_inflate)
-            .map(|report| Produced { output_bytes: report.output_bytes, pages: Some(report.pages) }),
+        Operation::Optimize => optimize(input, output, max_inflate).map(Produced::from),
+        Operation::Shrink => shrink::shrink(input, output, settings).map(Produced::from),
+        Operation::ImageToPdf => images::to_pdf(input, output, settings).map(Produced::from),
         Operation::Split { ranges } => split::split(input, output, ranges.as_ref(), max_inflate),
         Operation::Pages { ranges } => split::pages(input, output, ranges, max_inflate),
         Operation::Text => text::text(input, output, max_inflate),
         Operation::Info => info::info(input, output, max_inflate),
         Operation::Rotate { angle, pages } => rotate::rotate(input, output, *angle, pages.as_ref(), max_inflate),
         Operation::Decrypt { password } => decrypt::decrypt(input, output, password, max_inflate),
-        other => Err(PdfError::Unreadable { detail: format!("{other} is not built yet") }),
+        // OCR is an external program (`[processing.external.ocr]`), never a built-in.
+        Operation::Ocr { .. } => Err(PdfError::Unreadable { detail: "ocr runs an external program".to_owned() }),
     }
 }
 
-/// Stack size of the thread that runs the lopdf work in [`optimize`].
+/// Stack size of the thread that runs the lopdf work in [`optimize()`].
 pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest size, in bytes, that any one object stream or cross-reference stream may decode to
@@ -109,7 +160,7 @@ pub const DEFAULT_MAX_INFLATE_BYTES: usize = 256 * 1024 * 1024;
 /// How many objects go into one object stream when saving; larger groups compress better.
 const OBJECTS_PER_STREAM: usize = 200;
 
-/// What [`optimize`] did.
+/// What [`optimize()`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OptimizeReport {
     /// Number of pages in the document (the same in input and output).
@@ -134,7 +185,7 @@ impl OptimizeReport {
     }
 }
 
-/// Why [`optimize`] failed. Every variant except [`PdfError::Io`] is a property of the input and
+/// Why [`optimize()`] failed. Every variant except [`PdfError::Io`] is a property of the input and
 /// will not change on retry.
 #[derive(Debug, thiserror::Error)]
 pub enum PdfError {
@@ -214,24 +265,29 @@ impl PdfError {
 ///   be started.
 #[tracing::instrument(name = "pdf_optimize", skip_all)]
 pub fn optimize(input: &Path, output: &Path, max_inflate: usize) -> Result<OptimizeReport, PdfError> {
+    rewrite_file(input, output, max_inflate, "optimized", |_document| Ok(()))
+}
+
+/// Loads the PDF at `input`, applies `transform` to it, optimizes it and writes it to
+/// `output`, as [`optimize()`] documents, on a thread of its own with a large stack and every
+/// panic caught; `done` names what was done, for the log.
+pub(crate) fn rewrite_file(
+    input: &Path,
+    output: &Path,
+    max_inflate: usize,
+    done: &'static str,
+    transform: impl FnOnce(&mut Document) -> Result<(), PdfError> + Send + 'static,
+) -> Result<OptimizeReport, PdfError> {
     let started = Instant::now();
-    let span = tracing::Span::current();
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
-    let worker =
-        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
-            let _entered = span.enter();
-            optimize_on_this_thread(&input, &output, max_inflate)
-        })?;
-    // `optimize_on_this_thread` catches panics itself; a panic that still escapes (one in the
-    // panic handling) lands here.
-    let report = worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??;
+    let report = on_work_thread(move || rewrite_on_this_thread(&input, &output, max_inflate, transform))?;
     tracing::debug!(
         pages = report.pages,
         input_bytes = report.input_bytes,
         output_bytes = report.output_bytes,
         kept_original = report.kept_original(),
         elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        "optimized a PDF of {} pages: {} -> {} bytes",
+        "{done} a PDF of {} pages: {} -> {} bytes",
         report.pages,
         report.input_bytes,
         report.output_bytes,
@@ -239,7 +295,28 @@ pub fn optimize(input: &Path, output: &Path, max_inflate: usize) -> Result<Optim
     Ok(report)
 }
 
-fn optimize_on_this_thread(input: &Path, output: &Path, max_inflate: usize) -> Result<OptimizeReport, PdfError> {
+/// Runs `work` on a thread with a [`WORK_STACK_BYTES`] stack, a panic in it becoming
+/// [`PdfError::Unreadable`].
+pub(crate) fn on_work_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, PdfError> + Send + 'static,
+) -> Result<T, PdfError> {
+    let span = tracing::Span::current();
+    let worker =
+        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(work))
+                .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
+        })?;
+    // A panic that still escapes (one in the panic handling) lands here.
+    worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??
+}
+
+fn rewrite_on_this_thread(
+    input: &Path,
+    output: &Path,
+    max_inflate: usize,
+    transform: impl FnOnce(&mut Document) -> Result<(), PdfError>,
+) -> Result<OptimizeReport, PdfError> {
     let bytes = std::fs::read(input)?;
     let input_bytes = bytes.len() as u64;
     let found = detect::detect_bytes(&bytes);
@@ -247,7 +324,7 @@ fn optimize_on_this_thread(input: &Path, output: &Path, max_inflate: usize) -> R
         return Err(PdfError::NotPdf { found });
     }
 
-    let pages = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, output, max_inflate)))
+    let pages = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, output, max_inflate, transform)))
         .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??;
 
     let written_bytes = std::fs::metadata(output)?.len();
@@ -265,7 +342,7 @@ fn optimize_on_this_thread(input: &Path, output: &Path, max_inflate: usize) -> R
                 tracing::warn!(
                     pages,
                     detail = %detail,
-                    "the optimized PDF did not load back as it should; keeping the original: {detail}"
+                    "the rewritten PDF did not load back as it should; keeping the original: {detail}"
                 );
                 true
             }
@@ -278,15 +355,24 @@ fn optimize_on_this_thread(input: &Path, output: &Path, max_inflate: usize) -> R
     Ok(OptimizeReport { pages, input_bytes, output_bytes })
 }
 
-/// Loads the PDF in `bytes`, optimizes it and saves it to `output`; returns its page count.
-fn rewrite(bytes: &[u8], output: &Path, max_inflate: usize) -> Result<u32, PdfError> {
+/// Loads the PDF in `bytes`, transforms and optimizes it and saves it to `output`; returns its
+/// page count.
+fn rewrite(
+    bytes: &[u8],
+    output: &Path,
+    max_inflate: usize,
+    transform: impl FnOnce(&mut Document) -> Result<(), PdfError>,
+) -> Result<u32, PdfError> {
     let mut document = load(bytes, max_inflate)?;
     let pages = count_pages(&document)?;
 
     // Taken before anything changes, to encrypt the result the way the input was.
     let encryption = document.encryption_state.take();
+    transform(&mut document)?;
     write_lengths_directly(&mut document);
-    document.compress();
+    optimize::compress_streams(&mut document, max_inflate)?;
+    document.prune_objects();
+    optimize::merge_identical_streams(&mut document);
     document.prune_objects();
     document.renumber_objects();
     let options = match &encryption {
@@ -308,19 +394,14 @@ fn rewrite(bytes: &[u8], output: &Path, max_inflate: usize) -> Result<u32, PdfEr
         },
     };
 
-    let mut sink = TrackedWriter::new(BufWriter::with_capacity(1 << 20, File::create(output)?));
-    let saved = document.save_with_options(&mut sink, options);
-    let flushed = saved.and_then(|()| sink.flush());
-    if let Err(error) = flushed {
-        // An error from the file itself is I/O (disk full, ...); any other is lopdf refusing
-        // to serialise what it loaded.
-        return Err(match sink.failure.take() {
-            Some(io) => PdfError::Io(io),
-            None => PdfError::unreadable(format!("saving: {error}")),
-        });
-    }
-    let file = sink.inner.into_inner().map_err(|error| error.into_error())?;
-    file.sync_all()?;
+    // Saved into memory first (the result is smaller than the input, which is in memory
+    // already), so the cross-reference stream can be compacted before it reaches the disk.
+    let mut saved = Vec::with_capacity(bytes.len());
+    document
+        .save_with_options(&mut saved, options)
+        .map_err(|error| PdfError::unreadable(format!("saving: {error}")))?;
+    optimize::compact_xref_stream(&mut saved);
+    write_synced(output, &saved)?;
     Ok(pages)
 }
 
@@ -343,7 +424,7 @@ fn load_options(max_inflate: usize) -> LoadOptions {
 }
 
 /// Loads a PDF without a password; lopdf opens one with an empty user password by itself.
-fn load(bytes: &[u8], max_inflate: usize) -> Result<Document, PdfError> {
+pub(crate) fn load(bytes: &[u8], max_inflate: usize) -> Result<Document, PdfError> {
     let document = Document::load_mem_with_options(bytes, load_options(max_inflate)).map_err(|error| match error {
         lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
             PdfError::InflatesTooMuch { limit }
@@ -365,7 +446,7 @@ fn load(bytes: &[u8], max_inflate: usize) -> Result<Document, PdfError> {
 }
 
 /// The number of pages, or why there is no page tree to count.
-fn count_pages(document: &Document) -> Result<u32, PdfError> {
+pub(crate) fn count_pages(document: &Document) -> Result<u32, PdfError> {
     let has_page_tree =
         document.catalog().and_then(|catalog| catalog.get_deref(b"Pages", document)).and_then(Object::as_dict).is_ok();
     if !has_page_tree {
@@ -379,13 +460,13 @@ fn count_pages(document: &Document) -> Result<u32, PdfError> {
     }
 }
 
-/// Loads the PDF at `path` as [`optimize`] does and counts its pages.
+/// Loads the PDF at `path` as [`optimize()`] does and counts its pages.
 fn count_pages_of_file(path: &Path, max_inflate: usize) -> Result<u32, PdfError> {
     let bytes = std::fs::read(path)?;
     count_pages(&load(&bytes, max_inflate)?)
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = File::create(path)?;
     file.write_all(bytes)?;
     file.sync_all()

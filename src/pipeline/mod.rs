@@ -100,6 +100,8 @@ pub struct PipelineSettings {
     pub max_source_losses: u32,
     /// The limits of one processing run (`[processing]`).
     pub limits: crate::operations::Limits,
+    /// What `shrink` aims at (`[processing] shrink_dpi`, `jpeg_quality`).
+    pub shrink: crate::operations::ShrinkSettings,
     /// The program every processing run re-executes as its child: docket's own binary.
     pub program: std::path::PathBuf,
     /// The operations backed by external programs (`[processing.external.<name>]`): `ocr` runs

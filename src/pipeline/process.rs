@@ -273,6 +273,7 @@ async fn run_contained(
         lang,
         limits,
         password: work.password(),
+        shrink: settings.shrink,
     };
     let outcome = operations::run_contained(&settings.program, &request)
         .await

@@ -13,6 +13,7 @@ mod e2e;
 mod groups;
 mod nodes;
 mod operations_choice;
+mod operations_lossy;
 mod operations_pages;
 mod outbox;
 mod people;

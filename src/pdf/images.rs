@@ -1,0 +1,506 @@
+//! `topdf`: an image (JPEG, PNG, TIFF, WebP) as a PDF, one page per image.
+//!
+//! - A JPEG is embedded byte for byte (`DCTDecode`): its size and components are read from its
+//!   header, nothing is re-encoded. A four-component JPEG with an Adobe marker (as Photoshop
+//!   writes them, inverted) gets `/Decode [1 0 1 0 1 0 1 0]`, as readers expect.
+//! - PNG, TIFF (every frame of a multi-page TIFF, one page each) and WebP are decoded and their
+//!   samples deflated losslessly (Flate, 8 or 16 bits per component as in the file); an alpha
+//!   channel becomes the image's `/SMask`.
+//!
+//! Each page is the image at its own resolution: the one its file states (JFIF density, PNG
+//! `pHYs`, TIFF `XResolution`/`YResolution`); without one, 72 dpi, except that an image larger
+//! than an A4 page at 72 dpi is fitted to A4's long side (11.69 in), so a photo from a phone
+//! does not become a poster.
+//!
+//! Decoding is bounded before anything is allocated: an image whose samples would take more
+//! than `max_inflate` bytes fails with [`PdfError::InflatesTooMuch`].
+
+use std::io::Cursor;
+use std::path::Path;
+
+use lopdf::{Dictionary, Document, Object, Stream, dictionary};
+
+use super::{OptimizeReport, PdfError, Settings};
+
+/// Resolution assumed for an image that states none.
+pub const DEFAULT_DPI: f64 = 72.0;
+
+/// A4's long side, in inches: an image without a resolution is never drawn larger than that.
+const A4_LONG_SIDE_INCHES: f64 = 11.69;
+
+/// Writes the image at `input` as a PDF at `output`.
+///
+/// # Errors
+///
+/// - [`PdfError::Unreadable`] if it is not a JPEG, PNG, TIFF or WebP docket can read;
+/// - [`PdfError::InflatesTooMuch`] if its pixels would take more than `max_inflate` bytes;
+/// - [`PdfError::Io`] if reading or writing fails.
+#[tracing::instrument(name = "pdf_topdf", skip_all)]
+pub fn to_pdf(input: &Path, output: &Path, settings: &Settings) -> Result<OptimizeReport, PdfError> {
+    let (input, output, max_inflate) = (input.to_path_buf(), output.to_path_buf(), settings.max_inflate);
+    super::on_work_thread(move || {
+        let bytes = std::fs::read(&input)?;
+        let pages = pages_of(&bytes, max_inflate)?;
+        let count = u32::try_from(pages.len()).map_err(|_| PdfError::unreadable("too many frames"))?;
+        if count == 0 {
+            return Err(PdfError::NoPages);
+        }
+        let mut document = assemble(pages);
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&output)?);
+        document.save_to(&mut file).map_err(|e| PdfError::unreadable(format!("saving: {e}")))?;
+        let file = file.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        let output_bytes = file.metadata()?.len();
+        Ok(OptimizeReport { pages: count, input_bytes: bytes.len() as u64, output_bytes })
+    })
+}
+
+/// One page's image, ready to embed.
+struct Page {
+    image: Stream,
+    smask: Option<Stream>,
+    /// Pixels per inch across and down.
+    dpi: Option<(f64, f64)>,
+    width: u32,
+    height: u32,
+}
+
+fn pages_of(bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
+    let found = crate::detect::detect_bytes(bytes);
+    match found.label() {
+        "jpeg" => Ok(vec![jpeg_page(bytes)?]),
+        "png" => Ok(vec![png_page(bytes, max_inflate)?]),
+        "tiff" => tiff_pages(bytes, max_inflate),
+        "webp" => Ok(vec![webp_page(bytes, max_inflate)?]),
+        _ => Err(PdfError::unreadable(format!("{} is not an image topdf reads", found.describe()))),
+    }
+}
+
+fn assemble(pages: Vec<Page>) -> Document {
+    let mut document = Document::with_version("1.7");
+    let pages_id = document.new_object_id();
+    let mut kids = Vec::new();
+    for page in pages {
+        let (width_pt, height_pt) = page_size(&page);
+        let mut image = page.image;
+        if let Some(smask) = page.smask {
+            let smask_id = document.add_object(smask);
+            image.dict.set("SMask", smask_id);
+        }
+        let image_id = document.add_object(image);
+        let content = format!("q {width_pt:.4} 0 0 {height_pt:.4} 0 0 cm /Im0 Do Q");
+        let content_id = document.add_object(Stream::new(Dictionary::new(), content.into_bytes()));
+        let page_id = document.add_object(dictionary! {
+            "Type" => "Page",
+            "Parent" => pages_id,
+            "MediaBox" => vec![0.into(), 0.into(), Object::Real(width_pt as f32), Object::Real(height_pt as f32)],
+            "Resources" => dictionary! { "XObject" => dictionary! { "Im0" => image_id } },
+            "Contents" => content_id,
+        });
+        kids.push(Object::Reference(page_id));
+    }
+    let count = kids.len() as i64;
+    document
+        .objects
+        .insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }));
+    let catalog_id = document.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    document.trailer.set("Root", catalog_id);
+    document
+}
+
+/// The page's size in points, as the module docs say.
+fn page_size(page: &Page) -> (f64, f64) {
+    let (width, height) = (f64::from(page.width), f64::from(page.height));
+    let (dpi_x, dpi_y) = match page.dpi {
+        Some((x, y)) if x >= 1.0 && y >= 1.0 => (x, y),
+        _ => {
+            let dpi = DEFAULT_DPI.max(width.max(height) / A4_LONG_SIDE_INCHES);
+            (dpi, dpi)
+        }
+    };
+    // PDF viewers handle pages up to 200 inches (14 400 points) on a side.
+    let (w, h) = (width * 72.0 / dpi_x, height * 72.0 / dpi_y);
+    let fit = (14_400.0 / w.max(h)).min(1.0);
+    ((w * fit).max(1.0), (h * fit).max(1.0))
+}
+
+fn image_dict(width: u32, height: u32, colour_space: &str, bits: u8) -> Dictionary {
+    dictionary! {
+        "Type" => "XObject",
+        "Subtype" => "Image",
+        "Width" => i64::from(width),
+        "Height" => i64::from(height),
+        "ColorSpace" => colour_space,
+        "BitsPerComponent" => i64::from(bits),
+    }
+}
+
+/// Samples deflated as an image stream.
+fn flate_image(mut dict: Dictionary, samples: &[u8]) -> Stream {
+    dict.set("Filter", "FlateDecode");
+    Stream::new(dict, super::optimize::deflate_best(samples)).with_compression(false)
+}
+
+fn check_size(width: u32, height: u32, bytes_per_pixel: usize, max_inflate: usize) -> Result<(), PdfError> {
+    let bytes = u64::from(width) * u64::from(height) * bytes_per_pixel as u64;
+    if bytes > max_inflate as u64 {
+        return Err(PdfError::InflatesTooMuch { limit: max_inflate });
+    }
+    Ok(())
+}
+
+// ---- JPEG -------------------------------------------------------------------------------
+
+fn jpeg_page(bytes: &[u8]) -> Result<Page, PdfError> {
+    use zune_jpeg::zune_core::bytestream::ZCursor;
+    let mut decoder = zune_jpeg::JpegDecoder::new(ZCursor::new(bytes));
+    decoder.decode_headers().map_err(|e| PdfError::unreadable(format!("reading the JPEG: {e}")))?;
+    let info = decoder.info().ok_or_else(|| PdfError::unreadable("the JPEG has no frame header"))?;
+    let components = decoder.input_colorspace().map(|c| c.num_components()).unwrap_or(0);
+    let colour_space = match components {
+        1 => "DeviceGray",
+        3 => "DeviceRGB",
+        4 => "DeviceCMYK",
+        n => return Err(PdfError::unreadable(format!("a JPEG of {n} components"))),
+    };
+    let (width, height) = (u32::from(info.width), u32::from(info.height));
+    let mut dict = image_dict(width, height, colour_space, 8);
+    dict.set("Filter", "DCTDecode");
+    let markers = jpeg_markers(bytes);
+    if components == 4 && markers.adobe {
+        dict.set("Decode", vec![1.into(), 0.into(), 1.into(), 0.into(), 1.into(), 0.into(), 1.into(), 0.into()]);
+    }
+    let image = Stream::new(dict, bytes.to_vec()).with_compression(false);
+    Ok(Page { image, smask: None, dpi: markers.dpi, width, height })
+}
+
+#[derive(Default)]
+struct JpegMarkers {
+    adobe: bool,
+    dpi: Option<(f64, f64)>,
+}
+
+/// The JFIF density and whether there is an Adobe marker, from the segments before the first
+/// scan.
+fn jpeg_markers(bytes: &[u8]) -> JpegMarkers {
+    let mut found = JpegMarkers::default();
+    let mut at = 2;
+    while at + 4 <= bytes.len() && bytes[at] == 0xFF {
+        let marker = bytes[at + 1];
+        if marker == 0xDA || marker == 0xD9 {
+            break;
+        }
+        let length = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
+        let segment = bytes.get(at + 4..at + 2 + length).unwrap_or_default();
+        match marker {
+            0xE0 if segment.starts_with(b"JFIF\0") && segment.len() >= 12 => {
+                let x = f64::from(u16::from_be_bytes([segment[8], segment[9]]));
+                let y = f64::from(u16::from_be_bytes([segment[10], segment[11]]));
+                found.dpi = match segment[7] {
+                    1 => Some((x, y)),
+                    2 => Some((x * 2.54, y * 2.54)),
+                    _ => None,
+                };
+            }
+            0xEE if segment.starts_with(b"Adobe") => found.adobe = true,
+            _ => {}
+        }
+        at += 2 + length.max(2);
+    }
+    found
+}
+
+// ---- PNG --------------------------------------------------------------------------------
+
+fn png_page(bytes: &[u8], max_inflate: usize) -> Result<Page, PdfError> {
+    use png::{BitDepth, ColorType, Transformations, Unit};
+    let unreadable = |e: png::DecodingError| PdfError::unreadable(format!("reading the PNG: {e}"));
+    let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: max_inflate });
+    decoder.set_transformations(Transformations::EXPAND);
+    let mut reader = decoder.read_info().map_err(|e| match e {
+        png::DecodingError::LimitsExceeded => PdfError::InflatesTooMuch { limit: max_inflate },
+        other => unreadable(other),
+    })?;
+    let info = reader.info();
+    let (width, height) = (info.width, info.height);
+    let dpi = info.pixel_dims.and_then(|d| match d.unit {
+        Unit::Meter => Some((f64::from(d.xppu) * 0.0254, f64::from(d.yppu) * 0.0254)),
+        Unit::Unspecified => None,
+    });
+    let (colour, depth) = reader.output_color_type();
+    let bytes_per_sample = if depth == BitDepth::Sixteen { 2 } else { 1 };
+    check_size(width, height, colour.samples() * bytes_per_sample, max_inflate)?;
+    let size = reader.output_buffer_size().ok_or(PdfError::InflatesTooMuch { limit: max_inflate })?;
+    let mut buffer = vec![0; size];
+    let frame = reader.next_frame(&mut buffer).map_err(unreadable)?;
+    buffer.truncate(frame.buffer_size());
+    let bits = if depth == BitDepth::Sixteen { 16 } else { 8 };
+    let (space, colours, alpha) = match colour {
+        ColorType::Grayscale => ("DeviceGray", 1, false),
+        ColorType::GrayscaleAlpha => ("DeviceGray", 1, true),
+        ColorType::Rgb => ("DeviceRGB", 3, false),
+        ColorType::Rgba => ("DeviceRGB", 3, true),
+        ColorType::Indexed => return Err(PdfError::unreadable("a PNG palette that did not expand")),
+    };
+    Ok(raster_page(Raster { width, height, bits, space, colours, alpha, samples: buffer, dpi, decode: None }))
+}
+
+// ---- WebP -------------------------------------------------------------------------------
+
+fn webp_page(bytes: &[u8], max_inflate: usize) -> Result<Page, PdfError> {
+    use image::ImageDecoder;
+    let unreadable = |e: image::ImageError| PdfError::unreadable(format!("reading the WebP image: {e}"));
+    let decoder = image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)).map_err(unreadable)?;
+    let (width, height) = decoder.dimensions();
+    let colour = decoder.color_type();
+    check_size(width, height, usize::from(colour.bytes_per_pixel()), max_inflate)?;
+    let total = usize::try_from(decoder.total_bytes()).map_err(|_| PdfError::InflatesTooMuch { limit: max_inflate })?;
+    let mut samples = vec![0; total];
+    decoder.read_image(&mut samples).map_err(unreadable)?;
+    let (space, colours, alpha) = match colour {
+        image::ColorType::L8 => ("DeviceGray", 1, false),
+        image::ColorType::La8 => ("DeviceGray", 1, true),
+        image::ColorType::Rgb8 => ("DeviceRGB", 3, false),
+        image::ColorType::Rgba8 => ("DeviceRGB", 3, true),
+        other => return Err(PdfError::unreadable(format!("a WebP image of {other:?}"))),
+    };
+    Ok(raster_page(Raster { width, height, bits: 8, space, colours, alpha, samples, dpi: None, decode: None }))
+}
+
+// ---- TIFF -------------------------------------------------------------------------------
+
+fn tiff_pages(bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
+    use tiff::ColorType;
+    use tiff::decoder::{Decoder, DecodingResult, Limits};
+    use tiff::tags::Tag;
+    let unreadable = |e: tiff::TiffError| match e {
+        tiff::TiffError::LimitsExceeded => PdfError::InflatesTooMuch { limit: max_inflate },
+        other => PdfError::unreadable(format!("reading the TIFF: {other}")),
+    };
+    let mut limits = Limits::default();
+    limits.decoding_buffer_size = max_inflate;
+    limits.intermediate_buffer_size = max_inflate;
+    let mut decoder = Decoder::new(Cursor::new(bytes)).map_err(unreadable)?.with_limits(limits);
+    let mut pages = Vec::new();
+    loop {
+        let (width, height) = decoder.dimensions().map_err(unreadable)?;
+        let colour = decoder.colortype().map_err(unreadable)?;
+        let (space, colours, alpha, bits) = match colour {
+            ColorType::Gray(bits @ (8 | 16)) => ("DeviceGray", 1, false, bits),
+            ColorType::GrayA(bits @ (8 | 16)) => ("DeviceGray", 1, true, bits),
+            ColorType::RGB(bits @ (8 | 16)) => ("DeviceRGB", 3, false, bits),
+            ColorType::RGBA(bits @ (8 | 16)) => ("DeviceRGB", 3, true, bits),
+            ColorType::CMYK(8) => ("DeviceCMYK", 4, false, 8),
+            other => return Err(PdfError::unreadable(format!("a TIFF frame of {other:?}"))),
+        };
+        let samples_per_pixel = colours + usize::from(alpha);
+        check_size(width, height, samples_per_pixel * usize::from(bits / 8), max_inflate)?;
+        let white_is_zero = decoder.get_tag_u32(Tag::PhotometricInterpretation).ok() == Some(0);
+        let dpi = tiff_dpi(&mut decoder);
+        let samples = match decoder.read_image().map_err(unreadable)? {
+            DecodingResult::U8(samples) => samples,
+            DecodingResult::U16(samples) => samples.iter().flat_map(|s| s.to_be_bytes()).collect(),
+            _ => return Err(PdfError::unreadable("a TIFF frame of an unusual sample type")),
+        };
+        let decode = (white_is_zero && colours == 1).then_some(vec![1.into(), 0.into()]);
+        pages.push(raster_page(Raster { width, height, bits, space, colours, alpha, samples, dpi, decode }));
+        if !decoder.more_images() {
+            break;
+        }
+        decoder.next_image().map_err(unreadable)?;
+    }
+    Ok(pages)
+}
+
+fn tiff_dpi<R: std::io::Read + std::io::Seek>(decoder: &mut tiff::decoder::Decoder<R>) -> Option<(f64, f64)> {
+    use tiff::decoder::ifd::Value;
+    use tiff::tags::Tag;
+    let rational = |value: Option<Value>| match value? {
+        Value::Rational(n, d) if d > 0 => Some(f64::from(n) / f64::from(d)),
+        _ => None,
+    };
+    let x = rational(decoder.find_tag(Tag::XResolution).ok()?)?;
+    let y = rational(decoder.find_tag(Tag::YResolution).ok()?)?;
+    match decoder.get_tag_u32(Tag::ResolutionUnit).unwrap_or(2) {
+        2 => Some((x, y)),
+        3 => Some((x * 2.54, y * 2.54)),
+        _ => None,
+    }
+}
+
+// ---- Decoded samples --------------------------------------------------------------------
+
+struct Raster {
+    width: u32,
+    height: u32,
+    /// 8 or 16 (big-endian samples).
+    bits: u8,
+    space: &'static str,
+    colours: usize,
+    /// Whether each pixel ends with an alpha sample.
+    alpha: bool,
+    samples: Vec<u8>,
+    dpi: Option<(f64, f64)>,
+    decode: Option<Vec<Object>>,
+}
+
+fn raster_page(raster: Raster) -> Page {
+    let Raster { width, height, bits, space, colours, alpha, samples, dpi, decode } = raster;
+    let sample_bytes = usize::from(bits / 8);
+    let mut dict = image_dict(width, height, space, bits);
+    if let Some(decode) = decode {
+        dict.set("Decode", decode);
+    }
+    if !alpha {
+        return Page { image: flate_image(dict, &samples), smask: None, dpi, width, height };
+    }
+    let pixel = (colours + 1) * sample_bytes;
+    let colour_bytes = colours * sample_bytes;
+    let mut colour = Vec::with_capacity(samples.len() / (colours + 1) * colours);
+    let mut mask = Vec::with_capacity(samples.len() / (colours + 1));
+    for chunk in samples.chunks_exact(pixel) {
+        colour.extend_from_slice(&chunk[..colour_bytes]);
+        mask.extend_from_slice(&chunk[colour_bytes..]);
+    }
+    drop(samples);
+    // An alpha channel that is opaque everywhere needs no mask.
+    let opaque = mask.iter().all(|&a| a == 0xFF);
+    let smask = (!opaque).then(|| flate_image(image_dict(width, height, "DeviceGray", bits), &mask));
+    Page { image: flate_image(dict, &colour), smask, dpi, width, height }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pdf::DEFAULT_MAX_INFLATE_BYTES;
+    use crate::pdf::shrink::tests::{jpeg, picture};
+
+    fn convert(bytes: &[u8], max_inflate: usize) -> (tempfile::TempDir, Result<OptimizeReport, PdfError>, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        let output = dir.path().join("out.pdf");
+        std::fs::write(&input, bytes).unwrap();
+        let result = to_pdf(&input, &output, &Settings::with_max_inflate(max_inflate));
+        (dir, result, output)
+    }
+
+    use std::path::PathBuf;
+
+    fn first_image(document: &Document, page: u32) -> &Stream {
+        let page = document.get_pages()[&page];
+        let (_, ids) = document.get_page_resources(page).unwrap();
+        let resources = match ids.first() {
+            Some(id) => document.get_dictionary(*id).unwrap(),
+            None => document.get_dictionary(page).unwrap().get(b"Resources").unwrap().as_dict().unwrap(),
+        };
+        let id = resources.get(b"XObject").unwrap().as_dict().unwrap().get(b"Im0").unwrap().as_reference().unwrap();
+        document.get_object(id).unwrap().as_stream().unwrap()
+    }
+
+    #[test]
+    fn a_jpeg_is_embedded_byte_for_byte() {
+        let bytes = jpeg(&picture(320, 200, 3), 320, 200, 3);
+        let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+        assert_eq!(result.unwrap().pages, 1);
+        let document = Document::load(&output).unwrap();
+        let image = first_image(&document, 1);
+        assert_eq!(image.content, bytes);
+        assert_eq!(image.dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
+        assert_eq!(image.dict.get(b"Width").unwrap().as_i64().unwrap(), 320);
+        assert_eq!(image.dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceRGB");
+        // No resolution stated: 72 dpi, one point per pixel.
+        let page = document.get_dictionary(document.get_pages()[&1]).unwrap();
+        let media_box = page.get(b"MediaBox").unwrap().as_array().unwrap();
+        assert_eq!(media_box[2].as_float().unwrap(), 320.0);
+    }
+
+    fn png(width: u32, height: u32, colour: png::ColorType, data: &[u8], ppm: Option<u32>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, width, height);
+        encoder.set_color(colour);
+        encoder.set_depth(png::BitDepth::Eight);
+        if let Some(ppm) = ppm {
+            encoder.set_pixel_dims(Some(png::PixelDimensions { xppu: ppm, yppu: ppm, unit: png::Unit::Meter }));
+        }
+        let mut writer = encoder.write_header().unwrap();
+        writer.write_image_data(data).unwrap();
+        writer.finish().unwrap();
+        out
+    }
+
+    #[test]
+    fn a_png_with_alpha_gets_a_soft_mask_and_its_resolution() {
+        let (w, h) = (64, 48);
+        let rgba: Vec<u8> = picture(w, h, 4);
+        // 300 dpi = 11811 pixels per metre.
+        let bytes = png(w, h, png::ColorType::Rgba, &rgba, Some(11_811));
+        let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+        result.unwrap();
+        let document = Document::load(&output).unwrap();
+        let image = first_image(&document, 1);
+        let smask = image.dict.get(b"SMask").unwrap().as_reference().unwrap();
+        let smask = document.get_object(smask).unwrap().as_stream().unwrap();
+        assert_eq!(smask.dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceGray");
+        let alpha: Vec<u8> = rgba.chunks(4).map(|p| p[3]).collect();
+        assert_eq!(smask.decompressed_content().unwrap(), alpha);
+        let colour: Vec<u8> = rgba.chunks(4).flat_map(|p| p[..3].to_vec()).collect();
+        assert_eq!(image.decompressed_content().unwrap(), colour, "lossless");
+        let page = document.get_dictionary(document.get_pages()[&1]).unwrap();
+        let width_pt = page.get(b"MediaBox").unwrap().as_array().unwrap()[2].as_float().unwrap();
+        assert!((width_pt - 64.0 * 72.0 / 300.0).abs() < 0.1, "{width_pt}");
+    }
+
+    #[test]
+    fn an_opaque_png_gets_no_mask() {
+        let bytes = png(8, 8, png::ColorType::Rgb, &picture(8, 8, 3), None);
+        let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+        result.unwrap();
+        let document = Document::load(&output).unwrap();
+        assert!(!first_image(&document, 1).dict.has(b"SMask"));
+    }
+
+    #[test]
+    fn a_multi_page_tiff_gives_a_page_per_frame() {
+        use tiff::encoder::{TiffEncoder, colortype};
+        let mut bytes = Vec::new();
+        {
+            let mut encoder = TiffEncoder::new(Cursor::new(&mut bytes)).unwrap();
+            for frame in 0..3u32 {
+                let (w, h) = (40 + frame * 10, 30);
+                encoder.write_image::<colortype::RGB8>(w, h, &picture(w, h, 3)).unwrap();
+            }
+        }
+        let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+        assert_eq!(result.unwrap().pages, 3);
+        let document = Document::load(&output).unwrap();
+        assert_eq!(document.get_pages().len(), 3);
+        assert_eq!(first_image(&document, 3).dict.get(b"Width").unwrap().as_i64().unwrap(), 60);
+        assert_eq!(first_image(&document, 3).decompressed_content().unwrap(), picture(60, 30, 3));
+    }
+
+    #[test]
+    fn an_image_larger_than_the_cap_is_refused_before_decoding() {
+        let bytes = png(2000, 2000, png::ColorType::Rgb, &vec![0; 2000 * 2000 * 3], None);
+        let (_dir, result, _) = convert(&bytes, 1 << 20);
+        assert!(matches!(result, Err(PdfError::InflatesTooMuch { limit }) if limit == 1 << 20), "{result:?}");
+    }
+
+    #[test]
+    fn a_big_photo_without_a_resolution_fits_a4() {
+        let page = Page {
+            image: Stream::new(Dictionary::new(), Vec::new()),
+            smask: None,
+            dpi: None,
+            width: 4000,
+            height: 3000,
+        };
+        let (w, h) = page_size(&page);
+        assert!((w - 11.69 * 72.0).abs() < 0.5 && h < w, "{w} × {h}");
+    }
+
+    #[test]
+    fn something_else_is_unreadable() {
+        let (_dir, result, _) = convert(b"%PDF-1.7 not an image", DEFAULT_MAX_INFLATE_BYTES);
+        assert!(matches!(result, Err(PdfError::Unreadable { .. })), "{result:?}");
+    }
+}
