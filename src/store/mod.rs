@@ -45,6 +45,7 @@ mod conformance;
 mod database_url;
 mod error;
 mod jobs;
+mod languages;
 mod migrations;
 mod outbox;
 mod pacing;
@@ -792,6 +793,12 @@ impl Store {
         people::record_flood_wait(&mut self.acquire().await?.conn(), chat.0, wait_ms, now).await
     }
 
+    /// The language code `chat` is written to in (see [`Tx::note_language`]); `None` when
+    /// nothing is known of the chat.
+    pub async fn chat_language(&self, chat: ChatRef) -> StoreResult<Option<String>> {
+        languages::of_chat(&mut self.acquire().await?.conn(), chat).await
+    }
+
     /// The figures of `/stats` at `now`.
     pub async fn stats(&self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
         people::stats(&mut self.acquire().await?.conn(), now).await
@@ -934,6 +941,24 @@ impl Tx {
     /// Whether `user` was let in by an invite.
     pub async fn is_invited(&mut self, user: UserId) -> StoreResult<bool> {
         people::is_invited(&mut self.conn(), user.0).await
+    }
+
+    /// Records that someone whose Telegram app reports language `code` wrote in `chat`: the
+    /// chat's language becomes `code`, unless the chat chose one with `/lang`.
+    pub async fn note_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
+        languages::note(&mut self.conn(), chat, code, now).await
+    }
+
+    /// Keeps `code` as `chat`'s language (a `/lang` choice) until the next choice; what writers'
+    /// apps report no longer changes it.
+    pub async fn choose_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
+        languages::choose(&mut self.conn(), chat, code, now).await
+    }
+
+    /// The language code `chat` is written to in, inside the transaction; `None` when nothing
+    /// is known of the chat.
+    pub async fn chat_language(&mut self, chat: ChatRef) -> StoreResult<Option<String>> {
+        languages::of_chat(&mut self.conn(), chat).await
     }
 
     /// The figures of `/stats` at `now`, inside the transaction.

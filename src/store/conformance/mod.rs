@@ -43,6 +43,7 @@ macro_rules! cases {
 
 mod changes;
 mod jobs;
+mod languages;
 mod leases;
 mod outbox;
 mod pacing;
@@ -90,7 +91,7 @@ fn message(key: &str, chat: ChatRef, kind: MessageKind, job: Option<Ticket>) -> 
         kind,
         body: format!("body of {key}"),
         reply_to_message_id: Some(MessageId(500)),
-        button: None,
+        buttons: Vec::new(),
     }
 }
 

@@ -41,7 +41,7 @@ async fn large_telegram_ids_round_trip(store: Store) {
     );
     let m = NewMessage {
         reply_to_message_id: Some(MessageId(3_000_000_000)),
-        button: None,
+        buttons: Vec::new(),
         ..message("k", big.chat, MessageKind::Reply, Some(ticket))
     };
     assert!(enqueue(&store, &m, T0).await);
@@ -151,7 +151,8 @@ mod postgres_vs_sqlite {
     /// (table, ordered columns, unique, predicate present).
     type Indexes = Vec<(String, String, bool, bool)>;
 
-    const TABLES: [&str; 6] = ["updates", "poll_offsets", "jobs", "outbox", "invited_users", "flood_waits"];
+    const TABLES: [&str; 7] =
+        ["updates", "poll_offsets", "jobs", "outbox", "invited_users", "flood_waits", "chat_languages"];
 
     fn kind(declared: &str) -> String {
         match declared {
