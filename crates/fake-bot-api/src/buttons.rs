@@ -28,19 +28,26 @@ impl FakeTelegram {
     /// the button's callback_data. Returns the callback query's id; `None` when there is no
     /// such message or it has no inline button.
     pub fn press_button(&self, chat_id: i64, user_id: i64, message_id: i64) -> Option<String> {
+        self.press_button_at(chat_id, user_id, message_id, 0)
+    }
+
+    /// Like [`press_button`](Self::press_button), for the `index`th button (from 0) of the
+    /// keyboard's first row.
+    pub fn press_button_at(&self, chat_id: i64, user_id: i64, message_id: i64, index: usize) -> Option<String> {
         let message = self.message(chat_id, message_id)?;
-        let data = message.pointer("/reply_markup/inline_keyboard/0/0/callback_data")?.as_str()?.to_owned();
-        let id = {
+        let pointer = format!("/reply_markup/inline_keyboard/0/{index}/callback_data");
+        let data = message.pointer(&pointer)?.as_str()?.to_owned();
+        let (id, language) = {
             let mut state = self.state();
             state.presses.next += 1;
             let id = format!("cbq-{}", state.presses.next);
             state.presses.sent.insert(id.clone());
-            id
+            (id, state.language_of(user_id))
         };
         self.push_update(json!({
             "callback_query": {
                 "id": id,
-                "from": user_json(user_id),
+                "from": user_json(user_id, language.as_deref()),
                 "message": message,
                 "chat_instance": format!("instance-{chat_id}"),
                 "data": data,
