@@ -96,7 +96,7 @@ async fn throughput(args: &Args, run: usize) -> anyhow::Result<Throughput> {
             kind: MessageKind::Reply,
             body: format!("message {n}"),
             reply_to_message_id: None,
-            button: None,
+            buttons: Vec::new(),
         };
         tx.enqueue(&m, now).await?;
     }

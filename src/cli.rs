@@ -24,7 +24,7 @@ use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Re
 use crate::spool::Spool;
 use crate::store::{JobFilter, Store};
 use crate::telegram::BotToken;
-use crate::texts;
+use crate::texts::{self, Lang};
 
 /// docket: a Telegram bot that processes large documents durably.
 #[derive(Debug, Parser)]
@@ -194,7 +194,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                             j.ticket,
                             j.state,
                             size_of(j.submission.declared_size),
-                            texts::display_name(j.name())
+                            texts::display_name(Lang::ENGLISH, j.name())
                         )
                     })
                     .collect()
@@ -219,9 +219,12 @@ async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         job: Some(ticket),
         chat: job.submission.chat,
         kind: MessageKind::Reply,
-        body: texts::retrying_for_admin(&job),
+        body: texts::retrying_for_admin(
+            Lang::from_stored(store.chat_language(job.submission.chat).await?.as_deref()),
+            &job,
+        ),
         reply_to_message_id: Some(job.submission.message_id),
-        button: None,
+        buttons: Vec::new(),
     };
     if !store.retry_job(ticket, &notice, now).await? {
         anyhow::bail!("{ticket} changed meanwhile; it is not failed any more");
@@ -245,9 +248,9 @@ async fn cancel(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         job: Some(ticket),
         chat: job.submission.chat,
         kind: MessageKind::Reply,
-        body: texts::cancelled(&job),
+        body: texts::cancelled(Lang::from_stored(tx.chat_language(job.submission.chat).await?.as_deref()), &job),
         reply_to_message_id: Some(job.submission.message_id),
-        button: None,
+        buttons: Vec::new(),
     };
     tx.enqueue(&notice, now).await?;
     tx.commit().await?;
@@ -283,14 +286,14 @@ async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
     let mut lines: Vec<String> = report
         .removed
         .iter()
-        .map(|r| format!("{verb} {} ({}): {}", r.path.display(), texts::size(r.bytes), r.cause.as_str()))
+        .map(|r| format!("{verb} {} ({}): {}", r.path.display(), texts::size(Lang::ENGLISH, r.bytes), r.cause.as_str()))
         .collect();
     let tickets: Vec<String> = report.expired_jobs.iter().map(ToString::to_string).collect();
     lines.push(format!(
         "{}: {} files, {}; {} results expired{}; kept {} files under a live lease; {} pruned {} update ids, {} messages, {} jobs",
         if dry_run { "dry run" } else { "done" },
         report.removed.len(),
-        texts::size(report.removed_bytes()),
+        texts::size(Lang::ENGLISH, report.removed_bytes()),
         report.expired_jobs.len(),
         if tickets.is_empty() { String::new() } else { format!(" ({})", tickets.join(", ")) },
         report.kept_leased,
@@ -337,8 +340,8 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
                 "{} → {}: {pages}{} → {}",
                 file.display(),
                 output.display(),
-                texts::size(input_bytes),
-                texts::size(output_bytes)
+                texts::size(Lang::ENGLISH, input_bytes),
+                texts::size(Lang::ENGLISH, output_bytes)
             ));
         }
         Outcome::Reported(Report::Failed { failure, detail }) => match failure {
@@ -354,7 +357,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         Outcome::Crashed { .. } => FailureReason::Crashed,
         Outcome::KilledFromOutside { detail } => anyhow::bail!("{} was stopped: {detail}", request.work.name()),
     };
-    anyhow::bail!("{}", texts::failure_reason(&name, &reason))
+    anyhow::bail!("{}", texts::failure_reason(Lang::ENGLISH, &name, &reason))
 }
 
 /// The operation `words` name: a built-in one with its arguments, or an available external
@@ -441,7 +444,7 @@ fn tool_availability(config: &Config) -> String {
 }
 
 fn size_of(bytes: Option<i64>) -> String {
-    bytes.map(|b| texts::size(b.max(0) as u64)).unwrap_or_else(|| "?".to_owned())
+    bytes.map(|b| texts::size(Lang::ENGLISH, b.max(0) as u64)).unwrap_or_else(|| "?".to_owned())
 }
 
 fn status_text(job: &Job) -> String {
@@ -449,7 +452,7 @@ fn status_text(job: &Job) -> String {
         format!("ticket:     {}", job.ticket),
         format!("state:      {}", job.state),
         format!("chat:       {}", job.submission.chat.0),
-        format!("name:       {}", texts::display_name(job.name())),
+        format!("name:       {}", texts::display_name(Lang::ENGLISH, job.name())),
         format!(
             "declared:   {} ({})",
             size_of(job.submission.declared_size),

@@ -152,8 +152,8 @@ pub struct NewMessage {
     pub body: String,
     /// The message it answers.
     pub reply_to_message_id: Option<MessageId>,
-    /// An inline button under the message, if any.
-    pub button: Option<Button>,
+    /// Inline buttons under the message, in one row (none: no keyboard).
+    pub buttons: Vec<Button>,
 }
 
 /// One inline button under a message: what it says, and the callback data Telegram sends back
@@ -183,8 +183,8 @@ pub struct OutboxMessage {
     pub body: String,
     /// The message it answers.
     pub reply_to_message_id: Option<MessageId>,
-    /// An inline button under the message, if any.
-    pub button: Option<Button>,
+    /// Inline buttons under the message, in one row.
+    pub buttons: Vec<Button>,
     /// Delivery state.
     pub state: OutboxState,
     /// Send attempts so far.

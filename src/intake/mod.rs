@@ -19,7 +19,7 @@ pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, Gro
 use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
 use crate::domain::{Button, FailureReason, Job, NewMessage, Submission};
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
-use crate::texts;
+use crate::texts::{self, Lang};
 
 /// What intake did with an update.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +191,14 @@ impl Intake {
                 info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
             }
         }
+        if let Some(code) = incoming_origin(&incoming).and_then(|o| o.language) {
+            let chat = incoming_origin(&incoming).map(|o| o.chat).unwrap_or(ChatRef(0));
+            tx.note_language(chat, code.as_str(), now).await?;
+        }
+        let lang = match incoming_origin(&incoming) {
+            Some(origin) => chat_lang(&mut tx, origin.chat).await?,
+            None => Lang::ENGLISH,
+        };
         let allowed = match incoming_origin(&incoming) {
             Some(origin) => self.may_use(&mut tx, origin).await?,
             None => true,
@@ -200,17 +208,25 @@ impl Intake {
             Incoming::Malformed(_) => Recorded::Rejected,
             Incoming::Ignored => Recorded::Ignored,
             Incoming::Other(origin) => {
-                self.reply(&mut tx, update_id, origin, texts::send_a_document()).await?;
+                self.reply(&mut tx, update_id, origin, texts::send_a_document(lang)).await?;
                 Recorded::Answered
             }
             // What concerns a person's own data stays theirs to ask about, allowed or not.
             Incoming::Command(origin, Command::Privacy, _) => {
-                self.reply(&mut tx, update_id, origin, texts::privacy(&self.help_facts())).await?;
+                self.reply(&mut tx, update_id, origin, texts::privacy(lang, &self.help_facts())).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Forget, _) => {
                 self.ask_to_forget(&mut tx, update_id, origin).await?;
                 Recorded::Answered
+            }
+            Incoming::Command(origin, Command::Lang, _) => {
+                self.ask_language(&mut tx, update_id, origin).await?;
+                Recorded::Answered
+            }
+            Incoming::Button(origin, press) if press.data.starts_with(LANG_PREFIX) => {
+                self.choose_language(&mut tx, update_id, origin, &press.data).await?;
+                Recorded::Pressed { query_id: press.query_id }
             }
             Incoming::Button(origin, press) => {
                 ended_jobs = self.pressed(&mut tx, update_id, origin, &press.data).await?;
@@ -223,11 +239,11 @@ impl Intake {
                     tx.invite(user, now).await?;
                     info!(update.id = %update_id, user.id = user.0, "let a person in with an invite token");
                 }
-                self.reply(&mut tx, update_id, origin, texts::invited(&self.help_facts())).await?;
+                self.reply(&mut tx, update_id, origin, texts::invited(lang, &self.help_facts())).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, ..) | Incoming::Document(origin, ..) if !allowed => {
-                self.reply(&mut tx, update_id, origin, texts::not_allowed(origin.user.map(|u| u.0))).await?;
+                self.reply(&mut tx, update_id, origin, texts::not_allowed(lang, origin.user.map(|u| u.0))).await?;
                 Recorded::RefusedAccess
             }
             Incoming::Command(origin, Command::Get(Some(ticket)), _) => {
@@ -240,9 +256,9 @@ impl Intake {
             }
             Incoming::Command(origin, Command::Stats, _) => {
                 let text = if self.is_admin(origin) {
-                    texts::stats(&tx.stats(now).await?, self.settings.get().budget_bytes, now)
+                    texts::stats(lang, &tx.stats(now).await?, self.settings.get().budget_bytes, now)
                 } else {
-                    texts::admins_only()
+                    texts::admins_only(lang)
                 };
                 self.reply(&mut tx, update_id, origin, text).await?;
                 Recorded::Answered
@@ -313,15 +329,16 @@ impl Intake {
     /// chat's ticket reads like a missing one (an admin may cancel any). Returns whether a job
     /// was ended.
     async fn cancel(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<bool> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let job = match tx.job(ticket).await? {
             Some(job) if job.submission.chat == origin.chat || self.is_admin(origin) => job,
             _ => {
-                self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await?;
+                self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await?;
                 return Ok(false);
             }
         };
         if job.state.is_terminal() {
-            self.reply(tx, update_id, origin, texts::cannot_cancel(ticket, job.state)).await?;
+            self.reply(tx, update_id, origin, texts::cannot_cancel(lang, ticket, job.state)).await?;
             return Ok(false);
         }
         let by = if job.submission.chat == origin.chat {
@@ -332,27 +349,28 @@ impl Intake {
         let ended = cancel_job(tx, &job, by, self.clock.now()).await?;
         if ended {
             info!(ticket = ticket.0, update.id = %update_id, from = %job.state, "cancelled a job");
-            self.reply(tx, update_id, origin, texts::cancelled(&job)).await?;
+            self.reply(tx, update_id, origin, texts::cancelled(lang, &job)).await?;
         } else {
             // It moved on between the read and the update (the same transaction, so only on a
             // backend that lets another writer in): say where it is now.
             let state = tx.job(ticket).await?.map_or(job.state, |j| j.state);
-            self.reply(tx, update_id, origin, texts::cannot_cancel(ticket, state)).await?;
+            self.reply(tx, update_id, origin, texts::cannot_cancel(lang, ticket, state)).await?;
         }
         Ok(ended)
     }
 
     /// `/forget`: asks first, with a button that only the sender can confirm.
     async fn ask_to_forget(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let Some(user) = origin.user else { return Ok(()) };
         let message = NewMessage {
             idempotency_key: IdempotencyKey::reply_to(update_id),
             job: None,
             chat: origin.chat,
             kind: MessageKind::Reply,
-            body: texts::forget_question(),
+            body: texts::forget_question(lang),
             reply_to_message_id: Some(origin.message_id),
-            button: Some(Button { label: texts::forget_button(), data: format!("{FORGET_PREFIX}{}", user.0) }),
+            buttons: vec![Button { label: texts::forget_button(lang), data: format!("{FORGET_PREFIX}{}", user.0) }],
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())
@@ -361,6 +379,7 @@ impl Intake {
     /// A press on one of docket's buttons. Today there is one: `/forget`'s confirmation, which
     /// only the person who asked can press. Returns whether jobs were ended.
     async fn pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<bool> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let asker = data.strip_prefix(FORGET_PREFIX).and_then(|id| id.parse::<i64>().ok());
         let Some(user) = origin.user.filter(|u| Some(u.0) == asker) else {
             debug!(update.id = %update_id, "a button press that is not the asker's, or unknown; ignored");
@@ -368,7 +387,7 @@ impl Intake {
         };
         let forgotten = tx.forget_person(user, FORGOTTEN_REASON, self.clock.now()).await?;
         info!(update.id = %update_id, jobs = forgotten, "forgot a person's jobs at their request");
-        self.reply(tx, update_id, origin, texts::forgotten(forgotten)).await?;
+        self.reply(tx, update_id, origin, texts::forgotten(lang, forgotten)).await?;
         Ok(forgotten > 0)
     }
 
@@ -380,9 +399,10 @@ impl Intake {
         facts: DocumentFacts,
     ) -> StoreResult<Recorded> {
         let now = self.clock.now();
+        let lang = chat_lang(tx, origin.chat).await?;
         let name = facts.name.clone().unwrap_or_default();
         if let Some(size) = facts.size.filter(|s| *s > self.settings.get().download_limit) {
-            let text = texts::too_big_to_accept(&name, size, self.settings.get().download_limit);
+            let text = texts::too_big_to_accept(lang, &name, size, self.settings.get().download_limit);
             self.reply(tx, update_id, origin, text).await?;
             info!(
                 update.id = %update_id,
@@ -393,7 +413,7 @@ impl Intake {
             return Ok(Recorded::RefusedTooBig);
         }
         if let Some(size) = facts.size.filter(|s| *s > self.settings.get().largest_source) {
-            let text = texts::too_big_for_budget(&name, size, self.settings.get().largest_source);
+            let text = texts::too_big_for_budget(lang, &name, size, self.settings.get().largest_source);
             self.reply(tx, update_id, origin, text).await?;
             info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
@@ -416,7 +436,7 @@ impl Intake {
             }
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-            let text = texts::ticket_reply(&name, facts.size, ticket, ahead);
+            let text = texts::ticket_reply(lang, &name, facts.size, ticket, ahead);
             self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
             info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
@@ -436,9 +456,13 @@ impl Intake {
                     return Ok(Recorded::RefusedQueueFull);
                 }
                 let text = if job.state == JobState::Failed {
-                    texts::trying_again_after_failure(&name, ticket)
+                    texts::trying_again_after_failure(lang, &name, ticket)
                 } else {
-                    texts::processing_again_after_expiry(ticket, job.result.as_ref().map_or(now, |r| r.expires_at))
+                    texts::processing_again_after_expiry(
+                        lang,
+                        ticket,
+                        job.result.as_ref().map_or(now, |r| r.expires_at),
+                    )
                 };
                 tx.resubmit_job(ticket, job.state, &new_job, now).await?;
                 self.queue(
@@ -452,7 +476,7 @@ impl Intake {
                 .await?;
             }
             JobState::Accepted | JobState::Fetched | JobState::Processing => {
-                let text = texts::already_ticket(&name, ticket, job.state);
+                let text = texts::already_ticket(lang, &name, ticket, job.state);
                 self.queue(tx, IdempotencyKey::reply_to(update_id), Some(ticket), origin, MessageKind::Reply, text)
                     .await?;
             }
@@ -465,12 +489,13 @@ impl Intake {
     /// refusal is queued. Counted in intake's transaction, so the cap holds however fast files
     /// arrive.
     async fn queue_is_full(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, name: &str) -> StoreResult<bool> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let cap = self.settings.get().per_chat_queued;
         let waiting = tx.waiting_in_chat(origin.chat, self.clock.now(), cap).await?;
         if waiting < cap {
             return Ok(false);
         }
-        self.reply(tx, update_id, origin, texts::queue_full(name, waiting)).await?;
+        self.reply(tx, update_id, origin, texts::queue_full(lang, name, waiting)).await?;
         info!(update.id = %update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
         Ok(true)
     }
@@ -478,41 +503,44 @@ impl Intake {
     /// `/get N`: the kept result again (by its Telegram file_id when known: one read, one
     /// message), or the ticket's status when there is no result to send.
     async fn redeliver(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
         match tx.job(ticket).await? {
             Some(job) if job.submission.chat == origin.chat && job.state == JobState::Ready => {
                 self.send_kept_result(tx, update_id, origin, &job).await
             }
             Some(job) if job.submission.chat == origin.chat => {
-                self.reply(tx, update_id, origin, texts::status(&job)).await
+                self.reply(tx, update_id, origin, texts::status(lang, &job)).await
             }
-            _ => self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await,
+            _ => self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await,
         }
     }
 
     /// Queues `job`'s kept result again, in answer to `update_id`: the sender sends it by its
     /// Telegram file_id when known (no upload), else from disk.
     async fn send_kept_result(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, job: &Job) -> StoreResult<()> {
-        let caption = texts::ready_caption(job);
+        let lang = chat_lang(tx, origin.chat).await?;
+        let caption = texts::ready_caption(lang, job);
         let key = IdempotencyKey::result_for(update_id);
         self.queue(tx, key, Some(job.ticket), origin, MessageKind::Result, caption).await
     }
 
     async fn answer(&self, tx: &mut Tx, chat: ChatRef, command: Command) -> StoreResult<String> {
+        let lang = chat_lang(tx, chat).await?;
         let facts = self.help_facts();
         Ok(match command {
-            Command::Start(_) => texts::start(&facts),
-            Command::Help => texts::help(&facts),
-            Command::Status(None) | Command::Get(_) => texts::status_usage(),
-            Command::Cancel(_) => texts::cancel_usage(),
-            Command::Privacy => texts::privacy(&facts),
+            Command::Start(_) => texts::start(lang, &facts),
+            Command::Help => texts::help(lang, &facts),
+            Command::Status(None) | Command::Get(_) => texts::status_usage(lang),
+            Command::Cancel(_) => texts::cancel_usage(lang),
+            Command::Privacy => texts::privacy(lang, &facts),
             // Handled before they get here.
-            Command::Forget | Command::Stats => texts::help(&facts),
+            Command::Forget | Command::Stats | Command::Lang => texts::help(lang, &facts),
             Command::Status(Some(ticket)) => match tx.job(ticket).await? {
                 // Another chat's ticket reads exactly like a missing one.
-                Some(job) if job.submission.chat == chat => texts::status(&job),
-                _ => texts::no_such_ticket(ticket),
+                Some(job) if job.submission.chat == chat => texts::status(lang, &job),
+                _ => texts::no_such_ticket(lang, ticket),
             },
-            Command::Jobs => texts::jobs(&tx.chat_jobs(chat, 10).await?),
+            Command::Jobs => texts::jobs(lang, &tx.chat_jobs(chat, 10).await?),
         })
     }
 
@@ -536,11 +564,53 @@ impl Intake {
             kind,
             body,
             reply_to_message_id: Some(origin.message_id),
-            button: None,
+            buttons: Vec::new(),
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())
     }
+}
+
+impl Intake {
+    /// `/lang`: the question, with one button per catalog language, each labelled in its own
+    /// language.
+    async fn ask_language(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
+        let buttons = Lang::all()
+            .map(|choice| Button {
+                label: texts::language_name(choice),
+                data: format!("{LANG_PREFIX}{}", choice.code()),
+            })
+            .collect();
+        let message = NewMessage {
+            idempotency_key: IdempotencyKey::reply_to(update_id),
+            job: None,
+            chat: origin.chat,
+            kind: MessageKind::Reply,
+            body: texts::lang_question(lang),
+            reply_to_message_id: Some(origin.message_id),
+            buttons,
+        };
+        tx.enqueue(&message, self.clock.now()).await?;
+        Ok(())
+    }
+
+    /// A press on one of `/lang`'s buttons: the chat's language from now on, whoever pressed it
+    /// (in a group, the last chooser decides), answered in that language.
+    async fn choose_language(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<()> {
+        let chosen = Lang::from_code(data.strip_prefix(LANG_PREFIX).unwrap_or_default());
+        tx.choose_language(origin.chat, &chosen.code(), self.clock.now()).await?;
+        info!(update.id = %update_id, language = %chosen.code(), "a chat chose its language");
+        self.reply(tx, update_id, origin, texts::lang_chosen(chosen)).await
+    }
+}
+
+/// The callback data of `/lang`'s buttons: this, then the language's code.
+const LANG_PREFIX: &str = "lang:";
+
+/// The language `chat` is written to in, as the store keeps it (English when it knows none).
+async fn chat_lang(tx: &mut Tx, chat: ChatRef) -> StoreResult<Lang> {
+    Ok(Lang::from_stored(tx.chat_language(chat).await?.as_deref()))
 }
 
 /// The callback data of `/forget`'s confirmation button: this, then the asker's user id.
@@ -552,7 +622,8 @@ const FORGOTTEN_REASON: &str = "forgotten at the person's request (/forget)";
 /// Cancels `job` (not ready yet) in `tx`, with `detail` for admins, and queues the last edit of
 /// its status message. The person's answer is the caller's. `false` when the job moved first.
 pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain::Timestamp) -> StoreResult<bool> {
-    let reason = texts::failure_reason(job.name(), &FailureReason::Cancelled);
+    let lang = chat_lang(tx, job.submission.chat).await?;
+    let reason = texts::failure_reason(lang, job.name(), &FailureReason::Cancelled);
     if !tx.cancel_job(job.ticket, job.state, &reason, detail, now).await? {
         return Ok(false);
     }
@@ -561,9 +632,9 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
         job: Some(job.ticket),
         chat: job.submission.chat,
         kind: MessageKind::Progress,
-        body: texts::progress(job, &texts::Progress::Cancelled),
+        body: texts::progress(lang, job, &texts::Progress::Cancelled),
         reply_to_message_id: None,
-        button: None,
+        buttons: Vec::new(),
     };
     tx.enqueue(&edit, now).await?;
     metrics::counter!("docket_jobs_cancelled_total").increment(1);
@@ -638,7 +709,7 @@ mod tests {
 
     fn origin(chat_kind: ChatKind) -> Origin {
         let chat = if chat_kind == ChatKind::Private { ChatRef(7) } else { ChatRef(-1007) };
-        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: MessageId(1) }
+        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: MessageId(1), language: None }
     }
 
     fn named(names: &[&str]) -> Address {

@@ -139,7 +139,7 @@ impl OutboxRow {
             kind: self.kind.parse::<MessageKind>()?,
             body: self.body,
             reply_to_message_id: self.reply_to_message_id.map(MessageId),
-            button: self.button_label.zip(self.button_data).map(|(label, data)| Button { label, data }),
+            buttons: stored_buttons(self.button_label, self.button_data),
             state: self.status.parse::<OutboxState>()?,
             attempts: self.attempts,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -147,6 +147,23 @@ impl OutboxRow {
             error: self.error,
         })
     }
+}
+
+/// One field of each of `buttons`, one per line, as the `button_label` and `button_data`
+/// columns keep a row of buttons (NULL: none). Labels come from the catalog and data from
+/// docket, so neither holds a line break; one that did would lose it, not split the row.
+fn joined(buttons: &[Button], field: impl Fn(&Button) -> &String) -> Option<String> {
+    (!buttons.is_empty()).then(|| buttons.iter().map(|b| field(b).replace('\n', " ")).collect::<Vec<_>>().join("\n"))
+}
+
+/// The row of buttons [`joined`] stored.
+fn stored_buttons(labels: Option<String>, data: Option<String>) -> Vec<Button> {
+    let (Some(labels), Some(data)) = (labels, data) else { return Vec::new() };
+    labels
+        .lines()
+        .zip(data.lines())
+        .map(|(label, data)| Button { label: label.to_owned(), data: data.to_owned() })
+        .collect()
 }
 
 /// Queues `m` with [`ENQUEUE`], or a progress edit with [`REARM_PROGRESS`] and
@@ -165,8 +182,8 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
         .bind(&m.body)
         .bind(m.reply_to_message_id.map(|m| m.0))
         .bind(now.as_millis())
-        .bind(m.button.as_ref().map(|b| b.label.as_str()))
-        .bind(m.button.as_ref().map(|b| b.data.as_str()))
+        .bind(joined(&m.buttons, |b| &b.label))
+        .bind(joined(&m.buttons, |b| &b.data))
         .execute(c)
         .await
         .map(|done| done.rows_affected()))

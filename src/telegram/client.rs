@@ -15,11 +15,13 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
-use teloxide::payloads::{GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetWebhookSetters};
+use teloxide::payloads::{
+    GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetMyCommandsSetters, SetWebhookSetters,
+};
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
-    MessageId as TelegramMessageId, ReplyParameters,
+    AllowedUpdate, BotCommand, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup,
+    InputFile, MessageId as TelegramMessageId, ReplyParameters,
 };
 use url::Url;
 
@@ -285,6 +287,24 @@ impl TelegramClient {
         Ok(me.user.username.clone().unwrap_or_default())
     }
 
+    /// setMyCommands: the command list Telegram's apps offer, each command with its description,
+    /// for users whose app is in `language_code` (`None`: everyone whose language has no list of
+    /// its own).
+    pub async fn set_commands(
+        &self,
+        commands: &[(&str, String)],
+        language_code: Option<&str>,
+    ) -> Result<(), TelegramError> {
+        let commands: Vec<BotCommand> =
+            commands.iter().map(|(name, description)| BotCommand::new(*name, description.clone())).collect();
+        let mut req = self.bot.set_my_commands(commands);
+        if let Some(code) = language_code {
+            req = req.language_code(code);
+        }
+        req.await.map_err(TelegramError::from_request)?;
+        Ok(())
+    }
+
     /// The next updates from `offset` on (getUpdates, long-polling up to the poll timeout), each
     /// with its id and what it means to docket. Telegram drops the updates before `offset`.
     pub async fn get_updates(&self, offset: i64) -> Result<Vec<(UpdateId, Incoming)>, TelegramError> {
@@ -393,21 +413,23 @@ impl TelegramClient {
         Ok(Box::pin(stream))
     }
 
-    /// sendMessage as plain text, replying to `reply_to` when given, with `button` under it.
+    /// sendMessage as plain text, replying to `reply_to` when given, with `buttons` under it in
+    /// one row.
     pub async fn send_text(
         &self,
         chat: ChatRef,
         text: &str,
         reply_to: Option<MessageId>,
-        button: Option<&Button>,
+        buttons: &[Button],
     ) -> Result<Sent, TelegramError> {
         let mut req = self.bot.send_message(ChatId(chat.0), text);
         if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
             req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
         }
-        if let Some(button) = button {
-            let press = InlineKeyboardButton::callback(button.label.clone(), button.data.clone());
-            req = req.reply_markup(InlineKeyboardMarkup::new([[press]]));
+        if !buttons.is_empty() {
+            let row: Vec<_> =
+                buttons.iter().map(|b| InlineKeyboardButton::callback(b.label.clone(), b.data.clone())).collect();
+            req = req.reply_markup(InlineKeyboardMarkup::new([row]));
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id: None })

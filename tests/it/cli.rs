@@ -247,7 +247,10 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
     let out = child::output(&["process", input.to_str().expect("utf8"), "-o", output.to_str().expect("utf8")], None);
     assert!(!out.status.success());
     let refusal = stderr(&out);
-    assert!(refusal.contains("optimize takes pdf") && refusal.contains("the content looks like a PNG image"), "{refusal}");
+    assert!(
+        refusal.contains("optimize takes pdf") && refusal.contains("the content looks like a PNG image"),
+        "{refusal}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

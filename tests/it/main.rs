@@ -11,6 +11,7 @@ mod containment;
 mod crash;
 mod e2e;
 mod groups;
+mod languages;
 mod outbox;
 mod people;
 mod queue;

@@ -203,7 +203,7 @@ async fn progress_edits_coalesce_and_never_hold_a_chat_back(store: Store) {
     let progress = |body: &str| NewMessage {
         body: body.to_owned(),
         reply_to_message_id: None,
-        button: None,
+        buttons: Vec::new(),
         ..message("job:1:progress", CHAT, MessageKind::Progress, Some(ticket))
     };
     let bodies = |store: Store| async move {

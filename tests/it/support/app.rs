@@ -124,7 +124,7 @@ impl TestApp {
             kind: docket::domain::MessageKind::Reply,
             body: body.to_owned(),
             reply_to_message_id: None,
-            button: None,
+            buttons: Vec::new(),
         };
         self.store.enqueue(&m, docket::domain::Clock::now(&SystemClock)).await.expect("enqueue");
     }
