@@ -21,6 +21,17 @@ pub const CHOOSE_LANGUAGE: &str = "INSERT INTO chat_languages (chat_id, language
 /// The language code of $1 chat.
 pub const CHAT_LANGUAGE: &str = "SELECT language_code FROM chat_languages WHERE chat_id = $1";
 
+/// Gives $2, a group's new (supergroup) chat id, the language of $1, its old id, unless the new
+/// chat has one already.
+pub const MOVE_CHAT_LANGUAGE: &str = "UPDATE chat_languages SET chat_id = $2
+    WHERE chat_id = $1 AND NOT EXISTS (SELECT 1 FROM chat_languages WHERE chat_id = $2)";
+
+/// Runs [`MOVE_CHAT_LANGUAGE`].
+pub(super) async fn move_chat(c: &mut Conn<'_>, from: ChatRef, to: ChatRef) -> StoreResult<()> {
+    dispatch!(c, |c| sqlx::query(MOVE_CHAT_LANGUAGE).bind(from.0).bind(to.0).execute(c).await.map(drop))
+        .context("moving a chat's language to its new id")
+}
+
 /// Runs [`NOTE_LANGUAGE`].
 pub(super) async fn note(c: &mut Conn<'_>, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
     dispatch!(c, |c| sqlx::query(NOTE_LANGUAGE)

@@ -533,14 +533,16 @@ impl Store {
         outbox::lapse_messages(&mut self.acquire().await?.conn(), now).await
     }
 
-    /// A group became a supergroup: its open messages (reply links dropped) and its jobs move
-    /// to the new chat id. Returns how many messages moved.
+    /// A group became a supergroup: its open messages (reply links dropped), its jobs and its
+    /// language move to the new chat id. Returns how many messages moved.
     pub async fn migrate_chat(&self, from: ChatRef, to: ChatRef, now: Timestamp) -> StoreResult<u64> {
         let mut tx = self.begin().await?;
         // Replies cannot point at messages of the old chat any more.
         let moved = outbox::move_chat_messages(&mut tx.conn(), from, to, now).await?;
         // Later notices of the chat's jobs follow it.
         jobs::move_chat_jobs(&mut tx.conn(), from, to, now).await?;
+        // So does the language it chose.
+        languages::move_chat(&mut tx.conn(), from, to).await?;
         tx.commit_as("committing a chat migration").await?;
         Ok(moved)
     }

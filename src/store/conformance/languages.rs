@@ -8,6 +8,7 @@ conformance!(
     a_chat_follows_its_writers_language_until_one_is_chosen,
     a_chosen_language_stays_until_the_next_choice,
     each_chat_has_its_own_language,
+    a_migrated_group_keeps_its_language,
 );
 
 async fn language(store: &Store, chat: crate::domain::ChatRef) -> Option<String> {
@@ -61,4 +62,14 @@ async fn each_chat_has_its_own_language(store: Store) {
     tx.choose_language(OTHER_CHAT, "ru", at(1)).await.unwrap();
     drop(tx);
     assert_eq!(language(&store, OTHER_CHAT).await.as_deref(), Some("en"));
+}
+
+async fn a_migrated_group_keeps_its_language(store: Store) {
+    let group = crate::domain::ChatRef(-5);
+    let mut tx = store.begin().await.unwrap();
+    tx.choose_language(group, "ru", T0).await.unwrap();
+    tx.commit().await.unwrap();
+    store.migrate_chat(group, CHAT, at(1)).await.unwrap();
+    assert_eq!(language(&store, CHAT).await.as_deref(), Some("ru"));
+    assert_eq!(language(&store, group).await, None);
 }
