@@ -18,7 +18,9 @@ use tokio::sync::Notify;
 use crate::config::{CONFIG_ENV, Config};
 use crate::domain::operation::{Operation, ParseError};
 use crate::domain::{Clock as _, SystemClock};
-use crate::domain::{FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Ticket};
+use crate::domain::{
+    FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Node, NodeName, Ticket, Timestamp,
+};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Request, Work};
 use crate::spool::Spool;
@@ -72,6 +74,23 @@ pub enum Command {
         /// Print JSON lines instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// List the hosts running docket on this database (`[node] name`): status (running, stopped,
+    /// or dead after `[node] dead_after` without a heartbeat), roles, budgets, last heartbeat.
+    Nodes {
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the host running as node NAME to stop in order (as SIGTERM would, from any host): at
+    /// its next heartbeat it stops claiming, finishes or releases its work within its grace
+    /// period, hands its roles over and exits with success. Waits until it has stopped.
+    Drain {
+        /// The node (`docket nodes` lists them).
+        name: String,
+        /// Return once asked, without waiting for the stop.
+        #[arg(long)]
+        no_wait: bool,
     },
     /// Send a failed job back to the queue (`accepted`), its attempts counted afresh; its chat is
     /// told. Safe beside a running bot.
@@ -201,8 +220,54 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             out(&lines.join("\n"))
         }
+        Command::Nodes { json } => {
+            let store = open_existing(&config).await?;
+            let nodes = store.nodes().await;
+            store.close().await;
+            out(&nodes_text(&nodes?, SystemClock.now(), config.node.dead_after, json))
+        }
+        Command::Drain { name, no_wait } => {
+            let store = open_existing(&config).await?;
+            let done = drain(&store, &name, !no_wait).await;
+            store.close().await;
+            out(&done?)
+        }
         Command::Janitor { dry_run } => janitor(&config, dry_run).await,
         Command::Process { file, op, output, lang, .. } => process(&config, file, &op.join(" "), output, lang).await,
+    }
+}
+
+/// How long `docket drain` waits for the node to stop: its heartbeat, its grace period and its
+/// senders' last deliveries take far less with any sane configuration.
+const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `docket drain NAME`.
+async fn drain(store: &Store, name: &str, wait: bool) -> anyhow::Result<String> {
+    let Some(name) = NodeName::new(name) else { anyhow::bail!("{name:?} is not a node name") };
+    let find =
+        async || -> anyhow::Result<Option<Node>> { Ok(store.nodes().await?.into_iter().find(|n| n.beat.name == name)) };
+    if !store.request_drain(&name, SystemClock.now()).await? {
+        match find().await? {
+            None => anyhow::bail!("no node is named {name} (docket nodes lists them)"),
+            Some(node) if node.stopped_at.is_some() => return Ok(format!("{name} is stopped already")),
+            // Asked before: wait for the stop all the same.
+            Some(_) => {}
+        }
+    }
+    if !wait {
+        return Ok(format!("asked {name} to drain; docket nodes shows it stopped when it is done"));
+    }
+    let deadline = tokio::time::Instant::now() + DRAIN_WAIT;
+    loop {
+        if let Some(at) = find().await?.and_then(|node| node.stopped_at) {
+            return Ok(format!("{name} drained and stopped at {at}"));
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{name} was asked to drain but has not stopped after {} s; docket nodes shows its heartbeat",
+            DRAIN_WAIT.as_secs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }
 
@@ -473,6 +538,55 @@ fn status_text(job: &Job) -> String {
         ("lease", job.lease.as_ref().map(|l| format!("{} until {}", l.owner, l.until))),
     ];
     lines.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| format!("{:<11} {v}", format!("{k}:")))));
+    lines.join("\n")
+}
+
+/// What `docket nodes` prints at `now`: a table, or JSON lines (stable field names).
+pub fn nodes_text(nodes: &[Node], now: Timestamp, dead_after: std::time::Duration, json: bool) -> String {
+    let roles = |node: &Node| if node.beat.roles.is_empty() { "-".to_owned() } else { node.beat.roles.join(",") };
+    let mut lines = Vec::new();
+    if !json {
+        lines.push(format!(
+            "{:<20}  {:<8}  {:<8}  {:>21}  {:>21}  {:>10}  process",
+            "node", "status", "roles", "budget in use", "memory in use", "last seen"
+        ));
+    }
+    for node in nodes {
+        let status = node.status(now, dead_after).as_str();
+        let seen = node.last_seen.until(now).as_secs();
+        if json {
+            lines.push(
+                json!({
+                    "node": node.beat.name.as_str(),
+                    "status": status,
+                    "roles": node.beat.roles,
+                    "process": node.beat.process,
+                    "bytes_reserved": node.beat.bytes.0,
+                    "bytes_budget": node.beat.bytes.1,
+                    "memory_reserved": node.beat.memory.0,
+                    "memory_budget": node.beat.memory.1,
+                    "started_at": node.started_at.rfc3339(),
+                    "last_seen": node.last_seen.rfc3339(),
+                    "stopped_at": node.stopped_at.map(Timestamp::rfc3339),
+                })
+                .to_string(),
+            );
+        } else {
+            let share = |(used, total): (u64, u64)| {
+                format!("{} / {}", texts::size(Lang::ENGLISH, used), texts::size(Lang::ENGLISH, total))
+            };
+            lines.push(format!(
+                "{:<20}  {:<8}  {:<8}  {:>21}  {:>21}  {:>8} s  {}",
+                node.beat.name.as_str(),
+                status,
+                roles(node),
+                share(node.beat.bytes),
+                share(node.beat.memory),
+                seen,
+                node.beat.process.trim_end_matches(':')
+            ));
+        }
+    }
     lines.join("\n")
 }
 

@@ -28,6 +28,7 @@ pub mod budget;
 pub mod limits;
 pub mod log;
 pub mod metrics;
+pub mod node;
 pub mod outbox;
 pub mod processing;
 mod read;
@@ -44,6 +45,7 @@ pub use budget::BudgetConfig;
 pub use limits::Limits;
 pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
+pub use node::NodeConfig;
 pub use outbox::OutboxConfig;
 pub use processing::{ExternalToolConfig, ProcessingConfig};
 pub use retention::Retention;
@@ -96,6 +98,8 @@ pub struct Config {
     pub log: LogConfig,
     /// `[webhook]`
     pub webhook: WebhookConfig,
+    /// `[node]`
+    pub node: NodeConfig,
 }
 
 /// One thing wrong with the configuration.
@@ -211,7 +215,7 @@ impl Config {
     }
 
     /// Every section and its keys, in the order of [`Config`]'s fields and of each section's.
-    pub fn keys() -> [(&'static str, &'static [&'static str]); 12] {
+    pub fn keys() -> [(&'static str, &'static [&'static str]); 13] {
         use read::keys_of;
         [
             ("telegram", keys_of::<TelegramConfig>()),
@@ -226,6 +230,7 @@ impl Config {
             ("processing", keys_of::<ProcessingConfig>()),
             ("log", keys_of::<LogConfig>()),
             ("webhook", keys_of::<WebhookConfig>()),
+            ("node", keys_of::<NodeConfig>()),
         ]
     }
 

@@ -41,7 +41,7 @@ use crate::texts::{self, Lang};
 mod cluster;
 mod health;
 
-use cluster::{poll_while_sole_poller, relay_changes};
+use cluster::{HeldRoles, ThisNode, poll_while_sole_poller, relay_changes};
 use health::Probe;
 
 /// Knobs that are not configuration: time and polling pace (tests move them).
@@ -132,6 +132,8 @@ pub struct Running {
     poller: Option<Arc<Heartbeat>>,
     spool: Spool,
     options: Options,
+    /// Cancelled when `docket drain` asks this node to stop.
+    drain: CancellationToken,
 }
 
 /// The settings of every running service, each where the service reads it.
@@ -147,6 +149,12 @@ impl Running {
     /// The store the loops use.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Resolves when `docket drain` asked this node to stop (seen at its heartbeat); whoever holds
+    /// the `Running` then stops it as on SIGTERM.
+    pub fn drain_requested(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.drain.clone().cancelled_owned()
     }
 
     /// Bytes of this process's byte budget reserved right now.
@@ -342,6 +350,10 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
     };
 
+    let roles = HeldRoles::default();
+    let node = ThisNode::new(config, roles.clone(), Arc::clone(&budget), Arc::clone(&memory));
+    let registered = node.register(&store, config.node.dead_after, &options.clock).await?;
+
     let janitor = janitor_deps(config, &options, store.clone(), spool.clone(), Arc::clone(&wake.outbox));
     // A machine that crashed comes back clean: reconcile the folders with the database before
     // any worker runs.
@@ -367,7 +379,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         None => {
             let poller = Poller::new(telegram, store.clone(), intake);
             poller_beat = Some(poller.heartbeat());
-            let poller = poll_while_sole_poller(store.clone(), poller, poll_stop.clone());
+            let poller = poll_while_sole_poller(store.clone(), poller, roles, poll_stop.clone());
             workers.spawn(async move {
                 if let Err(e) = poller.await {
                     // Whoever holds the `Running` (`run`) stops the rest in order.
@@ -406,10 +418,22 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));
     // Last to stop with the senders, since it wakes them too.
     senders.spawn(relay_changes(store.clone(), wake.clone(), senders_shutdown.stop.clone()));
+    // Beats until the very end, then records the clean stop.
+    let node_name = node.name.clone();
+    let drain = CancellationToken::new();
+    senders.spawn(node.beat_until(
+        store.clone(),
+        registered,
+        config.node.dead_after,
+        Arc::clone(&options.clock),
+        drain.clone(),
+        senders_shutdown.stop.clone(),
+    ));
     info!(
         download_workers = config.workers.download,
         process_workers = config.workers.process,
         database = %config.storage.database_url.redacted(),
+        node = %node_name,
         "docket is running"
     );
     Ok(Running {
@@ -427,6 +451,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         poller: poller_beat,
         spool,
         options,
+        drain,
     })
 }
 
@@ -592,9 +617,12 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     let mut hangup = hangups()?;
+    let drained = running.drain_requested();
+    tokio::pin!(drained);
     let fatal = loop {
         let event = tokio::select! {
             () = &mut shutdown => Event::Stop,
+            () = &mut drained => Event::Stop,
             e = running.failed() => Event::Failed(e),
             _ = hangup.recv() => Event::Reload,
             _ = watchdog.tick() => Event::KeepAlive,

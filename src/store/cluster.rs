@@ -48,6 +48,13 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role's name, as `docket nodes` shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Poller => "poller",
+        }
+    }
+
     /// The advisory lock class of the role (the object is the bot's id), apart from the message
     /// claims' lock.
     #[cfg(feature = "postgres")]

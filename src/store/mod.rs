@@ -47,6 +47,7 @@ mod error;
 mod jobs;
 mod languages;
 mod migrations;
+mod nodes;
 mod outbox;
 mod pacing;
 mod people;
@@ -61,6 +62,7 @@ pub use cluster::{Change, ChangeFeed, Role, RoleLock};
 pub use database_url::DatabaseUrl;
 use error::QueryContext;
 pub use error::{DatabaseError, StoreError, StoreResult};
+pub use nodes::Heartbeat;
 pub use run_lock::RunLock;
 
 #[doc(hidden)]
@@ -69,8 +71,8 @@ pub mod statements;
 use std::time::Duration;
 
 use crate::domain::{
-    BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, OutboxId, OutboxMessage,
-    OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
+    BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, Node, NodeBeat, NodeName,
+    OutboxId, OutboxMessage, OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
 };
 
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
@@ -804,6 +806,40 @@ impl Store {
     /// The figures of `/stats` at `now`.
     pub async fn stats(&self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
         people::stats(&mut self.acquire().await?.conn(), now).await
+    }
+
+    /// Registers this process as the node `beat.name`, or takes that node's row back after a
+    /// restart. `Ok(Some(node))` when another process holds the name and still beats (its
+    /// heartbeat is newer than `dead_after`): two live processes must not share a name.
+    pub async fn register_node(
+        &self,
+        beat: &NodeBeat,
+        dead_after: Duration,
+        now: Timestamp,
+    ) -> StoreResult<Option<Node>> {
+        nodes::register(&mut self.acquire().await?.conn(), beat, dead_after, now).await
+    }
+
+    /// Records this node's heartbeat, and says whether a drain was asked for.
+    pub async fn node_heartbeat(&self, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
+        nodes::heartbeat(&mut self.acquire().await?.conn(), beat, now).await
+    }
+
+    /// Asks the running node `name` to drain (stop claiming, finish or release its work, hand
+    /// its roles over, stop) at its next heartbeat; `false` when no running node has that name,
+    /// or it was asked already.
+    pub async fn request_drain(&self, name: &NodeName, now: Timestamp) -> StoreResult<bool> {
+        nodes::request_drain(&mut self.acquire().await?.conn(), name, now).await
+    }
+
+    /// Records a clean stop of the node `name` run by `process`.
+    pub async fn stop_node(&self, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
+        nodes::stop(&mut self.acquire().await?.conn(), name, process, now).await
+    }
+
+    /// Every node that ever ran on this database, by name.
+    pub async fn nodes(&self) -> StoreResult<Vec<Node>> {
+        nodes::all(&mut self.acquire().await?.conn()).await
     }
 
     /// Closes the pool.

@@ -499,3 +499,70 @@ async fn a_second_docket_run_on_one_sqlite_database_is_refused_naming_the_first(
         .until("the restarted bot polls", DEADLINE, async || (fake.calls_to("getUpdates").len() > polls).then_some(()))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docket_nodes_lists_the_running_node_its_role_and_its_clean_stop() {
+    let mut app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.node.name = docket::domain::NodeName::new("cli-node");
+        c.node.dead_after = std::time::Duration::from_secs(10);
+    })
+    .await;
+    // The first heartbeat (a quarter of dead_after after the start) carries the poller role.
+    eventually(DEADLINE, async || {
+        let nodes = app.store.nodes().await.map_err(|e| e.to_string())?;
+        match nodes.as_slice() {
+            [node] if node.beat.roles == ["poller"] => Ok(()),
+            other => Err(format!("no heartbeat with the poller role yet: {other:?}")),
+        }
+    })
+    .await;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("docket.toml");
+    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
+    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let out = child::output(&["nodes", "--json"], Some(&config));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("nodes --json is JSON");
+    assert_eq!((json["node"].as_str(), json["status"].as_str()), (Some("cli-node"), Some("running")), "{json}");
+    assert_eq!(json["roles"], serde_json::json!(["poller"]));
+    assert!(json["bytes_budget"].as_u64().is_some_and(|b| b > 0), "{json}");
+    let out = child::output(&["nodes"], Some(&config));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(table.lines().nth(1).is_some_and(|l| l.starts_with("cli-node") && l.contains("running")), "{table}");
+
+    app.stop().await;
+    let out = child::output(&["nodes", "--json"], Some(&config));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("nodes --json is JSON");
+    assert_eq!(json["status"].as_str(), Some("stopped"), "{json}");
+    assert_eq!(json["roles"], serde_json::json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docket_drain_stops_a_running_node_in_order_from_outside() {
+    let fake = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let toml = format!(
+        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = \"sqlite://{db}\"\ndata_dir = {data:?}\n\
+         [workers]\nshutdown_grace = \"3s\"\n[node]\nname = \"drained\"\ndead_after = \"10s\"\n",
+        db = dir.path().join("docket.db").display(),
+        data = dir.path().join("data").display().to_string(),
+    );
+    let process = DocketProcess::new(dir, &toml, &fake);
+    process.start();
+    fake.wait_for_call("getUpdates", |c| c.status == 200, DEADLINE).await;
+    let config = process.config_path().to_owned();
+
+    let unknown = child::output(&["drain", "nobody"], Some(&config));
+    assert!(!unknown.status.success());
+    assert!(stderr(&unknown).contains("no node is named nobody"), "{}", stderr(&unknown));
+
+    let out = child::output(&["drain", "drained"], Some(&config));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("drained drained and stopped at"));
+    // It stopped as on SIGTERM, on its own, and with success.
+    let status = process.exit_status(DEADLINE).await;
+    let log = process.log_text();
+    assert!(status.success(), "{status}: {log}");
+    assert!(log.contains("docket drain asked this node to stop") && log.contains("stopped"), "{log}");
+}

@@ -12,6 +12,7 @@ mod crash;
 mod e2e;
 mod groups;
 mod languages;
+mod nodes;
 mod outbox;
 mod people;
 mod queue;

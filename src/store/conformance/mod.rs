@@ -45,6 +45,7 @@ mod changes;
 mod jobs;
 mod languages;
 mod leases;
+mod nodes;
 mod outbox;
 mod pacing;
 mod people;

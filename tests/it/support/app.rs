@@ -115,6 +115,14 @@ impl TestApp {
             .expect("a second docket starts")
     }
 
+    /// Another docket on the same database and fake, as the node `node` (another machine).
+    #[cfg(feature = "postgres-tests")]
+    pub async fn start_another_as(&self, node: &str) -> Running {
+        let mut config = self.config.clone();
+        config.node.name = Some(docket::domain::NodeName::new(node).expect("a node name"));
+        docket::app::start(&config, BotToken::new(TEST_TOKEN), test_options()).await.expect("another docket starts")
+    }
+
     /// Queues `body` for `chat` straight into the outbox, as any stage would.
     pub async fn enqueue(&self, key: &str, chat: i64, body: &str) {
         let m = docket::domain::NewMessage {

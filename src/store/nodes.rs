@@ -1,0 +1,175 @@
+//! The `nodes` table: the hosts running `docket run` on this database, their heartbeats, roles
+//! and budgets.
+
+use std::time::Duration;
+
+use super::{Conn, QueryContext, StoreError, StoreResult};
+use crate::domain::{Node, NodeBeat, NodeName, Timestamp};
+
+/// Registers a node, or takes its row back: $1 name, $2 process, $3 now, $4 roles, $5–$8 the
+/// budgets, $9 the heartbeat older than which a process counts as dead. A row whose process is
+/// another one that still beats (it did not stop, and was seen after $9) is left alone: two
+/// live processes must not share a name.
+pub const REGISTER_NODE: &str = "INSERT INTO nodes (name, process, started_at, last_seen, stopped_at, roles,
+        bytes_reserved, bytes_budget, memory_reserved, memory_budget)
+    VALUES ($1, $2, $3, $3, NULL, $4, $5, $6, $7, $8)
+    ON CONFLICT (name) DO UPDATE SET process = excluded.process, started_at = excluded.started_at,
+        last_seen = excluded.last_seen, stopped_at = NULL, roles = excluded.roles,
+        bytes_reserved = excluded.bytes_reserved, bytes_budget = excluded.bytes_budget,
+        memory_reserved = excluded.memory_reserved, memory_budget = excluded.memory_budget,
+        drain_requested_at = NULL
+    WHERE nodes.process = excluded.process OR nodes.stopped_at IS NOT NULL OR nodes.last_seen < $9";
+
+/// A heartbeat: $1 name, $2 process, $3 now, $4 roles, $5–$8 the budgets. Only the process that
+/// holds the name beats for it; the row it returns says whether a drain was asked for.
+pub const NODE_HEARTBEAT: &str = "UPDATE nodes SET last_seen = $3, roles = $4, bytes_reserved = $5,
+        bytes_budget = $6, memory_reserved = $7, memory_budget = $8
+    WHERE name = $1 AND process = $2 AND stopped_at IS NULL
+    RETURNING drain_requested_at";
+
+/// Asks a running node to drain: $1 name, $2 now. A node that stopped is left as it is.
+pub const REQUEST_DRAIN: &str =
+    "UPDATE nodes SET drain_requested_at = $2 WHERE name = $1 AND stopped_at IS NULL AND drain_requested_at IS NULL";
+
+/// A clean stop: $1 name, $2 process, $3 now. The node holds no role and no budget any more.
+pub const STOP_NODE: &str = "UPDATE nodes SET stopped_at = $3, last_seen = $3, roles = '', bytes_reserved = 0,
+        memory_reserved = 0
+    WHERE name = $1 AND process = $2";
+
+/// Every node, by name.
+pub const NODES: &str = "SELECT * FROM nodes ORDER BY name";
+
+/// One node: $1 name.
+pub const NODE: &str = "SELECT * FROM nodes WHERE name = $1";
+
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    name: String,
+    process: String,
+    started_at: i64,
+    last_seen: i64,
+    stopped_at: Option<i64>,
+    roles: String,
+    bytes_reserved: i64,
+    bytes_budget: i64,
+    memory_reserved: i64,
+    memory_budget: i64,
+}
+
+impl NodeRow {
+    fn into_node(self) -> StoreResult<Node> {
+        let name = NodeName::new(&self.name)
+            .ok_or_else(|| StoreError::Corrupt(format!("node name {:?} is not a node name", self.name)))?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(Node {
+            beat: NodeBeat {
+                name,
+                process: self.process,
+                roles: self.roles.split(',').filter(|r| !r.is_empty()).map(str::to_owned).collect(),
+                bytes: (count(self.bytes_reserved), count(self.bytes_budget)),
+                memory: (count(self.memory_reserved), count(self.memory_budget)),
+            },
+            started_at: Timestamp::from_millis(self.started_at),
+            last_seen: Timestamp::from_millis(self.last_seen),
+            stopped_at: self.stopped_at.map(Timestamp::from_millis),
+        })
+    }
+}
+
+fn figure(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Runs [`REGISTER_NODE`]: `Ok(None)` when the row is this process's now, `Ok(Some(node))` when
+/// another live process holds the name (that node).
+pub(super) async fn register(
+    c: &mut Conn<'_>,
+    beat: &NodeBeat,
+    dead_after: Duration,
+    now: Timestamp,
+) -> StoreResult<Option<Node>> {
+    let taken = dispatch!(c, |c| sqlx::query(REGISTER_NODE)
+        .bind(beat.name.as_str())
+        .bind(&beat.process)
+        .bind(now.as_millis())
+        .bind(beat.roles.join(","))
+        .bind(figure(beat.bytes.0))
+        .bind(figure(beat.bytes.1))
+        .bind(figure(beat.memory.0))
+        .bind(figure(beat.memory.1))
+        .bind(now.minus(dead_after).as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("registering this node")?;
+    if taken == 1 {
+        return Ok(None);
+    }
+    let row: Option<NodeRow> = dispatch!(c, |c| sqlx::query_as(NODE).bind(beat.name.as_str()).fetch_optional(c).await)
+        .context("reading the node holding this name")?;
+    row.map(NodeRow::into_node).transpose()
+}
+
+/// What a heartbeat found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heartbeat {
+    /// Recorded.
+    Recorded,
+    /// Recorded, and `docket drain` asked this node to stop in order.
+    DrainRequested,
+    /// This process no longer holds the name (it was taken over after this process was silent
+    /// for longer than `dead_after`, or it stopped): nothing was recorded.
+    NotMine,
+}
+
+/// Runs [`NODE_HEARTBEAT`].
+pub(super) async fn heartbeat(c: &mut Conn<'_>, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
+    let found: Option<Option<i64>> = dispatch!(c, |c| sqlx::query_scalar(NODE_HEARTBEAT)
+        .bind(beat.name.as_str())
+        .bind(&beat.process)
+        .bind(now.as_millis())
+        .bind(beat.roles.join(","))
+        .bind(figure(beat.bytes.0))
+        .bind(figure(beat.bytes.1))
+        .bind(figure(beat.memory.0))
+        .bind(figure(beat.memory.1))
+        .fetch_optional(c)
+        .await)
+    .context("recording this node's heartbeat")?;
+    Ok(match found {
+        None => Heartbeat::NotMine,
+        Some(None) => Heartbeat::Recorded,
+        Some(Some(_)) => Heartbeat::DrainRequested,
+    })
+}
+
+/// Runs [`REQUEST_DRAIN`]; `false` when no running node has that name, or a drain was asked
+/// for already.
+pub(super) async fn request_drain(c: &mut Conn<'_>, name: &NodeName, now: Timestamp) -> StoreResult<bool> {
+    let asked = dispatch!(c, |c| sqlx::query(REQUEST_DRAIN)
+        .bind(name.as_str())
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("asking a node to drain")?;
+    Ok(asked == 1)
+}
+
+/// Runs [`STOP_NODE`].
+pub(super) async fn stop(c: &mut Conn<'_>, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
+    dispatch!(c, |c| sqlx::query(STOP_NODE)
+        .bind(name.as_str())
+        .bind(process)
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(drop))
+    .context("recording this node's stop")
+}
+
+/// Runs [`NODES`].
+pub(super) async fn all(c: &mut Conn<'_>) -> StoreResult<Vec<Node>> {
+    let rows: Vec<NodeRow> = dispatch!(c, |c| sqlx::query_as(NODES).fetch_all(c).await).context("reading the nodes")?;
+    rows.into_iter().map(NodeRow::into_node).collect()
+}
