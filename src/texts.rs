@@ -621,6 +621,11 @@ pub fn forgotten(lang: Lang, jobs: u64) -> String {
     render(lang, "forgotten", &[n("jobs", jobs)])
 }
 
+/// What an unfinished job that was forgotten reads as its reason (`/status` shows it).
+pub fn forgotten_reason(lang: Lang) -> String {
+    plain(lang, "forgotten-reason")
+}
+
 /// The answer to a valid invite (`/start <token>`).
 pub fn invited(lang: Lang, facts: &HelpFacts) -> String {
     render(lang, "invited", &[s("help", help(lang, facts))])
@@ -937,6 +942,7 @@ mod tests {
             forgotten(lang, 0),
             forgotten(lang, 1),
             forgotten(lang, 7),
+            forgotten_reason(lang),
             invited(lang, &facts),
             admins_only(lang),
             start(lang, &facts),
@@ -1059,6 +1065,11 @@ mod tests {
 
             #[test]
             fn every_text_with_a_user_name_is_built_safely(raw in name(), size in any::<u64>(), n in any::<u64>()) {
+                for lang in Lang::all() {
+                    let _ = ticket_reply(lang, &raw, Some(size), Ticket(1), n);
+                    let _ = queue_full(lang, &raw, n);
+                    let _ = forgotten(lang, n);
+                }
                 let _ = ticket_reply(E, &raw, Some(size), Ticket(1), n);
                 let _ = already_ticket(E, &raw, Ticket(1), JobState::Processing);
                 let _ = trying_again_after_failure(E, &raw, Ticket(1));

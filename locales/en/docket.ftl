@@ -156,6 +156,7 @@ privacy =
     Nothing is shared with anyone. /forget deletes your files, results and their names now.
 forget-question = This deletes all your results and files and the names of everything you sent, now. Tickets in progress are cancelled. It cannot be undone.
 forget-button = Yes, delete everything
+forgotten-reason = forgotten at the person's request (/forget)
 forgotten = { $jobs ->
     [0] Done: there was nothing of yours to delete.
     [one] Done: { $jobs } ticket is forgotten, with its files.

@@ -385,7 +385,7 @@ impl Intake {
             debug!(update.id = %update_id, "a button press that is not the asker's, or unknown; ignored");
             return Ok(false);
         };
-        let forgotten = tx.forget_person(user, FORGOTTEN_REASON, self.clock.now()).await?;
+        let forgotten = tx.forget_person(user, &texts::forgotten_reason(lang), self.clock.now()).await?;
         info!(update.id = %update_id, jobs = forgotten, "forgot a person's jobs at their request");
         self.reply(tx, update_id, origin, texts::forgotten(lang, forgotten)).await?;
         Ok(forgotten > 0)
@@ -615,9 +615,6 @@ async fn chat_lang(tx: &mut Tx, chat: ChatRef) -> StoreResult<Lang> {
 
 /// The callback data of `/forget`'s confirmation button: this, then the asker's user id.
 const FORGET_PREFIX: &str = "forget:";
-
-/// What an unfinished job that was forgotten reads as its reason.
-const FORGOTTEN_REASON: &str = "forgotten at the person's request (/forget)";
 
 /// Cancels `job` (not ready yet) in `tx`, with `detail` for admins, and queues the last edit of
 /// its status message. The person's answer is the caller's. `false` when the job moved first.
