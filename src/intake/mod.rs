@@ -191,9 +191,12 @@ impl Intake {
                 info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
             }
         }
-        if let Some(code) = incoming_origin(&incoming).and_then(|o| o.language) {
-            let chat = incoming_origin(&incoming).map(|o| o.chat).unwrap_or(ChatRef(0));
-            tx.note_language(chat, code.as_str(), now).await?;
+        if let Some(origin) = incoming_origin(&incoming)
+            && let Some(code) = origin.language
+        {
+            // A chat is written to in its writers' language until `/lang` chooses one; every
+            // answer below is rendered in it.
+            tx.note_language(origin.chat, code.as_str(), now).await?;
         }
         let lang = match incoming_origin(&incoming) {
             Some(origin) => chat_lang(&mut tx, origin.chat).await?,
@@ -376,7 +379,7 @@ impl Intake {
         Ok(())
     }
 
-    /// A press on one of docket's buttons. Today there is one: `/forget`'s confirmation, which
+    /// A press on one of docket's buttons other than `/lang`'s: `/forget`'s confirmation, which
     /// only the person who asked can press. Returns whether jobs were ended.
     async fn pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<bool> {
         let lang = chat_lang(tx, origin.chat).await?;
