@@ -48,7 +48,7 @@ use crate::domain::{
 };
 use crate::domain::{IdempotencyKey, NewMessage, OutboxMessage};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
-use crate::spool::result_file_name;
+use crate::spool::result_file_name_for;
 use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
@@ -479,7 +479,7 @@ async fn edit_status(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     // never delivered (dead chat, lost outcome): there is nothing to edit.
     let target =
         target.ok_or_else(|| TelegramError::Permanent("the job's status message was never delivered".into()))?;
-    deps.telegram.edit_text(message.chat, target, &message.body).await
+    deps.telegram.edit_text(message.chat, target, &message.body, &message.buttons).await
 }
 
 /// Sends a result document: by its stored Telegram file_id when there is one (no upload), else
@@ -513,7 +513,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     }
     let upload = DocumentSource::Path {
         path: path.into(),
-        file_name: result_file_name(job.submission.declared_name.as_deref()),
+        file_name: result_file_name_for(job.submission.declared_name.as_deref(), &job.submission.operation),
     };
     // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
     // once the upload takes longer than a moment.

@@ -200,7 +200,36 @@ fn remove_dir_if_exists(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// A safe file name for the uploaded result, derived from the declared name: path separators and
+/// A safe file name for the uploaded result of `operation`, derived from the declared name: path
+/// separators and control characters removed, length bounded, the declared extension replaced
+/// by the result's, and the operation named unless it is `optimize` or gives another kind of
+/// file anyway (`contract.pdf` → `contract.pdf`, `contract-shrink.pdf`, `contract-pages.zip`,
+/// `contract.txt`; `photo.jpg` → `photo.pdf`).
+pub fn result_file_name_for(declared: Option<&str>, operation: &crate::domain::Operation) -> String {
+    use crate::domain::Operation;
+    let plain = result_file_name(declared);
+    let stem = plain.get(..plain.len() - ".pdf".len()).unwrap_or("document");
+    // The declared extension goes too when the result is a PDF made of something else.
+    let stem = match stem.rsplit_once('.') {
+        Some((base, ext))
+            if !base.is_empty()
+                && ["jpg", "jpeg", "png", "tif", "tiff", "webp"].contains(&ext.to_ascii_lowercase().as_str()) =>
+        {
+            base
+        }
+        _ => stem,
+    };
+    let extension = operation.output().extension();
+    match operation {
+        Operation::Optimize | Operation::ImageToPdf | Operation::Text | Operation::Info => {
+            format!("{stem}.{extension}")
+        }
+        Operation::Split { .. } => format!("{stem}-pages.{extension}"),
+        other => format!("{stem}-{}.{extension}", other.name()),
+    }
+}
+
+/// A safe file name for an uploaded PDF, derived from the declared name: path separators and
 /// control characters removed, length bounded, `.pdf` ensured.
 pub fn result_file_name(declared: Option<&str>) -> String {
     let raw = declared.unwrap_or("document.pdf");
@@ -227,6 +256,21 @@ mod tests {
         assert_eq!(result_file_name(Some("a\nb.pdf")), "ab.pdf");
         assert_eq!(result_file_name(Some("...")), "document.pdf");
         assert_eq!(result_file_name(None), "document.pdf");
+    }
+
+    #[test]
+    fn result_names_say_what_was_done() {
+        use crate::domain::Operation;
+        let name = |declared: &str, words: &str| {
+            result_file_name_for(Some(declared), &Operation::parse(words).unwrap_or_else(|e| panic!("{e}")))
+        };
+        assert_eq!(name("contract.pdf", "optimize"), "contract.pdf");
+        assert_eq!(name("contract.pdf", "shrink"), "contract-shrink.pdf");
+        assert_eq!(name("contract.pdf", "split"), "contract-pages.zip");
+        assert_eq!(name("contract.pdf", "text"), "contract.txt");
+        assert_eq!(name("contract.pdf", "rotate 90"), "contract-rotate.pdf");
+        assert_eq!(name("photo.jpg", "topdf"), "photo.pdf");
+        assert_eq!(result_file_name_for(None, &Operation::Text), "document.txt");
     }
 
     #[test]

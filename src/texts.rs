@@ -254,7 +254,7 @@ fn known_size(lang: Lang, bytes: Option<u64>) -> String {
 pub const QUEUE_COUNT_CAP: u64 = 1000;
 
 /// The first words of a job's status message: what arrived, and its ticket.
-fn ticket_line(lang: Lang, name: &str, declared_size: Option<u64>, ticket: Ticket) -> String {
+fn ticket_line(lang: Lang, name: &str, declared_size: Option<u64>, ticket: &dyn std::fmt::Display) -> String {
     render(
         lang,
         "ticket-line",
@@ -270,7 +270,7 @@ fn ticket_line(lang: Lang, name: &str, declared_size: Option<u64>, ticket: Ticke
 /// [`QUEUE_COUNT_CAP`]). It becomes the job's status message, which [`progress`] edits as the
 /// job moves.
 pub fn ticket_reply(lang: Lang, name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
-    let line = ticket_line(lang, name, declared_size, ticket);
+    let line = ticket_line(lang, name, declared_size, &ticket);
     if ahead > QUEUE_COUNT_CAP {
         return render(lang, "ticket-reply-crowded", &[s("line", line), n("cap", QUEUE_COUNT_CAP)]);
     }
@@ -315,7 +315,7 @@ pub enum Progress {
 /// A job's status message: the ticket line, then where the job is now.
 pub fn progress(lang: Lang, job: &Job, step: &Progress) -> String {
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
-    let header = ticket_line(lang, job.name(), declared, job.ticket);
+    let header = ticket_line(lang, job.name(), declared, &run_label(job));
     let line = match step {
         Progress::Queued { position } => render(lang, "progress-queued", &[n("position", *position)]),
         Progress::Downloading { done: 0, .. } => plain(lang, "progress-downloading-started"),
@@ -409,7 +409,7 @@ pub fn ready_caption(lang: Lang, job: &Job) -> String {
     let after = job.result.as_ref().map(|r| size(lang, u64::try_from(r.size).unwrap_or(0))).unwrap_or_default();
     let until = job.result.as_ref().map(|r| r.expires_at.date_utc()).unwrap_or_default();
     let mut args = vec![
-        s("ticket", job.ticket.to_string()),
+        s("ticket", run_label(job)),
         s("name", display_name(lang, job.name())),
         s("after", after),
         s("until", until),
@@ -428,7 +428,7 @@ pub fn expired_early(lang: Lang, job: &Job, at: Timestamp) -> String {
     render(
         lang,
         "expired-early",
-        &[s("ticket", job.ticket.to_string()), s("name", display_name(lang, job.name())), s("date", at.date_utc())],
+        &[s("ticket", run_label(job)), s("name", display_name(lang, job.name())), s("date", at.date_utc())],
     )
 }
 
@@ -445,7 +445,7 @@ pub fn delivery_alert(lang: Lang, message_id: OutboxId, chat_id: ChatRef, ticket
 }
 
 /// The notice of a failed job.
-pub fn failed_notice(lang: Lang, ticket: Ticket, reason_text: &str) -> String {
+pub fn failed_notice(lang: Lang, ticket: impl std::fmt::Display, reason_text: &str) -> String {
     render(lang, "failed-notice", &[s("ticket", ticket.to_string()), s("reason", reason_text)])
 }
 
@@ -465,8 +465,33 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
         FailureReason::Encrypted => render(lang, "failure-encrypted", &[name]),
         FailureReason::Unreadable => render(lang, "failure-unreadable", &[name]),
         FailureReason::NoPages => render(lang, "failure-no-pages", &[name]),
-        FailureReason::ResultTooBig { size: bytes, limit } => {
-            render(lang, "failure-result-too-big", &[name, size("size", *bytes), size("limit", *limit)])
+        FailureReason::ResultTooBig { size: bytes, limit, operation } => render(
+            lang,
+            "failure-result-too-big",
+            &[name, size("size", *bytes), size("limit", *limit), s("hint", result_too_big_hint(operation))],
+        ),
+        // The sentences of the operations (helper "runs") are English until the catalog takes
+        // them over.
+        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => {
+            format!(
+                "{} is not a PDF (the content looks like {found}): {}",
+                display_name(lang, name_of(&name)),
+                pdf_only(operation, found_label)
+            )
+        }
+        FailureReason::WrongFormat { operation, accepts, found, found_label } => {
+            let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
+            format!(
+                "{} was not processed: {}",
+                display_name(lang, name_of(&name)),
+                wrong_format(operation, &accepts, found, found_label)
+            )
+        }
+        FailureReason::NotSetUp { operation } if operation == "ocr" => {
+            format!("{} was not processed: {}", display_name(lang, name_of(&name)), ocr_not_set_up())
+        }
+        FailureReason::NotSetUp { operation } => {
+            format!("{} was not processed: {operation} is not set up on this bot", display_name(lang, name_of(&name)))
         }
         FailureReason::FileUnavailable => render(lang, "failure-file-unavailable", &[name]),
         FailureReason::GaveUp { attempts } => {
@@ -485,6 +510,14 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
         FailureReason::Crashed => render(lang, "failure-crashed", &[name]),
         FailureReason::ToolFailed { tool } => render(lang, "failure-tool-failed", &[name, s("tool", tool.as_str())]),
         FailureReason::Cancelled => render(lang, "failure-cancelled", &[name]),
+    }
+}
+
+/// The text of a `name` argument.
+fn name_of<'a>(arg: &'a Arg<'_>) -> &'a str {
+    match &arg.1 {
+        FluentValue::String(text) => text,
+        _ => "",
     }
 }
 
@@ -515,7 +548,7 @@ pub fn state_words(lang: Lang, state: JobState) -> String {
 
 /// The `/status N` answer for the chat that owns the ticket.
 pub fn status(lang: Lang, job: &Job) -> String {
-    let ticket = || s("ticket", job.ticket.to_string());
+    let ticket = || s("ticket", run_label(job));
     let mut lines = vec![render(
         lang,
         "status-title",
@@ -568,7 +601,7 @@ pub fn jobs(lang: Lang, jobs: &[Job]) -> String {
             lang,
             "jobs-line",
             &[
-                s("ticket", j.ticket.to_string()),
+                s("ticket", run_label(j)),
                 s("name", display_name(lang, j.name())),
                 s("state", state_words(lang, j.state)),
             ],
@@ -579,7 +612,7 @@ pub fn jobs(lang: Lang, jobs: &[Job]) -> String {
 
 /// The answer to `/cancel N` (or `docket cancel N`) that stopped the job.
 pub fn cancelled(lang: Lang, job: &Job) -> String {
-    render(lang, "cancelled", &[s("ticket", job.ticket.to_string()), s("name", display_name(lang, job.name()))])
+    render(lang, "cancelled", &[s("ticket", run_label(job)), s("name", display_name(lang, job.name()))])
 }
 
 /// The answer to `/cancel N` for a job that has ended already.
@@ -594,11 +627,7 @@ pub fn cancel_usage(lang: Lang) -> String {
 
 /// The notice to a person that an admin sent their failed ticket back to the queue.
 pub fn retrying_for_admin(lang: Lang, job: &Job) -> String {
-    render(
-        lang,
-        "retrying-for-admin",
-        &[s("ticket", job.ticket.to_string()), s("name", display_name(lang, job.name()))],
-    )
+    render(lang, "retrying-for-admin", &[s("ticket", run_label(job)), s("name", display_name(lang, job.name()))])
 }
 
 /// What `/privacy` says: what is kept, where, and for how long.
@@ -682,8 +711,167 @@ pub fn help(lang: Lang, facts: &HelpFacts) -> String {
             s("download", size(lang, facts.download_limit)),
             s("upload", size(lang, facts.upload_limit)),
             s("ttl", duration(lang, facts.result_ttl)),
+            s("operations", operation_lines()),
         ],
     )
+}
+
+/// How a run is named to people: its ticket (`#4812`) for the run a document arrived with, the
+/// ticket and the operation (`#4812 shrink`) for a further one.
+pub fn run_label(job: &Job) -> String {
+    if job.is_further_run() {
+        format!("{} {}", job.ticket_number(), job.submission.operation)
+    } else {
+        job.ticket.to_string()
+    }
+}
+
+// ─── Operations: choosing what to do (new sentences of helper "runs"; English) ─────────────────
+// Every sentence below is new with the operations; the catalog takes them over at merge.
+
+/// Each operation with its one-line description, in the order help lists them.
+pub fn operation_lines() -> String {
+    [
+        "optimize — smaller without any loss (the default)",
+        "shrink — much smaller: images downsampled and recompressed (for scans and photos)",
+        "split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges",
+        "pages 2-10 — only those pages, as one PDF",
+        "text — the text of every page, as a .txt file",
+        "info — pages, size, version, fonts and images, as a message",
+        "rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4",
+        "decrypt PASSWORD — open a password-protected PDF and save it without the password",
+        "ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages",
+        "topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF",
+    ]
+    .join("\n")
+}
+
+/// The answer to a caption that names no operation, or one with wrong arguments: what was wrong,
+/// and the operations.
+pub fn caption_not_understood(problem: &str) -> String {
+    format!(
+        "I did not start anything: {problem}. Send the file again with one of these as its caption \
+         (or without a caption for your default, see /mode):\n{}",
+        operation_lines()
+    )
+}
+
+/// What was wrong with a caption, from the parser's finding.
+pub fn caption_problem(error: &crate::domain::operation::ParseError) -> String {
+    use crate::domain::operation::ParseError;
+    match error {
+        ParseError::Empty => "the caption names no operation".to_owned(),
+        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(Lang::ENGLISH, word)),
+        ParseError::Arguments { operation, problem } => format!("{operation}: {problem}"),
+    }
+}
+
+/// Added to the ticket reply of `decrypt PASSWORD`.
+pub fn delete_the_password() -> String {
+    "Your password is kept only until this job ends. Please delete the message that carries it.".to_owned()
+}
+
+/// `/mode` without a word: the chat's default, and the choices.
+pub fn mode_now(current: &crate::domain::Operation, own: bool) -> String {
+    let whose = if own { "this chat's choice" } else { "the bot's default" };
+    format!(
+        "Documents sent without a caption get {current} ({whose}). To change it: /mode followed by one of {}.",
+        crate::domain::Operation::MODES.join(", ")
+    )
+}
+
+/// `/mode NAME` done.
+pub fn mode_set(operation: &crate::domain::Operation) -> String {
+    format!("Done: documents sent here without a caption now get {operation}.")
+}
+
+/// `/mode WORD` with a word that is no default operation.
+pub fn mode_unknown(word: &str) -> String {
+    format!(
+        "\"{}\" cannot be a default. Choose one of {}.",
+        display_name(Lang::ENGLISH, word),
+        crate::domain::Operation::MODES.join(", ")
+    )
+}
+
+/// Why an operation refuses a file of another format, and what to send instead: "split takes a
+/// PDF; this is a PNG image: send it with the caption topdf, or without a caption".
+pub fn wrong_format(operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
+    let takes = match accepts {
+        ["pdf"] => "a PDF".to_owned(),
+        labels => labels.join(", "),
+    };
+    let instead = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        ": send it with the caption topdf, or without a caption"
+    } else if found_label == "pdf" {
+        ": send it with a caption such as optimize or shrink"
+    } else {
+        ""
+    };
+    format!("{operation} takes {takes}; this is {found}{instead}")
+}
+
+/// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
+/// but it is a ZIP archive".
+pub fn declared_but_is(declared: &str, found: &str) -> String {
+    format!("sent as {}, but it is {found}", display_name(Lang::ENGLISH, declared))
+}
+
+/// The hint after a result over the upload limit, by operation.
+pub fn result_too_big_hint(operation: &str) -> &'static str {
+    match operation {
+        "optimize" | "decrypt" | "rotate" | "topdf" | "ocr" => {
+            "; try shrink for a smaller file, or split it into parts"
+        }
+        "shrink" | "pages" => "; try split to send it in parts",
+        "split" => "; try split with fewer pages per part, such as split 1-20,21-40",
+        _ => "",
+    }
+}
+
+/// The message of an `info` result: the child's output (until the document facts land, its text).
+pub fn info_message(name: &str, output: &str) -> String {
+    format!("{}:\n{output}", display_name(Lang::ENGLISH, name))
+}
+
+/// A run of OCR on a bot where no OCR program is configured.
+pub fn ocr_not_set_up() -> String {
+    "OCR is not set up on this bot".to_owned()
+}
+
+/// Added to the ticket reply when the operation is not the plain optimize: what will be done.
+pub fn will_run(operation: &crate::domain::Operation) -> String {
+    format!("It will get: {operation}.")
+}
+
+/// The status message of a further run of a ticket: "#4812 shrink: queued."
+pub fn run_reply(ticket: Ticket, operation: &crate::domain::Operation, ahead: u64) -> String {
+    let queued = match ahead {
+        0 => "queued.".to_owned(),
+        1 => "queued, 1 job ahead of it.".to_owned(),
+        n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
+        n => format!("queued, {n} jobs ahead of it."),
+    };
+    format!("{ticket} {operation}: {queued}")
+}
+
+/// `/status N` of a ticket with several runs: each run's status, the first one first.
+pub fn ticket_status(lang: Lang, runs: &[Job]) -> String {
+    runs.iter().map(|run| status(lang, run)).collect::<Vec<_>>().join("\n\n")
+}
+
+/// `/cancel N` of a ticket with several runs: each run that was cancelled.
+pub fn runs_cancelled(lang: Lang, runs: &[Job]) -> String {
+    runs.iter().map(|run| cancelled(lang, run)).collect::<Vec<_>>().join("\n")
+}
+
+/// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.
+pub fn pdf_only(operation: &str, found_label: &str) -> String {
+    if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        format!("{operation} takes a PDF; send the image with the caption topdf to make it one")
+    } else {
+        format!("{operation} takes a PDF")
+    }
 }
 
 #[cfg(test)]
@@ -847,7 +1035,8 @@ mod tests {
             HelpFacts { download_limit: 20_000_000, upload_limit: 50_000_000, result_ttl: Duration::from_secs(86_400) };
         let shown = help(E, &facts);
         assert!(shown.starts_with("How it works:\n• Send a PDF as a file (up to 20.0 MB)."), "{shown}");
-        assert!(shown.contains("again.\n\nCommands:\n/status 4812 — where a ticket is\n"), "{shown}");
+        assert!(shown.contains("again.\n\nWhat to do is"), "{shown}");
+        assert!(shown.contains("same file.\n\nCommands:\n/status 4812 — where a ticket is\n"), "{shown}");
         assert!(start(E, &facts).contains("when it is done.\n\nHow it works:"));
         assert!(shown.ends_with("/help — this text"), "{shown}");
         let russian = help(ru(), &facts);
@@ -972,7 +1161,7 @@ mod tests {
             FailureReason::Encrypted,
             FailureReason::Unreadable,
             FailureReason::NoPages,
-            FailureReason::ResultTooBig { size: 2, limit: 1 },
+            FailureReason::ResultTooBig { size: 2, limit: 1, operation: "shrink".into() },
             FailureReason::FileUnavailable,
             FailureReason::GaveUp { attempts: 5 },
             FailureReason::SourceKeptVanishing { times: 3 },

@@ -93,7 +93,7 @@ queue-full = { $name } was not queued: { $waiting ->
 } already waiting in the queue, as many as this bot takes from one chat. Please send it again when some of them are done.
 not-allowed = Sorry, this bot is private.
 not-allowed-with-id = Sorry, this bot is private. Ask its admin to add your user id ({ $id }).
-send-a-document = Send me a PDF as a file (not as a photo) and I will optimize it. /help tells more.
+send-a-document = Send me a PDF as a file (or an image, which becomes a PDF), with what to do as its caption: optimize, shrink, split, text… /help tells more.
 
 ## Results and failures
 
@@ -107,7 +107,7 @@ failure-size-mismatch = { $name } arrived as { $real } instead of the { $declare
 failure-encrypted = { $name } is protected by a password; please send a copy without one
 failure-unreadable = { $name } is damaged and cannot be read as a PDF
 failure-no-pages = { $name } has no pages
-failure-result-too-big = the result for { $name } is { $size }, over the { $limit } this bot can send
+failure-result-too-big = the result for { $name } is { $size }, over the { $limit } this bot can send{ $hint }
 failure-file-unavailable = Telegram no longer has { $name }; please send it again
 failure-gave-up = { $name } could not be processed after { $attempts ->
     [one] { $attempts } attempt
@@ -176,14 +176,19 @@ invited =
 help =
     How it works:
     • Send a PDF as a file (up to { $download }). I answer with a ticket number right away.
-    • When it is done you get the optimized PDF (results up to { $upload } can be sent).
+    • When it is done you get the result (results up to { $upload } can be sent).
     • Results are kept for { $ttl }; sending the same file again gets it again.
+
+    What to do is the file's caption (without one: optimize, or what /mode chose):
+    { $operations }
+    When a result is ready, its buttons ask for more from the same file.
 
     Commands:
     /status 4812 — where a ticket is
     /get 4812 — the result again, while it is kept
     /jobs — your latest tickets
     /cancel 4812 — stop a ticket that is not ready yet
+    /mode — what a file without a caption gets in this chat
     /privacy — what I keep, and for how long
     /forget — delete everything of yours now
     /lang — choose the language I write in

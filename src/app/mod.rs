@@ -475,6 +475,7 @@ fn intake_settings(
         per_chat_queued: config.limits.per_chat_queued,
         budget_bytes: config.budget.bytes,
         invites,
+        default_operation: config.processing.default_operation(),
     }
 }
 

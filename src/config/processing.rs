@@ -35,6 +35,9 @@ pub struct ProcessingConfig {
     pub max_inflate: u64,
     /// `external`: operations backed by programs, by name (`[processing.external.ocr]`).
     pub external: BTreeMap<String, ExternalToolConfig>,
+    /// `default_operation`: what a document sent without a caption gets, in a chat that chose
+    /// none with `/mode`; one of the operations without arguments. Default: "optimize".
+    pub default_operation: String,
 }
 
 impl Default for ProcessingConfig {
@@ -44,6 +47,7 @@ impl Default for ProcessingConfig {
             timeout: DEFAULT_TIMEOUT,
             max_inflate: DEFAULT_MAX_INFLATE,
             external: BTreeMap::new(),
+            default_operation: crate::operations::OPTIMIZE.to_owned(),
         }
     }
 }
@@ -125,6 +129,11 @@ fn command<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Err
 }
 
 impl ProcessingConfig {
+    /// The operation of `default_operation` (checked: optimize when it names none).
+    pub fn default_operation(&self) -> crate::domain::Operation {
+        crate::domain::Operation::mode(&self.default_operation).unwrap_or(crate::domain::Operation::Optimize)
+    }
+
     /// Names of external operations that clash with a built-in one, and an inflate cap the
     /// memory limit cannot hold, as problems.
     pub(super) fn check(&self, problems: &mut Vec<super::Problem>) {
@@ -138,6 +147,16 @@ impl ProcessingConfig {
                     "at most a quarter of what [processing] memory_limit ({:?}) leaves beyond 128 MiB, or \
                      a stream that inflates to near the cap fails as out of memory instead",
                     super::value::human_size(self.memory_limit)
+                ),
+            });
+        }
+        if crate::domain::Operation::mode(&self.default_operation).is_none() {
+            problems.push(super::Problem {
+                key: "[processing] default_operation".into(),
+                found: format!("{:?}", self.default_operation),
+                expected: format!(
+                    "one of the operations that need no arguments: {}",
+                    crate::domain::Operation::MODES.join(", ")
                 ),
             });
         }

@@ -33,6 +33,7 @@ impl PipelineSettings {
             max_source_losses: MAX_SOURCE_LOSSES,
             limits: Limits::from(&config.processing),
             program,
+            tools: config.processing.tools(),
         }
     }
 }

@@ -4,8 +4,9 @@
 
 use super::{ChatRef, MessageId, Ticket, UserId};
 
-/// A document as Telegram described it. Every field is a claim, not a fact.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A document as Telegram described it. Every field is a claim, not a fact. `Debug` leaves the
+/// caption out: it may carry a password (`decrypt PASSWORD`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct DocumentFacts {
     /// For getFile.
     pub file_id: String,
@@ -17,6 +18,24 @@ pub struct DocumentFacts {
     pub mime: Option<String>,
     /// The declared size; `None` when Telegram did not say.
     pub size: Option<u64>,
+    /// The message's caption, as written (its first word may name the operation).
+    pub caption: Option<String>,
+    /// The sender's Telegram `language_code` (`en`, `ru`), when Telegram gave one.
+    pub language_code: Option<String>,
+}
+
+impl std::fmt::Debug for DocumentFacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DocumentFacts")
+            .field("file_id", &self.file_id)
+            .field("file_unique_id", &self.file_unique_id)
+            .field("name", &self.name)
+            .field("mime", &self.mime)
+            .field("size", &self.size)
+            .field("caption", &self.caption.as_ref().map(|c| format!("[{} characters]", c.chars().count())))
+            .field("language_code", &self.language_code)
+            .finish()
+    }
 }
 
 /// The commands people can send.
@@ -40,6 +59,9 @@ pub enum Command {
     Forget,
     /// `/stats`: the bot's state, for admins.
     Stats,
+    /// `/mode [NAME]`: show, or set, the chat's default operation for documents without a caption
+    /// (the word as written, `None` without one).
+    Mode(Option<String>),
     /// `/lang`: choose the language docket writes to the chat in, with one button per language.
     Lang,
 }

@@ -204,6 +204,25 @@ pub enum FailureReason {
         size: u64,
         /// The upload limit in force.
         limit: u64,
+        /// The operation that made it (the hint depends on it).
+        operation: String,
+    },
+    /// The operation does not take the file's format.
+    WrongFormat {
+        /// The operation's name.
+        operation: String,
+        /// The formats it takes (detection labels).
+        accepts: Vec<String>,
+        /// What the content is, for people ("a PNG image").
+        found: String,
+        /// Its detection label (`png`).
+        found_label: String,
+    },
+    /// The operation needs a program this bot has not configured (OCR without
+    /// `[processing.external.ocr]`).
+    NotSetUp {
+        /// The operation's name.
+        operation: String,
     },
     /// Telegram no longer has the file (wrong or expired file_id, or refused as too big).
     FileUnavailable,

@@ -197,6 +197,22 @@ impl Operation {
     }
 }
 
+/// What a chat or the bot may run by default, on a document sent without a caption.
+impl Operation {
+    /// The operations that need no arguments and take any PDF: the choices of `/mode` and of
+    /// `[processing] default_operation`, in the order `/mode` lists them.
+    pub const MODES: [&'static str; 6] = ["optimize", "shrink", "split", "text", "info", "ocr"];
+
+    /// The default operation named `name`, if it is one of [`Operation::MODES`].
+    pub fn mode(name: &str) -> Option<Self> {
+        let name = name.trim().trim_start_matches('/').to_lowercase();
+        if !Self::MODES.contains(&name.as_str()) {
+            return None;
+        }
+        Self::parse(&name).ok()
+    }
+}
+
 /// `Debug` never shows a password.
 impl fmt::Debug for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -536,6 +552,18 @@ mod tests {
         assert_eq!(problem("rotate 45"), ArgumentProblem::Angle);
         assert_eq!(problem("ocr ru;rm"), ArgumentProblem::Languages);
         assert_eq!(problem("ocr e"), ArgumentProblem::Languages);
+    }
+
+    #[test]
+    fn modes_are_the_operations_without_arguments() {
+        for name in Operation::MODES {
+            let operation = Operation::mode(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!((operation.name(), operation.arguments()), (name, String::new()));
+        }
+        assert_eq!(Operation::mode(" Shrink "), Some(Operation::Shrink));
+        for not_a_mode in ["pages", "rotate", "decrypt", "topdf", "sharpen", ""] {
+            assert_eq!(Operation::mode(not_a_mode), None, "{not_a_mode}");
+        }
     }
 
     #[test]

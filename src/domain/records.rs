@@ -25,7 +25,10 @@ pub struct FileOwner {
     pub result_path: Option<String>,
 }
 
-/// A job as stored: one chat's one document, from intake to its result's expiry.
+/// A job as stored: one *run*, one operation asked of one chat's one document, from intake to its
+/// result's expiry. A document (a ticket) has one run per operation and arguments asked of it:
+/// its first run's id is the ticket's number ([`Job::ticket_number`]); each further run has its
+/// own id, and names the ticket in [`Submission::run_of`].
 ///
 /// What exists only at some stages is grouped: `source` once the document was downloaded,
 /// `result` once it was processed. A resubmission clears both.
@@ -66,6 +69,16 @@ impl Job {
         self.submission.name()
     }
 
+    /// The number of the ticket (the document) this run belongs to, as people see it.
+    pub fn ticket_number(&self) -> Ticket {
+        self.submission.run_of.unwrap_or(self.ticket)
+    }
+
+    /// Whether this is a further run of its ticket (not the one the document arrived with).
+    pub fn is_further_run(&self) -> bool {
+        self.submission.run_of.is_some()
+    }
+
     /// The verified source on disk, while there is one (`fetched` and `processing`).
     pub fn source_path(&self) -> Option<&str> {
         self.source.as_ref().and_then(|s| s.path.as_deref())
@@ -99,8 +112,15 @@ pub struct Submission {
     pub declared_mime: Option<String>,
     /// Size as sent; `None` when Telegram did not say.
     pub declared_size: Option<i64>,
-    /// What to do with the document.
+    /// What to do with the document (a decrypt's password included, while the job is
+    /// unfinished; `Debug` never shows it).
     pub operation: Operation,
+    /// The sender's Telegram `language_code` (`en`, `ru`), when Telegram gave one: OCR's language
+    /// when the operation names none.
+    pub language_code: Option<String>,
+    /// The ticket this run belongs to, when it is a further run of a document (another
+    /// operation asked of it); `None`: this run is the ticket's first, and its id is the ticket.
+    pub run_of: Option<Ticket>,
 }
 
 impl Submission {
@@ -152,7 +172,7 @@ pub struct NewMessage {
     pub body: String,
     /// The message it answers.
     pub reply_to_message_id: Option<MessageId>,
-    /// Inline buttons under the message, in one row (none: no keyboard).
+    /// The inline buttons under the message, one per row (none: no keyboard).
     pub buttons: Vec<Button>,
 }
 
@@ -164,6 +184,18 @@ pub struct Button {
     pub label: String,
     /// What a press sends back (at most 64 bytes, Telegram's limit).
     pub data: String,
+}
+
+impl Button {
+    /// What the callback data of a ticket's operation buttons starts with; then
+    /// `<ticket>:<operation>`.
+    pub const RUN_PREFIX: &'static str = "run:";
+
+    /// The button that asks for `operation` (one without arguments) on `ticket`, labelled with
+    /// its name.
+    pub fn run(ticket: Ticket, operation: &str) -> Self {
+        Self { label: operation.to_owned(), data: format!("{}{}:{operation}", Self::RUN_PREFIX, ticket.0) }
+    }
 }
 
 /// A queued outgoing message as stored.
@@ -183,7 +215,7 @@ pub struct OutboxMessage {
     pub body: String,
     /// The message it answers.
     pub reply_to_message_id: Option<MessageId>,
-    /// Inline buttons under the message, in one row.
+    /// The inline buttons under the message, one per row (none: no keyboard).
     pub buttons: Vec<Button>,
     /// Delivery state.
     pub state: OutboxState,
@@ -232,6 +264,8 @@ impl Job {
                 declared_mime: Some("application/pdf".into()),
                 declared_size: size,
                 operation: super::Operation::Optimize,
+                language_code: None,
+                run_of: None,
             },
             state: super::JobState::Accepted,
             lease: None,

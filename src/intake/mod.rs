@@ -2,7 +2,12 @@
 //!
 //! For each update it registers (bot, update_id) — a repeat changes nothing — and then records a
 //! job in state `accepted` and queues the ticket reply, or queues the answer to a command, a
-//! repeated file or a refusal. Registration, job and reply commit together, so a crash can
+//! repeated file or a refusal. A document's caption chooses the operation (its first word, the
+//! bot's own @mentions left out); without one, the chat's `/mode` or the bot's default, and an
+//! image becomes a PDF. A caption it cannot read is answered with help, and records no job. The
+//! same document with another operation (its caption, or a button under a ready run's status
+//! message) is a further run of the same ticket; the same operation again is the run asked
+//! before (its kept result, or where it is). Registration, job and reply commit together, so a crash can
 //! neither lose the reply nor make a job without one; the poll offset moves in the same
 //! transaction. No download, no disk, no heavy work happens here.
 
@@ -30,6 +35,8 @@ pub enum Recorded {
     Submission(Ticket),
     /// The file was known: same ticket, answered accordingly.
     KnownFile(Ticket),
+    /// The caption named no operation, or gave it wrong arguments: answered with help, no job.
+    RefusedCaption,
     /// The file was over the download limit: refused, no job.
     RefusedTooBig,
     /// The chat already had `[limits] per_chat_queued` jobs waiting: refused, no job.
@@ -133,6 +140,9 @@ pub struct IntakeSettings {
     pub budget_bytes: u64,
     /// Tokens that let a person in with `/start <token>`.
     pub invites: InviteTokens,
+    /// What a document without a caption gets in a chat that chose nothing with `/mode`
+    /// (`[processing] default_operation`).
+    pub default_operation: Operation,
 }
 
 /// The intake service. Cheap to clone.
@@ -232,7 +242,7 @@ impl Intake {
                 Recorded::Pressed { query_id: press.query_id }
             }
             Incoming::Button(origin, press) => {
-                ended_jobs = self.pressed(&mut tx, update_id, origin, &press.data).await?;
+                ended_jobs = self.pressed(&mut tx, update_id, origin, &press.data, allowed).await?;
                 Recorded::Pressed { query_id: press.query_id }
             }
             Incoming::Command(origin, Command::Start(Some(token)), _)
@@ -257,6 +267,24 @@ impl Intake {
                 ended_jobs = self.cancel(&mut tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
+            Incoming::Command(origin, Command::Mode(None), _) => {
+                let text = self.mode(&mut tx, origin.chat, None).await?;
+                let buttons = Operation::MODES
+                    .iter()
+                    .map(|name| Button { label: (*name).to_owned(), data: format!("{MODE_PREFIX}{name}") })
+                    .collect();
+                let message = NewMessage {
+                    idempotency_key: IdempotencyKey::reply_to(update_id),
+                    job: None,
+                    chat: origin.chat,
+                    kind: MessageKind::Reply,
+                    body: text,
+                    reply_to_message_id: Some(origin.message_id),
+                    buttons,
+                };
+                tx.enqueue(&message, now).await?;
+                Recorded::Answered
+            }
             Incoming::Command(origin, Command::Stats, _) => {
                 let text = if self.is_admin(origin) {
                     texts::stats(lang, &tx.stats(now).await?, self.settings.get().budget_bytes, now)
@@ -275,7 +303,7 @@ impl Intake {
         };
         tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
         tx.commit().await?;
-        if matches!(recorded, Recorded::Submission(_) | Recorded::KnownFile(_)) {
+        if matches!(recorded, Recorded::Submission(_) | Recorded::KnownFile(_) | Recorded::Pressed { .. }) {
             self.jobs_waiting.notify_waiters();
         }
         if !matches!(recorded, Recorded::Ignored | Recorded::Rejected) {
@@ -328,38 +356,44 @@ impl Intake {
         }
     }
 
-    /// `/cancel N`: ends the chat's job `ticket` while it is not ready, and says so. Another
-    /// chat's ticket reads like a missing one (an admin may cancel any). Returns whether a job
-    /// was ended.
+    /// `/cancel N`: ends every run of the chat's ticket `ticket` that is not ready, and says so.
+    /// Another chat's ticket reads like a missing one (an admin may cancel any). Returns whether
+    /// a run was ended.
     async fn cancel(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<bool> {
         let lang = chat_lang(tx, origin.chat).await?;
-        let job = match tx.job(ticket).await? {
-            Some(job) if job.submission.chat == origin.chat || self.is_admin(origin) => job,
-            _ => {
-                self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await?;
-                return Ok(false);
-            }
-        };
-        if job.state.is_terminal() {
-            self.reply(tx, update_id, origin, texts::cannot_cancel(lang, ticket, job.state)).await?;
+        let runs: Vec<Job> = tx
+            .runs(ticket)
+            .await?
+            .into_iter()
+            .filter(|run| run.submission.chat == origin.chat || self.is_admin(origin))
+            .collect();
+        let Some(first) = runs.first() else {
+            self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await?;
             return Ok(false);
-        }
-        let by = if job.submission.chat == origin.chat {
+        };
+        let by = if first.submission.chat == origin.chat {
             "cancelled by the person (/cancel)"
         } else {
             "cancelled by an admin (/cancel)"
         };
-        let ended = cancel_job(tx, &job, by, self.clock.now()).await?;
-        if ended {
-            info!(ticket = ticket.0, update.id = %update_id, from = %job.state, "cancelled a job");
-            self.reply(tx, update_id, origin, texts::cancelled(lang, &job)).await?;
-        } else {
-            // It moved on between the read and the update (the same transaction, so only on a
-            // backend that lets another writer in): say where it is now.
-            let state = tx.job(ticket).await?.map_or(job.state, |j| j.state);
-            self.reply(tx, update_id, origin, texts::cannot_cancel(lang, ticket, state)).await?;
+        let mut ended = Vec::new();
+        for run in runs.iter().filter(|run| !run.state.is_terminal()) {
+            if cancel_job(tx, run, by, self.clock.now()).await? {
+                info!(ticket = ticket.0, run = run.ticket.0, update.id = %update_id, from = %run.state, "cancelled a run");
+                ended.push(run.clone());
+            }
         }
-        Ok(ended)
+        match ended.as_slice() {
+            [] => {
+                // Nothing unfinished, or it moved on between the read and the update (the same
+                // transaction, so only on a backend that lets another writer in): say where it is.
+                let state = tx.job(ticket).await?.map_or(first.state, |j| j.state);
+                self.reply(tx, update_id, origin, texts::cannot_cancel(lang, ticket, state)).await?;
+            }
+            [one] => self.reply(tx, update_id, origin, texts::cancelled(lang, one)).await?,
+            several => self.reply(tx, update_id, origin, texts::runs_cancelled(lang, several)).await?,
+        }
+        Ok(!ended.is_empty())
     }
 
     /// `/forget`: asks first, with a button that only the sender can confirm.
@@ -381,8 +415,28 @@ impl Intake {
 
     /// A press on one of docket's buttons other than `/lang`'s: `/forget`'s confirmation, which
     /// only the person who asked can press. Returns whether jobs were ended.
-    async fn pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<bool> {
+    async fn pressed(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        data: &str,
+        allowed: bool,
+    ) -> StoreResult<bool> {
         let lang = chat_lang(tx, origin.chat).await?;
+        if let Some(run) = data.strip_prefix(Button::RUN_PREFIX) {
+            if allowed {
+                self.run_pressed(tx, update_id, origin, run).await?;
+            }
+            return Ok(false);
+        }
+        if let Some(name) = data.strip_prefix(MODE_PREFIX) {
+            if allowed {
+                let text = self.mode(tx, origin.chat, Some(name.to_owned())).await?;
+                self.reply(tx, update_id, origin, text).await?;
+            }
+            return Ok(false);
+        }
         let asker = data.strip_prefix(FORGET_PREFIX).and_then(|id| id.parse::<i64>().ok());
         let Some(user) = origin.user.filter(|u| Some(u.0) == asker) else {
             debug!(update.id = %update_id, "a button press that is not the asker's, or unknown; ignored");
@@ -421,6 +475,15 @@ impl Intake {
             info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
         }
+        let (operation, explicit) = match self.operation_of(tx, origin.chat, &facts).await? {
+            Ok(chosen) => chosen,
+            Err(problem) => {
+                self.reply(tx, update_id, origin, texts::caption_not_understood(&problem)).await?;
+                info!(update.id = %update_id, "a caption named no operation; answered with help, no job");
+                return Ok(Recorded::RefusedCaption);
+            }
+        };
+        let asks_with_password = matches!(&operation, Operation::Decrypt { password } if !password.is_empty());
         let new_job = Submission {
             update_id,
             chat: origin.chat,
@@ -431,7 +494,9 @@ impl Intake {
             declared_name: facts.name,
             declared_mime: facts.mime,
             declared_size: facts.size.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
-            operation: Operation::Optimize,
+            operation,
+            language_code: facts.language_code,
+            run_of: None,
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
             if self.queue_is_full(tx, update_id, origin, &name).await? {
@@ -439,35 +504,109 @@ impl Intake {
             }
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-            let text = texts::ticket_reply(lang, &name, facts.size, ticket, ahead);
+            let mut text = texts::ticket_reply(lang, &name, facts.size, ticket, ahead);
+            if new_job.operation != Operation::Optimize {
+                text = format!("{text}\n{}", texts::will_run(&new_job.operation));
+            }
+            if asks_with_password {
+                text = format!("{text}\n{}", texts::delete_the_password());
+            }
             self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
             info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
             metrics::counter!("docket_jobs_accepted_total").increment(1);
             return Ok(Recorded::Submission(ticket));
         };
-        let ticket = job.ticket;
-        match job.state {
+        // A caption that names an operation asks for that run of the ticket (a new one, or the
+        // one asked before); a file sent again without one asks for its first run again.
+        let run = if explicit {
+            let runs = tx.runs(job.ticket).await?;
+            match runs.into_iter().find(|run| same_operation(&run.submission.operation, &new_job.operation)) {
+                Some(run) => run,
+                None => return self.start_run(tx, update_id, origin, &job, new_job).await,
+            }
+        } else {
+            job
+        };
+        let new_job = Submission {
+            operation: if explicit { new_job.operation } else { run.submission.operation.clone() },
+            run_of: run.submission.run_of,
+            ..new_job
+        };
+        self.ask_again(tx, update_id, origin, &run, &new_job).await
+    }
+
+    /// A press on a ticket's operation button (`run:<ticket>:<operation>`): that run of the
+    /// document, started once however often the button is pressed.
+    async fn run_pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
+        let parsed = data
+            .split_once(':')
+            .and_then(|(ticket, name)| Some((ticket.parse().ok().map(Ticket)?, Operation::mode(name)?)));
+        let Some((ticket, operation)) = parsed else {
+            debug!(update.id = %update_id, "an operation button docket does not know; ignored");
+            return Ok(());
+        };
+        let runs = tx.runs(ticket).await?;
+        let Some(first) = runs
+            .first()
+            .filter(|first| first.ticket == ticket && !first.is_further_run() && first.submission.chat == origin.chat)
+        else {
+            self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await?;
+            return Ok(());
+        };
+        let again = Submission {
+            update_id,
+            user_id: origin.user.or(first.submission.user_id),
+            message_id: origin.message_id,
+            operation,
+            run_of: Some(first.ticket),
+            ..first.submission.clone()
+        };
+        match runs.iter().find(|run| same_operation(&run.submission.operation, &again.operation)) {
+            Some(run) => {
+                let again = Submission { run_of: run.submission.run_of, ..again };
+                self.ask_again(tx, update_id, origin, run, &again).await?;
+            }
+            None => {
+                self.start_run(tx, update_id, origin, first, again).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A run asked for again (the same file and operation, or its button): its kept result, a
+    /// new attempt when it ended without one, or where it is.
+    async fn ask_again(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        run: &Job,
+        again: &Submission,
+    ) -> StoreResult<Recorded> {
+        let lang = chat_lang(tx, origin.chat).await?;
+        let now = self.clock.now();
+        let name = again.declared_name.clone().unwrap_or_default();
+        let ticket = run.ticket;
+        let shown = run.ticket_number();
+        match run.state {
             JobState::Ready => {
                 // The result is kept (past its date it stays until the janitor's next pass, and
                 // it is still there to send).
-                self.send_kept_result(tx, update_id, origin, &job).await?;
+                self.send_kept_result(tx, update_id, origin, run).await?;
             }
             JobState::Expired | JobState::Failed => {
                 // Starting it again queues it like a new file.
                 if self.queue_is_full(tx, update_id, origin, &name).await? {
                     return Ok(Recorded::RefusedQueueFull);
                 }
-                let text = if job.state == JobState::Failed {
-                    texts::trying_again_after_failure(lang, &name, ticket)
+                let text = if run.state == JobState::Failed {
+                    texts::trying_again_after_failure(lang, &name, shown)
                 } else {
-                    texts::processing_again_after_expiry(
-                        lang,
-                        ticket,
-                        job.result.as_ref().map_or(now, |r| r.expires_at),
-                    )
+                    texts::processing_again_after_expiry(lang, shown, run.result.as_ref().map_or(now, |r| r.expires_at))
                 };
-                tx.resubmit_job(ticket, job.state, &new_job, now).await?;
+                tx.resubmit_job(ticket, run.state, again, now).await?;
                 self.queue(
                     tx,
                     IdempotencyKey::reply_to(update_id),
@@ -479,13 +618,88 @@ impl Intake {
                 .await?;
             }
             JobState::Accepted | JobState::Fetched | JobState::Processing => {
-                let text = texts::already_ticket(lang, &name, ticket, job.state);
+                let text = texts::already_ticket(lang, &name, shown, run.state);
                 self.queue(tx, IdempotencyKey::reply_to(update_id), Some(ticket), origin, MessageKind::Reply, text)
                     .await?;
             }
         }
-        info!(ticket = %ticket, update.id = %update_id, "the same file arrived again");
+        info!(ticket = %shown, run = %ticket, update.id = %update_id, "a run was asked for again");
         Ok(Recorded::KnownFile(ticket))
+    }
+
+    /// A further run of `first`'s ticket: `again`'s operation, on the same document, downloaded
+    /// again by its file_id (the first run's source is deleted once that run ends). Its own
+    /// ticket reply becomes its status message.
+    async fn start_run(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        first: &Job,
+        again: Submission,
+    ) -> StoreResult<Recorded> {
+        let name = again.declared_name.clone().unwrap_or_default();
+        if self.queue_is_full(tx, update_id, origin, &name).await? {
+            return Ok(Recorded::RefusedQueueFull);
+        }
+        let asks_with_password = matches!(&again.operation, Operation::Decrypt { password } if !password.is_empty());
+        let run = Submission { run_of: Some(first.ticket), ..again };
+        let ticket = tx.insert_job(&run, self.clock.now()).await?;
+        let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
+        let mut text = texts::run_reply(first.ticket, &run.operation, ahead);
+        if asks_with_password {
+            text = format!("{text}\n{}", texts::delete_the_password());
+        }
+        self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
+            .await?;
+        info!(ticket = %first.ticket, run = %ticket, operation = run.operation.name(), update.id = %update_id, "started a further run of a document");
+        metrics::counter!("docket_jobs_accepted_total").increment(1);
+        Ok(Recorded::Submission(ticket))
+    }
+
+    /// The operation a document asks for: its caption's first word (the bot's own @mentions left
+    /// out) with its arguments; without one, an image becomes a PDF, and anything else gets the
+    /// chat's `/mode` or the bot's default; with whether the caption named it. `Err`: what is
+    /// wrong with the caption.
+    async fn operation_of(
+        &self,
+        tx: &mut Tx,
+        chat: ChatRef,
+        facts: &DocumentFacts,
+    ) -> StoreResult<Result<(Operation, bool), String>> {
+        let settings = self.settings.get();
+        let me = Me { id: settings.bot_id, username: settings.bot_username.as_deref() };
+        let words = operation_words(facts.caption.as_deref().unwrap_or_default(), me);
+        if !words.is_empty() {
+            return Ok(match Operation::parse(&words) {
+                // Stored runs parse to an empty password; a caption must give one.
+                Ok(Operation::Decrypt { password }) if password.is_empty() => {
+                    Err(texts::caption_problem(&crate::domain::operation::ParseError::Arguments {
+                        operation: "decrypt",
+                        problem: crate::domain::operation::ArgumentProblem::Missing,
+                    }))
+                }
+                parsed => parsed.map(|operation| (operation, true)).map_err(|e| texts::caption_problem(&e)),
+            });
+        }
+        if declares_an_image(facts) {
+            return Ok(Ok((Operation::ImageToPdf, false)));
+        }
+        Ok(Ok((tx.chat_mode(chat).await?.unwrap_or_else(|| settings.default_operation.clone()), false)))
+    }
+
+    /// `/mode`: the chat's default operation; `/mode NAME` sets it.
+    async fn mode(&self, tx: &mut Tx, chat: ChatRef, word: Option<String>) -> StoreResult<String> {
+        let Some(word) = word else {
+            return Ok(match tx.chat_mode(chat).await? {
+                Some(own) => texts::mode_now(&own, true),
+                None => texts::mode_now(&self.settings.get().default_operation, false),
+            });
+        };
+        let Some(operation) = Operation::mode(&word) else { return Ok(texts::mode_unknown(&word)) };
+        tx.set_chat_mode(chat, &operation, self.clock.now()).await?;
+        info!(chat.id = chat.0, operation = operation.name(), "a chat chose its default operation");
+        Ok(texts::mode_set(&operation))
     }
 
     /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the
@@ -507,15 +721,18 @@ impl Intake {
     /// message), or the ticket's status when there is no result to send.
     async fn redeliver(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<()> {
         let lang = chat_lang(tx, origin.chat).await?;
-        match tx.job(ticket).await? {
-            Some(job) if job.submission.chat == origin.chat && job.state == JobState::Ready => {
-                self.send_kept_result(tx, update_id, origin, &job).await
-            }
-            Some(job) if job.submission.chat == origin.chat => {
-                self.reply(tx, update_id, origin, texts::status(lang, &job)).await
-            }
-            _ => self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await,
+        let runs: Vec<Job> = tx.runs(ticket).await?.into_iter().filter(|r| r.submission.chat == origin.chat).collect();
+        if runs.is_empty() {
+            return self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await;
         }
+        let ready: Vec<&Job> = runs.iter().filter(|r| r.state == JobState::Ready).collect();
+        if ready.is_empty() {
+            return self.reply(tx, update_id, origin, texts::ticket_status(lang, &runs)).await;
+        }
+        for run in ready {
+            self.send_kept_result(tx, update_id, origin, run).await?;
+        }
+        Ok(())
     }
 
     /// Queues `job`'s kept result again, in answer to `update_id`: the sender sends it by its
@@ -523,7 +740,8 @@ impl Intake {
     async fn send_kept_result(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, job: &Job) -> StoreResult<()> {
         let lang = chat_lang(tx, origin.chat).await?;
         let caption = texts::ready_caption(lang, job);
-        let key = IdempotencyKey::result_for(update_id);
+        // One per run and update: `/get` of a ticket sends each of its kept results.
+        let key = IdempotencyKey::result(job.ticket, update_id);
         self.queue(tx, key, Some(job.ticket), origin, MessageKind::Result, caption).await
     }
 
@@ -538,12 +756,13 @@ impl Intake {
             Command::Privacy => texts::privacy(lang, &facts),
             // Handled before they get here.
             Command::Forget | Command::Stats | Command::Lang => texts::help(lang, &facts),
-            Command::Status(Some(ticket)) => match tx.job(ticket).await? {
+            Command::Status(Some(ticket)) => {
                 // Another chat's ticket reads exactly like a missing one.
-                Some(job) if job.submission.chat == chat => texts::status(lang, &job),
-                _ => texts::no_such_ticket(lang, ticket),
-            },
+                let runs: Vec<Job> = tx.runs(ticket).await?.into_iter().filter(|r| r.submission.chat == chat).collect();
+                if runs.is_empty() { texts::no_such_ticket(lang, ticket) } else { texts::ticket_status(lang, &runs) }
+            }
             Command::Jobs => texts::jobs(lang, &tx.chat_jobs(chat, 10).await?),
+            Command::Mode(word) => self.mode(tx, chat, word).await?,
         })
     }
 
@@ -619,6 +838,9 @@ async fn chat_lang(tx: &mut Tx, chat: ChatRef) -> StoreResult<Lang> {
 /// The callback data of `/forget`'s confirmation button: this, then the asker's user id.
 const FORGET_PREFIX: &str = "forget:";
 
+/// The callback data of `/mode`'s buttons: this, then the operation.
+const MODE_PREFIX: &str = "mode:";
+
 /// Cancels `job` (not ready yet) in `tx`, with `detail` for admins, and queues the last edit of
 /// its status message. The person's answer is the caller's. `false` when the job moved first.
 pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain::Timestamp) -> StoreResult<bool> {
@@ -639,6 +861,41 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
     tx.enqueue(&edit, now).await?;
     metrics::counter!("docket_jobs_cancelled_total").increment(1);
     Ok(true)
+}
+
+/// Whether two operations are the same run of a document: the same name and arguments (a
+/// decrypt's password aside: a ticket has one decrypt run).
+fn same_operation(a: &Operation, b: &Operation) -> bool {
+    a.name() == b.name() && a.arguments() == b.arguments()
+}
+
+/// The words of `caption` that choose the operation: all of them but the mentions of the bot
+/// itself (`@docket_bot shrink` in a group is `shrink`).
+fn operation_words(caption: &str, me: Me<'_>) -> String {
+    caption
+        .split_whitespace()
+        .filter(|word| {
+            let Some(name) = word.strip_prefix('@') else { return true };
+            let name = name.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            !me.is_named(&[name.to_owned()])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether the document says it is an image (by MIME type or name): sent without a caption, it
+/// becomes a PDF. Only a claim; processing checks the content, and refuses what is not an image.
+fn declares_an_image(facts: &DocumentFacts) -> bool {
+    const IMAGE_EXTENSIONS: [&str; 6] = ["jpg", "jpeg", "png", "tif", "tiff", "webp"];
+    let by_mime = facts.mime.as_deref().is_some_and(|m| {
+        ["image/jpeg", "image/png", "image/tiff", "image/webp"].contains(&m.to_ascii_lowercase().as_str())
+    });
+    let by_name = facts
+        .name
+        .as_deref()
+        .and_then(|n| n.rsplit_once('.'))
+        .is_some_and(|(_, ext)| IMAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()));
+    by_mime || by_name
 }
 
 /// The bot itself, as messages may name it.
@@ -768,6 +1025,14 @@ mod tests {
         assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Command, &named(&["docket_bot"])));
         assert!(!takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &named(&["docket_bot"])));
         assert!(takes(GroupMode::Addressed, anonymous, &group, Sort::Document, &replying_to(BOT.0)));
+    }
+
+    #[test]
+    fn the_bots_own_mentions_are_not_operation_words() {
+        assert_eq!(operation_words("@Docket_Bot shrink", ME), "shrink");
+        assert_eq!(operation_words("rotate 90 @docket_bot, 2", ME), "rotate 90 2");
+        assert_eq!(operation_words("@someone shrink", ME), "@someone shrink");
+        assert_eq!(operation_words("  ", ME), "");
     }
 
     #[test]

@@ -102,6 +102,9 @@ pub struct PipelineSettings {
     pub limits: crate::operations::Limits,
     /// The program every processing run re-executes as its child: docket's own binary.
     pub program: std::path::PathBuf,
+    /// The operations backed by external programs (`[processing.external.<name>]`): `ocr` runs
+    /// the one named `ocr`.
+    pub tools: Vec<crate::operations::ExternalTool>,
 }
 
 /// How often a job's source may be lost before the job fails: a disk that keeps losing or
@@ -400,7 +403,14 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 detected_format: out.format.clone(),
                 expires_at: now.plus(deps.settings.get().result_ttl),
             };
-            let messages = outcome::completion_messages(chat_lang(deps, job).await, job, &done);
+            let mut messages = outcome::completion_messages(
+                chat_lang(deps, job).await,
+                job,
+                &done,
+                out.note.as_deref(),
+                out.message.as_deref(),
+            );
+            messages[1].buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
             match deps.store.complete_job(job.ticket, lease, &done, &messages, now).await {
                 Ok(true) => {
                     info!(size_bytes = out.size, source_size_bytes = job.source.as_ref().map(|s| s.size), "ready");

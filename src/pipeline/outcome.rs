@@ -105,9 +105,16 @@ pub fn reports_position(position: u64) -> bool {
     REPORTED_POSITIONS.contains(&position)
 }
 
-/// The messages a completion queues with its commit: the result document, and the status
-/// message's last edit (ready, kept until…).
-pub fn completion_messages(lang: Lang, job: &Job, done: &Completion) -> [NewMessage; 2] {
+/// The messages a completion queues with its commit: the result document (for an operation whose
+/// result is a message, `message`, as a message), with `note` when the declared name or type
+/// disagreed with the content, and the status message's last edit (ready, kept until…).
+pub fn completion_messages(
+    lang: Lang,
+    job: &Job,
+    done: &Completion,
+    note: Option<&str>,
+    message: Option<&str>,
+) -> [NewMessage; 2] {
     let mut finished = job.clone();
     finished.result = Some(ResultFile {
         path: Some(done.result_path.clone()),
@@ -115,16 +122,45 @@ pub fn completion_messages(lang: Lang, job: &Job, done: &Completion) -> [NewMess
         expires_at: done.expires_at,
         telegram_file_id: None,
     });
+    let mut body = match message {
+        Some(message) => message.to_owned(),
+        None => texts::ready_caption(lang, &finished),
+    };
+    if let Some(note) = note {
+        body = format!("{body}\n({note}.)");
+    }
     let delivery = NewMessage {
         idempotency_key: IdempotencyKey::result(job.ticket, job.submission.update_id),
         job: Some(job.ticket),
         chat: job.submission.chat,
-        kind: MessageKind::Result,
-        body: texts::ready_caption(lang, &finished),
+        kind: if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
+        body,
         reply_to_message_id: Some(job.submission.message_id),
         buttons: Vec::new(),
     };
     [delivery, progress_edit(lang, &finished, &Progress::Ready { until: done.expires_at })]
+}
+
+/// The buttons under a ready run's status message: the other operations without arguments that
+/// take the document's detected `format`, each starting that run of the ticket with a tap (`ocr`
+/// only where it is configured).
+pub fn other_operations(
+    job: &Job,
+    format: &str,
+    tools: &[crate::operations::ExternalTool],
+) -> Vec<crate::domain::Button> {
+    crate::domain::Operation::MODES
+        .iter()
+        .filter(|name| **name != job.submission.operation.name())
+        .filter_map(|name| crate::domain::Operation::mode(name))
+        .filter(|operation| match operation {
+            crate::domain::Operation::Ocr { .. } => {
+                tools.iter().any(|t| t.name == "ocr" && t.accepts.iter().any(|a| a == format))
+            }
+            other => other.accepts().contains(&format),
+        })
+        .map(|operation| crate::domain::Button::run(job.ticket_number(), operation.name()))
+        .collect()
 }
 
 /// The reason a person reads for `reason`, and the messages a failure queues with its commit:
@@ -136,7 +172,7 @@ pub fn failure_messages(lang: Lang, job: &Job, reason: &FailureReason) -> (Strin
         job: Some(job.ticket),
         chat: job.submission.chat,
         kind: MessageKind::Failure,
-        body: texts::failed_notice(lang, job.ticket, &reason_text),
+        body: texts::failed_notice(lang, texts::run_label(job), &reason_text),
         reply_to_message_id: Some(job.submission.message_id),
         buttons: Vec::new(),
     };
@@ -271,7 +307,7 @@ mod tests {
             detected_format: "pdf".into(),
             expires_at: NOW.plus(Duration::from_secs(86_400)),
         };
-        let [result, status] = completion_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &done);
+        let [result, status] = completion_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &done, None, None);
         assert_eq!((result.idempotency_key.as_str(), result.kind), ("job:12:u5:result", MessageKind::Result));
         assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(MessageId(7))));
         assert!(result.body.starts_with("#12 ready: report.pdf, 1.0 kB → 600 B."), "{}", result.body);

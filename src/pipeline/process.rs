@@ -1,6 +1,11 @@
-//! The processing stage: verify the source, detect what it really is, run the operation in a
-//! child process under the run's limits (after reserving its memory), check the result against
-//! the upload limit, move it into `results/`.
+//! The processing stage: verify the source, detect what it really is, check that the job's
+//! operation takes that format, run the operation in a child process under the run's limits
+//! (after reserving its memory), check the result against the upload limit, move it into
+//! `results/`.
+//!
+//! The job's [`Operation`] decides the [`Work`]: a built-in one runs as itself; `ocr` runs the
+//! external program configured as `[processing.external.ocr]`, with the operation's languages or
+//! the sender's (Telegram's `language_code`, as Tesseract codes).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -9,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::{FailureReason, Job};
+use crate::domain::{FailureReason, Job, Operation, Output as ResultKind};
 use crate::operations::{self, DEFAULT_LANG, Failure, Outcome, Report, Request, Work};
 use crate::spool::Spool;
 
@@ -22,6 +27,11 @@ pub struct Output {
     pub size: u64,
     /// The detected format of the source.
     pub format: String,
+    /// When the declared name or MIME type disagrees with the content: what to tell the person
+    /// ("sent as report.pdf, but it is a ZIP archive").
+    pub note: Option<String>,
+    /// For an operation whose result is a message (`info`): the message's text.
+    pub message: Option<String>,
 }
 
 /// Runs the job's operation on its verified source.
@@ -44,12 +54,23 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .await
         .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
         .map_err(|e| StageError::SourceLost { detail: format!("reading the source: {e}") })?;
-    if format != DetectedFormat::Pdf {
+    let operation = &job.submission.operation;
+    let (work, accepts) = work_for(&deps.settings.get().tools, operation)?;
+    if !accepts.iter().any(|a| a == format.label()) {
         return Err(StageError::fail(
-            FailureReason::NotAPdf { found: format.describe() },
+            FailureReason::WrongFormat {
+                operation: operation.name().to_owned(),
+                accepts,
+                found: format.describe(),
+                found_label: format.label().to_owned(),
+            },
             format!("declared {:?}, content is {}", job.submission.declared_mime, format.label()),
         ));
     }
+    let note =
+        declared_disagrees(job.submission.declared_name.as_deref(), job.submission.declared_mime.as_deref(), &format)
+            .then(|| crate::texts::declared_but_is(job.name(), &format.describe()));
+    let lang = tesseract_languages(operation, job.submission.language_code.as_deref());
 
     // Output of an attempt that died is invalid: remove what earlier attempts left (and only
     // that: a stalled former holder must not touch what a later one wrote).
@@ -61,24 +82,37 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     let work_dir =
         deps.spool.work_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
     let work_file = tempfile::Builder::new()
-        .prefix(&format!("{}optimize-", Spool::attempt_prefix(token)))
-        .suffix(".pdf")
+        .prefix(&format!("{}{}-", Spool::attempt_prefix(token), operation.name()))
+        .suffix(&format!(".{}", operation.output().extension()))
         .tempfile_in(&work_dir)
         .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
         .into_temp_path();
-    let output_bytes =
-        run_contained(deps, Work::Builtin(job.submission.operation.clone()), &source, &work_file).await?;
+    let output_bytes = run_contained(deps, work, &source, &work_file, lang).await?;
 
     let limit = deps.settings.get().upload_limit;
     if output_bytes > limit {
         return Err(StageError::fail(
-            FailureReason::ResultTooBig { size: output_bytes, limit },
+            FailureReason::ResultTooBig { size: output_bytes, limit, operation: operation.name().to_owned() },
             format!("result of {} bytes over the upload limit", output_bytes),
         ));
     }
     let result_dir =
         deps.spool.result_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
-    let result = result_dir.join(format!("{}{:016x}.pdf", Spool::attempt_prefix(token), rand::random::<u64>()));
+    let message = match operation.output() {
+        // TODO(info): once the child writes `domain::DocumentInfo` as JSON, render it here with
+        // its text function; until then the output's own text is the message.
+        ResultKind::Message => Some(crate::texts::info_message(
+            job.name(),
+            &String::from_utf8_lossy(&std::fs::read(&work_file).unwrap_or_default()),
+        )),
+        _ => None,
+    };
+    let result = result_dir.join(format!(
+        "{}{:016x}.{}",
+        Spool::attempt_prefix(token),
+        rand::random::<u64>(),
+        operation.output().extension()
+    ));
     work_file.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
     // The file's bytes are synced (`pdf.rs`); its name in `results/<ticket>/`, and that folder's
     // in `results/`, must survive a power cut too, since `ready` deletes the source.
@@ -87,7 +121,106 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             .and_then(|dir| dir.sync_all())
             .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
     }
-    Ok(Output { path: result.to_string_lossy().into_owned(), size: output_bytes, format: format.label().to_owned() })
+    Ok(Output {
+        path: result.to_string_lossy().into_owned(),
+        size: output_bytes,
+        format: format.label().to_owned(),
+        note,
+        message,
+    })
+}
+
+/// What runs `operation`, and the formats it takes: a built-in operation itself, or for `ocr` the
+/// external program configured under that name (a failure saying OCR is not set up when there is
+/// none, or its program is missing).
+fn work_for(tools: &[operations::ExternalTool], operation: &Operation) -> Result<(Work, Vec<String>), StageError> {
+    match operation {
+        Operation::Ocr { .. } => {
+            let Some(tool) = tools.iter().find(|t| t.name == "ocr") else {
+                return Err(StageError::fail(
+                    FailureReason::NotSetUp { operation: "ocr".into() },
+                    "no [processing.external.ocr] is configured",
+                ));
+            };
+            if let operations::Availability::Unavailable(why) = tool.availability() {
+                return Err(StageError::fail(FailureReason::NotSetUp { operation: "ocr".into() }, why));
+            }
+            Ok((Work::Tool(tool.clone()), tool.accepts.clone()))
+        }
+        other => Ok((Work::Builtin(other.clone()), other.accepts().iter().map(|a| (*a).to_owned()).collect())),
+    }
+}
+
+/// Tesseract's codes for the languages of Telegram's `language_code`s (ISO 639-1, sometimes with
+/// a region: `pt-br`), for the ones people most often write in.
+const TESSERACT_LANGUAGES: &[(&str, &str)] = &[
+    ("en", "eng"),
+    ("ru", "rus"),
+    ("uk", "ukr"),
+    ("be", "bel"),
+    ("de", "deu"),
+    ("fr", "fra"),
+    ("es", "spa"),
+    ("it", "ita"),
+    ("pt", "por"),
+    ("pl", "pol"),
+    ("nl", "nld"),
+    ("tr", "tur"),
+    ("kk", "kaz"),
+    ("uz", "uzb"),
+    ("ar", "ara"),
+    ("fa", "fas"),
+    ("he", "heb"),
+    ("zh", "chi_sim"),
+    ("ja", "jpn"),
+    ("ko", "kor"),
+];
+
+/// `{lang}` of a run: the languages the operation names (`ocr rus+eng`), else the sender's
+/// language as Tesseract's code, else [`DEFAULT_LANG`].
+pub fn tesseract_languages(operation: &Operation, language_code: Option<&str>) -> String {
+    if let Operation::Ocr { languages: Some(languages) } = operation {
+        return languages.as_str().to_owned();
+    }
+    let primary = language_code.map(|code| code.split(['-', '_']).next().unwrap_or(code).to_ascii_lowercase());
+    primary
+        .and_then(|code| TESSERACT_LANGUAGES.iter().find(|(telegram, _)| *telegram == code))
+        .map_or_else(|| DEFAULT_LANG.to_owned(), |(_, tesseract)| (*tesseract).to_owned())
+}
+
+/// Whether the declared name's extension or the declared MIME type names another format than the
+/// content's. Only what is declared is compared: no name and no MIME type disagree with nothing.
+fn declared_disagrees(name: Option<&str>, mime: Option<&str>, format: &DetectedFormat) -> bool {
+    let label = format.label();
+    // The spellings one format goes by.
+    let same = |word: &str| {
+        let word = word.to_ascii_lowercase();
+        word == label
+            || matches!(
+                (word.as_str(), label),
+                ("jpg" | "jpe", "jpeg") | ("tif", "tiff") | ("htm", "html") | ("txt", "text")
+            )
+    };
+    let by_name =
+        name.and_then(|n| n.rsplit_once('.')).map(|(_, ext)| ext).filter(|ext| !ext.is_empty() && ext.len() <= 5);
+    let by_mime = mime.filter(|m| *m != "application/octet-stream").map(|m| {
+        let subtype = m.rsplit('/').next().unwrap_or(m);
+        subtype.trim_start_matches("x-").to_owned()
+    });
+    if matches!(format, DetectedFormat::Unknown) {
+        return false;
+    }
+    by_name.is_some_and(|ext| !same(ext))
+        || by_mime.is_some_and(|subtype| !same(&subtype) && !mime_matches(mime, format))
+}
+
+/// Whether the declared MIME type is the detected one exactly.
+fn mime_matches(mime: Option<&str>, format: &DetectedFormat) -> bool {
+    match (mime, format) {
+        (Some(m), DetectedFormat::Pdf) => m.eq_ignore_ascii_case("application/pdf"),
+        (Some(m), DetectedFormat::Other { mime, .. }) => m.eq_ignore_ascii_case(mime),
+        _ => false,
+    }
 }
 
 /// The source must be on disk with the recorded size and sha256; otherwise it is lost, and the
@@ -117,7 +250,13 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
 /// Runs `work` on `input` into `output` in a child process, once its memory is reserved;
 /// returns the result's size. Dropping the future (a lost lease, shutdown) kills the child and
 /// gives the memory back.
-async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &Path) -> Result<u64, StageError> {
+async fn run_contained(
+    deps: &PipelineDeps,
+    work: Work,
+    input: &Path,
+    output: &Path,
+    lang: String,
+) -> Result<u64, StageError> {
     let settings = deps.settings.get();
     let limits = work.limits(settings.limits);
     let input_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
@@ -125,13 +264,8 @@ async fn run_contained(deps: &PipelineDeps, work: Work, input: &Path, output: &P
     let _memory = deps.memory.reserve(need).await.map_err(|never| {
         StageError::fail(FailureReason::NeedsTooMuchMemory { limit: never.capacity }, never.to_string())
     })?;
-    let request = Request {
-        work: work.clone(),
-        input: input.to_path_buf(),
-        output: output.to_path_buf(),
-        lang: DEFAULT_LANG.to_owned(),
-        limits,
-    };
+    let request =
+        Request { work: work.clone(), input: input.to_path_buf(), output: output.to_path_buf(), lang, limits };
     let outcome = operations::run_contained(&settings.program, &request)
         .await
         .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))?;
@@ -171,4 +305,32 @@ fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
         Failure::Io | Failure::LimitsRefused => return StageError::retry(detail),
     };
     StageError::fail(reason, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ocr_speaks_the_operations_languages_or_the_senders() {
+        let ocr = |words: &str| Operation::parse(words).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tesseract_languages(&ocr("ocr rus+eng"), Some("de")), "rus+eng");
+        assert_eq!(tesseract_languages(&ocr("ocr"), Some("ru")), "rus");
+        assert_eq!(tesseract_languages(&ocr("ocr"), Some("pt-BR")), "por");
+        assert_eq!(tesseract_languages(&ocr("ocr"), Some("xx")), "eng");
+        assert_eq!(tesseract_languages(&ocr("ocr"), None), "eng");
+    }
+
+    #[test]
+    fn a_declaration_disagrees_only_with_another_format() {
+        let zip = DetectedFormat::Other { mime: "application/zip".into(), description: "a ZIP archive".into() };
+        let jpeg = DetectedFormat::Other { mime: "image/jpeg".into(), description: "a JPEG image".into() };
+        assert!(declared_disagrees(Some("report.pdf"), Some("application/pdf"), &zip));
+        assert!(declared_disagrees(None, Some("application/pdf"), &zip));
+        assert!(!declared_disagrees(Some("report.pdf"), Some("application/pdf"), &DetectedFormat::Pdf));
+        assert!(!declared_disagrees(Some("photo.JPG"), Some("image/jpeg"), &jpeg));
+        assert!(!declared_disagrees(Some("README"), Some("application/octet-stream"), &DetectedFormat::Pdf));
+        assert!(!declared_disagrees(None, None, &zip));
+        assert!(declared_disagrees(Some("scan.png"), None, &DetectedFormat::Pdf));
+    }
 }

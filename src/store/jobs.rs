@@ -1,4 +1,15 @@
-//! The `jobs` table: one row per chat and file, from intake to its result's expiry.
+//! The `jobs` table: one row per *run* (one operation asked of one chat's document), from intake
+//! to its result's expiry.
+//!
+//! A ticket is one chat's one document; its runs are rows of this table. The ticket's first run
+//! is the row whose id is the ticket number (`ticket_id` NULL); every further run (another
+//! operation, asked by a button or a caption) names that row in `ticket_id`. `jobs_file` keeps one
+//! ticket per chat and document (over first runs), `jobs_run` one run per ticket, operation and
+//! arguments. This shape was chosen because it disturbs least: a run has the whole state
+//! machine a job had (leases, attempts, the byte budget, outbox keys, retention, the janitor), so
+//! every statement about jobs holds per run unchanged, and every job that existed before
+//! migration 0011 is a ticket with one run that keeps its number. A separate `tickets` table would
+//! have renumbered what people see, or made every job statement join it.
 //!
 //! Every state change is a conditional `UPDATE … WHERE id = $1 AND status = <expected>
 //! [AND lease_token = <held>]`; zero rows changed means someone else moved the row first, which
@@ -10,15 +21,19 @@ use std::time::Duration;
 
 use super::{ClaimLimits, Completion, Conn, QueryContext, Release, Stage, StoreError, StoreResult, lease};
 use crate::domain::{
-    ChatRef, Job, JobEvent, JobState, Lease, MessageId, Operation, ResultFile, SourceFile, Submission, Ticket,
-    Timestamp, Transition, UpdateId, UserId,
+    ChatRef, Job, JobEvent, JobState, Lease, MessageId, Operation, Password, ResultFile, SourceFile, Submission,
+    Ticket, Timestamp, Transition, UpdateId, UserId,
 };
 
 /// One job: $1 ticket.
 pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
 
-/// A chat's job for a file, by the unique key: $1 chat, $2 Telegram's file_unique_id.
-pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2";
+/// A chat's ticket for a file (its first run), by the unique key: $1 chat, $2 Telegram's
+/// file_unique_id.
+pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_unique_id = $2 AND ticket_id IS NULL";
+
+/// Every run of ticket $1, the first one first.
+pub const RUNS: &str = "SELECT * FROM jobs WHERE id = $1 OR ticket_id = $1 ORDER BY id";
 
 /// A chat's jobs, newest first: $1 chat, $2 only this state (NULL: any), $3 at most, $4 only
 /// those last changed at or after this (NULL: any).
@@ -49,34 +64,39 @@ pub const WAITING_IN_CHAT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHER
 
 /// Records a new `accepted` job, due now, and returns its ticket: $1 update, $2 chat, $3 user,
 /// $4 message, $5 file_id, $6 file_unique_id, $7 declared name, $8 declared MIME type, $9
-/// declared size, $10 operation, $11 now.
+/// declared size, $10 operation, $11 now, $12 the operation's arguments, $13 its secret (a
+/// decrypt's password; NULL: none), $14 the sender's language code, $15 the ticket of a further
+/// run (NULL: this is the ticket's first run).
 pub const INSERT_JOB: &str =
     "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
-                   declared_mime, declared_size, operation, status, not_before, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11) RETURNING id";
+                   declared_mime, declared_size, operation, status, not_before, created_at, updated_at,
+                   arguments, secret, language_code, ticket_id)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11, $12, $13, $14, $15) RETURNING id";
 
 /// Starts an ended job again, due now, forgetting everything of its last run: $1 ticket, $2 the
 /// state it must be in, $3 update, $4 message, $5 file_id, $6 declared name, $7 declared MIME
-/// type, $8 declared size, $9 now, $10 the state it takes (`accepted`).
+/// type, $8 declared size, $9 now, $10 the state it takes (`accepted`), $11 operation, $12 its
+/// arguments, $13 its secret (NULL: none), $14 the sender's language code.
 pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = $10, update_id = $3, message_id = $4, file_id = $5, declared_name = $6,
-        declared_mime = $7, declared_size = $8, local_path = NULL, real_size = NULL, sha256 = NULL,
+        declared_mime = $7, declared_size = $8, operation = $11, arguments = $12, secret = $13, language_code = $14, local_path = NULL, real_size = NULL, sha256 = NULL,
         detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = $9,
         source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
         result_expires_at = NULL, updated_at = $9
     WHERE id = $1 AND status = $2";
 
-/// Fails a job, forgetting its source: $1 ticket, $2 the state it must be in, $3 the lease token
+/// Fails a job, forgetting its source and its secret: $1 ticket, $2 the state it must be in, $3 the lease token
 /// it must hold (NULL: any, leased or not), $4 reason, $5 detail, $6 now, $7 the state it takes
 /// (`failed`).
-pub const FAIL_JOB: &str = "UPDATE jobs SET status = $7, error = $4, error_detail = $5, local_path = NULL,
+pub const FAIL_JOB: &str =
+    "UPDATE jobs SET status = $7, error = $4, error_detail = $5, local_path = NULL, secret = NULL,
         lease_owner = NULL, lease_until = NULL, updated_at = $6
     WHERE id = $1 AND status = $2 AND ($3 IS NULL OR (lease_token = $3 AND lease_owner IS NOT NULL))";
 
-/// `processing` → `ready` with the result, as the lease holder: $1 ticket, $2 lease token, $3
+/// `processing` → `ready` with the result, as the lease holder, forgetting the secret: $1 ticket, $2 lease token, $3
 /// result path, $4 result size, $5 detected format, $6 when the result expires, $7 now, $8 the
 /// state it must be in, $9 the state it takes.
 pub const COMPLETE_JOB: &str = "UPDATE jobs SET status = $9, result_path = $3, result_size = $4, detected_format = $5,
-        result_expires_at = $6, local_path = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $7
+        result_expires_at = $6, local_path = NULL, secret = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $7
     WHERE id = $1 AND status = $8 AND lease_token = $2 AND lease_owner IS NOT NULL";
 
 /// The head of the download queue, limits aside: the `accepted` job due first at $1 now and not
@@ -141,6 +161,10 @@ pub(super) struct JobRow {
     declared_mime: Option<String>,
     declared_size: Option<i64>,
     operation: String,
+    arguments: String,
+    secret: Option<String>,
+    language_code: Option<String>,
+    ticket_id: Option<i64>,
     status: String,
     local_path: Option<String>,
     real_size: Option<i64>,
@@ -196,8 +220,9 @@ impl JobRow {
                 declared_name: self.declared_name,
                 declared_mime: self.declared_mime,
                 declared_size: self.declared_size,
-                operation: Operation::from_stored(&self.operation, "")
-                    .map_err(|_| crate::domain::job::UnknownName(self.operation.clone()))?,
+                operation: stored_operation(&self.operation, &self.arguments, self.secret)?,
+                language_code: self.language_code,
+                run_of: self.ticket_id.map(Ticket),
             },
             state: self.status.parse()?,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -211,6 +236,24 @@ impl JobRow {
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
         })
+    }
+}
+
+/// The operation a row names, with its arguments and, for a decrypt, its password.
+fn stored_operation(name: &str, arguments: &str, secret: Option<String>) -> StoreResult<Operation> {
+    let operation = Operation::from_stored(name, arguments)
+        .map_err(|e| StoreError::Corrupt(format!("a job's operation {name:?} {arguments:?}: {e}")))?;
+    Ok(match (operation, secret) {
+        (Operation::Decrypt { .. }, Some(secret)) => Operation::Decrypt { password: Password::new(secret) },
+        (operation, _) => operation,
+    })
+}
+
+/// The secret a job keeps apart from its arguments: a decrypt's password (`None`: none).
+fn secret_of(operation: &Operation) -> Option<&str> {
+    match operation {
+        Operation::Decrypt { password } if !password.is_empty() => Some(password.expose()),
+        _ => None,
     }
 }
 
@@ -228,6 +271,15 @@ pub(super) async fn job_by_file(c: &mut Conn<'_>, chat: ChatRef, file_unique_id:
         .context("finding a job by file")?
         .map(JobRow::into_job)
         .transpose()
+}
+
+/// Runs [`RUNS`].
+pub(super) async fn runs(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Vec<Job>> {
+    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(RUNS).bind(ticket.0).fetch_all(c).await)
+        .context("reading a ticket's runs")?
+        .into_iter()
+        .map(JobRow::into_job)
+        .collect()
 }
 
 /// Runs [`CHAT_JOBS`] for a chat, [`ALL_JOBS`] without one.
@@ -307,6 +359,10 @@ pub(super) async fn insert_job(c: &mut Conn<'_>, job: &Submission, now: Timestam
         .bind(job.declared_size)
         .bind(job.operation.name())
         .bind(now.as_millis())
+        .bind(job.operation.arguments())
+        .bind(secret_of(&job.operation))
+        .bind(job.language_code.as_deref())
+        .bind(job.run_of.map(|t| t.0))
         .fetch_one(c)
         .await)
     .context("inserting a job")?;
@@ -332,6 +388,10 @@ pub(super) async fn resubmit_job(
         .bind(job.declared_size)
         .bind(now.as_millis())
         .bind(step.to.as_str())
+        .bind(job.operation.name())
+        .bind(job.operation.arguments())
+        .bind(secret_of(&job.operation))
+        .bind(job.language_code.as_deref())
         .execute(c)
         .await
         .map(|done| done.rows_affected()))

@@ -2,7 +2,7 @@
 //!
 //! The backend follows from the scheme of `[storage] database_url`. Each statement is written
 //! once, as a `const` beside the one function that runs it, in the module of its table
-//! (`updates`, `jobs`, `outbox`, `chats`, `pacing`, `migrations`; `retention` for what the
+//! (`updates`, `jobs`, `outbox`, `chats`, `modes`, `pacing`, `migrations`; `retention` for what the
 //! janitor reads and removes). sqlx binds `$N` placeholders by number on SQLite as on
 //! PostgreSQL, so one small macro, `dispatch!`, runs the same expression on either. What really
 //! differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction
@@ -47,6 +47,7 @@ mod error;
 mod jobs;
 mod languages;
 mod migrations;
+mod modes;
 mod nodes;
 mod outbox;
 mod pacing;
@@ -406,6 +407,11 @@ impl Store {
     /// One job by ticket.
     pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
         jobs::job(&mut self.acquire().await?.conn(), ticket).await
+    }
+
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.acquire().await?.conn(), ticket).await
     }
 
     /// Jobs matching `filter`, newest first.
@@ -903,6 +909,11 @@ impl Tx {
         jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
     }
 
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&mut self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.conn(), ticket).await
+    }
+
     /// One job by ticket, inside the transaction.
     pub async fn job(&mut self, ticket: Ticket) -> StoreResult<Option<Job>> {
         jobs::job(&mut self.conn(), ticket).await
@@ -969,6 +980,21 @@ impl Tx {
             crate::domain::job::next(from, JobEvent::Cancelled)?;
         }
         people::forget_person(&mut self.conn(), user.0, reason, now).await
+    }
+
+    /// The chat's own default operation (`/mode`), if it set one.
+    pub async fn chat_mode(&mut self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
+        modes::chat_mode(&mut self.conn(), chat).await
+    }
+
+    /// Sets the chat's default operation (one without arguments).
+    pub async fn set_chat_mode(
+        &mut self,
+        chat: ChatRef,
+        operation: &crate::domain::Operation,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        modes::set_chat_mode(&mut self.conn(), chat, operation, now).await
     }
 
     /// Lets `user` in (an invite token was valid).

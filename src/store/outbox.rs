@@ -30,16 +30,18 @@ pub const REARM_PROGRESS: &str = "DELETE FROM outbox WHERE idempotency_key = $1 
       AND status IN ('sent', 'unknown', 'failed') AND COALESCE(state_at, 0) <= $2";
 
 /// Queues a progress edit, or gives a waiting (or in-flight) one the new text: the binds of
-/// [`ENQUEUE`], with $8 when the state happened and $9 when a new row may go out. A text that is
-/// the same, or a state older than the row's, changes nothing.
+/// [`ENQUEUE`], with $8 when the state happened, $9 when a new row may go out, $10 and $11 the
+/// labels and data of its buttons (NULL: none; the ready state offers the other operations). A
+/// text that is the same, or a state older than the row's, changes nothing.
 pub const UPSERT_PROGRESS: &str =
     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                        status, not_before, created_at, updated_at, state_at)
+                        status, not_before, created_at, updated_at, state_at, button_label, button_data)
     VALUES ($1, $2, $3, $4, $5, $6, $7,
             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-            $9, $8, $8, $8)
+            $9, $8, $8, $8, $10, $11)
     ON CONFLICT (idempotency_key) DO UPDATE
-      SET body = excluded.body, updated_at = excluded.updated_at, state_at = excluded.state_at
+      SET body = excluded.body, updated_at = excluded.updated_at, state_at = excluded.state_at,
+          button_label = excluded.button_label, button_data = excluded.button_data
     WHERE outbox.kind = 'progress' AND outbox.status IN ('pending', 'sending')
       AND outbox.body <> excluded.body AND COALESCE(outbox.state_at, 0) <= excluded.state_at";
 
@@ -128,6 +130,27 @@ struct OutboxRow {
     button_data: Option<String>,
 }
 
+/// The separator of several buttons in `button_label` and `button_data`: a line break, which
+/// neither docket's labels nor its callback data ever hold. One button is stored as before.
+const BUTTON_SEPARATOR: char = '\n';
+
+/// One column of `buttons` (labels or data), joined; NULL without buttons.
+fn buttons_to_column(buttons: &[Button], part: impl Fn(&Button) -> &String) -> Option<String> {
+    (!buttons.is_empty()).then(|| buttons.iter().map(|b| part(b).as_str()).collect::<Vec<_>>().join("\n"))
+}
+
+/// The buttons the two columns hold, in order.
+fn buttons_from_columns(labels: Option<&str>, data: Option<&str>) -> Vec<Button> {
+    match (labels, data) {
+        (Some(labels), Some(data)) => labels
+            .split(BUTTON_SEPARATOR)
+            .zip(data.split(BUTTON_SEPARATOR))
+            .map(|(label, data)| Button { label: label.to_owned(), data: data.to_owned() })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 impl OutboxRow {
     /// The message the row holds; an unknown kind or state is corrupt.
     fn into_message(self) -> StoreResult<OutboxMessage> {
@@ -139,7 +162,7 @@ impl OutboxRow {
             kind: self.kind.parse::<MessageKind>()?,
             body: self.body,
             reply_to_message_id: self.reply_to_message_id.map(MessageId),
-            buttons: stored_buttons(self.button_label, self.button_data),
+            buttons: buttons_from_columns(self.button_label.as_deref(), self.button_data.as_deref()),
             state: self.status.parse::<OutboxState>()?,
             attempts: self.attempts,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -147,23 +170,6 @@ impl OutboxRow {
             error: self.error,
         })
     }
-}
-
-/// One field of each of `buttons`, one per line, as the `button_label` and `button_data`
-/// columns keep a row of buttons (NULL: none). Labels come from the catalog and data from
-/// docket, so neither holds a line break; one that did would lose it, not split the row.
-fn joined(buttons: &[Button], field: impl Fn(&Button) -> &String) -> Option<String> {
-    (!buttons.is_empty()).then(|| buttons.iter().map(|b| field(b).replace('\n', " ")).collect::<Vec<_>>().join("\n"))
-}
-
-/// The row of buttons [`joined`] stored.
-fn stored_buttons(labels: Option<String>, data: Option<String>) -> Vec<Button> {
-    let (Some(labels), Some(data)) = (labels, data) else { return Vec::new() };
-    labels
-        .lines()
-        .zip(data.lines())
-        .map(|(label, data)| Button { label: label.to_owned(), data: data.to_owned() })
-        .collect()
 }
 
 /// Queues `m` with [`ENQUEUE`], or a progress edit with [`REARM_PROGRESS`] and
@@ -182,8 +188,8 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
         .bind(&m.body)
         .bind(m.reply_to_message_id.map(|m| m.0))
         .bind(now.as_millis())
-        .bind(joined(&m.buttons, |b| &b.label))
-        .bind(joined(&m.buttons, |b| &b.data))
+        .bind(buttons_to_column(&m.buttons, |b| &b.label))
+        .bind(buttons_to_column(&m.buttons, |b| &b.data))
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -217,6 +223,8 @@ async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> St
         .bind(m.reply_to_message_id.map(|m| m.0))
         .bind(now.as_millis())
         .bind(now.plus(PROGRESS_SETTLE).as_millis())
+        .bind(buttons_to_column(&m.buttons, |b| &b.label))
+        .bind(buttons_to_column(&m.buttons, |b| &b.data))
         .execute(c)
         .await
         .map(|done| done.rows_affected()))

@@ -27,7 +27,7 @@ pub const ENDED_SINCE: &str =
 /// once, so it names its states as literals; a unit test in `statements` checks them against the
 /// state machine.
 pub const FORGET_JOBS: &str = "UPDATE jobs SET declared_name = NULL, declared_mime = NULL, result_file_id = NULL,
-        local_path = NULL, result_path = NULL, lease_owner = NULL, lease_until = NULL,
+        local_path = NULL, result_path = NULL, lease_owner = NULL, lease_until = NULL, secret = NULL,
         error = CASE WHEN status IN ('accepted', 'fetched', 'processing') THEN $3 ELSE error END,
         result_expires_at = CASE WHEN status = 'ready' THEN $2 ELSE result_expires_at END,
         status = CASE WHEN status = 'ready' THEN 'expired'

@@ -18,7 +18,7 @@ pub const DUE_RESULTS: &str =
 
 /// `ready` → `expired`, forgetting the result file: $1 ticket, $2 the expiry, kept when it is
 /// earlier, $3 now, $4 the state it must be in, $5 the state it takes.
-pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, result_file_id = NULL,
+pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, result_file_id = NULL, secret = NULL,
         result_expires_at = CASE WHEN result_expires_at > $2 THEN $2 ELSE result_expires_at END,
         updated_at = $3
     WHERE id = $1 AND status = $4";
@@ -26,7 +26,7 @@ pub const EXPIRE_JOB: &str = "UPDATE jobs SET status = $5, result_path = NULL, r
 /// Every `ready` job expired at $1 now becomes `expired`, forgetting its result file; returns
 /// their ids.
 pub const EXPIRE_DUE: &str =
-    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, updated_at = $1
+    "UPDATE jobs SET status = 'expired', result_path = NULL, result_file_id = NULL, secret = NULL, updated_at = $1
     WHERE status = 'ready' AND result_expires_at <= $1
     RETURNING id";
 
@@ -49,15 +49,24 @@ pub const DELETE_OLD_MESSAGES: &str =
 
 /// How many messages belong to jobs that ended (`failed`, `expired`) before $1.
 pub const COUNT_OLD_JOB_MESSAGES: &str = "SELECT COUNT(*) FROM outbox
-    WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
+    WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1
+      AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.ticket_id = jobs.id
+                      AND NOT (r.status IN ('failed', 'expired') AND r.updated_at < $1)))";
 /// Forgets the messages of jobs that ended before $1 (first: the messages point at the jobs).
 pub const DELETE_OLD_JOB_MESSAGES: &str = "DELETE FROM outbox
-    WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1)";
+    WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1
+      AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.ticket_id = jobs.id
+                      AND NOT (r.status IN ('failed', 'expired') AND r.updated_at < $1)))";
 
 /// How many jobs ended (`failed`, `expired`) before $1.
-pub const COUNT_OLD_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
-/// Forgets the jobs that ended before $1.
-pub const DELETE_OLD_JOBS: &str = "DELETE FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1";
+pub const COUNT_OLD_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1
+      AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.ticket_id = jobs.id
+                      AND NOT (r.status IN ('failed', 'expired') AND r.updated_at < $1))";
+/// Forgets the jobs that ended before $1. A ticket's first run goes only with its further runs
+/// (they name it): while one of them is kept, so is it.
+pub const DELETE_OLD_JOBS: &str = "DELETE FROM jobs WHERE status IN ('failed', 'expired') AND updated_at < $1
+      AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.ticket_id = jobs.id
+                      AND NOT (r.status IN ('failed', 'expired') AND r.updated_at < $1))";
 
 /// Forgets the pacing rows that ran out before $1 (one row per chat, so not counted).
 pub const DELETE_OLD_PACING: &str = "DELETE FROM chat_pacing WHERE not_before < $1";

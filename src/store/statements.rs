@@ -53,6 +53,11 @@ pub mod chats {
     pub use crate::store::chats::*;
 }
 
+/// The `chat_modes` table.
+pub mod modes {
+    pub use crate::store::modes::*;
+}
+
 /// The `chat_pacing` table.
 pub mod pacing {
     pub use crate::store::pacing::*;

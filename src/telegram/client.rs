@@ -16,7 +16,8 @@ use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
 use teloxide::payloads::{
-    GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetMyCommandsSetters, SetWebhookSetters,
+    EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetMyCommandsSetters,
+    SetWebhookSetters,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{
@@ -413,8 +414,8 @@ impl TelegramClient {
         Ok(Box::pin(stream))
     }
 
-    /// sendMessage as plain text, replying to `reply_to` when given, with `buttons` under it in
-    /// one row.
+    /// sendMessage as plain text, replying to `reply_to` when given, with `buttons` under it (one
+    /// per row).
     pub async fn send_text(
         &self,
         chat: ChatRef,
@@ -427,9 +428,7 @@ impl TelegramClient {
             req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
         }
         if !buttons.is_empty() {
-            let row: Vec<_> =
-                buttons.iter().map(|b| InlineKeyboardButton::callback(b.label.clone(), b.data.clone())).collect();
-            req = req.reply_markup(InlineKeyboardMarkup::new([row]));
+            req = req.reply_markup(keyboard(buttons));
         }
         let msg = req.await.map_err(TelegramError::from_request)?;
         Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id: None })
@@ -437,15 +436,21 @@ impl TelegramClient {
 
     /// editMessageText: a status message shows its job's new state. "Message is not modified"
     /// (the text is already there) counts as done.
-    pub async fn edit_text(&self, chat: ChatRef, message_id: MessageId, text: &str) -> Result<Sent, TelegramError> {
+    /// With `buttons`, they are under the edited message (an edit without them removes any).
+    pub async fn edit_text(
+        &self,
+        chat: ChatRef,
+        message_id: MessageId,
+        text: &str,
+        buttons: &[Button],
+    ) -> Result<Sent, TelegramError> {
         let id = i32::try_from(message_id.0)
             .map_err(|_| TelegramError::Permanent(format!("message id {message_id} is out of range")))?;
-        match self
-            .bot
-            .edit_message_text(ChatId(chat.0), TelegramMessageId(id), text)
-            .await
-            .map_err(TelegramError::from_request)
-        {
+        let mut req = self.bot.edit_message_text(ChatId(chat.0), TelegramMessageId(id), text);
+        if !buttons.is_empty() {
+            req = req.reply_markup(keyboard(buttons));
+        }
+        match req.await.map_err(TelegramError::from_request) {
             Ok(_) | Err(TelegramError::NotModified) => Ok(Sent { message_id, file_id: None }),
             Err(e) => Err(e),
         }
@@ -492,6 +497,11 @@ impl TelegramClient {
         let file_id = msg.document().map(|d| d.file.id.0.clone());
         Ok(Sent { message_id: MessageId(i64::from(msg.id.0)), file_id })
     }
+}
+
+/// An inline keyboard of `buttons`, one per row.
+fn keyboard(buttons: &[Button]) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(buttons.iter().map(|b| [InlineKeyboardButton::callback(b.label.clone(), b.data.clone())]))
 }
 
 #[cfg(test)]

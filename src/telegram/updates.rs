@@ -70,6 +70,28 @@ fn classify_message(msg: &Message) -> Incoming {
                 name: doc.file_name.clone(),
                 mime: doc.mime_type.as_ref().map(ToString::to_string),
                 size,
+                caption: msg.caption().map(str::to_owned),
+                language_code: language_code(msg),
+            },
+            Address { names, replies_to: replied_sender(msg) },
+        );
+    }
+    // A photo is taken as the JPEG of its largest size, as if it had been sent as a file.
+    if let Some(largest) =
+        msg.photo().and_then(|sizes| sizes.iter().max_by_key(|p| u64::from(p.width) * u64::from(p.height)))
+    {
+        let size = (largest.file.size != u32::MAX).then_some(u64::from(largest.file.size));
+        let names = mentions(msg.caption().unwrap_or_default()).into_iter().map(str::to_owned).collect();
+        return Incoming::Document(
+            origin,
+            DocumentFacts {
+                file_id: largest.file.id.0.clone(),
+                file_unique_id: largest.file.unique_id.0.clone(),
+                name: Some("photo.jpg".to_owned()),
+                mime: Some("image/jpeg".to_owned()),
+                size,
+                caption: msg.caption().map(str::to_owned),
+                language_code: language_code(msg),
             },
             Address { names, replies_to: replied_sender(msg) },
         );
@@ -87,6 +109,11 @@ fn classify_message(msg: &Message) -> Incoming {
         return Incoming::Ignored;
     }
     Incoming::Other(origin)
+}
+
+/// The sender's Telegram `language_code`, when Telegram gave one.
+fn language_code(msg: &Message) -> Option<String> {
+    msg.from.as_ref().and_then(|u| u.language_code.clone()).filter(|code| !code.is_empty())
 }
 
 /// The sender of the message `msg` replies to. In a forum topic every message without an
@@ -133,6 +160,7 @@ pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
         "privacy" => Command::Privacy,
         "forget" => Command::Forget,
         "stats" => Command::Stats,
+        "mode" => Command::Mode(words.next().map(|w| w.chars().take(32).collect())),
         "lang" => Command::Lang,
         _ => return None,
     };
@@ -222,6 +250,8 @@ mod tests {
         assert_eq!(parse_command("/start abc123"), Some(Command::Start(Some("abc123".into()))));
         assert_eq!(parse_command("/start"), Some(Command::Start(None)));
         assert_eq!(parse_command("/privacy"), Some(Command::Privacy));
+        assert_eq!(parse_command("/mode"), Some(Command::Mode(None)));
+        assert_eq!(parse_command("/mode shrink"), Some(Command::Mode(Some("shrink".into()))));
         assert_eq!(parse_command("/forget"), Some(Command::Forget));
         assert_eq!(parse_command("/stats"), Some(Command::Stats));
         assert_eq!(parse_command("/frobnicate"), None);

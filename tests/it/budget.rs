@@ -220,6 +220,8 @@ async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_sta
         declared_mime: None,
         declared_size: Some(source.len() as i64),
         operation: Operation::Optimize,
+        language_code: None,
+        run_of: None,
     };
     let ticket = tx.insert_job(&job, now).await.expect("insert");
     tx.commit().await.expect("commit");

@@ -131,7 +131,10 @@ async fn a_png_named_pdf_fails_with_the_reason(backend: Backend) {
     app.send_document(400, fixture("other/red-8x8.png"), "report.pdf", "application/pdf");
     let notice =
         app.fake.wait_for_call("sendMessage", |c| to_chat(400)(c) && text_of(c).contains("failed"), DEADLINE).await;
-    assert_eq!(text_of(&notice), "#1 failed: report.pdf is not a PDF (the content looks like a PNG image).");
+    assert_eq!(
+        text_of(&notice),
+        "#1 failed: report.pdf is not a PDF (the content looks like a PNG image): optimize takes a PDF; send the image with the caption topdf to make it one."
+    );
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     assert_eq!(job.source.as_ref().and_then(|s| s.format.as_deref()), None);
     assert!(job.error.as_deref().is_some_and(|e| e.contains("not a PDF")));

@@ -160,7 +160,7 @@ async fn in_a_group_docket_takes_documents_addressed_to_it(backend: Backend) {
     // The bot's name as getMe spells it; people write it in any case.
     let app = group_app(backend, None, "Docket_Test_Bot").await;
     let plain = app.fake.push_update(group_document(&app, "plain.pdf", None, None));
-    app.fake.push_update(group_document(&app, "mentioned.pdf", Some("for @docket_test_bot, please"), None));
+    app.fake.push_update(group_document(&app, "mentioned.pdf", Some("@docket_test_bot optimize"), None));
     app.fake.wait_for_call("sendMessage", |c| to_chat(GROUP)(c) && text_of(c).starts_with("Got "), DEADLINE).await;
 
     let bot_message = app.fake.last_bot_message(GROUP).expect("the bot answered in the group");
@@ -203,7 +203,7 @@ async fn groups_all_takes_every_document(backend: Backend) {
     plain["message"]["chat"]["type"] = json!("group");
     app.fake.push_update(plain);
     let ignored = app.fake.push_update(group_text(&app, "/status@OtherBot 1"));
-    app.fake.push_update(group_document(&app, "captioned.pdf", Some("here you go"), None));
+    app.fake.push_update(group_document(&app, "captioned.pdf", Some("optimize"), None));
     let replies = app
         .fake
         .wait_for_calls("sendMessage", |c| to_chat(GROUP)(c) && text_of(c).starts_with("Got "), 2, DEADLINE)

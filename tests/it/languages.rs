@@ -23,13 +23,6 @@ fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
     move |c: &Call| c.params["chat_id"].as_i64() == Some(chat) && text_of(c).contains(words)
 }
 
-fn json_param(value: &Value) -> Value {
-    match value {
-        Value::String(s) => serde_json::from_str(s).expect("a JSON parameter"),
-        other => other.clone(),
-    }
-}
-
 async fn a_russian_speaker_gets_russian_texts_with_russian_units(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     app.fake.set_user_language(300, Some("ru-RU"));
@@ -76,14 +69,11 @@ async fn a_language_without_a_catalog_file_gets_english(backend: Backend) {
 async fn lang_switches_the_chat_and_the_choice_survives_a_restart(backend: Backend) {
     let mut app = TestApp::spawn_with(backend, |_| {}).await;
     app.send_text(320, "/lang");
-    let question = app.fake.wait_for_call("sendMessage", says(320, "Choose the language"), DEADLINE).await;
-    let markup = json_param(&question.params["reply_markup"]);
-    let labels: Vec<&str> =
-        markup["inline_keyboard"][0].as_array().expect("a row").iter().filter_map(|b| b["text"].as_str()).collect();
-    assert_eq!(labels, ["English", "Русский"]);
+    app.fake.wait_for_call("sendMessage", says(320, "Choose the language"), DEADLINE).await;
     let question_id = app.fake.last_bot_message(320).and_then(|m| m["message_id"].as_i64()).expect("sent");
+    assert_eq!(app.fake.button_labels(320, question_id), ["English", "Русский"]);
 
-    let press = app.fake.press_button_at(320, 320, question_id, 1).expect("a second button");
+    let press = app.fake.press_button_labelled(320, 320, question_id, "Русский").expect("a Russian button");
     let chosen = app.fake.wait_for_call("sendMessage", says(320, "по-русски"), DEADLINE).await;
     assert_eq!(text_of(&chosen), "Хорошо, теперь я пишу по-русски.");
     crate::support::eventually(DEADLINE, async || {
@@ -104,7 +94,7 @@ async fn lang_switches_the_chat_and_the_choice_survives_a_restart(backend: Backe
     app.send_text(320, "/lang");
     app.fake.wait_for_call("sendMessage", says(320, "Выберите язык"), DEADLINE).await;
     let question_id = app.fake.last_bot_message(320).and_then(|m| m["message_id"].as_i64()).expect("sent");
-    app.fake.press_button_at(320, 320, question_id, 0).expect("a first button");
+    app.fake.press_button_labelled(320, 320, question_id, "English").expect("an English button");
     app.fake.wait_for_call("sendMessage", says(320, "From now on I write in English."), DEADLINE).await;
 }
 

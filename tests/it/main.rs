@@ -13,6 +13,7 @@ mod e2e;
 mod groups;
 mod languages;
 mod nodes;
+mod operations_choice;
 mod outbox;
 mod people;
 mod queue;

@@ -293,7 +293,7 @@ async fn an_edit_that_changes_nothing_counts_as_delivered() {
         kind: MessageKind::Progress,
         body: shown.body.clone(),
         reply_to_message_id: None,
-        buttons: Vec::new(),
+        buttons: shown.buttons.clone(),
     };
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     assert!(app.store.enqueue(&again, now).await.expect("enqueue"), "re-armed as a new row");
@@ -360,7 +360,10 @@ async fn a_result_over_the_upload_limit_is_never_sent() {
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     let reason = job.error.unwrap_or_default();
     assert!(
-        reason.starts_with("the result for big.pdf is ") && reason.ends_with(", over the 1.0 kB this bot can send"),
+        reason.starts_with("the result for big.pdf is ")
+            && reason.ends_with(
+                ", over the 1.0 kB this bot can send; try shrink for a smaller file, or split it into parts"
+            ),
         "{reason}"
     );
     let notice = app

@@ -169,6 +169,8 @@ async fn a_job_another_host_recorded_wakes_idle_workers_at_once() {
         declared_mime: Some("application/pdf".into()),
         declared_size: None,
         operation: Operation::Optimize,
+        language_code: None,
+        run_of: None,
     };
     let ticket = tx.insert_job(&job, SystemClock.now()).await.expect("insert");
     tx.commit().await.expect("commit");

@@ -144,6 +144,8 @@ async fn an_old_part_of_a_dead_job_goes_but_the_part_of_a_leased_job_stays() {
             declared_mime: None,
             declared_size: Some(10),
             operation: Operation::Optimize,
+            language_code: None,
+            run_of: None,
         };
         tx.insert_job(&job, now).await.expect("insert");
     }

@@ -28,15 +28,29 @@ impl FakeTelegram {
     /// the button's callback_data. Returns the callback query's id; `None` when there is no
     /// such message or it has no inline button.
     pub fn press_button(&self, chat_id: i64, user_id: i64, message_id: i64) -> Option<String> {
-        self.press_button_at(chat_id, user_id, message_id, 0)
+        let message = self.message(chat_id, message_id)?;
+        let data = message.pointer("/reply_markup/inline_keyboard/0/0/callback_data")?.as_str()?.to_owned();
+        Some(self.press(chat_id, user_id, message, data))
     }
 
-    /// Like [`press_button`](Self::press_button), for the `index`th button (from 0) of the
-    /// keyboard's first row.
-    pub fn press_button_at(&self, chat_id: i64, user_id: i64, message_id: i64, index: usize) -> Option<String> {
+    /// Like [`press_button`](Self::press_button), for the inline button of message `message_id`
+    /// whose text is `label` (in any row). `None` when the message has no such button.
+    pub fn press_button_labelled(&self, chat_id: i64, user_id: i64, message_id: i64, label: &str) -> Option<String> {
         let message = self.message(chat_id, message_id)?;
-        let pointer = format!("/reply_markup/inline_keyboard/0/{index}/callback_data");
-        let data = message.pointer(&pointer)?.as_str()?.to_owned();
+        let data =
+            button_labels_and_data(&message).into_iter().find(|(text, _)| text == label).map(|(_, data)| data)?;
+        Some(self.press(chat_id, user_id, message, data))
+    }
+
+    /// The texts of the inline buttons under message `message_id`, row by row.
+    pub fn button_labels(&self, chat_id: i64, message_id: i64) -> Vec<String> {
+        self.message(chat_id, message_id)
+            .map(|m| button_labels_and_data(&m).into_iter().map(|(label, _)| label).collect())
+            .unwrap_or_default()
+    }
+
+    /// Queues the callback_query of `user_id` pressing the button with `data` under `message`.
+    fn press(&self, chat_id: i64, user_id: i64, message: Value, data: String) -> String {
         let (id, language) = {
             let mut state = self.state();
             state.presses.next += 1;
@@ -53,13 +67,23 @@ impl FakeTelegram {
                 "data": data,
             }
         }));
-        Some(id)
+        id
     }
 
     /// Whether the bot answered the callback query `id`.
     pub fn press_answered(&self, id: &str) -> bool {
         self.state().presses.answered.contains(id)
     }
+}
+
+/// Each inline button of `message` as (text, callback_data), row by row.
+fn button_labels_and_data(message: &Value) -> Vec<(String, String)> {
+    let rows = message.pointer("/reply_markup/inline_keyboard").and_then(Value::as_array).cloned().unwrap_or_default();
+    rows.iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|b| Some((b.get("text")?.as_str()?.to_owned(), b.get("callback_data")?.as_str()?.to_owned())))
+        .collect()
 }
 
 /// answerCallbackQuery.

@@ -30,6 +30,7 @@ conformance!(
     the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
     waiting_jobs_per_chat_leave_out_downloads,
     the_census_counts_jobs_messages_and_dead_chats,
+    an_operation_keeps_its_arguments_and_a_password_only_until_the_job_ends,
 );
 
 async fn one_job_per_chat_and_file(store: Store) {
@@ -585,4 +586,36 @@ async fn the_census_counts_jobs_messages_and_dead_chats(store: Store) {
     assert_eq!(messages(OutboxState::Pending), Some(2));
     assert_eq!(messages(OutboxState::Sent), Some(0));
     assert_eq!(census.dead_chats, 1);
+}
+
+async fn an_operation_keeps_its_arguments_and_a_password_only_until_the_job_ends(store: Store) {
+    use crate::domain::Operation;
+    let rotate = Operation::parse("rotate 270 2-3,5").unwrap();
+    let t1 = insert(
+        &store,
+        &Submission { operation: rotate.clone(), language_code: Some("ru".into()), ..new_job(CHAT, 1) },
+        T0,
+    )
+    .await;
+    let stored = job(&store, t1).await;
+    assert_eq!((&stored.submission.operation, stored.submission.language_code.as_deref()), (&rotate, Some("ru")));
+
+    // A password is kept apart from the arguments while the job is unfinished…
+    let decrypt = Operation::parse("decrypt open sesame").unwrap();
+    let t2 = insert(&store, &Submission { operation: decrypt.clone(), ..new_job(CHAT, 2) }, T0).await;
+    assert_eq!(job(&store, t2).await.submission.operation, decrypt, "the password comes back while it runs");
+    assert_eq!(
+        raw(&store, "UPDATE jobs SET updated_at = updated_at WHERE id = $1 AND arguments = ''", t2.0).await.unwrap(),
+        1
+    );
+    // …and erased by whatever ends it: here a cancellation, through the statement every failure runs.
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.cancel_job(t2, JobState::Accepted, "cancelled", "test", at(1)).await.unwrap());
+    tx.commit().await.unwrap();
+    let ended = job(&store, t2).await;
+    assert!(matches!(&ended.submission.operation, Operation::Decrypt { password } if password.is_empty()));
+    assert_eq!(
+        raw(&store, "UPDATE jobs SET updated_at = updated_at WHERE id = $1 AND secret IS NULL", t2.0).await.unwrap(),
+        1
+    );
 }

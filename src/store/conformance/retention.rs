@@ -1,11 +1,11 @@
-//! Retention: due results expire in one statement, and the janitor sees exactly the jobs that may
-//! own files.
+//! Retention: due results expire in one statement, the janitor sees exactly the jobs that may
+//! own files, and a ticket's history goes with its last run.
 
 use super::{CHAT, T0, at, completion, insert, job, message, new_job, processing_job, tickets};
 use crate::domain::{JobState, MessageKind};
 use crate::store::{Completion, Store};
 
-conformance!(due_results_expire_in_one_statement, file_owners_are_the_live_jobs);
+conformance!(due_results_expire_in_one_statement, file_owners_are_the_live_jobs, a_ticket_is_pruned_with_its_last_run);
 
 async fn due_results_expire_in_one_statement(store: Store) {
     let mut due = Vec::new();
@@ -63,4 +63,24 @@ async fn file_owners_are_the_live_jobs(store: Store) {
             (queued, JobState::Accepted, None, None, None),
         ]
     );
+}
+
+async fn a_ticket_is_pruned_with_its_last_run(store: Store) {
+    use crate::domain::{Operation, Submission};
+    use crate::store::History;
+    let first = insert(&store, &new_job(CHAT, 1), T0).await;
+    let further = Submission { operation: Operation::Shrink, run_of: Some(first), ..new_job(CHAT, 1) };
+    let run = insert(&store, &further, T0).await;
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.cancel_job(first, JobState::Accepted, "cancelled", "test", at(1)).await.unwrap());
+    tx.commit().await.unwrap();
+    let history = History { older_than: at(10), ended_jobs: true };
+    assert_eq!(store.prune(&history).await.unwrap().jobs, 0, "the first run stays while a further one is kept");
+    assert_eq!(store.runs(first).await.unwrap().len(), 2);
+
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.cancel_job(run, JobState::Accepted, "cancelled", "test", at(2)).await.unwrap());
+    tx.commit().await.unwrap();
+    assert_eq!(store.prune(&history).await.unwrap().jobs, 2, "the ticket goes with its last run");
+    assert!(store.runs(first).await.unwrap().is_empty());
 }

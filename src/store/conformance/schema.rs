@@ -64,7 +64,7 @@ async fn the_schema_rejects_unknown_names(store: Store) {
 
     for (sql, row) in [
         ("UPDATE jobs SET status = 'done' WHERE id = $1", ticket.0),
-        ("UPDATE jobs SET operation = 'shrink' WHERE id = $1", ticket.0),
+        ("UPDATE jobs SET operation = 'sharpen' WHERE id = $1", ticket.0),
         ("UPDATE outbox SET status = 'lost' WHERE id = $1", id),
         ("UPDATE outbox SET kind = 'photo' WHERE id = $1", id),
         ("UPDATE updates SET outcome = 'maybe' WHERE update_id = $1", 1),
@@ -75,6 +75,7 @@ async fn the_schema_rejects_unknown_names(store: Store) {
     // The same statements with known names pass, so the refusals above were the constraints.
     for (sql, row) in [
         ("UPDATE jobs SET status = 'expired' WHERE id = $1", ticket.0),
+        ("UPDATE jobs SET operation = 'shrink' WHERE id = $1", ticket.0),
         ("UPDATE outbox SET status = 'unknown', kind = 'failure' WHERE id = $1", id),
         ("UPDATE updates SET outcome = 'rejected' WHERE update_id = $1", 1),
     ] {
@@ -120,6 +121,9 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
     let expected: BTreeSet<(String, Option<String>)> = [
         ("jobs_chat", None),
         ("jobs_claim", None),
+        ("jobs_file", Some("ticket_id IS NULL")),
+        ("jobs_run", None),
+        ("jobs_ticket", Some("ticket_id IS NOT NULL")),
         ("jobs_expiry", Some("status = 'ready'")),
         ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
         ("jobs_user", None),
@@ -218,11 +222,14 @@ mod postgres_vs_sqlite {
                     .await
                     .unwrap();
                     for (name, ty, notnull, default, _identity) in rows {
+                        // PostgreSQL prints a text default with its cast: `''::text`.
+                        let default = default.map(|d| d.strip_suffix("::text").map_or(d.clone(), str::to_owned));
                         columns.insert((table.into(), name), (kind(&ty), notnull, default));
                     }
                     let list: Vec<(Vec<String>, bool, bool)> = sqlx::query_as(
-                        "SELECT ARRAY(SELECT a.attname::TEXT FROM unnest(i.indkey) WITH ORDINALITY AS k(num, ord)
-                                      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
+                        // An expression (attnum 0) reads as an empty name, as SQLite's index_info gives it.
+                        "SELECT ARRAY(SELECT COALESCE(a.attname::TEXT, '') FROM unnest(i.indkey) WITH ORDINALITY AS k(num, ord)
+                                      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
                                       ORDER BY k.ord),
                                 i.indisunique, i.indpred IS NOT NULL
                          FROM pg_index i JOIN pg_class r ON r.oid = i.indrelid

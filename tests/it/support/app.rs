@@ -231,6 +231,8 @@ impl TestApp {
             declared_mime: Some("application/pdf".to_owned()),
             declared_size: declared_size.map(|s| s as i64),
             operation: docket::domain::Operation::Optimize,
+            language_code: None,
+            run_of: None,
         };
         let mut tx = self.store.begin().await.expect("tx");
         let ticket = tx.insert_job(&job, docket::domain::Clock::now(&SystemClock)).await.expect("insert");
@@ -256,6 +258,52 @@ impl TestApp {
             #[allow(unreachable_patterns)]
             other => panic!("no test connection for {other:?}"),
         }
+    }
+
+    /// The number one SQL query answers (`SELECT COUNT(*) …`) on the test's database.
+    pub async fn count(&self, sql: &str) -> i64 {
+        use sqlx::Connection as _;
+        match &self.config.storage.database_url {
+            DatabaseUrl::Sqlite(path) => {
+                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+                    .await
+                    .expect("connect to the test database");
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("run the query")
+            }
+            #[cfg(feature = "postgres-tests")]
+            DatabaseUrl::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect to the test database");
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("run the query")
+            }
+            #[allow(unreachable_patterns)]
+            other => panic!("no test connection for {other:?}"),
+        }
+    }
+
+    /// Sends `bytes` as a document from `chat` (user = chat) with `caption`, the sender's app in
+    /// `language` (`en`, `ru`).
+    pub fn send_document_with_caption(
+        &self,
+        chat: i64,
+        bytes: Vec<u8>,
+        name: &str,
+        mime: &str,
+        caption: Option<&str>,
+        language: &str,
+    ) -> (i64, FileRef) {
+        let file = self.fake.add_file(bytes);
+        let mut update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
+        if let Some(caption) = caption {
+            update["message"]["caption"] = serde_json::json!(caption);
+        }
+        update["message"]["from"]["language_code"] = serde_json::json!(language);
+        (self.fake.push_update(update), file)
     }
 
     /// The data folder.

@@ -1,0 +1,446 @@
+//! Choosing what to do with a document: the caption's first word picks the operation and its
+//! arguments, a caption that names none gets help and no job, `/mode` sets the chat's default,
+//! an image without a caption becomes a PDF, `ocr` runs `[processing.external.ocr]` in the
+//! person's language, a refusal names the format, and a decrypt's password is erased when its
+//! job ends and never reaches the logs.
+
+use docket::config::ExternalToolConfig;
+use docket::domain::{ChatRef, JobState, MessageKind, Operation, Ticket};
+use docket::store::MessageFilter;
+use fake_bot_api::Call;
+
+use crate::per_backend;
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
+
+per_backend!(
+    a_caption_picks_the_operation_and_its_arguments,
+    a_caption_naming_no_operation_gets_help_and_no_job,
+    mode_sets_the_chats_default_and_an_image_becomes_a_pdf,
+    a_refusal_names_the_format_and_what_to_send_instead,
+    ocr_runs_the_configured_program_in_the_persons_language,
+    a_decrypt_password_is_erased_when_the_job_ends_and_never_logged,
+    a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it,
+    mode_offers_its_choices_as_buttons,
+    a_declaration_that_disagrees_with_the_content_is_shown,
+    a_further_run_cut_by_a_crash_finishes_after_the_restart,
+    cancel_stops_the_unfinished_runs_of_a_ticket,
+);
+
+fn text_of(call: &Call) -> String {
+    call.params["text"].as_str().unwrap_or_default().to_owned()
+}
+
+fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
+    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat) && text_of(c).contains(words)
+}
+
+async fn a_caption_picks_the_operation_and_its_arguments(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        500,
+        fixture("pdf/text-1page.pdf"),
+        "contract.pdf",
+        "application/pdf",
+        Some("Rotate 180 2,4"),
+        "en",
+    );
+    let reply = app.fake.wait_for_call("sendMessage", says(500, "ticket #1"), DEADLINE).await;
+    assert!(text_of(&reply).contains("It will get: rotate 180 2,4."), "{}", text_of(&reply));
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation, Operation::parse("rotate 180 2,4").expect("parses"));
+
+    // A caption that only says optimize is the plain default, and its result keeps the name.
+    app.send_document_with_caption(
+        501,
+        fixture("pdf/text-1page.pdf"),
+        "plain.pdf",
+        "application/pdf",
+        Some("optimize"),
+        "en",
+    );
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(501), DEADLINE).await;
+    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("plain.pdf"));
+}
+
+async fn a_caption_naming_no_operation_gets_help_and_no_job(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        510,
+        fixture("pdf/text-1page.pdf"),
+        "a.pdf",
+        "application/pdf",
+        Some("please shrink it"),
+        "en",
+    );
+    let help = app.fake.wait_for_call("sendMessage", says(510, "I did not start anything"), DEADLINE).await;
+    let help = text_of(&help);
+    assert!(help.contains("\"please\" is not an operation"), "{help}");
+    assert!(help.contains("shrink — much smaller"), "the operations are listed: {help}");
+    app.send_document_with_caption(
+        510,
+        fixture("pdf/text-20pages.pdf"),
+        "b.pdf",
+        "application/pdf",
+        Some("pages"),
+        "en",
+    );
+    let missing = app.fake.wait_for_call("sendMessage", says(510, "pages: arguments missing"), DEADLINE).await;
+    assert!(text_of(&missing).starts_with("I did not start anything"), "{}", text_of(&missing));
+    app.send_document_with_caption(
+        510,
+        fixture("pdf/text-20pages.pdf"),
+        "c.pdf",
+        "application/pdf",
+        Some("decrypt"),
+        "en",
+    );
+    app.fake.wait_for_call("sendMessage", says(510, "decrypt: arguments missing"), DEADLINE).await;
+
+    assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "no job for a caption that was not understood");
+    assert!(app.fake.calls_to("getFile").is_empty(), "nothing was downloaded");
+}
+
+async fn mode_sets_the_chats_default_and_an_image_becomes_a_pdf(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_text(520, "/mode");
+    let now = app.fake.wait_for_call("sendMessage", says(520, "without a caption get optimize"), DEADLINE).await;
+    assert!(text_of(&now).contains("the bot's default"), "{}", text_of(&now));
+    app.send_text(520, "/mode pages");
+    app.fake.wait_for_call("sendMessage", says(520, "\"pages\" cannot be a default"), DEADLINE).await;
+    app.send_text(520, "/mode shrink");
+    app.fake.wait_for_call("sendMessage", says(520, "now get shrink"), DEADLINE).await;
+
+    app.send_document(520, fixture("pdf/text-1page.pdf"), "scan.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation, Operation::Shrink, "the chat's default");
+    // Another chat still has the bot's default.
+    app.send_document(521, fixture("pdf/text-1page.pdf"), "other.pdf", "application/pdf");
+    let other = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    assert_eq!(other.submission.operation, Operation::Optimize);
+    // An image sent without a caption becomes a PDF, whatever the chat's default.
+    app.send_document(520, fixture("other/red-8x8.png"), "red.png", "image/png");
+    let image = app.wait_for_job(Ticket(3), |j| j.state.is_terminal()).await;
+    assert_eq!(image.submission.operation, Operation::ImageToPdf);
+}
+
+async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        530,
+        fixture("other/red-8x8.png"),
+        "pages.pdf",
+        "application/pdf",
+        Some("split"),
+        "en",
+    );
+    let notice = app.fake.wait_for_call("sendMessage", says(530, "failed"), DEADLINE).await;
+    assert_eq!(
+        text_of(&notice),
+        "#1 failed: pages.pdf is not a PDF (the content looks like a PNG image): split takes a PDF; send the \
+         image with the caption topdf to make it one."
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
+    assert!(job.error.as_deref().is_some_and(|e| e.contains("split takes a PDF")), "{:?}", job.error);
+
+    // An image operation refuses a PDF, naming both.
+    app.send_document_with_caption(531, fixture("pdf/text-1page.pdf"), "a.pdf", "application/pdf", Some("topdf"), "en");
+    let notice = app.fake.wait_for_call("sendMessage", says(531, "failed"), DEADLINE).await;
+    assert_eq!(
+        text_of(&notice),
+        "#2 failed: a.pdf was not processed: topdf takes jpeg, png, tiff, webp; this is a PDF document: send it \
+         with a caption such as optimize or shrink."
+    );
+}
+
+/// A stand-in OCR program: copies the input to the output and writes the `{lang}` it was given
+/// to `lang_file`, so the test sees which language reached the program.
+fn recording_ocr(lang_file: &std::path::Path) -> ExternalToolConfig {
+    ExternalToolConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "cp \"$1\" \"$2\" && printf '%s' \"$3\" > \"$4\"".into(),
+            "ocr".into(),
+            "{input}".into(),
+            "{output}".into(),
+            "{lang}".into(),
+            lang_file.display().to_string(),
+        ],
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor: 1.0,
+    }
+}
+
+async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backend) {
+    // Without [processing.external.ocr], ocr fails saying so.
+    let bare = TestApp::spawn_with(backend, |_| {}).await;
+    bare.send_document_with_caption(
+        540,
+        fixture("pdf/scan-2pages.pdf"),
+        "scan.pdf",
+        "application/pdf",
+        Some("ocr"),
+        "en",
+    );
+    let notice = bare.fake.wait_for_call("sendMessage", says(540, "failed"), DEADLINE).await;
+    assert!(text_of(&notice).contains("OCR is not set up on this bot"), "{}", text_of(&notice));
+    drop(bare);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lang_file = dir.path().join("lang");
+    let tool = recording_ocr(&lang_file);
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    // The person's language when the caption names none: Telegram's `ru` is Tesseract's `rus`.
+    app.send_document_with_caption(
+        541,
+        fixture("pdf/scan-2pages.pdf"),
+        "scan.pdf",
+        "application/pdf",
+        Some("ocr"),
+        "ru",
+    );
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(541), DEADLINE).await;
+    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan-ocr.pdf"));
+    assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "rus");
+    // The caption's languages win.
+    app.send_document_with_caption(
+        542,
+        fixture("pdf/text-1page.pdf"),
+        "t.pdf",
+        "application/pdf",
+        Some("ocr deu+eng"),
+        "ru",
+    );
+    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(542), DEADLINE).await;
+    assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "deu+eng");
+}
+
+async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend: Backend) {
+    const PASSWORD: &str = "Tr0ub4dor-and-3";
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_document_with_caption(
+        550,
+        fixture("pdf/aes256-userpw.pdf"),
+        "locked.pdf",
+        "application/pdf",
+        Some(&format!("decrypt {PASSWORD}")),
+        "en",
+    );
+    let reply = app.fake.wait_for_call("sendMessage", says(550, "ticket #1"), DEADLINE).await;
+    assert!(text_of(&reply).contains("Please delete the message that carries it."), "{}", text_of(&reply));
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation.name(), "decrypt");
+    assert!(!format!("{job:?}").contains(PASSWORD), "Debug never shows the password");
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 0, "erased when the job ended");
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE arguments <> ''").await, 0, "never among the arguments");
+    let messages = app.store.messages(&MessageFilter::chat(ChatRef(550))).await.expect("read");
+    assert!(messages.iter().all(|m| !m.body.contains(PASSWORD)), "never in the outbox: {messages:#?}");
+    assert!(!crate::support::logs::captured().contains(PASSWORD), "never in the logs");
+}
+
+/// The Telegram message id of run `ticket`'s status message (its ticket reply), once delivered.
+async fn status_message_of(app: &TestApp, ticket: Ticket) -> i64 {
+    eventually(DEADLINE, async || {
+        let messages = app.store.messages(&MessageFilter::job(ticket)).await.expect("read");
+        messages
+            .iter()
+            .find(|m| m.kind == MessageKind::TicketReply)
+            .and_then(|m| m.telegram_message_id)
+            .map(|id| id.0)
+            .ok_or_else(|| format!("no delivered ticket reply for {ticket}: {messages:#?}"))
+    })
+    .await
+}
+
+async fn a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it(backend: Backend) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lang_file = dir.path().join("lang");
+    let tool = recording_ocr(&lang_file);
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    let (_, file) = app.send_document(560, fixture("pdf/text-1page.pdf"), "doc.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let status = status_message_of(&app, Ticket(1)).await;
+    // The ready status message offers the other operations that take a PDF.
+    let labels = eventually(DEADLINE, async || {
+        let labels = app.fake.button_labels(560, status);
+        if labels.is_empty() { Err("no buttons yet".to_owned()) } else { Ok(labels) }
+    })
+    .await;
+    assert_eq!(labels, ["shrink", "split", "text", "info", "ocr"]);
+    let downloads = app.fake.calls_to("getFile").len();
+
+    // A tap starts that run of the same ticket, downloaded again by its file_id.
+    let press = app.fake.press_button_labelled(560, 560, status, "ocr").expect("an ocr button");
+    let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "ocr"));
+    assert_eq!(run.submission.file_unique_id, file.file_unique_id);
+    let sent = app
+        .fake
+        .wait_for_call(
+            "sendDocument",
+            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("doc-ocr.pdf"),
+            DEADLINE,
+        )
+        .await;
+    assert!(
+        sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready: doc.pdf"),
+        "{:?}",
+        sent.params
+    );
+    assert_eq!(app.fake.calls_to("getFile").len(), downloads + 1, "the further run fetched the document again");
+    eventually(DEADLINE, async || if app.fake.press_answered(&press) { Ok(()) } else { Err("unanswered".to_owned()) })
+        .await;
+    let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
+    assert_eq!((first.state, first.submission.operation), (JobState::Ready, Operation::Optimize), "untouched");
+
+    // The same button again, and the same file with the same caption: the stored result by its
+    // file_id, no new run, no new download.
+    let delivered =
+        app.wait_for_job(Ticket(2), |j| j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())).await;
+    let file_id = delivered.result.and_then(|r| r.telegram_file_id).expect("file id");
+    app.fake.press_button_labelled(560, 560, status, "ocr").expect("an ocr button");
+    let mut update = app.fake.document_update(560, 560, &file, Some("doc.pdf"), Some("application/pdf"));
+    update["message"]["caption"] = serde_json::json!("ocr");
+    app.fake.push_update(update);
+    let by_id = app
+        .fake
+        .wait_for_calls("sendDocument", |c| c.params["document"].as_str() == Some(file_id.as_str()), 2, DEADLINE)
+        .await;
+    assert!(by_id.iter().all(|c| c.upload.is_none()), "sent again by file_id, not uploaded");
+    assert!(app.store.job(Ticket(3)).await.expect("read").is_none(), "no second ocr run");
+    assert_eq!(app.fake.calls_to("getFile").len(), downloads + 1, "no new download");
+
+    // /status lists the ticket's runs; /get sends each kept result.
+    app.send_text(560, "/status 1");
+    let listed = app.fake.wait_for_call("sendMessage", says(560, "#1 ocr — doc.pdf"), DEADLINE).await;
+    assert!(text_of(&listed).starts_with("#1 — doc.pdf"), "{}", text_of(&listed));
+    let before = app.fake.calls_to("sendDocument").len();
+    app.send_text(560, "/get 1");
+    app.fake.wait_for_calls("sendDocument", |_| true, before + 2, DEADLINE).await;
+}
+
+async fn mode_offers_its_choices_as_buttons(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    app.send_text(570, "/mode");
+    let offer = app.fake.wait_for_call("sendMessage", says(570, "without a caption get optimize"), DEADLINE).await;
+    let message_id = eventually(DEADLINE, async || {
+        let messages = app.store.messages(&MessageFilter::chat(ChatRef(570))).await.expect("read");
+        messages.iter().find_map(|m| m.telegram_message_id).map(|id| id.0).ok_or_else(|| "not delivered".to_owned())
+    })
+    .await;
+    assert!(offer.params["reply_markup"].to_string().contains("mode:shrink"), "{:?}", offer.params);
+    assert_eq!(app.fake.button_labels(570, message_id), Operation::MODES);
+    app.fake.press_button_labelled(570, 570, message_id, "text").expect("a text button");
+    app.fake.wait_for_call("sendMessage", says(570, "now get text"), DEADLINE).await;
+    app.send_document(570, fixture("pdf/text-1page.pdf"), "t.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.submission.operation, Operation::Text);
+}
+
+async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    // A PDF sent as an image with a caption: processed as asked, and the result says what it is.
+    app.send_document_with_caption(580, fixture("pdf/text-1page.pdf"), "scan.png", "image/png", Some("optimize"), "en");
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(580), DEADLINE).await;
+    let caption = sent.params["caption"].as_str().unwrap_or_default();
+    assert!(caption.ends_with("\n(sent as scan.png, but it is a PDF document.)"), "{caption}");
+    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan.pdf"));
+    // Without a caption it is taken for the image it claims to be, and refused as one.
+    app.send_document(581, fixture("pdf/text-20pages.pdf"), "photo.jpg", "image/jpeg");
+    let notice = app.fake.wait_for_call("sendMessage", says(581, "failed"), DEADLINE).await;
+    assert!(
+        text_of(&notice).ends_with("topdf takes jpeg, png, tiff, webp; this is a PDF document: send it with a caption such as optimize or shrink."),
+        "{}",
+        text_of(&notice)
+    );
+}
+
+async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backend) {
+    // An OCR that hangs the first time it runs (the crash cuts it) and works after.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ran_once = dir.path().join("ran-once");
+    let tool = ExternalToolConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "if [ -e \"$3\" ]; then cp \"$1\" \"$2\"; else touch \"$3\"; sleep 60; fi".into(),
+            "ocr".into(),
+            "{input}".into(),
+            "{output}".into(),
+            ran_once.display().to_string(),
+        ],
+        ..recording_ocr(&dir.path().join("lang"))
+    };
+    let mut app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    app.send_document(590, fixture("pdf/text-1page.pdf"), "crash.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let status = status_message_of(&app, Ticket(1)).await;
+    eventually(DEADLINE, async || {
+        if app.fake.button_labels(590, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    app.fake.press_button_labelled(590, 590, status, "ocr").expect("an ocr button");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing && j.lease.is_some()).await;
+    eventually(DEADLINE, async || if ran_once.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
+        .await;
+    app.kill().await;
+
+    app.start().await;
+    let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    assert_eq!(run.submission.run_of, Some(Ticket(1)));
+    assert!(run.attempts >= 1, "{run:?}");
+    let sent = app
+        .fake
+        .wait_for_call(
+            "sendDocument",
+            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("crash-ocr.pdf"),
+            DEADLINE,
+        )
+        .await;
+    assert!(sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready"), "{:?}", sent.params);
+    let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
+    assert_eq!(first.state, JobState::Ready, "the first run was never touched");
+}
+
+async fn cancel_stops_the_unfinished_runs_of_a_ticket(backend: Backend) {
+    // An OCR that never finishes on its own.
+    let tool = ExternalToolConfig {
+        command: vec!["sh".into(), "-c".into(), "sleep 60".into()],
+        ..recording_ocr(std::path::Path::new("/nonexistent"))
+    };
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    app.send_document(600, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf");
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let status = status_message_of(&app, Ticket(1)).await;
+    eventually(DEADLINE, async || {
+        if app.fake.button_labels(600, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    app.fake.press_button_labelled(600, 600, status, "ocr").expect("an ocr button");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing).await;
+
+    app.send_text(600, "/cancel 1");
+    let answer = app.fake.wait_for_call("sendMessage", says(600, "cancelled"), DEADLINE).await;
+    assert_eq!(text_of(&answer), "#1 ocr cancelled: long.pdf will not be processed, and its files are deleted.");
+    app.wait_for_job(Ticket(2), |j| j.state == JobState::Failed && j.lease.is_none()).await;
+    let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
+    assert_eq!(first.state, JobState::Ready, "a ready run keeps its result");
+    // Nothing left to cancel: it says where the ticket is.
+    app.send_text(600, "/cancel 1");
+    app.fake.wait_for_call("sendMessage", says(600, "#1 is ready"), DEADLINE).await;
+}
