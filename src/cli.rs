@@ -26,7 +26,7 @@ use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Re
 use crate::spool::Spool;
 use crate::store::{JobFilter, Store};
 use crate::telegram::BotToken;
-use crate::texts;
+use crate::texts::{self, Lang};
 
 /// docket: a Telegram bot that processes large documents durably.
 #[derive(Debug, Parser)]
@@ -219,7 +219,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                             j.ticket,
                             j.state,
                             size_of(j.submission.declared_size),
-                            texts::display_name(j.name())
+                            texts::display_name(Lang::ENGLISH, j.name())
                         )
                     })
                     .collect()
@@ -290,7 +290,10 @@ async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         job: Some(ticket),
         chat: job.submission.chat,
         kind: MessageKind::Reply,
-        body: texts::retrying_for_admin(&job),
+        body: texts::retrying_for_admin(
+            Lang::from_stored(store.chat_language(job.submission.chat).await?.as_deref()),
+            &job,
+        ),
         reply_to_message_id: Some(job.submission.message_id),
         buttons: Vec::new(),
     };
@@ -316,7 +319,7 @@ async fn cancel(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
         job: Some(ticket),
         chat: job.submission.chat,
         kind: MessageKind::Reply,
-        body: texts::cancelled(&job),
+        body: texts::cancelled(Lang::from_stored(tx.chat_language(job.submission.chat).await?.as_deref()), &job),
         reply_to_message_id: Some(job.submission.message_id),
         buttons: Vec::new(),
     };
@@ -354,14 +357,14 @@ async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()> {
     let mut lines: Vec<String> = report
         .removed
         .iter()
-        .map(|r| format!("{verb} {} ({}): {}", r.path.display(), texts::size(r.bytes), r.cause.as_str()))
+        .map(|r| format!("{verb} {} ({}): {}", r.path.display(), texts::size(Lang::ENGLISH, r.bytes), r.cause.as_str()))
         .collect();
     let tickets: Vec<String> = report.expired_jobs.iter().map(ToString::to_string).collect();
     lines.push(format!(
         "{}: {} files, {}; {} results expired{}; kept {} files under a live lease; {} pruned {} update ids, {} messages, {} jobs",
         if dry_run { "dry run" } else { "done" },
         report.removed.len(),
-        texts::size(report.removed_bytes()),
+        texts::size(Lang::ENGLISH, report.removed_bytes()),
         report.expired_jobs.len(),
         if tickets.is_empty() { String::new() } else { format!(" ({})", tickets.join(", ")) },
         report.kept_leased,
@@ -428,8 +431,8 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
                 "{} → {}: {pages}{} → {}",
                 file.display(),
                 output.display(),
-                texts::size(input_bytes),
-                texts::size(output_bytes)
+                texts::size(Lang::ENGLISH, input_bytes),
+                texts::size(Lang::ENGLISH, output_bytes)
             ));
         }
         Outcome::Reported(Report::Failed { failure, detail }) => match failure {
@@ -447,7 +450,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         Outcome::Crashed { .. } => FailureReason::Crashed,
         Outcome::KilledFromOutside { detail } => anyhow::bail!("{} was stopped: {detail}", request.work.name()),
     };
-    anyhow::bail!("{}", texts::failure_reason(&name, &reason))
+    anyhow::bail!("{}", texts::failure_reason(Lang::ENGLISH, &name, &reason))
 }
 
 /// The operation `words` name: a built-in one with its arguments, or an available external
@@ -554,7 +557,7 @@ fn tool_availability(config: &Config) -> String {
 }
 
 fn size_of(bytes: Option<i64>) -> String {
-    bytes.map(|b| texts::size(b.max(0) as u64)).unwrap_or_else(|| "?".to_owned())
+    bytes.map(|b| texts::size(Lang::ENGLISH, b.max(0) as u64)).unwrap_or_else(|| "?".to_owned())
 }
 
 fn status_text(job: &Job) -> String {
@@ -562,7 +565,7 @@ fn status_text(job: &Job) -> String {
         format!("ticket:     {}", job.ticket),
         format!("state:      {}", job.state),
         format!("chat:       {}", job.submission.chat.0),
-        format!("name:       {}", texts::display_name(job.name())),
+        format!("name:       {}", texts::display_name(Lang::ENGLISH, job.name())),
         format!(
             "declared:   {} ({})",
             size_of(job.submission.declared_size),
@@ -617,7 +620,9 @@ pub fn nodes_text(nodes: &[Node], now: Timestamp, dead_after: std::time::Duratio
                 .to_string(),
             );
         } else {
-            let share = |(used, total): (u64, u64)| format!("{} / {}", texts::size(used), texts::size(total));
+            let share = |(used, total): (u64, u64)| {
+                format!("{} / {}", texts::size(Lang::ENGLISH, used), texts::size(Lang::ENGLISH, total))
+            };
             lines.push(format!(
                 "{:<20}  {:<8}  {:<8}  {:>21}  {:>21}  {:>8} s  {}",
                 node.beat.name.as_str(),

@@ -29,7 +29,7 @@ use crate::domain::{FileOwner, IdempotencyKey, Job, NewMessage};
 use crate::domain::{JobState, MessageKind, SharedClock, Ticket, Timestamp};
 use crate::spool::Spool;
 use crate::store::{History, Pruned, Store, StoreError};
-use crate::texts;
+use crate::texts::{self, Lang};
 
 /// The janitor's settings.
 #[derive(Debug, Clone)]
@@ -167,12 +167,13 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
             if total <= cap {
                 break;
             }
+            let lang = Lang::from_stored(deps.store.chat_language(job.submission.chat).await?.as_deref());
             let notice = NewMessage {
                 idempotency_key: IdempotencyKey::early_expiry(job.ticket, job.submission.update_id),
                 job: Some(job.ticket),
                 chat: job.submission.chat,
                 kind: MessageKind::Reply,
-                body: texts::expired_early(job, now),
+                body: texts::expired_early(lang, job, now),
                 reply_to_message_id: Some(job.submission.message_id),
                 buttons: Vec::new(),
             };

@@ -52,7 +52,7 @@ use crate::spool::result_file_name_for;
 use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
-use crate::texts;
+use crate::texts::{self, Lang};
 
 /// Telegram's limits as the senders keep them, and how hard they try.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -398,16 +398,17 @@ async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now:
         return;
     }
     let hour = now.as_millis() / 3_600_000;
-    let body = texts::delivery_alert(failed.id, failed.chat, failed.job, why);
     let result: StoreResult<()> = async {
         let mut tx = deps.store.begin().await?;
         for admin in &deps.settings.get().admins {
+            let lang = Lang::from_stored(tx.chat_language(ChatRef(*admin)).await?.as_deref());
+            let body = texts::delivery_alert(lang, failed.id, failed.chat, failed.job, why);
             let alert = NewMessage {
                 idempotency_key: IdempotencyKey::undelivered_alert(ChatRef(*admin), hour),
                 job: None,
                 chat: ChatRef(*admin),
                 kind: MessageKind::Reply,
-                body: body.clone(),
+                body,
                 reply_to_message_id: None,
                 buttons: Vec::new(),
             };

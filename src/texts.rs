@@ -1,29 +1,243 @@
-//! Every sentence a person reads. Nothing else in docket writes user-visible text, so wording,
-//! tone and the facts each message must carry (ticket, name, sizes, dates) live in one place.
+//! Every sentence a person reads, from one catalog in several languages. Nothing else in docket
+//! writes user-visible text, so wording, tone and the facts each message must carry (ticket,
+//! name, sizes, dates) live in one place.
+//!
+//! The sentences are [Fluent](https://projectfluent.org) messages in `locales/<language>/docket.ftl`
+//! (`en`, `ru`), embedded in the binary at build time by `fluent-templates`' `static_loader!`.
+//! Fluent was chosen because its plural rules are the CLDR ones (Russian has one/few/many:
+//! "1 задание", "2 задания", "5 заданий") and a translator edits a plain text file; fluent-templates
+//! because it embeds a folder of such files with no code per language, on top of the
+//! `fluent-bundle` crate maintained by Project Fluent. The functions below are the catalog's
+//! front: each takes the [`Lang`] to write in, formats the facts (names shortened, sizes with the
+//! language's units and decimal mark, dates as YYYY-MM-DD, durations in the language's words) and
+//! renders one message with them.
+//!
+//! **Which language.** A chat's language, kept by the store, is the last `/lang` choice made in
+//! it; until someone chooses, it is the Telegram `language_code` of whoever last wrote to docket
+//! there (in a private chat: the person). Intake renders its answers in it, and the pipeline,
+//! the janitor and the outbox render theirs in it when they queue them (the outbox stores text).
+//! A code no catalog file matches (`de`), or none at all, means English.
+//!
+//! **Adding a message**: add `id = text with { $variables }` to `locales/en/docket.ftl` and to
+//! every other language's file, and a function here that renders it with [`render`]'s argument
+//! list. The unit test `every_message_renders_in_every_language` must call the new function;
+//! `every_language_has_every_message` fails while a file lacks the id.
+//!
+//! **Adding a language**: add one file, `locales/<code>/docket.ftl` (a copy of the English one,
+//! translated; `<code>` is what Telegram sends as `language_code`, such as `de` or `pt-BR`), and
+//! rebuild (touch this file if cargo does not notice the new folder). The set of languages is
+//! the set of folders: `/lang` offers it, `setMyCommands` registers the command list in each, and
+//! the tests check each.
 //!
 //! Names come from users and may contain anything; they are shown as plain text (messages are
-//! sent without a parse mode), shortened, and never used as paths.
+//! sent without a parse mode, and the catalog puts no Unicode isolation marks around them),
+//! shortened, and never used as paths.
 //!
 //! It depends on the domain only, so every layer above may use it.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use fluent_bundle::FluentValue;
+use fluent_templates::{LanguageIdentifier, Loader as _};
 use humansize::{DECIMAL, FormatSizeOptions, format_size};
+use tracing::warn;
 
 use crate::domain::{ChatRef, FailureReason, Job, JobState, OutboxId, Ticket, Timestamp};
 
-/// A byte count for people: decimal units with one decimal, as Telegram's apps show sizes.
-pub fn size(bytes: u64) -> String {
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    format_size(bytes, FormatSizeOptions::from(DECIMAL).decimal_places(1).decimal_zeroes(1))
+// Every `locales/<language>/docket.ftl`, parsed into one bundle per language.
+fluent_templates::static_loader! {
+    static CATALOG = {
+        locales: "./locales",
+        fallback_language: "en",
+        // Messages go out as plain text: Unicode isolation marks around arguments would show up
+        // in names and sizes (and change every English sentence byte for byte).
+        customise: |bundle| bundle.set_use_isolating(false),
+    };
 }
 
-/// A user-supplied file name, shortened for display.
-pub fn display_name(name: &str) -> String {
+/// The catalog's languages: English first (the fallback), then the others by code.
+static LANGUAGES: LazyLock<Vec<&'static LanguageIdentifier>> = LazyLock::new(|| {
+    let english = CATALOG.fallback();
+    let mut all: Vec<&'static LanguageIdentifier> = CATALOG.locales().collect();
+    all.sort_by_key(|l| (*l != english, l.to_string()));
+    all
+});
+
+/// A language of the catalog: one of the `locales/` folders. Unknown codes become English.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Lang(u8);
+
+impl Lang {
+    /// English: the catalog's reference and fallback language.
+    pub const ENGLISH: Self = Self(0);
+
+    /// Every language of the catalog, English first.
+    pub fn all() -> impl Iterator<Item = Self> {
+        (0..LANGUAGES.len()).map(|i| Self(u8::try_from(i).unwrap_or(0)))
+    }
+
+    /// The catalog language for an IETF language tag as Telegram sends it (`ru`, `ru-RU`,
+    /// `en-GB`, `pt-br`): the same tag if the catalog has it, else its language without region
+    /// or script, else English.
+    pub fn from_code(code: &str) -> Self {
+        let Ok(wanted) = code.trim().replace('_', "-").parse::<LanguageIdentifier>() else {
+            return Self::ENGLISH;
+        };
+        let index = LANGUAGES
+            .iter()
+            .position(|l| **l == wanted)
+            .or_else(|| LANGUAGES.iter().position(|l| l.language == wanted.language && l.region.is_none()))
+            .or_else(|| LANGUAGES.iter().position(|l| l.language == wanted.language));
+        index.and_then(|i| u8::try_from(i).ok()).map_or(Self::ENGLISH, Self)
+    }
+
+    /// [`Lang::from_code`] for a code that may be missing: English then.
+    pub fn from_stored(code: Option<&str>) -> Self {
+        code.map_or(Self::ENGLISH, Self::from_code)
+    }
+
+    /// The language's tag, as the catalog folder names it (`en`, `ru`): what the store keeps and
+    /// what `setMyCommands` takes as `language_code`.
+    pub fn code(self) -> String {
+        self.id().to_string()
+    }
+
+    fn id(self) -> &'static LanguageIdentifier {
+        LANGUAGES.get(usize::from(self.0)).copied().unwrap_or_else(|| CATALOG.fallback())
+    }
+}
+
+impl Default for Lang {
+    fn default() -> Self {
+        Self::ENGLISH
+    }
+}
+
+impl std::fmt::Debug for Lang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Lang({})", self.id())
+    }
+}
+
+/// One argument of a message: its Fluent variable name and value.
+pub type Arg<'a> = (&'static str, FluentValue<'a>);
+
+/// Renders message `id` in `lang` with `args`. A message missing from `lang`'s file, or one that
+/// needs a variable it was not given, is a bug: unit tests panic on it; in production it is
+/// logged and the English message is used (or, failing that too, the id).
+pub fn render(lang: Lang, id: &str, args: &[Arg<'_>]) -> String {
+    let args: HashMap<Cow<'static, str>, FluentValue<'_>> =
+        args.iter().map(|(name, value)| (Cow::Borrowed(*name), value.clone())).collect();
+    match CATALOG.lookup_single_language(lang.id(), id, Some(&args)) {
+        Ok(text) => text,
+        Err(err) => {
+            if cfg!(test) {
+                panic!("message {id} in {lang:?}: {err}");
+            }
+            warn!(message.id = id, language = %lang.id(), error = %err, "a catalog message did not render");
+            CATALOG.try_lookup_complete(CATALOG.fallback(), id, Some(&args)).unwrap_or_else(|| id.to_owned())
+        }
+    }
+}
+
+/// A message with no arguments.
+fn plain(lang: Lang, id: &str) -> String {
+    render(lang, id, &[])
+}
+
+/// A string argument.
+fn s<'a>(name: &'static str, value: impl Into<Cow<'a, str>>) -> Arg<'a> {
+    (name, FluentValue::String(value.into()))
+}
+
+/// A number argument, for plural forms.
+fn n(name: &'static str, value: u64) -> Arg<'static> {
+    (name, FluentValue::from(value))
+}
+
+/// How the language calls itself ("English", "Русский"), for its `/lang` button.
+pub fn language_name(lang: Lang) -> String {
+    plain(lang, "language-name")
+}
+
+/// The `/lang` question, above one button per language.
+pub fn lang_question(lang: Lang) -> String {
+    plain(lang, "lang-question")
+}
+
+/// The answer once `lang` was chosen, in it.
+pub fn lang_chosen(lang: Lang) -> String {
+    plain(lang, "lang-chosen")
+}
+
+/// The commands registered with `setMyCommands`, in the order Telegram lists them.
+pub const COMMANDS: [&str; 9] = ["start", "help", "status", "get", "jobs", "cancel", "privacy", "forget", "lang"];
+
+/// The command list Telegram shows in `lang`: each of [`COMMANDS`] with its description.
+pub fn command_list(lang: Lang) -> Vec<(&'static str, String)> {
+    COMMANDS.iter().map(|name| (*name, plain(lang, &format!("command-{name}")))).collect()
+}
+
+/// A byte count for people: decimal units with one decimal, as Telegram's apps show sizes, with
+/// the language's decimal mark and unit names ("182.3 MB", "182,3 МБ").
+pub fn size(lang: Lang, bytes: u64) -> String {
+    if bytes < 1000 {
+        return render(lang, "size-b", &[s("number", bytes.to_string())]);
+    }
+    scaled(lang, &format_size(bytes, FormatSizeOptions::from(DECIMAL).decimal_places(1).decimal_zeroes(1)))
+}
+
+/// A memory size in binary units, as limits are set: "2 GiB", "256 MiB" ("2 ГиБ").
+pub fn memory_size(lang: Lang, bytes: u64) -> String {
+    scaled(lang, &format_size(bytes, FormatSizeOptions::from(humansize::BINARY).space_after_value(true)))
+}
+
+/// `shown` ("12.3 MB", as humansize writes it) in `lang`: its number with the language's decimal
+/// mark, its unit by the catalog. humansize does not localise, so only its unit is mapped.
+fn scaled(lang: Lang, shown: &str) -> String {
+    let (number, unit) = shown.split_once(' ').unwrap_or((shown, "B"));
+    let id = match unit {
+        "kB" => "size-kb",
+        "MB" => "size-mb",
+        "GB" => "size-gb",
+        "TB" => "size-tb",
+        "PB" => "size-pb",
+        "EB" => "size-eb",
+        "KiB" => "size-kib",
+        "MiB" => "size-mib",
+        "GiB" => "size-gib",
+        "TiB" => "size-tib",
+        "PiB" => "size-pib",
+        "EiB" => "size-eib",
+        _ => "size-b",
+    };
+    let number = number.replace('.', &plain(lang, "decimal-separator"));
+    render(lang, id, &[s("number", number)])
+}
+
+/// A duration in whole days, hours, minutes and seconds, in the language: "7days", "1h 30m"
+/// ("7 дней", "1 ч 30 мин"). English keeps humantime's compact form, which docket showed before.
+pub fn duration(lang: Lang, d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    let parts = [
+        ("duration-days", secs / 86_400),
+        ("duration-hours", secs / 3_600 % 24),
+        ("duration-minutes", secs / 60 % 60),
+        ("duration-seconds", secs % 60),
+    ];
+    let shown: Vec<String> =
+        parts.iter().filter(|(_, v)| *v > 0).map(|(id, v)| render(lang, id, &[n("n", *v)])).collect();
+    if shown.is_empty() { render(lang, "duration-seconds", &[n("n", 0)]) } else { shown.join(" ") }
+}
+
+/// A user-supplied file name, shortened for display ("your file" in `lang` when nothing is left).
+pub fn display_name(lang: Lang, name: &str) -> String {
     let clean: String = name.chars().filter(|c| !c.is_control()).collect();
     let clean = clean.trim();
     if clean.is_empty() {
-        return "your file".to_owned();
+        return plain(lang, "your-file");
     }
     if clean.chars().count() > 80 {
         format!("{}…", clean.chars().take(79).collect::<String>())
@@ -32,29 +246,35 @@ pub fn display_name(name: &str) -> String {
     }
 }
 
-fn known_size(bytes: Option<u64>) -> String {
-    bytes.map(size).unwrap_or_else(|| "size unknown".to_owned())
+fn known_size(lang: Lang, bytes: Option<u64>) -> String {
+    bytes.map(|b| size(lang, b)).unwrap_or_else(|| plain(lang, "size-unknown"))
 }
 
 /// The queue is counted up to this many jobs ahead; beyond it the ticket reply says "more than".
 pub const QUEUE_COUNT_CAP: u64 = 1000;
 
 /// The first words of a job's status message: what arrived, and its ticket.
-fn ticket_line(name: &str, declared_size: Option<u64>, ticket: &dyn std::fmt::Display) -> String {
-    format!("Got {} ({}) — ticket {ticket}", display_name(name), known_size(declared_size))
+fn ticket_line(lang: Lang, name: &str, declared_size: Option<u64>, ticket: &dyn std::fmt::Display) -> String {
+    render(
+        lang,
+        "ticket-line",
+        &[
+            s("name", display_name(lang, name)),
+            s("size", known_size(lang, declared_size)),
+            s("ticket", ticket.to_string()),
+        ],
+    )
 }
 
 /// The immediate answer to a new document, with how many jobs are ahead of it (counted up to
 /// [`QUEUE_COUNT_CAP`]). It becomes the job's status message, which [`progress`] edits as the
 /// job moves.
-pub fn ticket_reply(name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
-    let queued = match ahead {
-        0 => "queued.".to_owned(),
-        1 => "queued, 1 job ahead of it.".to_owned(),
-        n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
-        n => format!("queued, {n} jobs ahead of it."),
-    };
-    format!("{}, {queued}", ticket_line(name, declared_size, &ticket))
+pub fn ticket_reply(lang: Lang, name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
+    let line = ticket_line(lang, name, declared_size, &ticket);
+    if ahead > QUEUE_COUNT_CAP {
+        return render(lang, "ticket-reply-crowded", &[s("line", line), n("cap", QUEUE_COUNT_CAP)]);
+    }
+    render(lang, "ticket-reply", &[s("line", line), n("ahead", ahead)])
 }
 
 /// Where a job is, for its status message.
@@ -87,253 +307,275 @@ pub enum Progress {
     Cancelled,
     /// The job ended without a result.
     Failed {
-        /// Why, as [`failure_reason`] words it.
+        /// Why, as [`failure_reason`] words it (in the chat's language).
         reason: String,
     },
 }
 
 /// A job's status message: the ticket line, then where the job is now.
-pub fn progress(job: &Job, step: &Progress) -> String {
+pub fn progress(lang: Lang, job: &Job, step: &Progress) -> String {
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
-    let header = format!("{}.", ticket_line(job.name(), declared, &run_label(job)));
+    let header = ticket_line(lang, job.name(), declared, &run_label(job));
     let line = match step {
-        Progress::Queued { position: 1 } => "Queued: next in line.".to_owned(),
-        Progress::Queued { position } => format!("Queued: number {position} in line."),
-        Progress::Downloading { done: 0, .. } => "Downloading…".to_owned(),
-        Progress::Downloading { done, total: Some(total) } if *total > 0 => {
-            format!("Downloading: {}% ({} of {}).", done.saturating_mul(100) / total, size(*done), size(*total))
+        Progress::Queued { position } => render(lang, "progress-queued", &[n("position", *position)]),
+        Progress::Downloading { done: 0, .. } => plain(lang, "progress-downloading-started"),
+        Progress::Downloading { done, total: Some(total) } if *total > 0 => render(
+            lang,
+            "progress-downloading",
+            &[
+                n("percent", done.saturating_mul(100) / total),
+                s("done", size(lang, *done)),
+                s("total", size(lang, *total)),
+            ],
+        ),
+        Progress::Downloading { done, .. } => {
+            render(lang, "progress-downloading-unknown-total", &[s("done", size(lang, *done))])
         }
-        Progress::Downloading { done, .. } => format!("Downloading: {} so far.", size(*done)),
-        Progress::WaitingToProcess => "Downloaded; waiting for a free processing slot.".to_owned(),
-        Progress::Processing => "Processing…".to_owned(),
-        Progress::WaitingToRetry => "Interrupted; trying again shortly.".to_owned(),
-        Progress::Ready { until } => format!("Ready: the result is below, kept until {}.", until.date_utc()),
-        Progress::Cancelled => "Cancelled; its files are deleted.".to_owned(),
-        Progress::Failed { reason } => format!("Failed: {reason}."),
+        Progress::WaitingToProcess => plain(lang, "progress-waiting-to-process"),
+        Progress::Processing => plain(lang, "progress-processing"),
+        Progress::WaitingToRetry => plain(lang, "progress-waiting-to-retry"),
+        Progress::Ready { until } => render(lang, "progress-ready", &[s("until", until.date_utc())]),
+        Progress::Cancelled => plain(lang, "progress-cancelled"),
+        Progress::Failed { reason } => render(lang, "progress-failed", &[s("reason", reason.as_str())]),
     };
-    format!("{header}\n{line}")
+    render(lang, "status-message", &[s("header", header), s("line", line)])
 }
 
 /// The answer to a file this chat already sent, while its job is still running (or failed and
 /// is being tried again).
-pub fn already_ticket(name: &str, ticket: Ticket, state: JobState) -> String {
-    format!("{} is already ticket {ticket} ({}).", display_name(name), state_words(state))
+pub fn already_ticket(lang: Lang, name: &str, ticket: Ticket, state: JobState) -> String {
+    render(
+        lang,
+        "already-ticket",
+        &[s("name", display_name(lang, name)), s("ticket", ticket.to_string()), s("state", state_words(lang, state))],
+    )
 }
 
 /// The answer to a file whose result expired: it is processed again under the same ticket.
-pub fn processing_again_after_expiry(ticket: Ticket, expired_at: Timestamp) -> String {
-    format!("{ticket} expired on {}; processing it again.", expired_at.date_utc())
+pub fn processing_again_after_expiry(lang: Lang, ticket: Ticket, expired_at: Timestamp) -> String {
+    render(lang, "expired-processing-again", &[s("ticket", ticket.to_string()), s("date", expired_at.date_utc())])
 }
 
 /// The answer to a file whose earlier attempt failed: it is tried again under the same ticket.
-pub fn trying_again_after_failure(name: &str, ticket: Ticket) -> String {
-    format!("{} is ticket {ticket}, which failed before; trying again.", display_name(name))
+pub fn trying_again_after_failure(lang: Lang, name: &str, ticket: Ticket) -> String {
+    render(lang, "failed-trying-again", &[s("name", display_name(lang, name)), s("ticket", ticket.to_string())])
 }
 
 /// The refusal of a file over the download limit; no job is made.
-pub fn too_big_to_accept(name: &str, declared: u64, limit: u64) -> String {
-    format!(
-        "{} is {}, but this bot can only take files up to {}. Nothing was queued.",
-        display_name(name),
-        size(declared),
-        size(limit)
+pub fn too_big_to_accept(lang: Lang, name: &str, declared: u64, limit: u64) -> String {
+    render(
+        lang,
+        "too-big-to-accept",
+        &[s("name", display_name(lang, name)), s("size", size(lang, declared)), s("limit", size(lang, limit))],
     )
 }
 
 /// The refusal of a file bigger than the whole byte budget of this bot; no job is made.
-pub fn too_big_for_budget(name: &str, declared: u64, largest: u64) -> String {
-    format!(
-        "{} is {}, more than this bot can work on at once (up to {}). Nothing was queued.",
-        display_name(name),
-        size(declared),
-        size(largest)
+pub fn too_big_for_budget(lang: Lang, name: &str, declared: u64, largest: u64) -> String {
+    render(
+        lang,
+        "too-big-for-budget",
+        &[s("name", display_name(lang, name)), s("size", size(lang, declared)), s("largest", size(lang, largest))],
     )
 }
 
 /// The refusal of a file when its chat already has `waiting` files in the queue, as many as one
 /// chat may (`[limits] per_chat_queued`); no job is made.
-pub fn queue_full(name: &str, waiting: u64) -> String {
-    let waiting = match waiting {
-        1 => "1 of your files is".to_owned(),
-        n => format!("{n} of your files are"),
-    };
-    format!(
-        "{} was not queued: {waiting} already waiting in the queue, as many as this bot takes from one chat. \
-         Please send it again when some of them are done.",
-        display_name(name)
-    )
+pub fn queue_full(lang: Lang, name: &str, waiting: u64) -> String {
+    render(lang, "queue-full", &[s("name", display_name(lang, name)), n("waiting", waiting)])
 }
 
 /// The refusal of a user who is not on `[access] allowed_users`.
-pub fn not_allowed(user_id: Option<i64>) -> String {
+pub fn not_allowed(lang: Lang, user_id: Option<i64>) -> String {
     match user_id {
-        Some(id) => format!("Sorry, this bot is private. Ask its admin to add your user id ({id})."),
-        None => "Sorry, this bot is private.".to_owned(),
+        Some(id) => render(lang, "not-allowed-with-id", &[s("id", id.to_string())]),
+        None => plain(lang, "not-allowed"),
     }
 }
 
 /// The hint for a message that carries no document and no known command.
-pub fn send_a_document() -> String {
-    "Send me a PDF as a file (or an image, which becomes a PDF), with what to do as its caption: \
-     optimize, shrink, split, text… /help tells more."
-        .to_owned()
+pub fn send_a_document(lang: Lang) -> String {
+    plain(lang, "send-a-document")
 }
 
 /// The caption of a delivered result.
-pub fn ready_caption(job: &Job) -> String {
-    let before = job.source.as_ref().map(|s| s.size).or(job.submission.declared_size).map(|s| size(s.max(0) as u64));
-    let after = job.result.as_ref().map(|r| size(r.size.max(0) as u64)).unwrap_or_default();
+pub fn ready_caption(lang: Lang, job: &Job) -> String {
+    let before = job
+        .source
+        .as_ref()
+        .map(|s| s.size)
+        .or(job.submission.declared_size)
+        .map(|b| size(lang, u64::try_from(b).unwrap_or(0)));
+    let after = job.result.as_ref().map(|r| size(lang, u64::try_from(r.size).unwrap_or(0))).unwrap_or_default();
     let until = job.result.as_ref().map(|r| r.expires_at.date_utc()).unwrap_or_default();
+    let mut args = vec![
+        s("ticket", run_label(job)),
+        s("name", display_name(lang, job.name())),
+        s("after", after),
+        s("until", until),
+    ];
     match before {
         Some(before) => {
-            format!(
-                "{} ready: {}, {before} → {after}. Available until {until}.",
-                run_label(job),
-                display_name(job.name())
-            )
+            args.push(s("before", before));
+            render(lang, "ready-caption", &args)
         }
-        None => format!("{} ready: {}, {after}. Available until {until}.", run_label(job), display_name(job.name())),
+        None => render(lang, "ready-caption-no-source", &args),
     }
 }
 
 /// The notice that a result was removed before its promised date to make room.
-pub fn expired_early(job: &Job, at: Timestamp) -> String {
-    format!(
-        "{}: the result for {} had to be removed early, on {}, to make room. Send the file again to process it again.",
-        run_label(job),
-        display_name(job.name()),
-        at.date_utc()
+pub fn expired_early(lang: Lang, job: &Job, at: Timestamp) -> String {
+    render(
+        lang,
+        "expired-early",
+        &[s("ticket", run_label(job)), s("name", display_name(lang, job.name())), s("date", at.date_utc())],
     )
 }
 
 /// The admins' alert when a message could not be delivered (one per hour at most).
-pub fn delivery_alert(message_id: OutboxId, chat_id: ChatRef, ticket: Option<Ticket>, why: &str) -> String {
-    let about = ticket.map(|t| format!(" about ticket #{}", t.0)).unwrap_or_default();
-    format!(
-        "docket: a message to chat {chat_id}{about} could not be delivered (outbox #{message_id}): {why}. \
-         Further failures this hour are not announced; `docket status` and the \
-         docket_messages_failed_total metric count them."
-    )
-}
-
-/// The notice of a failed job.
-pub fn failed_notice(ticket: impl std::fmt::Display, reason_text: &str) -> String {
-    format!("{ticket} failed: {reason_text}.")
-}
-
-/// Why a job failed, as a clause naming the file: "report.pdf is not a PDF (…)".
-pub fn failure_reason(name: &str, reason: &FailureReason) -> String {
-    let name = display_name(name);
-    match reason {
-        FailureReason::NotAPdf { found } => format!("{name} is not a PDF (the content looks like {found})"),
-        FailureReason::TooBig { size: s, limit } => {
-            format!("{name} is {}, over the {} this bot can download", size(*s), size(*limit))
+pub fn delivery_alert(lang: Lang, message_id: OutboxId, chat_id: ChatRef, ticket: Option<Ticket>, why: &str) -> String {
+    let mut args = vec![s("chat", chat_id.to_string()), s("message", message_id.to_string()), s("why", why)];
+    match ticket {
+        Some(ticket) => {
+            args.push(s("ticket", ticket.to_string()));
+            render(lang, "delivery-alert-about-ticket", &args)
         }
-        FailureReason::SizeMismatch { declared, real } => format!(
-            "{name} arrived as {} instead of the {} Telegram announced; please send it again",
-            size(*real),
-            size(*declared)
-        ),
-        FailureReason::Encrypted => format!("{name} is protected by a password; please send a copy without one"),
-        FailureReason::Unreadable => format!("{name} is damaged and cannot be read as a PDF"),
-        FailureReason::NoPages => format!("{name} has no pages"),
-        FailureReason::ResultTooBig { size: s, limit, operation } => format!(
-            "the result for {name} is {}, over the {} this bot can send{}",
-            size(*s),
-            size(*limit),
-            result_too_big_hint(operation)
-        ),
-        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => {
-            format!("{name} is not a PDF (the content looks like {found}): {}", pdf_only(operation, found_label))
-        }
-        FailureReason::WrongFormat { operation, accepts, found, found_label } => {
-            let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
-            format!("{name} was not processed: {}", wrong_format(operation, &accepts, found, found_label))
-        }
-        FailureReason::NotSetUp { operation } if operation == "ocr" => {
-            format!("{name} was not processed: {}", ocr_not_set_up())
-        }
-        FailureReason::NotSetUp { operation } => {
-            format!("{name} was not processed: {operation} is not set up on this bot")
-        }
-        FailureReason::FileUnavailable => format!("Telegram no longer has {name}; please send it again"),
-        FailureReason::GaveUp { attempts } => {
-            format!("{name} could not be processed after {attempts} attempts; please try again later")
-        }
-        FailureReason::SourceKeptVanishing { times } => format!(
-            "the downloaded copy of {name} was lost or damaged on this server {times} times; please try again later"
-        ),
-        FailureReason::NeedsTooMuchMemory { limit } => {
-            format!("{name} needs more than {} of memory to process", memory_size(*limit))
-        }
-        FailureReason::TookTooLong { limit } => format!("processing {name} took longer than {}", minutes(*limit)),
-        FailureReason::InflatesTooMuch { limit } => format!(
-            "{name} holds compressed data that unpacks to more than {}, more than this bot processes",
-            memory_size(*limit)
-        ),
-        FailureReason::Crashed => format!("{name} made the processing crash, so it cannot be processed"),
-        FailureReason::ToolFailed { tool } => format!("{tool} could not process {name}"),
-        FailureReason::Cancelled => format!("{name} was cancelled"),
-        FailureReason::NoSuchPage { page, pages } => {
-            format!("{name} has no page {page}: it has {pages} page{}", if *pages == 1 { "" } else { "s" })
-        }
-        FailureReason::WrongPassword => {
-            format!("the password does not open {name}; please check it and send the file again with the right one")
-        }
+        None => render(lang, "delivery-alert", &args),
     }
 }
 
-/// A memory size in binary units, as limits are set: "2 GiB", "256 MiB".
-pub fn memory_size(bytes: u64) -> String {
-    humansize::format_size(bytes, humansize::FormatSizeOptions::from(humansize::BINARY).space_after_value(true))
+/// The notice of a failed job.
+pub fn failed_notice(lang: Lang, ticket: impl std::fmt::Display, reason_text: &str) -> String {
+    render(lang, "failed-notice", &[s("ticket", ticket.to_string()), s("reason", reason_text)])
 }
 
-/// A time limit in words: "10 min", "90 s", "2 h".
-pub fn minutes(limit: std::time::Duration) -> String {
+/// Why a job failed, as a clause naming the file: "report.pdf is not a PDF (…)".
+pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String {
+    let name = s("name", display_name(lang, name));
+    let size = |name: &'static str, bytes: u64| s(name, size(lang, bytes));
+    let memory = |bytes: u64| s("limit", memory_size(lang, bytes));
+    match reason {
+        FailureReason::NotAPdf { found } => render(lang, "failure-not-a-pdf", &[name, s("found", found.as_str())]),
+        FailureReason::TooBig { size: bytes, limit } => {
+            render(lang, "failure-too-big", &[name, size("size", *bytes), size("limit", *limit)])
+        }
+        FailureReason::SizeMismatch { declared, real } => {
+            render(lang, "failure-size-mismatch", &[name, size("real", *real), size("declared", *declared)])
+        }
+        FailureReason::Encrypted => render(lang, "failure-encrypted", &[name]),
+        FailureReason::Unreadable => render(lang, "failure-unreadable", &[name]),
+        FailureReason::NoPages => render(lang, "failure-no-pages", &[name]),
+        FailureReason::ResultTooBig { size: bytes, limit, operation } => render(
+            lang,
+            "failure-result-too-big",
+            &[name, size("size", *bytes), size("limit", *limit), s("hint", result_too_big_hint(operation))],
+        ),
+        // The sentences of the operations (helper "runs") are English until the catalog takes
+        // them over.
+        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => {
+            format!(
+                "{} is not a PDF (the content looks like {found}): {}",
+                display_name(lang, name_of(&name)),
+                pdf_only(operation, found_label)
+            )
+        }
+        FailureReason::WrongFormat { operation, accepts, found, found_label } => {
+            let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
+            format!(
+                "{} was not processed: {}",
+                display_name(lang, name_of(&name)),
+                wrong_format(operation, &accepts, found, found_label)
+            )
+        }
+        FailureReason::NotSetUp { operation } if operation == "ocr" => {
+            format!("{} was not processed: {}", display_name(lang, name_of(&name)), ocr_not_set_up())
+        }
+        FailureReason::NotSetUp { operation } => {
+            format!("{} was not processed: {operation} is not set up on this bot", display_name(lang, name_of(&name)))
+        }
+        FailureReason::FileUnavailable => render(lang, "failure-file-unavailable", &[name]),
+        FailureReason::GaveUp { attempts } => {
+            render(lang, "failure-gave-up", &[name, n("attempts", u64::from(*attempts))])
+        }
+        FailureReason::SourceKeptVanishing { times } => {
+            render(lang, "failure-source-kept-vanishing", &[name, n("times", u64::from(*times))])
+        }
+        FailureReason::NeedsTooMuchMemory { limit } => {
+            render(lang, "failure-needs-too-much-memory", &[name, memory(*limit)])
+        }
+        FailureReason::TookTooLong { limit } => {
+            render(lang, "failure-took-too-long", &[name, s("limit", minutes(lang, *limit))])
+        }
+        FailureReason::InflatesTooMuch { limit } => render(lang, "failure-inflates-too-much", &[name, memory(*limit)]),
+        FailureReason::Crashed => render(lang, "failure-crashed", &[name]),
+        FailureReason::ToolFailed { tool } => render(lang, "failure-tool-failed", &[name, s("tool", tool.as_str())]),
+        FailureReason::Cancelled => render(lang, "failure-cancelled", &[name]),
+        FailureReason::NoSuchPage { page, pages } => {
+            render(lang, "failure-no-such-page", &[name, n("page", u64::from(*page)), n("pages", u64::from(*pages))])
+        }
+        FailureReason::WrongPassword => render(lang, "failure-wrong-password", &[name]),
+    }
+}
+
+/// The text of a `name` argument.
+fn name_of<'a>(arg: &'a Arg<'_>) -> &'a str {
+    match &arg.1 {
+        FluentValue::String(text) => text,
+        _ => "",
+    }
+}
+
+/// A time limit in words, in one unit: "10 min", "90 s", "2 h".
+pub fn minutes(lang: Lang, limit: std::time::Duration) -> String {
     let secs = limit.as_secs();
     match secs {
-        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
-        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
-        s => format!("{s} s"),
+        s if s >= 3600 && s % 3600 == 0 => render(lang, "limit-hours", &[n("n", s / 3600)]),
+        s if s >= 60 && s % 60 == 0 => render(lang, "limit-minutes", &[n("n", s / 60)]),
+        s => render(lang, "limit-seconds", &[n("n", s)]),
     }
 }
 
 /// A state in words.
-pub fn state_words(state: JobState) -> &'static str {
-    match state {
-        JobState::Accepted => "queued",
-        JobState::Fetched => "downloaded, waiting to be processed",
-        JobState::Processing => "processing",
-        JobState::Ready => "ready",
-        JobState::Failed => "failed",
-        JobState::Expired => "expired",
-    }
+pub fn state_words(lang: Lang, state: JobState) -> String {
+    plain(
+        lang,
+        match state {
+            JobState::Accepted => "state-accepted",
+            JobState::Fetched => "state-fetched",
+            JobState::Processing => "state-processing",
+            JobState::Ready => "state-ready",
+            JobState::Failed => "state-failed",
+            JobState::Expired => "state-expired",
+        },
+    )
 }
 
 /// The `/status N` answer for the chat that owns the ticket.
-pub fn status(job: &Job) -> String {
-    let mut lines = vec![format!("{} — {}: {}", run_label(job), display_name(job.name()), state_words(job.state))];
-    let declared = job.submission.declared_size.map(|s| size(s.max(0) as u64)).unwrap_or_else(|| "unknown".to_owned());
-    lines.push(format!("Size: {declared}"));
+pub fn status(lang: Lang, job: &Job) -> String {
+    let ticket = || s("ticket", run_label(job));
+    let mut lines = vec![render(
+        lang,
+        "status-title",
+        &[ticket(), s("name", display_name(lang, job.name())), s("state", state_words(lang, job.state))],
+    )];
+    let declared = job
+        .submission
+        .declared_size
+        .map(|b| size(lang, u64::try_from(b).unwrap_or(0)))
+        .unwrap_or_else(|| plain(lang, "size-unknown-short"));
+    lines.push(render(lang, "status-size", &[s("size", declared)]));
     if let Some(result) = &job.result {
-        lines.push(format!("Result: {}", size(result.size.max(0) as u64)));
+        lines.push(render(lang, "status-result", &[s("size", size(lang, u64::try_from(result.size).unwrap_or(0)))]));
     }
-    lines.push(format!("Received: {}", job.created_at.datetime_utc()));
-    lines.push(format!("Last change: {}", job.updated_at.datetime_utc()));
-    match job.state {
-        JobState::Ready => {
-            if let Some(t) = job.result.as_ref().map(|r| r.expires_at) {
-                lines.push(format!("Available until {}. Send the same file again to get it again.", t.date_utc()));
-            }
-        }
-        JobState::Expired => {
-            if let Some(t) = job.result.as_ref().map(|r| r.expires_at) {
-                lines.push(format!("Expired on {}. Send the file again to process it again.", t.date_utc()));
-            }
-        }
-        JobState::Failed => {
+    lines.push(render(lang, "status-received", &[s("at", job.created_at.datetime_utc())]));
+    lines.push(render(lang, "status-changed", &[s("at", job.updated_at.datetime_utc())]));
+    let kept_until = job.result.as_ref().map(|r| r.expires_at.date_utc());
+    match (job.state, kept_until) {
+        (JobState::Ready, Some(date)) => lines.push(render(lang, "status-available", &[s("date", date)])),
+        (JobState::Expired, Some(date)) => lines.push(render(lang, "status-expired", &[s("date", date)])),
+        (JobState::Failed, _) => {
             if let Some(e) = &job.error {
-                lines.push(format!("Reason: {e}."));
+                lines.push(render(lang, "status-reason", &[s("reason", e.as_str())]));
             }
         }
         _ => {}
@@ -343,117 +585,110 @@ pub fn status(job: &Job) -> String {
 
 /// The `/status` answer for a ticket that does not exist *or belongs to another chat*: the two
 /// must read the same, so tickets cannot be probed.
-pub fn no_such_ticket(ticket: Ticket) -> String {
-    format!("No such ticket: {ticket}.")
+pub fn no_such_ticket(lang: Lang, ticket: Ticket) -> String {
+    render(lang, "no-such-ticket", &[s("ticket", ticket.to_string())])
 }
 
 /// `/status` or `/get` without a usable number.
-pub fn status_usage() -> String {
-    "Usage: /status 4812 or /get 4812 (the ticket number from my reply).".to_owned()
+pub fn status_usage(lang: Lang) -> String {
+    plain(lang, "status-usage")
 }
 
 /// The `/jobs` answer: the chat's latest tickets.
-pub fn jobs(jobs: &[Job]) -> String {
+pub fn jobs(lang: Lang, jobs: &[Job]) -> String {
     if jobs.is_empty() {
-        return "No tickets yet. Send me a PDF as a file to start.".to_owned();
+        return plain(lang, "jobs-none");
     }
-    let mut lines = vec!["Your latest tickets:".to_owned()];
-    lines
-        .extend(jobs.iter().map(|j| format!("{} {} — {}", run_label(j), display_name(j.name()), state_words(j.state))));
+    let mut lines = vec![plain(lang, "jobs-title")];
+    lines.extend(jobs.iter().map(|j| {
+        render(
+            lang,
+            "jobs-line",
+            &[
+                s("ticket", run_label(j)),
+                s("name", display_name(lang, j.name())),
+                s("state", state_words(lang, j.state)),
+            ],
+        )
+    }));
     lines.join("\n")
 }
 
 /// The answer to `/cancel N` (or `docket cancel N`) that stopped the job.
-pub fn cancelled(job: &Job) -> String {
-    format!(
-        "{} cancelled: {} will not be processed, and its files are deleted.",
-        run_label(job),
-        display_name(job.name())
-    )
+pub fn cancelled(lang: Lang, job: &Job) -> String {
+    render(lang, "cancelled", &[s("ticket", run_label(job)), s("name", display_name(lang, job.name()))])
 }
 
 /// The answer to `/cancel N` for a job that has ended already.
-pub fn cannot_cancel(ticket: Ticket, state: JobState) -> String {
-    format!("{ticket} is {} already; only a ticket that is not ready yet can be cancelled.", state_words(state))
+pub fn cannot_cancel(lang: Lang, ticket: Ticket, state: JobState) -> String {
+    render(lang, "cannot-cancel", &[s("ticket", ticket.to_string()), s("state", state_words(lang, state))])
 }
 
 /// `/cancel` without a usable number.
-pub fn cancel_usage() -> String {
-    "Usage: /cancel 4812 (the ticket number from my reply).".to_owned()
+pub fn cancel_usage(lang: Lang) -> String {
+    plain(lang, "cancel-usage")
 }
 
 /// The notice to a person that an admin sent their failed ticket back to the queue.
-pub fn retrying_for_admin(job: &Job) -> String {
-    format!("{}: {} is being tried again.", run_label(job), display_name(job.name()))
+pub fn retrying_for_admin(lang: Lang, job: &Job) -> String {
+    render(lang, "retrying-for-admin", &[s("ticket", run_label(job)), s("name", display_name(lang, job.name()))])
 }
 
 /// What `/privacy` says: what is kept, where, and for how long.
-pub fn privacy(facts: &HelpFacts) -> String {
-    format!(
-        "What I keep about you:\n\
-         • For each file you send: its name, size and type as Telegram gives them, your user and chat id, \
-         and the message ids, in this bot's database.\n\
-         • The file itself, on this bot's server, only while it is being processed.\n\
-         • The result, on this bot's server, for {} after it is ready; then it is deleted.\n\
-         • The texts I sent you, until they have been delivered and some time after.\n\
-         Nothing is shared with anyone. /forget deletes your files, results and their names now.",
-        humantime::format_duration(facts.result_ttl)
-    )
+pub fn privacy(lang: Lang, facts: &HelpFacts) -> String {
+    render(lang, "privacy", &[s("ttl", duration(lang, facts.result_ttl))])
 }
 
 /// The question `/forget` asks, above its confirmation button.
-pub fn forget_question() -> String {
-    "This deletes all your results and files and the names of everything you sent, now. \
-     Tickets in progress are cancelled. It cannot be undone."
-        .to_owned()
+pub fn forget_question(lang: Lang) -> String {
+    plain(lang, "forget-question")
 }
 
 /// The label of `/forget`'s confirmation button.
-pub fn forget_button() -> String {
-    "Yes, delete everything".to_owned()
+pub fn forget_button(lang: Lang) -> String {
+    plain(lang, "forget-button")
 }
 
 /// The answer once `/forget` was confirmed.
-pub fn forgotten(jobs: u64) -> String {
-    match jobs {
-        0 => "Done: there was nothing of yours to delete.".to_owned(),
-        1 => "Done: 1 ticket is forgotten, with its files.".to_owned(),
-        n => format!("Done: {n} tickets are forgotten, with their files."),
-    }
+pub fn forgotten(lang: Lang, jobs: u64) -> String {
+    render(lang, "forgotten", &[n("jobs", jobs)])
+}
+
+/// What an unfinished job that was forgotten reads as its reason (`/status` shows it).
+pub fn forgotten_reason(lang: Lang) -> String {
+    plain(lang, "forgotten-reason")
 }
 
 /// The answer to a valid invite (`/start <token>`).
-pub fn invited(facts: &HelpFacts) -> String {
-    format!("Welcome! You can use this bot now.\n\n{}", help(facts))
+pub fn invited(lang: Lang, facts: &HelpFacts) -> String {
+    render(lang, "invited", &[s("help", help(lang, facts))])
 }
 
 /// The answer to `/stats` for someone who is not an admin.
-pub fn admins_only() -> String {
-    "Only this bot's admins can use /stats.".to_owned()
+pub fn admins_only(lang: Lang) -> String {
+    plain(lang, "admins-only")
 }
 
 /// The `/stats` answer for admins.
-pub fn stats(stats: &crate::domain::BotStats, budget: u64, now: Timestamp) -> String {
-    let mut lines = vec!["docket now:".to_owned()];
+pub fn stats(lang: Lang, stats: &crate::domain::BotStats, budget: u64, now: Timestamp) -> String {
+    let mut lines = vec![plain(lang, "stats-title")];
     let jobs: Vec<String> = stats.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
-    lines.push(format!("Jobs: {}", if jobs.is_empty() { "none".to_owned() } else { jobs.join(", ") }));
-    lines.push(format!("Budget: {} in flight, of {} per process", size(stats.bytes_in_flight), size(budget)));
-    lines.push(match stats.oldest_waiting {
-        Some(since) => format!("Oldest waiting job: due for {}", humantime::format_duration(rounded(since.until(now)))),
-        None => "Oldest waiting job: none waiting".to_owned(),
-    });
-    lines.push(format!("Dead chats: {}", stats.dead_chats));
-    lines.push(format!("429s in the last hour: {}", stats.flood_waits_last_hour));
-    lines.push(format!(
-        "Hosts: {}",
-        if stats.hosts.is_empty() { "none holding work now".to_owned() } else { stats.hosts.join(", ") }
+    let jobs = if jobs.is_empty() { plain(lang, "stats-jobs-none") } else { jobs.join(", ") };
+    lines.push(render(lang, "stats-jobs", &[s("jobs", jobs)]));
+    lines.push(render(
+        lang,
+        "stats-budget",
+        &[s("in-flight", size(lang, stats.bytes_in_flight)), s("budget", size(lang, budget))],
     ));
+    lines.push(match stats.oldest_waiting {
+        Some(since) => render(lang, "stats-oldest", &[s("for", duration(lang, since.until(now)))]),
+        None => plain(lang, "stats-oldest-none"),
+    });
+    lines.push(render(lang, "stats-dead-chats", &[s("n", stats.dead_chats.to_string())]));
+    lines.push(render(lang, "stats-flood-waits", &[s("n", stats.flood_waits_last_hour.to_string())]));
+    let hosts = if stats.hosts.is_empty() { plain(lang, "stats-hosts-none") } else { stats.hosts.join(", ") };
+    lines.push(render(lang, "stats-hosts", &[s("hosts", hosts)]));
     lines.join("\n")
-}
-
-/// A duration to the whole second, for people.
-fn rounded(d: std::time::Duration) -> std::time::Duration {
-    std::time::Duration::from_secs(d.as_secs())
 }
 
 /// What `/start` and `/help` say.
@@ -467,37 +702,21 @@ pub struct HelpFacts {
 }
 
 /// `/start`.
-pub fn start(facts: &HelpFacts) -> String {
-    format!(
-        "Hello! Send me a PDF as a file and I will optimize it (recompress and drop unused parts). \
-         You get a ticket number at once and the result when it is done.\n\n{}",
-        help(facts)
-    )
+pub fn start(lang: Lang, facts: &HelpFacts) -> String {
+    render(lang, "start", &[s("help", help(lang, facts))])
 }
 
 /// `/help`.
-pub fn help(facts: &HelpFacts) -> String {
-    format!(
-        "How it works:\n\
-         • Send a PDF as a file (up to {}). I answer with a ticket number right away.\n\
-         • When it is done you get the result (results up to {} can be sent).\n\
-         • Results are kept for {}; sending the same file again gets it again.\n\n\
-         What to do is the file's caption (without one: optimize, or what /mode chose):\n\
-         {}\n\
-         When a result is ready, its buttons ask for more from the same file.\n\n\
-         Commands:\n\
-         /status 4812 — where a ticket is\n\
-         /get 4812 — the result again, while it is kept\n\
-         /jobs — your latest tickets\n\
-         /cancel 4812 — stop a ticket that is not ready yet\n\
-         /mode — what a file without a caption gets in this chat\n\
-         /privacy — what I keep, and for how long\n\
-         /forget — delete everything of yours now\n\
-         /help — this text",
-        size(facts.download_limit),
-        size(facts.upload_limit),
-        humantime::format_duration(facts.result_ttl),
-        operation_lines()
+pub fn help(lang: Lang, facts: &HelpFacts) -> String {
+    render(
+        lang,
+        "help",
+        &[
+            s("download", size(lang, facts.download_limit)),
+            s("upload", size(lang, facts.upload_limit)),
+            s("ttl", duration(lang, facts.result_ttl)),
+            s("operations", operation_lines()),
+        ],
     )
 }
 
@@ -546,7 +765,7 @@ pub fn caption_problem(error: &crate::domain::operation::ParseError) -> String {
     use crate::domain::operation::ParseError;
     match error {
         ParseError::Empty => "the caption names no operation".to_owned(),
-        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(word)),
+        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(Lang::ENGLISH, word)),
         ParseError::Arguments { operation, problem } => format!("{operation}: {problem}"),
     }
 }
@@ -574,7 +793,7 @@ pub fn mode_set(operation: &crate::domain::Operation) -> String {
 pub fn mode_unknown(word: &str) -> String {
     format!(
         "\"{}\" cannot be a default. Choose one of {}.",
-        display_name(word),
+        display_name(Lang::ENGLISH, word),
         crate::domain::Operation::MODES.join(", ")
     )
 }
@@ -599,7 +818,7 @@ pub fn wrong_format(operation: &str, accepts: &[&str], found: &str, found_label:
 /// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
 /// but it is a ZIP archive".
 pub fn declared_but_is(declared: &str, found: &str) -> String {
-    format!("sent as {}, but it is {found}", display_name(declared))
+    format!("sent as {}, but it is {found}", display_name(Lang::ENGLISH, declared))
 }
 
 /// The hint after a result over the upload limit, by operation.
@@ -616,7 +835,7 @@ pub fn result_too_big_hint(operation: &str) -> &'static str {
 
 /// The message of an `info` result: the child's output (until the document facts land, its text).
 pub fn info_message(name: &str, output: &str) -> String {
-    format!("{}:\n{output}", display_name(name))
+    format!("{}:\n{output}", display_name(Lang::ENGLISH, name))
 }
 
 /// A run of OCR on a bot where no OCR program is configured.
@@ -641,13 +860,13 @@ pub fn run_reply(ticket: Ticket, operation: &crate::domain::Operation, ahead: u6
 }
 
 /// `/status N` of a ticket with several runs: each run's status, the first one first.
-pub fn ticket_status(runs: &[Job]) -> String {
-    runs.iter().map(status).collect::<Vec<_>>().join("\n\n")
+pub fn ticket_status(lang: Lang, runs: &[Job]) -> String {
+    runs.iter().map(|run| status(lang, run)).collect::<Vec<_>>().join("\n\n")
 }
 
 /// `/cancel N` of a ticket with several runs: each run that was cancelled.
-pub fn runs_cancelled(runs: &[Job]) -> String {
-    runs.iter().map(cancelled).collect::<Vec<_>>().join("\n")
+pub fn runs_cancelled(lang: Lang, runs: &[Job]) -> String {
+    runs.iter().map(|run| cancelled(lang, run)).collect::<Vec<_>>().join("\n")
 }
 
 /// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.
@@ -666,7 +885,7 @@ pub fn page_without_text(page: u32) -> String {
 
 /// The line that ends a text cut short at page `page`, over `limit` bytes.
 pub fn text_cut_short(page: u32, limit: u64) -> String {
-    format!("[the text stops before page {page}: it passed {}]", size(limit))
+    format!("[the text stops before page {page}: it passed {}]", size(Lang::ENGLISH, limit))
 }
 
 /// `info`'s message: the facts about a document, one per line.
@@ -720,39 +939,43 @@ pub fn document_info(info: &crate::domain::DocumentInfo) -> String {
             .collect();
         lines.push(format!("Fonts: {}", fonts.join(", ")));
     }
-    lines.push(format!("Size: {}", size(info.file_bytes)));
+    lines.push(format!("Size: {}", size(Lang::ENGLISH, info.file_bytes)));
     lines.push(format!("SHA-256: {}", info.sha256));
     lines.join("\n")
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::domain::ResultFile;
 
+    const E: Lang = Lang::ENGLISH;
+
     #[test]
     fn sizes_read_like_telegram_shows_them() {
-        assert_eq!(size(12_300_000), "12.3 MB");
-        assert_eq!(size(9_100_000), "9.1 MB");
-        assert_eq!(size(512), "512 B");
+        assert_eq!(size(E, 12_300_000), "12.3 MB");
+        assert_eq!(size(E, 9_100_000), "9.1 MB");
+        assert_eq!(size(E, 512), "512 B");
     }
 
     #[test]
     fn the_ticket_reply_has_name_size_and_ticket() {
         assert_eq!(
-            ticket_reply("report.pdf", Some(12_300_000), Ticket(4812), 0),
+            ticket_reply(E, "report.pdf", Some(12_300_000), Ticket(4812), 0),
             "Got report.pdf (12.3 MB) — ticket #4812, queued."
         );
         assert_eq!(
-            ticket_reply("", None, Ticket(1), 1),
+            ticket_reply(E, "", None, Ticket(1), 1),
             "Got your file (size unknown) — ticket #1, queued, 1 job ahead of it."
         );
         assert_eq!(
-            ticket_reply("a.pdf", None, Ticket(9), 7),
+            ticket_reply(E, "a.pdf", None, Ticket(9), 7),
             "Got a.pdf (size unknown) — ticket #9, queued, 7 jobs ahead of it."
         );
         assert_eq!(
-            ticket_reply("a.pdf", None, Ticket(9), QUEUE_COUNT_CAP + 1),
+            ticket_reply(E, "a.pdf", None, Ticket(9), QUEUE_COUNT_CAP + 1),
             "Got a.pdf (size unknown) — ticket #9, queued, more than 1000 jobs ahead of it."
         );
     }
@@ -764,8 +987,8 @@ mod tests {
     #[test]
     fn the_status_message_shows_where_the_job_is() {
         let job = job(4812, "contract.pdf", Some(182_000_000));
-        let line = |step: Progress| progress(&job, &step).lines().nth(1).unwrap_or_default().to_owned();
-        assert!(progress(&job, &Progress::Processing).starts_with("Got contract.pdf (182.0 MB) — ticket #4812.\n"));
+        let line = |step: Progress| progress(E, &job, &step).lines().nth(1).unwrap_or_default().to_owned();
+        assert!(progress(E, &job, &Progress::Processing).starts_with("Got contract.pdf (182.0 MB) — ticket #4812.\n"));
         assert_eq!(line(Progress::Downloading { done: 0, total: Some(182_000_000) }), "Downloading…");
         assert_eq!(
             line(Progress::Downloading { done: 81_900_000, total: Some(182_000_000) }),
@@ -783,18 +1006,18 @@ mod tests {
 
     #[test]
     fn a_lying_name_gets_a_clear_reason() {
-        let r = failure_reason("report.pdf", &FailureReason::NotAPdf { found: "a PNG image".into() });
+        let r = failure_reason(E, "report.pdf", &FailureReason::NotAPdf { found: "a PNG image".into() });
         assert_eq!(
-            failed_notice(Ticket(4812), &r),
+            failed_notice(E, Ticket(4812), &r),
             "#4812 failed: report.pdf is not a PDF (the content looks like a PNG image)."
         );
     }
 
     #[test]
     fn hostile_names_are_tamed() {
-        assert_eq!(display_name("a\u{0}b\nc.pdf"), "abc.pdf");
-        assert_eq!(display_name(&"x".repeat(500)).chars().count(), 80);
-        assert_eq!(display_name("  "), "your file");
+        assert_eq!(display_name(E, "a\u{0}b\nc.pdf"), "abc.pdf");
+        assert_eq!(display_name(E, &"x".repeat(500)).chars().count(), 80);
+        assert_eq!(display_name(E, "  "), "your file");
     }
 
     #[test]
@@ -802,9 +1025,264 @@ mod tests {
         for wide in ["é", "中", "🦀", "e\u{301}"] {
             for pad in 0..4 {
                 let name = format!("{}{}", "a".repeat(pad), wide.repeat(100));
-                let shown = display_name(&name);
+                let shown = display_name(E, &name);
                 assert_eq!(shown.chars().count(), 80, "{shown}");
                 assert!(shown.ends_with('…'), "{shown}");
+            }
+        }
+    }
+
+    fn ru() -> Lang {
+        Lang::from_code("ru")
+    }
+
+    #[test]
+    fn language_codes_pick_a_catalog_language_or_english() {
+        assert_eq!(Lang::from_code("en"), Lang::ENGLISH);
+        assert_eq!(Lang::from_code("en-GB"), Lang::ENGLISH);
+        assert_eq!(Lang::from_code("ru").code(), "ru");
+        assert_eq!(Lang::from_code("ru-RU"), ru());
+        assert_eq!(Lang::from_code("RU"), ru());
+        assert_eq!(Lang::from_code("de"), Lang::ENGLISH);
+        assert_eq!(Lang::from_code(""), Lang::ENGLISH);
+        assert_eq!(Lang::from_code("not a language!"), Lang::ENGLISH);
+        assert_eq!(Lang::from_stored(None), Lang::ENGLISH);
+        assert_eq!(Lang::ENGLISH.code(), "en");
+        assert_eq!(Lang::all().next(), Some(Lang::ENGLISH), "English comes first");
+        for lang in Lang::all() {
+            assert_eq!(Lang::from_code(&lang.code()), lang, "{lang:?} round-trips through its code");
+        }
+    }
+
+    #[test]
+    fn sizes_have_the_languages_units_and_decimal_mark() {
+        assert_eq!(size(E, 182_300_000), "182.3 MB");
+        assert_eq!(size(ru(), 182_300_000), "182,3 МБ");
+        assert_eq!(size(ru(), 512), "512 Б");
+        assert_eq!(size(ru(), 1_500), "1,5 КБ");
+        assert_eq!(size(E, 1_500), "1.5 kB");
+        assert_eq!(size(ru(), 2_000_000_000), "2,0 ГБ");
+        assert_eq!(memory_size(E, 2 << 30), "2 GiB");
+        assert_eq!(memory_size(ru(), 256 << 20), "256 МиБ");
+        assert_eq!(memory_size(ru(), 3 << 29), "1,50 ГиБ");
+    }
+
+    #[test]
+    fn durations_are_in_the_language() {
+        let day = std::time::Duration::from_secs(86_400);
+        assert_eq!(duration(E, 7 * day), "7days");
+        assert_eq!(duration(E, day), "1day");
+        assert_eq!(duration(E, std::time::Duration::from_secs(5_400)), "1h 30m");
+        assert_eq!(duration(ru(), 7 * day), "7 дней");
+        assert_eq!(duration(ru(), 2 * day), "2 дня");
+        assert_eq!(duration(ru(), 21 * day), "21 день");
+        assert_eq!(duration(ru(), std::time::Duration::from_secs(5_400)), "1 ч 30 мин");
+        assert_eq!(duration(ru(), std::time::Duration::ZERO), "0 с");
+        assert_eq!(minutes(ru(), std::time::Duration::from_secs(600)), "10 мин");
+        assert_eq!(minutes(E, std::time::Duration::from_secs(7_200)), "2 h");
+    }
+
+    #[test]
+    fn russian_counts_take_their_plural_forms() {
+        let ahead = |n| ticket_reply(ru(), "a.pdf", Some(1_000_000), Ticket(9), n);
+        assert_eq!(ahead(0), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди.");
+        assert_eq!(ahead(1), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди, перед ней 1 задание.");
+        assert_eq!(ahead(2), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди, перед ней 2 задания.");
+        assert_eq!(ahead(5), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди, перед ней 5 заданий.");
+        assert_eq!(ahead(21), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди, перед ней 21 задание.");
+        assert_eq!(ahead(12), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди, перед ней 12 заданий.");
+        assert_eq!(forgotten(ru(), 3), "Готово: 3 заявки забыты вместе с файлами.");
+        assert_eq!(forgotten(ru(), 11), "Готово: 11 заявок забыто вместе с файлами.");
+        assert_eq!(forgotten(E, 1), "Done: 1 ticket is forgotten, with its files.");
+        assert_eq!(forgotten(E, 0), "Done: there was nothing of yours to delete.");
+        assert!(queue_full(ru(), "a.pdf", 4).contains("4 ваших файла уже ждут"));
+        assert!(queue_full(E, "a.pdf", 1).contains("1 of your files is already"));
+    }
+
+    #[test]
+    fn multi_line_messages_keep_their_blank_lines() {
+        let facts =
+            HelpFacts { download_limit: 20_000_000, upload_limit: 50_000_000, result_ttl: Duration::from_secs(86_400) };
+        let shown = help(E, &facts);
+        assert!(shown.starts_with("How it works:\n• Send a PDF as a file (up to 20.0 MB)."), "{shown}");
+        assert!(shown.contains("again.\n\nWhat to do is"), "{shown}");
+        assert!(shown.contains("same file.\n\nCommands:\n/status 4812 — where a ticket is\n"), "{shown}");
+        assert!(start(E, &facts).contains("when it is done.\n\nHow it works:"));
+        assert!(shown.ends_with("/help — this text"), "{shown}");
+        let russian = help(ru(), &facts);
+        assert!(russian.contains("(до 20,0 МБ)") && russian.contains("хранятся 1 день;"), "{russian}");
+    }
+
+    /// The message ids of one catalog file.
+    fn message_ids(path: &std::path::Path) -> std::collections::BTreeSet<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let resource = fluent_syntax::parser::parse(text.as_str())
+            .unwrap_or_else(|(_, errors)| panic!("{} does not parse: {errors:?}", path.display()));
+        resource
+            .body
+            .iter()
+            .filter_map(|entry| match entry {
+                fluent_syntax::ast::Entry::Message(m) => Some(m.id.name.to_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_language_has_every_message() {
+        let locales = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("locales");
+        let english = message_ids(&locales.join("en/docket.ftl"));
+        let mut folders = 0;
+        for entry in std::fs::read_dir(&locales).unwrap() {
+            let folder = entry.unwrap().path();
+            let ids = message_ids(&folder.join("docket.ftl"));
+            let missing: Vec<_> = english.difference(&ids).collect();
+            let extra: Vec<_> = ids.difference(&english).collect();
+            assert!(
+                missing.is_empty() && extra.is_empty(),
+                "{}: missing {missing:?}, extra {extra:?}",
+                folder.display()
+            );
+            let code = folder.file_name().unwrap().to_string_lossy().into_owned();
+            assert_eq!(Lang::from_code(&code).code(), code, "the catalog embeds {code}");
+            folders += 1;
+        }
+        assert_eq!(Lang::all().count(), folders, "every folder is a language, and only those");
+        assert!(folders >= 2);
+    }
+
+    /// Calls every text function with arguments that reach each of its messages; `render` panics
+    /// in tests on an unknown id or a missing variable.
+    fn every_text(lang: Lang) -> Vec<String> {
+        let facts = HelpFacts {
+            download_limit: 20_000_000,
+            upload_limit: 50_000_000,
+            result_ttl: Duration::from_secs(7 * 86_400),
+        };
+        let mut job = job(4812, "contract.pdf", Some(182_000_000));
+        let now = Timestamp::from_millis(1_796_601_600_000);
+        let mut all = vec![
+            language_name(lang),
+            lang_question(lang),
+            lang_chosen(lang),
+            size(lang, 0),
+            size(lang, u64::MAX),
+            memory_size(lang, u64::MAX),
+            duration(lang, Duration::from_secs(90_061)),
+            display_name(lang, ""),
+            ticket_reply(lang, "a.pdf", None, Ticket(1), 0),
+            ticket_reply(lang, "a.pdf", Some(1), Ticket(1), 3),
+            ticket_reply(lang, "a.pdf", Some(1), Ticket(1), QUEUE_COUNT_CAP + 1),
+            already_ticket(lang, "a.pdf", Ticket(1), JobState::Processing),
+            processing_again_after_expiry(lang, Ticket(1), now),
+            trying_again_after_failure(lang, "a.pdf", Ticket(1)),
+            too_big_to_accept(lang, "a.pdf", 30_000_000, 20_000_000),
+            too_big_for_budget(lang, "a.pdf", 30_000_000, 20_000_000),
+            queue_full(lang, "a.pdf", 50),
+            not_allowed(lang, Some(42)),
+            not_allowed(lang, None),
+            send_a_document(lang),
+            ready_caption(lang, &job),
+            expired_early(lang, &job, now),
+            delivery_alert(lang, OutboxId(5), ChatRef(7), Some(Ticket(1)), "blocked"),
+            delivery_alert(lang, OutboxId(5), ChatRef(7), None, "blocked"),
+            failed_notice(lang, Ticket(1), "x"),
+            no_such_ticket(lang, Ticket(1)),
+            status_usage(lang),
+            jobs(lang, &[]),
+            jobs(lang, std::slice::from_ref(&job)),
+            cancelled(lang, &job),
+            cannot_cancel(lang, Ticket(1), JobState::Ready),
+            cancel_usage(lang),
+            retrying_for_admin(lang, &job),
+            privacy(lang, &facts),
+            forget_question(lang),
+            forget_button(lang),
+            forgotten(lang, 0),
+            forgotten(lang, 1),
+            forgotten(lang, 7),
+            forgotten_reason(lang),
+            invited(lang, &facts),
+            admins_only(lang),
+            start(lang, &facts),
+            help(lang, &facts),
+            minutes(lang, Duration::from_secs(3_600)),
+            minutes(lang, Duration::from_secs(600)),
+            minutes(lang, Duration::from_secs(90)),
+        ];
+        let stats_now = crate::domain::BotStats {
+            jobs: vec![(JobState::Accepted, 3)],
+            oldest_waiting: Some(Timestamp::from_millis(now.as_millis() - 90_000)),
+            bytes_in_flight: 1_000_000,
+            dead_chats: 1,
+            flood_waits_last_hour: 2,
+            hosts: vec!["a:1".into()],
+        };
+        all.push(stats(lang, &stats_now, 2_000_000_000, now));
+        all.push(stats(lang, &crate::domain::BotStats::default(), 2_000_000_000, now));
+        all.extend(command_list(lang).into_iter().map(|(_, description)| description));
+        for state in JobState::ALL {
+            all.push(state_words(lang, state));
+        }
+        let reasons = [
+            FailureReason::NotAPdf { found: "a PNG image".into() },
+            FailureReason::TooBig { size: 2, limit: 1 },
+            FailureReason::SizeMismatch { declared: 2, real: 1 },
+            FailureReason::Encrypted,
+            FailureReason::Unreadable,
+            FailureReason::NoPages,
+            FailureReason::ResultTooBig { size: 2, limit: 1, operation: "shrink".into() },
+            FailureReason::FileUnavailable,
+            FailureReason::GaveUp { attempts: 5 },
+            FailureReason::SourceKeptVanishing { times: 3 },
+            FailureReason::NeedsTooMuchMemory { limit: 1 << 30 },
+            FailureReason::TookTooLong { limit: Duration::from_secs(600) },
+            FailureReason::InflatesTooMuch { limit: 1 << 30 },
+            FailureReason::Crashed,
+            FailureReason::ToolFailed { tool: "ocrmypdf".into() },
+            FailureReason::Cancelled,
+        ];
+        all.extend(reasons.iter().map(|r| failure_reason(lang, "a.pdf", r)));
+        let until = Timestamp::from_millis(1_796_601_600_000);
+        let steps = [
+            Progress::Queued { position: 1 },
+            Progress::Queued { position: 5 },
+            Progress::Downloading { done: 0, total: None },
+            Progress::Downloading { done: 5, total: Some(10) },
+            Progress::Downloading { done: 5, total: None },
+            Progress::WaitingToProcess,
+            Progress::Processing,
+            Progress::WaitingToRetry,
+            Progress::Ready { until },
+            Progress::Cancelled,
+            Progress::Failed { reason: "x".into() },
+        ];
+        all.extend(steps.iter().map(|step| progress(lang, &job, step)));
+        for state in JobState::ALL {
+            job.state = state;
+            job.error = Some("x".into());
+            job.result = Some(ResultFile { path: None, size: 1, expires_at: until, telegram_file_id: None });
+            all.push(status(lang, &job));
+        }
+        all
+    }
+
+    #[test]
+    fn every_message_renders_in_every_language() {
+        let english = every_text(Lang::ENGLISH);
+        for lang in Lang::all() {
+            let texts = every_text(lang);
+            for text in &texts {
+                assert!(!text.trim().is_empty(), "{lang:?}: an empty text");
+                assert!(
+                    !text.contains('\u{2068}') && !text.contains('\u{2069}'),
+                    "{lang:?}: isolation marks in {text:?}"
+                );
+            }
+            if lang != Lang::ENGLISH {
+                let same: Vec<_> =
+                    texts.iter().zip(&english).filter(|(a, b)| a == b && a.chars().any(char::is_alphabetic)).collect();
+                assert!(same.len() < english.len() / 4, "{lang:?} reads like English: {same:?}");
             }
         }
     }
@@ -836,7 +1314,7 @@ mod tests {
         proptest! {
             #[test]
             fn display_names_are_short_clean_prefixes(raw in name()) {
-                let shown = display_name(&raw);
+                let shown = display_name(E, &raw);
                 prop_assert!(shown.chars().count() <= 80);
                 prop_assert!(!shown.chars().any(char::is_control));
                 let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
@@ -846,18 +1324,23 @@ mod tests {
 
             #[test]
             fn every_text_with_a_user_name_is_built_safely(raw in name(), size in any::<u64>(), n in any::<u64>()) {
-                let _ = ticket_reply(&raw, Some(size), Ticket(1), n);
-                let _ = already_ticket(&raw, Ticket(1), JobState::Processing);
-                let _ = trying_again_after_failure(&raw, Ticket(1));
-                let _ = too_big_to_accept(&raw, size, n);
-                let _ = too_big_for_budget(&raw, size, n);
-                let _ = failure_reason(&raw, &FailureReason::NotAPdf { found: raw.clone() });
+                for lang in Lang::all() {
+                    let _ = ticket_reply(lang, &raw, Some(size), Ticket(1), n);
+                    let _ = queue_full(lang, &raw, n);
+                    let _ = forgotten(lang, n);
+                }
+                let _ = ticket_reply(E, &raw, Some(size), Ticket(1), n);
+                let _ = already_ticket(E, &raw, Ticket(1), JobState::Processing);
+                let _ = trying_again_after_failure(E, &raw, Ticket(1));
+                let _ = too_big_to_accept(E, &raw, size, n);
+                let _ = too_big_for_budget(E, &raw, size, n);
+                let _ = failure_reason(E, &raw, &FailureReason::NotAPdf { found: raw.clone() });
                 let mut job = job(1, &raw, Some(size as i64));
-                let _ = status(&job);
-                let _ = progress(&job, &Progress::Downloading { done: n, total: Some(size) });
+                let _ = status(E, &job);
+                let _ = progress(E, &job, &Progress::Downloading { done: n, total: Some(size) });
                 job.result = Some(ResultFile { path: None, size: n as i64, expires_at: Timestamp::from_millis(0), telegram_file_id: None });
-                let _ = ready_caption(&job);
-                let _ = jobs(&[job]);
+                let _ = ready_caption(E, &job);
+                let _ = jobs(E, &[job]);
             }
         }
     }

@@ -18,7 +18,7 @@ use anyhow::Context;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::config::{Config, UpdateMode};
 use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
@@ -36,6 +36,7 @@ use crate::spool::Spool;
 use crate::store::{JobFilter, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
+use crate::texts::{self, Lang};
 
 mod cluster;
 mod health;
@@ -257,6 +258,19 @@ async fn drain(set: &mut JoinSet<()>) {
     while set.join_next().await.is_some() {}
 }
 
+/// Registers the command list with setMyCommands in every catalog language: English as the
+/// default (no `language_code`), each other language under its code. A refusal or a silent Bot
+/// API is logged and the bot runs on: the list only helps people type commands.
+async fn register_commands(telegram: &TelegramClient) {
+    for lang in Lang::all() {
+        let code = (lang != Lang::ENGLISH).then(|| lang.code());
+        match telegram.set_commands(&texts::command_list(lang), code.as_deref()).await {
+            Ok(()) => debug!(language = %lang.code(), "registered the command list"),
+            Err(e) => warn!(language = %lang.code(), error = %e, "could not register the command list (setMyCommands)"),
+        }
+    }
+}
+
 /// Opens everything and starts every loop.
 pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow::Result<Running> {
     let spool = Spool::open(&config.storage.data_dir)?;
@@ -267,6 +281,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let bot_username = match telegram.get_me().await {
         Ok(name) => {
             info!(bot = %name, "connected to the Bot API");
+            // Only when the Bot API answers: a silent one would hold the start up for nothing.
+            register_commands(&telegram).await;
             Some(name).filter(|n| !n.is_empty())
         }
         Err(e @ TelegramError::Unauthorized) => return Err(anyhow::Error::new(e).context("while checking the token")),

@@ -62,6 +62,8 @@ pub enum Command {
     /// `/mode [NAME]`: show, or set, the chat's default operation for documents without a caption
     /// (the word as written, `None` without one).
     Mode(Option<String>),
+    /// `/lang`: choose the language docket writes to the chat in, with one button per language.
+    Lang,
 }
 
 /// A press on an inline button (a callback query).
@@ -105,6 +107,52 @@ pub struct Origin {
     pub user: Option<UserId>,
     /// The message, for threading replies.
     pub message_id: MessageId,
+    /// The sender's language as their Telegram app reports it, when it does.
+    pub language: Option<LanguageCode>,
+}
+
+/// An IETF language tag as Telegram reports a person's (`language_code`: "ru", "en-GB",
+/// "pt-br"): ASCII letters, digits and `-`, at most [`LanguageCode::MAX_LEN`] bytes. Kept inline
+/// so that [`Origin`] stays `Copy`. Which catalog language it means is decided above the domain.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LanguageCode {
+    bytes: [u8; Self::MAX_LEN],
+    len: u8,
+}
+
+impl LanguageCode {
+    /// The longest code kept; longer ones are not language tags Telegram sends.
+    pub const MAX_LEN: usize = 16;
+
+    /// `code` as a language code (`_` read as `-`); `None` when it is empty, too long or holds
+    /// anything but ASCII letters, digits and `-`.
+    pub fn parse(code: &str) -> Option<Self> {
+        let code = code.trim();
+        if code.is_empty() || code.len() > Self::MAX_LEN {
+            return None;
+        }
+        let mut bytes = [0; Self::MAX_LEN];
+        for (slot, b) in bytes.iter_mut().zip(code.bytes()) {
+            *slot = match b {
+                b'_' => b'-',
+                b if b.is_ascii_alphanumeric() || b == b'-' => b,
+                _ => return None,
+            };
+        }
+        Some(Self { bytes, len: u8::try_from(code.len()).ok()? })
+    }
+
+    /// The code.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII bytes are ever stored.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for LanguageCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LanguageCode({})", self.as_str())
+    }
 }
 
 /// What an update means to docket, extracted by the Telegram adapter.
@@ -150,5 +198,21 @@ impl GroupMode {
             Self::All => "all",
             Self::Off => "off",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LanguageCode;
+
+    #[test]
+    fn language_codes_are_short_ascii_tags() {
+        assert_eq!(LanguageCode::parse("ru").map(|c| c.as_str().to_owned()).as_deref(), Some("ru"));
+        assert_eq!(LanguageCode::parse(" pt_br ").map(|c| c.as_str().to_owned()).as_deref(), Some("pt-br"));
+        assert_eq!(LanguageCode::parse("en-GB").map(|c| c.as_str().to_owned()).as_deref(), Some("en-GB"));
+        assert!(LanguageCode::parse("").is_none());
+        assert!(LanguageCode::parse("ру").is_none());
+        assert!(LanguageCode::parse("en GB").is_none());
+        assert!(LanguageCode::parse(&"a".repeat(17)).is_none());
     }
 }

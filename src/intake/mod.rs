@@ -24,7 +24,7 @@ pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, Gro
 use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
 use crate::domain::{Button, FailureReason, Job, NewMessage, Submission};
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
-use crate::texts;
+use crate::texts::{self, Lang};
 
 /// What intake did with an update.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +201,17 @@ impl Intake {
                 info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
             }
         }
+        if let Some(origin) = incoming_origin(&incoming)
+            && let Some(code) = origin.language
+        {
+            // A chat is written to in its writers' language until `/lang` chooses one; every
+            // answer below is rendered in it.
+            tx.note_language(origin.chat, code.as_str(), now).await?;
+        }
+        let lang = match incoming_origin(&incoming) {
+            Some(origin) => chat_lang(&mut tx, origin.chat).await?,
+            None => Lang::ENGLISH,
+        };
         let allowed = match incoming_origin(&incoming) {
             Some(origin) => self.may_use(&mut tx, origin).await?,
             None => true,
@@ -210,17 +221,25 @@ impl Intake {
             Incoming::Malformed(_) => Recorded::Rejected,
             Incoming::Ignored => Recorded::Ignored,
             Incoming::Other(origin) => {
-                self.reply(&mut tx, update_id, origin, texts::send_a_document()).await?;
+                self.reply(&mut tx, update_id, origin, texts::send_a_document(lang)).await?;
                 Recorded::Answered
             }
             // What concerns a person's own data stays theirs to ask about, allowed or not.
             Incoming::Command(origin, Command::Privacy, _) => {
-                self.reply(&mut tx, update_id, origin, texts::privacy(&self.help_facts())).await?;
+                self.reply(&mut tx, update_id, origin, texts::privacy(lang, &self.help_facts())).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Forget, _) => {
                 self.ask_to_forget(&mut tx, update_id, origin).await?;
                 Recorded::Answered
+            }
+            Incoming::Command(origin, Command::Lang, _) => {
+                self.ask_language(&mut tx, update_id, origin).await?;
+                Recorded::Answered
+            }
+            Incoming::Button(origin, press) if press.data.starts_with(LANG_PREFIX) => {
+                self.choose_language(&mut tx, update_id, origin, &press.data).await?;
+                Recorded::Pressed { query_id: press.query_id }
             }
             Incoming::Button(origin, press) => {
                 ended_jobs = self.pressed(&mut tx, update_id, origin, &press.data, allowed).await?;
@@ -233,11 +252,11 @@ impl Intake {
                     tx.invite(user, now).await?;
                     info!(update.id = %update_id, user.id = user.0, "let a person in with an invite token");
                 }
-                self.reply(&mut tx, update_id, origin, texts::invited(&self.help_facts())).await?;
+                self.reply(&mut tx, update_id, origin, texts::invited(lang, &self.help_facts())).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, ..) | Incoming::Document(origin, ..) if !allowed => {
-                self.reply(&mut tx, update_id, origin, texts::not_allowed(origin.user.map(|u| u.0))).await?;
+                self.reply(&mut tx, update_id, origin, texts::not_allowed(lang, origin.user.map(|u| u.0))).await?;
                 Recorded::RefusedAccess
             }
             Incoming::Command(origin, Command::Get(Some(ticket)), _) => {
@@ -268,9 +287,9 @@ impl Intake {
             }
             Incoming::Command(origin, Command::Stats, _) => {
                 let text = if self.is_admin(origin) {
-                    texts::stats(&tx.stats(now).await?, self.settings.get().budget_bytes, now)
+                    texts::stats(lang, &tx.stats(now).await?, self.settings.get().budget_bytes, now)
                 } else {
-                    texts::admins_only()
+                    texts::admins_only(lang)
                 };
                 self.reply(&mut tx, update_id, origin, text).await?;
                 Recorded::Answered
@@ -341,6 +360,7 @@ impl Intake {
     /// Another chat's ticket reads like a missing one (an admin may cancel any). Returns whether
     /// a run was ended.
     async fn cancel(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<bool> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let runs: Vec<Job> = tx
             .runs(ticket)
             .await?
@@ -348,7 +368,7 @@ impl Intake {
             .filter(|run| run.submission.chat == origin.chat || self.is_admin(origin))
             .collect();
         let Some(first) = runs.first() else {
-            self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await?;
+            self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await?;
             return Ok(false);
         };
         let by = if first.submission.chat == origin.chat {
@@ -368,31 +388,32 @@ impl Intake {
                 // Nothing unfinished, or it moved on between the read and the update (the same
                 // transaction, so only on a backend that lets another writer in): say where it is.
                 let state = tx.job(ticket).await?.map_or(first.state, |j| j.state);
-                self.reply(tx, update_id, origin, texts::cannot_cancel(ticket, state)).await?;
+                self.reply(tx, update_id, origin, texts::cannot_cancel(lang, ticket, state)).await?;
             }
-            [one] => self.reply(tx, update_id, origin, texts::cancelled(one)).await?,
-            several => self.reply(tx, update_id, origin, texts::runs_cancelled(several)).await?,
+            [one] => self.reply(tx, update_id, origin, texts::cancelled(lang, one)).await?,
+            several => self.reply(tx, update_id, origin, texts::runs_cancelled(lang, several)).await?,
         }
         Ok(!ended.is_empty())
     }
 
     /// `/forget`: asks first, with a button that only the sender can confirm.
     async fn ask_to_forget(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let Some(user) = origin.user else { return Ok(()) };
         let message = NewMessage {
             idempotency_key: IdempotencyKey::reply_to(update_id),
             job: None,
             chat: origin.chat,
             kind: MessageKind::Reply,
-            body: texts::forget_question(),
+            body: texts::forget_question(lang),
             reply_to_message_id: Some(origin.message_id),
-            buttons: vec![Button { label: texts::forget_button(), data: format!("{FORGET_PREFIX}{}", user.0) }],
+            buttons: vec![Button { label: texts::forget_button(lang), data: format!("{FORGET_PREFIX}{}", user.0) }],
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())
     }
 
-    /// A press on one of docket's buttons. Today there is one: `/forget`'s confirmation, which
+    /// A press on one of docket's buttons other than `/lang`'s: `/forget`'s confirmation, which
     /// only the person who asked can press. Returns whether jobs were ended.
     async fn pressed(
         &self,
@@ -402,6 +423,7 @@ impl Intake {
         data: &str,
         allowed: bool,
     ) -> StoreResult<bool> {
+        let lang = chat_lang(tx, origin.chat).await?;
         if let Some(run) = data.strip_prefix(Button::RUN_PREFIX) {
             if allowed {
                 self.run_pressed(tx, update_id, origin, run).await?;
@@ -420,9 +442,9 @@ impl Intake {
             debug!(update.id = %update_id, "a button press that is not the asker's, or unknown; ignored");
             return Ok(false);
         };
-        let forgotten = tx.forget_person(user, FORGOTTEN_REASON, self.clock.now()).await?;
+        let forgotten = tx.forget_person(user, &texts::forgotten_reason(lang), self.clock.now()).await?;
         info!(update.id = %update_id, jobs = forgotten, "forgot a person's jobs at their request");
-        self.reply(tx, update_id, origin, texts::forgotten(forgotten)).await?;
+        self.reply(tx, update_id, origin, texts::forgotten(lang, forgotten)).await?;
         Ok(forgotten > 0)
     }
 
@@ -434,9 +456,10 @@ impl Intake {
         facts: DocumentFacts,
     ) -> StoreResult<Recorded> {
         let now = self.clock.now();
+        let lang = chat_lang(tx, origin.chat).await?;
         let name = facts.name.clone().unwrap_or_default();
         if let Some(size) = facts.size.filter(|s| *s > self.settings.get().download_limit) {
-            let text = texts::too_big_to_accept(&name, size, self.settings.get().download_limit);
+            let text = texts::too_big_to_accept(lang, &name, size, self.settings.get().download_limit);
             self.reply(tx, update_id, origin, text).await?;
             info!(
                 update.id = %update_id,
@@ -447,7 +470,7 @@ impl Intake {
             return Ok(Recorded::RefusedTooBig);
         }
         if let Some(size) = facts.size.filter(|s| *s > self.settings.get().largest_source) {
-            let text = texts::too_big_for_budget(&name, size, self.settings.get().largest_source);
+            let text = texts::too_big_for_budget(lang, &name, size, self.settings.get().largest_source);
             self.reply(tx, update_id, origin, text).await?;
             info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
             return Ok(Recorded::RefusedTooBig);
@@ -481,7 +504,7 @@ impl Intake {
             }
             let ticket = tx.insert_job(&new_job, now).await?;
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-            let mut text = texts::ticket_reply(&name, facts.size, ticket, ahead);
+            let mut text = texts::ticket_reply(lang, &name, facts.size, ticket, ahead);
             if new_job.operation != Operation::Optimize {
                 text = format!("{text}\n{}", texts::will_run(&new_job.operation));
             }
@@ -516,6 +539,7 @@ impl Intake {
     /// A press on a ticket's operation button (`run:<ticket>:<operation>`): that run of the
     /// document, started once however often the button is pressed.
     async fn run_pressed(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let parsed = data
             .split_once(':')
             .and_then(|(ticket, name)| Some((ticket.parse().ok().map(Ticket)?, Operation::mode(name)?)));
@@ -528,7 +552,7 @@ impl Intake {
             .first()
             .filter(|first| first.ticket == ticket && !first.is_further_run() && first.submission.chat == origin.chat)
         else {
-            self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await?;
+            self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await?;
             return Ok(());
         };
         let again = Submission {
@@ -561,6 +585,7 @@ impl Intake {
         run: &Job,
         again: &Submission,
     ) -> StoreResult<Recorded> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let now = self.clock.now();
         let name = again.declared_name.clone().unwrap_or_default();
         let ticket = run.ticket;
@@ -577,9 +602,9 @@ impl Intake {
                     return Ok(Recorded::RefusedQueueFull);
                 }
                 let text = if run.state == JobState::Failed {
-                    texts::trying_again_after_failure(&name, shown)
+                    texts::trying_again_after_failure(lang, &name, shown)
                 } else {
-                    texts::processing_again_after_expiry(shown, run.result.as_ref().map_or(now, |r| r.expires_at))
+                    texts::processing_again_after_expiry(lang, shown, run.result.as_ref().map_or(now, |r| r.expires_at))
                 };
                 tx.resubmit_job(ticket, run.state, again, now).await?;
                 self.queue(
@@ -593,7 +618,7 @@ impl Intake {
                 .await?;
             }
             JobState::Accepted | JobState::Fetched | JobState::Processing => {
-                let text = texts::already_ticket(&name, shown, run.state);
+                let text = texts::already_ticket(lang, &name, shown, run.state);
                 self.queue(tx, IdempotencyKey::reply_to(update_id), Some(ticket), origin, MessageKind::Reply, text)
                     .await?;
             }
@@ -681,12 +706,13 @@ impl Intake {
     /// refusal is queued. Counted in intake's transaction, so the cap holds however fast files
     /// arrive.
     async fn queue_is_full(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, name: &str) -> StoreResult<bool> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let cap = self.settings.get().per_chat_queued;
         let waiting = tx.waiting_in_chat(origin.chat, self.clock.now(), cap).await?;
         if waiting < cap {
             return Ok(false);
         }
-        self.reply(tx, update_id, origin, texts::queue_full(name, waiting)).await?;
+        self.reply(tx, update_id, origin, texts::queue_full(lang, name, waiting)).await?;
         info!(update.id = %update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
         Ok(true)
     }
@@ -694,13 +720,14 @@ impl Intake {
     /// `/get N`: the kept result again (by its Telegram file_id when known: one read, one
     /// message), or the ticket's status when there is no result to send.
     async fn redeliver(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, ticket: Ticket) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
         let runs: Vec<Job> = tx.runs(ticket).await?.into_iter().filter(|r| r.submission.chat == origin.chat).collect();
         if runs.is_empty() {
-            return self.reply(tx, update_id, origin, texts::no_such_ticket(ticket)).await;
+            return self.reply(tx, update_id, origin, texts::no_such_ticket(lang, ticket)).await;
         }
         let ready: Vec<&Job> = runs.iter().filter(|r| r.state == JobState::Ready).collect();
         if ready.is_empty() {
-            return self.reply(tx, update_id, origin, texts::ticket_status(&runs)).await;
+            return self.reply(tx, update_id, origin, texts::ticket_status(lang, &runs)).await;
         }
         for run in ready {
             self.send_kept_result(tx, update_id, origin, run).await?;
@@ -711,28 +738,30 @@ impl Intake {
     /// Queues `job`'s kept result again, in answer to `update_id`: the sender sends it by its
     /// Telegram file_id when known (no upload), else from disk.
     async fn send_kept_result(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, job: &Job) -> StoreResult<()> {
-        let caption = texts::ready_caption(job);
+        let lang = chat_lang(tx, origin.chat).await?;
+        let caption = texts::ready_caption(lang, job);
         // One per run and update: `/get` of a ticket sends each of its kept results.
         let key = IdempotencyKey::result(job.ticket, update_id);
         self.queue(tx, key, Some(job.ticket), origin, MessageKind::Result, caption).await
     }
 
     async fn answer(&self, tx: &mut Tx, chat: ChatRef, command: Command) -> StoreResult<String> {
+        let lang = chat_lang(tx, chat).await?;
         let facts = self.help_facts();
         Ok(match command {
-            Command::Start(_) => texts::start(&facts),
-            Command::Help => texts::help(&facts),
-            Command::Status(None) | Command::Get(_) => texts::status_usage(),
-            Command::Cancel(_) => texts::cancel_usage(),
-            Command::Privacy => texts::privacy(&facts),
+            Command::Start(_) => texts::start(lang, &facts),
+            Command::Help => texts::help(lang, &facts),
+            Command::Status(None) | Command::Get(_) => texts::status_usage(lang),
+            Command::Cancel(_) => texts::cancel_usage(lang),
+            Command::Privacy => texts::privacy(lang, &facts),
             // Handled before they get here.
-            Command::Forget | Command::Stats => texts::help(&facts),
+            Command::Forget | Command::Stats | Command::Lang => texts::help(lang, &facts),
             Command::Status(Some(ticket)) => {
                 // Another chat's ticket reads exactly like a missing one.
                 let runs: Vec<Job> = tx.runs(ticket).await?.into_iter().filter(|r| r.submission.chat == chat).collect();
-                if runs.is_empty() { texts::no_such_ticket(ticket) } else { texts::ticket_status(&runs) }
+                if runs.is_empty() { texts::no_such_ticket(lang, ticket) } else { texts::ticket_status(lang, &runs) }
             }
-            Command::Jobs => texts::jobs(&tx.chat_jobs(chat, 10).await?),
+            Command::Jobs => texts::jobs(lang, &tx.chat_jobs(chat, 10).await?),
             Command::Mode(word) => self.mode(tx, chat, word).await?,
         })
     }
@@ -764,19 +793,59 @@ impl Intake {
     }
 }
 
+impl Intake {
+    /// `/lang`: the question, with one button per catalog language, each labelled in its own
+    /// language.
+    async fn ask_language(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
+        let lang = chat_lang(tx, origin.chat).await?;
+        let buttons = Lang::all()
+            .map(|choice| Button {
+                label: texts::language_name(choice),
+                data: format!("{LANG_PREFIX}{}", choice.code()),
+            })
+            .collect();
+        let message = NewMessage {
+            idempotency_key: IdempotencyKey::reply_to(update_id),
+            job: None,
+            chat: origin.chat,
+            kind: MessageKind::Reply,
+            body: texts::lang_question(lang),
+            reply_to_message_id: Some(origin.message_id),
+            buttons,
+        };
+        tx.enqueue(&message, self.clock.now()).await?;
+        Ok(())
+    }
+
+    /// A press on one of `/lang`'s buttons: the chat's language from now on, whoever pressed it
+    /// (in a group, the last chooser decides), answered in that language.
+    async fn choose_language(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, data: &str) -> StoreResult<()> {
+        let chosen = Lang::from_code(data.strip_prefix(LANG_PREFIX).unwrap_or_default());
+        tx.choose_language(origin.chat, &chosen.code(), self.clock.now()).await?;
+        info!(update.id = %update_id, language = %chosen.code(), "a chat chose its language");
+        self.reply(tx, update_id, origin, texts::lang_chosen(chosen)).await
+    }
+}
+
+/// The callback data of `/lang`'s buttons: this, then the language's code.
+const LANG_PREFIX: &str = "lang:";
+
+/// The language `chat` is written to in, as the store keeps it (English when it knows none).
+async fn chat_lang(tx: &mut Tx, chat: ChatRef) -> StoreResult<Lang> {
+    Ok(Lang::from_stored(tx.chat_language(chat).await?.as_deref()))
+}
+
 /// The callback data of `/forget`'s confirmation button: this, then the asker's user id.
 const FORGET_PREFIX: &str = "forget:";
 
 /// The callback data of `/mode`'s buttons: this, then the operation.
 const MODE_PREFIX: &str = "mode:";
 
-/// What an unfinished job that was forgotten reads as its reason.
-const FORGOTTEN_REASON: &str = "forgotten at the person's request (/forget)";
-
 /// Cancels `job` (not ready yet) in `tx`, with `detail` for admins, and queues the last edit of
 /// its status message. The person's answer is the caller's. `false` when the job moved first.
 pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain::Timestamp) -> StoreResult<bool> {
-    let reason = texts::failure_reason(job.name(), &FailureReason::Cancelled);
+    let lang = chat_lang(tx, job.submission.chat).await?;
+    let reason = texts::failure_reason(lang, job.name(), &FailureReason::Cancelled);
     if !tx.cancel_job(job.ticket, job.state, &reason, detail, now).await? {
         return Ok(false);
     }
@@ -785,7 +854,7 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
         job: Some(job.ticket),
         chat: job.submission.chat,
         kind: MessageKind::Progress,
-        body: texts::progress(job, &texts::Progress::Cancelled),
+        body: texts::progress(lang, job, &texts::Progress::Cancelled),
         reply_to_message_id: None,
         buttons: Vec::new(),
     };
@@ -897,7 +966,7 @@ mod tests {
 
     fn origin(chat_kind: ChatKind) -> Origin {
         let chat = if chat_kind == ChatKind::Private { ChatRef(7) } else { ChatRef(-1007) };
-        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: MessageId(1) }
+        Origin { chat, chat_kind, user: Some(UserId(7)), message_id: MessageId(1), language: None }
     }
 
     fn named(names: &[&str]) -> Address {

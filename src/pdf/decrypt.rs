@@ -21,7 +21,7 @@ use crate::domain::Password;
 ///
 /// [`PdfError::WrongPassword`] when the password does not open it (or, for an
 /// owner-password-only file, is not its owner password); those of loading otherwise (see
-/// [`super::optimize`]); [`PdfError::Io`].
+/// [`super::optimize()`]); [`PdfError::Io`].
 pub fn decrypt(input: &Path, output: &Path, password: &Password, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output, password) = (input.to_path_buf(), output.to_path_buf(), password.clone());
     work::guarded(move || {

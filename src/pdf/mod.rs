@@ -537,7 +537,7 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(relative)
     }
 
-    /// [`super::optimize`] with the default inflate cap.
+    /// [`super::optimize()`] with the default inflate cap.
     fn optimize(input: &Path, output: &Path) -> Result<OptimizeReport, PdfError> {
         super::optimize(input, output, DEFAULT_MAX_INFLATE_BYTES)
     }

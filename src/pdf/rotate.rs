@@ -20,7 +20,7 @@ use crate::domain::{Angle, PageRanges};
 ///
 /// # Errors
 ///
-/// Those of loading (see [`super::optimize`]), [`PdfError::NoSuchPage`], [`PdfError::Io`].
+/// Those of loading (see [`super::optimize()`]), [`PdfError::NoSuchPage`], [`PdfError::Io`].
 pub fn rotate(
     input: &Path,
     output: &Path,

@@ -8,7 +8,7 @@
 //! made and the archive's directory (a few dozen bytes per entry) are in memory.
 //!
 //! A document encrypted with an owner password only gives parts encrypted the same way, as
-//! [`super::optimize`] does; the streams are copied as they are, never decoded.
+//! [`super::optimize()`] does; the streams are copied as they are, never decoded.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -32,7 +32,7 @@ pub const PART_PREFIX: &str = "page";
 ///
 /// # Errors
 ///
-/// Those of loading (see [`super::optimize`]), [`PdfError::NoSuchPage`] for a listed page the
+/// Those of loading (see [`super::optimize()`]), [`PdfError::NoSuchPage`] for a listed page the
 /// document lacks, [`PdfError::Io`] when writing fails.
 pub fn split(
     input: &Path,

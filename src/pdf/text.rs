@@ -47,7 +47,7 @@ pub const SPACE_EM: f64 = 0.12;
 ///
 /// # Errors
 ///
-/// Those of loading (see [`super::optimize`]); [`PdfError::InflatesTooMuch`] when a content
+/// Those of loading (see [`super::optimize()`]); [`PdfError::InflatesTooMuch`] when a content
 /// stream, a form or a CMap inflates past `max_inflate`; [`PdfError::Io`] when writing fails.
 pub fn text(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output) = (input.to_path_buf(), output.to_path_buf());

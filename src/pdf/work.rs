@@ -38,7 +38,7 @@ pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {
     Ok(bytes)
 }
 
-/// Loads the PDF at `input` as [`super::optimize`] does (no password; an owner-password-only
+/// Loads the PDF at `input` as [`super::optimize()`] does (no password; an owner-password-only
 /// file opens), with its page ids in order.
 pub(super) fn load_pages(input: &Path, max_inflate: usize) -> Result<(Document, Vec<ObjectId>), PdfError> {
     let bytes = read_pdf(input)?;

@@ -28,7 +28,7 @@ use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Completion, Release, Stage, Store};
 use crate::telegram::TelegramClient;
-use crate::texts::Progress;
+use crate::texts::{Lang, Progress};
 use outcome::AfterError;
 
 /// What a stage reports when it did not finish its work.
@@ -405,7 +405,13 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 detected_format: out.format.clone(),
                 expires_at: now.plus(deps.settings.get().result_ttl),
             };
-            let mut messages = outcome::completion_messages(job, &done, out.note.as_deref(), out.message.as_deref());
+            let mut messages = outcome::completion_messages(
+                chat_lang(deps, job).await,
+                job,
+                &done,
+                out.note.as_deref(),
+                out.message.as_deref(),
+            );
             messages[1].buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
             match deps.store.complete_job(job.ticket, lease, &done, &messages, now).await {
                 Ok(true) => {
@@ -481,7 +487,7 @@ async fn handle_error(deps: &PipelineDeps, job: &Job, lease: &Lease, err: StageE
 /// holder's (none for a job no worker holds). Returns whether the failure was recorded.
 async fn fail(deps: &PipelineDeps, job: &Job, lease: Option<&Lease>, reason: FailureReason, detail: String) -> bool {
     let now = deps.clock.now();
-    let (reason_text, messages) = outcome::failure_messages(job, &reason);
+    let (reason_text, messages) = outcome::failure_messages(chat_lang(deps, job).await, job, &reason);
     match deps.store.fail_job(job.ticket, job.state, lease, &reason_text, &detail, &messages, now).await {
         Ok(true) => {
             warn!(ticket = %job.ticket, reason = ?reason, error = %detail, "job failed");
@@ -516,7 +522,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 /// Queues a progress edit for a state reached at `at`. Best effort: the next state supersedes a
 /// lost one, and a report that arrives after a newer state's (workers race) is dropped.
 async fn report(deps: &PipelineDeps, job: &Job, step: &Progress, at: Timestamp) {
-    match deps.store.enqueue(&outcome::progress_edit(job, step), at).await {
+    match deps.store.enqueue(&outcome::progress_edit(chat_lang(deps, job).await, job, step), at).await {
         Ok(true) => deps.wake.outbox.notify_waiters(),
         Ok(false) => {}
         Err(e) => warn!(error = %e, "could not queue a progress edit"),
@@ -540,7 +546,7 @@ async fn report_queue(deps: PipelineDeps, at: Timestamp) {
         if !outcome::reports_position(position) {
             continue;
         }
-        let edit = outcome::progress_edit(job, &Progress::Queued { position });
+        let edit = outcome::progress_edit(chat_lang(&deps, job).await, job, &Progress::Queued { position });
         let shown = match deps.store.messages(&crate::store::MessageFilter::job(job.ticket)).await {
             Ok(messages) => messages.iter().any(|m| m.idempotency_key == edit.idempotency_key && m.body == edit.body),
             Err(_) => false,
@@ -562,6 +568,18 @@ async fn report_download(deps: PipelineDeps, job: Job, received: Arc<AtomicU64>)
         if done != last {
             last = done;
             report(&deps, &job, &Progress::Downloading { done, total }, deps.clock.now()).await;
+        }
+    }
+}
+
+/// The language `job`'s chat is written to in, read when a message is queued (the outbox keeps
+/// text). A store that cannot say gets English: the message matters more than its language.
+async fn chat_lang(deps: &PipelineDeps, job: &Job) -> Lang {
+    match deps.store.chat_language(job.submission.chat).await {
+        Ok(code) => Lang::from_stored(code.as_deref()),
+        Err(e) => {
+            warn!(error = %e, "could not read the chat's language; writing in English");
+            Lang::ENGLISH
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::domain::retry::backoff;
 use crate::domain::{FailureReason, JobEvent, MessageKind, Timestamp};
 use crate::domain::{IdempotencyKey, Job, NewMessage, ResultFile};
 use crate::store::{AttemptRule, Completion, Release};
-use crate::texts::{self, Progress};
+use crate::texts::{self, Lang, Progress};
 
 /// The longest a failing job backs off between attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(600);
@@ -108,7 +108,13 @@ pub fn reports_position(position: u64) -> bool {
 /// The messages a completion queues with its commit: the result document (for an operation whose
 /// result is a message, `message`, as a message), with `note` when the declared name or type
 /// disagreed with the content, and the status message's last edit (ready, kept until…).
-pub fn completion_messages(job: &Job, done: &Completion, note: Option<&str>, message: Option<&str>) -> [NewMessage; 2] {
+pub fn completion_messages(
+    lang: Lang,
+    job: &Job,
+    done: &Completion,
+    note: Option<&str>,
+    message: Option<&str>,
+) -> [NewMessage; 2] {
     let mut finished = job.clone();
     finished.result = Some(ResultFile {
         path: Some(done.result_path.clone()),
@@ -118,7 +124,7 @@ pub fn completion_messages(job: &Job, done: &Completion, note: Option<&str>, mes
     });
     let mut body = match message {
         Some(message) => message.to_owned(),
-        None => texts::ready_caption(&finished),
+        None => texts::ready_caption(lang, &finished),
     };
     if let Some(note) = note {
         body = format!("{body}\n({note}.)");
@@ -132,7 +138,7 @@ pub fn completion_messages(job: &Job, done: &Completion, note: Option<&str>, mes
         reply_to_message_id: Some(job.submission.message_id),
         buttons: Vec::new(),
     };
-    [delivery, progress_edit(&finished, &Progress::Ready { until: done.expires_at })]
+    [delivery, progress_edit(lang, &finished, &Progress::Ready { until: done.expires_at })]
 }
 
 /// The buttons under a ready run's status message: the other operations without arguments that
@@ -159,29 +165,29 @@ pub fn other_operations(
 
 /// The reason a person reads for `reason`, and the messages a failure queues with its commit:
 /// the failure notice and the status message's last edit.
-pub fn failure_messages(job: &Job, reason: &FailureReason) -> (String, [NewMessage; 2]) {
-    let reason_text = texts::failure_reason(job.name(), reason);
+pub fn failure_messages(lang: Lang, job: &Job, reason: &FailureReason) -> (String, [NewMessage; 2]) {
+    let reason_text = texts::failure_reason(lang, job.name(), reason);
     let notice = NewMessage {
         idempotency_key: IdempotencyKey::failure(job.ticket, job.submission.update_id),
         job: Some(job.ticket),
         chat: job.submission.chat,
         kind: MessageKind::Failure,
-        body: texts::failed_notice(texts::run_label(job), &reason_text),
+        body: texts::failed_notice(lang, texts::run_label(job), &reason_text),
         reply_to_message_id: Some(job.submission.message_id),
         buttons: Vec::new(),
     };
-    let status = progress_edit(job, &Progress::Failed { reason: reason_text.clone() });
+    let status = progress_edit(lang, job, &Progress::Failed { reason: reason_text.clone() });
     (reason_text, [notice, status])
 }
 
 /// The edit of `job`'s status message to `step`: one outbox row per job, coalesced.
-pub fn progress_edit(job: &Job, step: &Progress) -> NewMessage {
+pub fn progress_edit(lang: Lang, job: &Job, step: &Progress) -> NewMessage {
     NewMessage {
         idempotency_key: IdempotencyKey::progress(job.ticket),
         job: Some(job.ticket),
         chat: job.submission.chat,
         kind: MessageKind::Progress,
-        body: texts::progress(job, step),
+        body: texts::progress(lang, job, step),
         reply_to_message_id: None,
         buttons: Vec::new(),
     }
@@ -301,7 +307,7 @@ mod tests {
             detected_format: "pdf".into(),
             expires_at: NOW.plus(Duration::from_secs(86_400)),
         };
-        let [result, status] = completion_messages(&job(JobState::Processing, 1, 0), &done, None, None);
+        let [result, status] = completion_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &done, None, None);
         assert_eq!((result.idempotency_key.as_str(), result.kind), ("job:12:u5:result", MessageKind::Result));
         assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(MessageId(7))));
         assert!(result.body.starts_with("#12 ready: report.pdf, 1.0 kB → 600 B."), "{}", result.body);
@@ -311,7 +317,8 @@ mod tests {
 
     #[test]
     fn a_failure_tells_the_reason_in_the_notice_and_the_status() {
-        let (reason, [notice, status]) = failure_messages(&job(JobState::Accepted, 1, 0), &FailureReason::Unreadable);
+        let (reason, [notice, status]) =
+            failure_messages(Lang::ENGLISH, &job(JobState::Accepted, 1, 0), &FailureReason::Unreadable);
         assert_eq!(reason, "report.pdf is damaged and cannot be read as a PDF");
         assert_eq!((notice.idempotency_key.as_str(), notice.kind), ("job:12:u5:failure", MessageKind::Failure));
         assert!(notice.body.contains(&reason) && status.body.contains(&reason));

@@ -45,6 +45,7 @@ mod conformance;
 mod database_url;
 mod error;
 mod jobs;
+mod languages;
 mod migrations;
 mod modes;
 mod nodes;
@@ -540,14 +541,16 @@ impl Store {
         outbox::lapse_messages(&mut self.acquire().await?.conn(), now).await
     }
 
-    /// A group became a supergroup: its open messages (reply links dropped) and its jobs move
-    /// to the new chat id. Returns how many messages moved.
+    /// A group became a supergroup: its open messages (reply links dropped), its jobs and its
+    /// language move to the new chat id. Returns how many messages moved.
     pub async fn migrate_chat(&self, from: ChatRef, to: ChatRef, now: Timestamp) -> StoreResult<u64> {
         let mut tx = self.begin().await?;
         // Replies cannot point at messages of the old chat any more.
         let moved = outbox::move_chat_messages(&mut tx.conn(), from, to, now).await?;
         // Later notices of the chat's jobs follow it.
         jobs::move_chat_jobs(&mut tx.conn(), from, to, now).await?;
+        // So does the language it chose.
+        languages::move_chat(&mut tx.conn(), from, to).await?;
         tx.commit_as("committing a chat migration").await?;
         Ok(moved)
     }
@@ -800,6 +803,12 @@ impl Store {
         people::record_flood_wait(&mut self.acquire().await?.conn(), chat.0, wait_ms, now).await
     }
 
+    /// The language code `chat` is written to in (see [`Tx::note_language`]); `None` when
+    /// nothing is known of the chat.
+    pub async fn chat_language(&self, chat: ChatRef) -> StoreResult<Option<String>> {
+        languages::of_chat(&mut self.acquire().await?.conn(), chat).await
+    }
+
     /// The figures of `/stats` at `now`.
     pub async fn stats(&self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
         people::stats(&mut self.acquire().await?.conn(), now).await
@@ -996,6 +1005,24 @@ impl Tx {
     /// Whether `user` was let in by an invite.
     pub async fn is_invited(&mut self, user: UserId) -> StoreResult<bool> {
         people::is_invited(&mut self.conn(), user.0).await
+    }
+
+    /// Records that someone whose Telegram app reports language `code` wrote in `chat`: the
+    /// chat's language becomes `code`, unless the chat chose one with `/lang`.
+    pub async fn note_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
+        languages::note(&mut self.conn(), chat, code, now).await
+    }
+
+    /// Keeps `code` as `chat`'s language (a `/lang` choice) until the next choice; what writers'
+    /// apps report no longer changes it.
+    pub async fn choose_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
+        languages::choose(&mut self.conn(), chat, code, now).await
+    }
+
+    /// The language code `chat` is written to in, inside the transaction; `None` when nothing
+    /// is known of the chat.
+    pub async fn chat_language(&mut self, chat: ChatRef) -> StoreResult<Option<String>> {
+        languages::of_chat(&mut self.conn(), chat).await
     }
 
     /// The figures of `/stats` at `now`, inside the transaction.

@@ -16,12 +16,13 @@ use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
 use teloxide::payloads::{
-    EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetWebhookSetters,
+    EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetMyCommandsSetters,
+    SetWebhookSetters,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    AllowedUpdate, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile,
-    MessageId as TelegramMessageId, ReplyParameters,
+    AllowedUpdate, BotCommand, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup,
+    InputFile, MessageId as TelegramMessageId, ReplyParameters,
 };
 use url::Url;
 
@@ -285,6 +286,24 @@ impl TelegramClient {
     pub async fn get_me(&self) -> Result<String, TelegramError> {
         let me = self.bot.get_me().await.map_err(TelegramError::from_request)?;
         Ok(me.user.username.clone().unwrap_or_default())
+    }
+
+    /// setMyCommands: the command list Telegram's apps offer, each command with its description,
+    /// for users whose app is in `language_code` (`None`: everyone whose language has no list of
+    /// its own).
+    pub async fn set_commands(
+        &self,
+        commands: &[(&str, String)],
+        language_code: Option<&str>,
+    ) -> Result<(), TelegramError> {
+        let commands: Vec<BotCommand> =
+            commands.iter().map(|(name, description)| BotCommand::new(*name, description.clone())).collect();
+        let mut req = self.bot.set_my_commands(commands);
+        if let Some(code) = language_code {
+            req = req.language_code(code);
+        }
+        req.await.map_err(TelegramError::from_request)?;
+        Ok(())
     }
 
     /// The next updates from `offset` on (getUpdates, long-polling up to the poll timeout), each

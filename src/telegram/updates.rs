@@ -6,7 +6,7 @@
 
 use teloxide::types::{CallbackQuery, Message, Update, UpdateKind};
 
-use crate::domain::incoming::{Address, ButtonPress, ChatKind, Command, DocumentFacts, Incoming, Origin};
+use crate::domain::incoming::{Address, ButtonPress, ChatKind, Command, DocumentFacts, Incoming, LanguageCode, Origin};
 use crate::domain::{ChatRef, MessageId, Ticket, UserId};
 
 /// How much of an unparsable update is kept with its rejection, in bytes.
@@ -45,6 +45,7 @@ fn classify_button(query: &CallbackQuery) -> Incoming {
         chat_kind: if chat.is_private() { ChatKind::Private } else { ChatKind::Group },
         user: Some(UserId(i64::try_from(query.from.id.0).unwrap_or(i64::MAX))),
         message_id: MessageId(i64::from(message.id().0)),
+        language: query.from.language_code.as_deref().and_then(LanguageCode::parse),
     };
     Incoming::Button(origin, ButtonPress { query_id: query.id.0.clone(), data: data.clone() })
 }
@@ -55,6 +56,7 @@ fn classify_message(msg: &Message) -> Incoming {
         chat_kind: if msg.chat.is_private() { ChatKind::Private } else { ChatKind::Group },
         user: msg.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX))),
         message_id: MessageId(i64::from(msg.id.0)),
+        language: msg.from.as_ref().and_then(|u| u.language_code.as_deref()).and_then(LanguageCode::parse),
     };
     if let Some(doc) = msg.document() {
         // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
@@ -159,6 +161,7 @@ pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
         "forget" => Command::Forget,
         "stats" => Command::Stats,
         "mode" => Command::Mode(words.next().map(|w| w.chars().take(32).collect())),
+        "lang" => Command::Lang,
         _ => return None,
     };
     Some((command, bot))

@@ -11,6 +11,7 @@ mod containment;
 mod crash;
 mod e2e;
 mod groups;
+mod languages;
 mod nodes;
 mod operations_choice;
 mod operations_lossy;

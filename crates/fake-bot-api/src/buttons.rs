@@ -51,17 +51,17 @@ impl FakeTelegram {
 
     /// Queues the callback_query of `user_id` pressing the button with `data` under `message`.
     fn press(&self, chat_id: i64, user_id: i64, message: Value, data: String) -> String {
-        let id = {
+        let (id, language) = {
             let mut state = self.state();
             state.presses.next += 1;
             let id = format!("cbq-{}", state.presses.next);
             state.presses.sent.insert(id.clone());
-            id
+            (id, state.language_of(user_id))
         };
         self.push_update(json!({
             "callback_query": {
                 "id": id,
-                "from": user_json(user_id),
+                "from": user_json(user_id, language.as_deref()),
                 "message": message,
                 "chat_instance": format!("instance-{chat_id}"),
                 "data": data,

@@ -13,8 +13,11 @@
 //! - `getMe`, `getUpdates` (a queue confirmed by `offset`, long polling with `timeout`),
 //!   `getFile` (a fresh, expiring `file_path` per call, a download size limit), file downloads,
 //!   `sendMessage`, `editMessageText`, `sendDocument` (upload or file_id), `sendChatAction`,
-//!   `getWebhookInfo`, `deleteWebhook`, `setMyCommands`, `getMyCommands`, `deleteMyCommands`,
+//!   `getWebhookInfo`, `deleteWebhook`, `setMyCommands`, `getMyCommands`, `deleteMyCommands`
+//!   (a list per scope and `language_code`, read back with [`FakeTelegram::commands`]),
 //!   `close` and `logOut`;
+//! - test users whose apps report a `language_code` ([`FakeTelegram::set_user_language`];
+//!   `"en"` unless set);
 //! - scripted failures: [`Fault`]s per method (optionally per chat), consumed in order,
 //!   [`DownloadFault`]s for the next N downloads, and blocked chats;
 //! - Telegram's flood limits ([`FloodLimits`]), answered with 429 and listed as violations;
@@ -62,6 +65,7 @@
 
 mod buttons;
 mod calls;
+mod commands;
 mod faults;
 mod files;
 mod flood;

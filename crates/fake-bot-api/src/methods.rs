@@ -175,16 +175,10 @@ pub(crate) fn perform(shared: &Shared, method: &str, params: &Map<String, Value>
         "editMessageText" => edit_message_text(&mut state, chat_id, params),
         "sendDocument" => send_document(shared, &mut state, chat_id, params, upload),
         "getWebhookInfo" | "setWebhook" | "deleteWebhook" => webhook_method(&mut state, method, params),
-        "setMyCommands" => {
-            state.commands = params.get("commands").cloned().unwrap_or_else(|| json!([]));
-            ok(json!(true))
+        "setMyCommands" | "getMyCommands" | "deleteMyCommands" => {
+            crate::commands::commands_method(&mut state, method, params)
         }
-        "getMyCommands" => ok(state.commands.clone()),
         "answerCallbackQuery" => crate::buttons::answer_callback_query(&mut state, params),
-        "deleteMyCommands" => {
-            state.commands = json!([]);
-            ok(json!(true))
-        }
         // sendChatAction, close, logOut.
         _ => ok(json!(true)),
     }

@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 use url::Url;
 
 use crate::calls::{Call, Upload};
+use crate::commands::CommandsKey;
 use crate::faults::{Fault, FaultScript, fault_reply, lost_response};
 use crate::files::{FileStore, download};
 use crate::flood::{Flood, counts_against_limits};
@@ -71,8 +72,10 @@ pub(crate) struct FakeState {
     pub(crate) updates: UpdateQueue,
     /// Messages per chat, pushed in updates or sent by the bot (`methods`).
     pub(crate) chats: HashMap<i64, ChatLog>,
-    /// The bot's commands (`methods`).
-    pub(crate) commands: Value,
+    /// The bot's commands per scope and language (`methods`), as setMyCommands left them.
+    pub(crate) commands: HashMap<CommandsKey, Value>,
+    /// The `language_code` each test user's app reports (`updates`); unset: `"en"`.
+    pub(crate) user_languages: HashMap<i64, Option<String>>,
     /// Stored files, getFile links and downloads (`files`).
     pub(crate) files: FileStore,
     /// Scripted answers and blocked chats (`faults`).
@@ -105,7 +108,8 @@ impl FakeTelegram {
             state: Mutex::new(FakeState {
                 updates: UpdateQueue::default(),
                 chats: HashMap::new(),
-                commands: json!([]),
+                commands: HashMap::new(),
+                user_languages: HashMap::new(),
                 presses: crate::buttons::Presses::default(),
                 files: FileStore::default(),
                 faults: FaultScript::default(),

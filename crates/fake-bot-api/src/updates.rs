@@ -118,7 +118,7 @@ impl FakeTelegram {
                 "message_id": message_id,
                 "date": unix_now(),
                 "chat": chat_json(chat_id),
-                "from": user_json(user_id),
+                "from": user_json(user_id, state.language_of(user_id).as_deref()),
                 "document": document,
             }
         })
@@ -127,12 +127,15 @@ impl FakeTelegram {
     /// A full Update (without `update_id`) in which `user_id` writes `text` to `chat_id`. A
     /// leading `/command` gets a `bot_command` entity, as Telegram adds.
     pub fn text_update(&self, chat_id: i64, user_id: i64, text: &str) -> Value {
-        let message_id = self.state().next_message_id(chat_id);
+        let (message_id, language) = {
+            let mut state = self.state();
+            (state.next_message_id(chat_id), state.language_of(user_id))
+        };
         let mut message = json!({
             "message_id": message_id,
             "date": unix_now(),
             "chat": chat_json(chat_id),
-            "from": user_json(user_id),
+            "from": user_json(user_id, language.as_deref()),
             "text": text,
         });
         if text.starts_with('/') {
@@ -234,15 +237,19 @@ pub(crate) fn chat_json(chat_id: i64) -> Value {
     }
 }
 
-pub(crate) fn user_json(user_id: i64) -> Value {
-    json!({
+/// A User object whose app reports `language_code` (left out when `None`).
+pub(crate) fn user_json(user_id: i64, language_code: Option<&str>) -> Value {
+    let mut user = json!({
         "id": user_id,
         "is_bot": false,
         "first_name": "Test",
         "last_name": "User",
         "username": format!("user{user_id}"),
-        "language_code": "en",
-    })
+    });
+    if let Some(code) = language_code {
+        user["language_code"] = json!(code);
+    }
+    user
 }
 
 /// Seconds since the Unix epoch, for `date` fields.

@@ -43,6 +43,7 @@ macro_rules! cases {
 
 mod changes;
 mod jobs;
+mod languages;
 mod leases;
 mod nodes;
 mod outbox;

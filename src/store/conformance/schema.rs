@@ -155,7 +155,8 @@ mod postgres_vs_sqlite {
     /// (table, ordered columns, unique, predicate present).
     type Indexes = Vec<(String, String, bool, bool)>;
 
-    const TABLES: [&str; 6] = ["updates", "poll_offsets", "jobs", "outbox", "invited_users", "flood_waits"];
+    const TABLES: [&str; 7] =
+        ["updates", "poll_offsets", "jobs", "outbox", "invited_users", "flood_waits", "chat_languages"];
 
     fn kind(declared: &str) -> String {
         match declared {

@@ -1,0 +1,228 @@
+# docket's messages in English: the reference catalog. Every other language's file has the same
+# message ids with the same variables (a test in src/texts.rs checks it). Messages are sent as
+# plain text, without a parse mode. Variables named $name are file names; $ticket is "#4812";
+# sizes, dates and durations arrive already formatted by the messages below.
+
+## The language itself
+
+# How the language calls itself, on its /lang button.
+language-name = English
+# The answer to the /lang question.
+lang-question = Choose the language I write to you in:
+# What /lang answers once a language is chosen (in that language).
+lang-chosen = From now on I write in English.
+
+## Sizes: decimal units for files, binary units for memory limits
+
+decimal-separator = .
+size-b = { $number } B
+size-kb = { $number } kB
+size-mb = { $number } MB
+size-gb = { $number } GB
+size-tb = { $number } TB
+size-pb = { $number } PB
+size-eb = { $number } EB
+size-kib = { $number } KiB
+size-mib = { $number } MiB
+size-gib = { $number } GiB
+size-tib = { $number } TiB
+size-pib = { $number } PiB
+size-eib = { $number } EiB
+size-unknown = size unknown
+size-unknown-short = unknown
+
+## Durations: retention in whole parts ("7days", "1h 30m"), limits in one unit ("10 min")
+
+duration-days = { $n ->
+    [one] { $n }day
+   *[other] { $n }days
+}
+duration-hours = { $n }h
+duration-minutes = { $n }m
+duration-seconds = { $n }s
+limit-hours = { $n } h
+limit-minutes = { $n } min
+limit-seconds = { $n } s
+
+## A job's states, in words
+
+state-accepted = queued
+state-fetched = downloaded, waiting to be processed
+state-processing = processing
+state-ready = ready
+state-failed = failed
+state-expired = expired
+
+## The ticket reply and the status message it becomes
+
+your-file = your file
+ticket-line = Got { $name } ({ $size }) — ticket { $ticket }
+ticket-reply = { $ahead ->
+    [0] { $line }, queued.
+    [one] { $line }, queued, { $ahead } job ahead of it.
+   *[other] { $line }, queued, { $ahead } jobs ahead of it.
+}
+ticket-reply-crowded = { $line }, queued, more than { $cap } jobs ahead of it.
+status-message =
+    { $header }.
+    { $line }
+progress-queued = { $position ->
+    [1] Queued: next in line.
+   *[other] Queued: number { $position } in line.
+}
+progress-downloading-started = Downloading…
+progress-downloading = Downloading: { $percent }% ({ $done } of { $total }).
+progress-downloading-unknown-total = Downloading: { $done } so far.
+progress-waiting-to-process = Downloaded; waiting for a free processing slot.
+progress-processing = Processing…
+progress-waiting-to-retry = Interrupted; trying again shortly.
+progress-ready = Ready: the result is below, kept until { $until }.
+progress-cancelled = Cancelled; its files are deleted.
+progress-failed = Failed: { $reason }.
+
+## Answers to a document
+
+already-ticket = { $name } is already ticket { $ticket } ({ $state }).
+expired-processing-again = { $ticket } expired on { $date }; processing it again.
+failed-trying-again = { $name } is ticket { $ticket }, which failed before; trying again.
+too-big-to-accept = { $name } is { $size }, but this bot can only take files up to { $limit }. Nothing was queued.
+too-big-for-budget = { $name } is { $size }, more than this bot can work on at once (up to { $largest }). Nothing was queued.
+queue-full = { $name } was not queued: { $waiting ->
+    [one] { $waiting } of your files is
+   *[other] { $waiting } of your files are
+} already waiting in the queue, as many as this bot takes from one chat. Please send it again when some of them are done.
+not-allowed = Sorry, this bot is private.
+not-allowed-with-id = Sorry, this bot is private. Ask its admin to add your user id ({ $id }).
+send-a-document = Send me a PDF as a file (or an image, which becomes a PDF), with what to do as its caption: optimize, shrink, split, text… /help tells more.
+
+## Results and failures
+
+ready-caption = { $ticket } ready: { $name }, { $before } → { $after }. Available until { $until }.
+ready-caption-no-source = { $ticket } ready: { $name }, { $after }. Available until { $until }.
+expired-early = { $ticket }: the result for { $name } had to be removed early, on { $date }, to make room. Send the file again to process it again.
+failed-notice = { $ticket } failed: { $reason }.
+failure-not-a-pdf = { $name } is not a PDF (the content looks like { $found })
+failure-too-big = { $name } is { $size }, over the { $limit } this bot can download
+failure-size-mismatch = { $name } arrived as { $real } instead of the { $declared } Telegram announced; please send it again
+failure-encrypted = { $name } is protected by a password; please send a copy without one
+failure-unreadable = { $name } is damaged and cannot be read as a PDF
+failure-no-pages = { $name } has no pages
+failure-result-too-big = the result for { $name } is { $size }, over the { $limit } this bot can send{ $hint }
+failure-file-unavailable = Telegram no longer has { $name }; please send it again
+failure-gave-up = { $name } could not be processed after { $attempts ->
+    [one] { $attempts } attempt
+   *[other] { $attempts } attempts
+}; please try again later
+failure-source-kept-vanishing = the downloaded copy of { $name } was lost or damaged on this server { $times ->
+    [one] { $times } time
+   *[other] { $times } times
+}; please try again later
+failure-needs-too-much-memory = { $name } needs more than { $limit } of memory to process
+failure-took-too-long = processing { $name } took longer than { $limit }
+failure-inflates-too-much = { $name } holds compressed data that unpacks to more than { $limit }, more than this bot processes
+failure-crashed = { $name } made the processing crash, so it cannot be processed
+failure-tool-failed = { $tool } could not process { $name }
+failure-cancelled = { $name } was cancelled
+failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
+    [one] { $pages } page
+   *[other] { $pages } pages
+}
+failure-wrong-password = the password does not open { $name }; please check it and send the file again with the right one
+
+## /status, /get, /jobs, /cancel
+
+status-title = { $ticket } — { $name }: { $state }
+status-size = Size: { $size }
+status-result = Result: { $size }
+status-received = Received: { $at }
+status-changed = Last change: { $at }
+status-available = Available until { $date }. Send the same file again to get it again.
+status-expired = Expired on { $date }. Send the file again to process it again.
+status-reason = Reason: { $reason }.
+no-such-ticket = No such ticket: { $ticket }.
+status-usage = Usage: /status 4812 or /get 4812 (the ticket number from my reply).
+jobs-none = No tickets yet. Send me a PDF as a file to start.
+jobs-title = Your latest tickets:
+jobs-line = { $ticket } { $name } — { $state }
+cancelled = { $ticket } cancelled: { $name } will not be processed, and its files are deleted.
+cannot-cancel = { $ticket } is { $state } already; only a ticket that is not ready yet can be cancelled.
+cancel-usage = Usage: /cancel 4812 (the ticket number from my reply).
+retrying-for-admin = { $ticket }: { $name } is being tried again.
+
+## /privacy and /forget
+
+privacy =
+    What I keep about you:
+    • For each file you send: its name, size and type as Telegram gives them, your user and chat id, and the message ids, in this bot's database.
+    • The file itself, on this bot's server, only while it is being processed.
+    • The result, on this bot's server, for { $ttl } after it is ready; then it is deleted.
+    • The texts I sent you, until they have been delivered and some time after.
+    • The language I write to you in, for each chat: the one Telegram tells me, or the one you chose with /lang.
+    Nothing is shared with anyone. /forget deletes your files, results and their names now.
+forget-question = This deletes all your results and files and the names of everything you sent, now. Tickets in progress are cancelled. It cannot be undone.
+forget-button = Yes, delete everything
+forgotten-reason = forgotten at the person's request (/forget)
+forgotten = { $jobs ->
+    [0] Done: there was nothing of yours to delete.
+    [one] Done: { $jobs } ticket is forgotten, with its files.
+   *[other] Done: { $jobs } tickets are forgotten, with their files.
+}
+
+## /start, /help, invites
+
+start =
+    Hello! Send me a PDF as a file and I will optimize it (recompress and drop unused parts). You get a ticket number at once and the result when it is done.
+
+    { $help }
+invited =
+    Welcome! You can use this bot now.
+
+    { $help }
+help =
+    How it works:
+    • Send a PDF as a file (up to { $download }). I answer with a ticket number right away.
+    • When it is done you get the result (results up to { $upload } can be sent).
+    • Results are kept for { $ttl }; sending the same file again gets it again.
+
+    What to do is the file's caption (without one: optimize, or what /mode chose):
+    { $operations }
+    When a result is ready, its buttons ask for more from the same file.
+
+    Commands:
+    /status 4812 — where a ticket is
+    /get 4812 — the result again, while it is kept
+    /jobs — your latest tickets
+    /cancel 4812 — stop a ticket that is not ready yet
+    /mode — what a file without a caption gets in this chat
+    /privacy — what I keep, and for how long
+    /forget — delete everything of yours now
+    /lang — choose the language I write in
+    /help — this text
+
+## The command list Telegram shows (setMyCommands), one description per command
+
+command-start = Start: what this bot does
+command-help = How it works, and the commands
+command-status = Where a ticket is: /status 4812
+command-get = A kept result again: /get 4812
+command-jobs = Your latest tickets
+command-cancel = Stop a ticket that is not ready yet: /cancel 4812
+command-privacy = What is kept, and for how long
+command-forget = Delete everything of yours now
+command-lang = Choose the language
+
+## For admins
+
+admins-only = Only this bot's admins can use /stats.
+stats-title = docket now:
+stats-jobs = Jobs: { $jobs }
+stats-jobs-none = none
+stats-budget = Budget: { $in-flight } in flight, of { $budget } per process
+stats-oldest = Oldest waiting job: due for { $for }
+stats-oldest-none = Oldest waiting job: none waiting
+stats-dead-chats = Dead chats: { $n }
+stats-flood-waits = 429s in the last hour: { $n }
+stats-hosts = Hosts: { $hosts }
+stats-hosts-none = none holding work now
+delivery-alert = docket: a message to chat { $chat } could not be delivered (outbox #{ $message }): { $why }. Further failures this hour are not announced; `docket status` and the docket_messages_failed_total metric count them.
+delivery-alert-about-ticket = docket: a message to chat { $chat } about ticket { $ticket } could not be delivered (outbox #{ $message }): { $why }. Further failures this hour are not announced; `docket status` and the docket_messages_failed_total metric count them.

@@ -1,0 +1,229 @@
+# Сообщения docket по-русски. Те же идентификаторы и переменные, что в locales/en/docket.ftl.
+
+## Язык
+
+language-name = Русский
+lang-question = Выберите язык, на котором я буду вам писать:
+lang-chosen = Хорошо, теперь я пишу по-русски.
+
+## Размеры
+
+decimal-separator = ,
+size-b = { $number } Б
+size-kb = { $number } КБ
+size-mb = { $number } МБ
+size-gb = { $number } ГБ
+size-tb = { $number } ТБ
+size-pb = { $number } ПБ
+size-eb = { $number } ЭБ
+size-kib = { $number } КиБ
+size-mib = { $number } МиБ
+size-gib = { $number } ГиБ
+size-tib = { $number } ТиБ
+size-pib = { $number } ПиБ
+size-eib = { $number } ЭиБ
+size-unknown = размер неизвестен
+size-unknown-short = неизвестен
+
+## Длительности
+
+duration-days = { $n } { $n ->
+    [one] день
+    [few] дня
+   *[many] дней
+}
+duration-hours = { $n } ч
+duration-minutes = { $n } мин
+duration-seconds = { $n } с
+limit-hours = { $n } ч
+limit-minutes = { $n } мин
+limit-seconds = { $n } с
+
+## Состояния заявки
+
+state-accepted = в очереди
+state-fetched = загружена, ждёт обработки
+state-processing = обрабатывается
+state-ready = готова
+state-failed = не удалась
+state-expired = срок хранения истёк
+
+## Ответ на документ и сообщение о ходе работы
+
+your-file = ваш файл
+ticket-line = Получен { $name } ({ $size }) — заявка { $ticket }
+ticket-reply = { $ahead ->
+    [0] { $line }, в очереди.
+    [one] { $line }, в очереди, перед ней { $ahead } задание.
+    [few] { $line }, в очереди, перед ней { $ahead } задания.
+   *[many] { $line }, в очереди, перед ней { $ahead } заданий.
+}
+ticket-reply-crowded = { $line }, в очереди, перед ней больше { $cap } заданий.
+status-message =
+    { $header }.
+    { $line }
+progress-queued = { $position ->
+    [1] В очереди: следующая.
+   *[other] В очереди: { $position }-я по счёту.
+}
+progress-downloading-started = Загружаю…
+progress-downloading = Загружаю: { $percent }% ({ $done } из { $total }).
+progress-downloading-unknown-total = Загружаю: пока { $done }.
+progress-waiting-to-process = Загружено; жду свободного места для обработки.
+progress-processing = Обрабатываю…
+progress-waiting-to-retry = Прервалось; скоро попробую снова.
+progress-ready = Готово: результат ниже, хранится до { $until }.
+progress-cancelled = Отменено; файлы удалены.
+progress-failed = Не удалось: { $reason }.
+
+## Ответы на документ
+
+already-ticket = { $name } — это уже заявка { $ticket } ({ $state }).
+expired-processing-again = Срок хранения { $ticket } истёк { $date }; обрабатываю заново.
+failed-trying-again = { $name } — это заявка { $ticket }, которая раньше не удалась; пробую снова.
+too-big-to-accept = { $name } весит { $size }, а этот бот принимает файлы только до { $limit }. В очередь ничего не поставлено.
+too-big-for-budget = { $name } весит { $size } — больше, чем этот бот может обработать за раз (до { $largest }). В очередь ничего не поставлено.
+queue-full = { $name } не поставлен в очередь: { $waiting ->
+    [one] { $waiting } ваш файл уже ждёт
+    [few] { $waiting } ваших файла уже ждут
+   *[many] { $waiting } ваших файлов уже ждут
+} в очереди — столько, сколько этот бот берёт от одного чата. Пришлите его снова, когда часть из них будет готова.
+not-allowed = Извините, это закрытый бот.
+not-allowed-with-id = Извините, это закрытый бот. Попросите его администратора добавить ваш id пользователя ({ $id }).
+send-a-document = Пришлите мне PDF файлом (или картинку — она станет PDF), а в подписи — что сделать: optimize, shrink, split, text… Подробнее — /help.
+
+## Результаты и ошибки
+
+ready-caption = { $ticket } готова: { $name }, { $before } → { $after }. Доступна до { $until }.
+ready-caption-no-source = { $ticket } готова: { $name }, { $after }. Доступна до { $until }.
+expired-early = { $ticket }: результат для { $name } пришлось удалить раньше срока, { $date }, чтобы освободить место. Пришлите файл снова, чтобы обработать его заново.
+failed-notice = { $ticket } не удалась: { $reason }.
+failure-not-a-pdf = { $name } — не PDF (по содержимому это { $found })
+failure-too-big = { $name } весит { $size }, больше { $limit }, которые этот бот может загрузить
+failure-size-mismatch = { $name } пришёл размером { $real } вместо { $declared }, о которых сообщил Telegram; пришлите его снова
+failure-encrypted = { $name } защищён паролем; пришлите копию без пароля
+failure-unreadable = { $name } повреждён и не читается как PDF
+failure-no-pages = в { $name } нет страниц
+failure-result-too-big = результат для { $name } весит { $size }, больше { $limit }, которые этот бот может отправить{ $hint }
+failure-file-unavailable = у Telegram больше нет { $name }; пришлите его снова
+failure-gave-up = { $name } не удалось обработать за { $attempts } { $attempts ->
+    [one] попытку
+    [few] попытки
+   *[many] попыток
+}; попробуйте позже
+failure-source-kept-vanishing = загруженная копия { $name } терялась или повреждалась на этом сервере { $times } { $times ->
+    [one] раз
+    [few] раза
+   *[many] раз
+}; попробуйте позже
+failure-needs-too-much-memory = для обработки { $name } нужно больше { $limit } памяти
+failure-took-too-long = обработка { $name } заняла больше { $limit }
+failure-inflates-too-much = в { $name } есть сжатые данные, которые распаковываются больше чем в { $limit } — больше, чем обрабатывает этот бот
+failure-crashed = { $name } вызвал сбой обработки, поэтому его нельзя обработать
+failure-tool-failed = { $tool } не смог обработать { $name }
+failure-cancelled = { $name } отменён
+failure-no-such-page = в { $name } нет страницы { $page }: в нём { $pages ->
+    [one] { $pages } страница
+    [few] { $pages } страницы
+   *[many] { $pages } страниц
+}
+failure-wrong-password = пароль не открывает { $name }; проверьте его и пришлите файл ещё раз с верным паролем
+
+## /status, /get, /jobs, /cancel
+
+status-title = { $ticket } — { $name }: { $state }
+status-size = Размер: { $size }
+status-result = Результат: { $size }
+status-received = Получена: { $at }
+status-changed = Последнее изменение: { $at }
+status-available = Доступна до { $date }. Пришлите тот же файл снова, чтобы получить её ещё раз.
+status-expired = Срок хранения истёк { $date }. Пришлите файл снова, чтобы обработать его заново.
+status-reason = Причина: { $reason }.
+no-such-ticket = Нет такой заявки: { $ticket }.
+status-usage = Как пользоваться: /status 4812 или /get 4812 (номер заявки из моего ответа).
+jobs-none = Заявок пока нет. Пришлите мне PDF файлом, чтобы начать.
+jobs-title = Ваши последние заявки:
+jobs-line = { $ticket } { $name } — { $state }
+cancelled = { $ticket } отменена: { $name } не будет обработан, его файлы удалены.
+cannot-cancel = { $ticket } уже { $state }; отменить можно только заявку, которая ещё не готова.
+cancel-usage = Как пользоваться: /cancel 4812 (номер заявки из моего ответа).
+retrying-for-admin = { $ticket }: { $name } обрабатывается снова.
+
+## /privacy и /forget
+
+privacy =
+    Что я храню о вас:
+    • Для каждого присланного файла: его название, размер и тип, как их сообщает Telegram, ваш id пользователя и чата и id сообщений — в базе данных этого бота.
+    • Сам файл — на сервере этого бота, только пока он обрабатывается.
+    • Результат — на сервере этого бота, { $ttl } после готовности; затем он удаляется.
+    • Тексты, которые я вам отправил, — пока они не доставлены и ещё некоторое время.
+    • Язык, на котором я пишу вам, для каждого чата: тот, что сообщает Telegram, или выбранный вами через /lang.
+    Ничего ни с кем не передаётся. /forget сейчас же удаляет ваши файлы, результаты и их названия.
+forget-question = Это сейчас же удалит все ваши результаты и файлы и названия всего, что вы присылали. Заявки в работе будут отменены. Отменить это нельзя.
+forget-button = Да, удалить всё
+forgotten-reason = забыта по просьбе человека (/forget)
+forgotten = { $jobs ->
+    [0] Готово: удалять было нечего.
+    [one] Готово: { $jobs } заявка забыта вместе с файлами.
+    [few] Готово: { $jobs } заявки забыты вместе с файлами.
+   *[many] Готово: { $jobs } заявок забыто вместе с файлами.
+}
+
+## /start, /help, приглашения
+
+start =
+    Здравствуйте! Пришлите мне PDF файлом, и я его оптимизирую (пережму и уберу неиспользуемые части). Номер заявки вы получите сразу, а результат — когда он будет готов.
+
+    { $help }
+invited =
+    Добро пожаловать! Теперь вы можете пользоваться этим ботом.
+
+    { $help }
+help =
+    Как это работает:
+    • Пришлите PDF файлом (до { $download }). Я сразу отвечу номером заявки.
+    • Когда всё будет готово, вы получите результат (отправить я могу результаты до { $upload }).
+    • Результаты хранятся { $ttl }; если прислать тот же файл снова, вы получите их ещё раз.
+
+    Что сделать — это подпись к файлу (без подписи: optimize или то, что выбрано через /mode):
+    { $operations }
+    Когда результат готов, его кнопки просят ещё что-то из того же файла.
+
+    Команды:
+    /status 4812 — где сейчас заявка
+    /get 4812 — результат ещё раз, пока он хранится
+    /jobs — ваши последние заявки
+    /cancel 4812 — остановить заявку, которая ещё не готова
+    /mode — что получает файл без подписи в этом чате
+    /privacy — что я храню и как долго
+    /forget — удалить всё ваше сейчас же
+    /lang — выбрать язык, на котором я пишу
+    /help — этот текст
+
+## Список команд для Telegram (setMyCommands)
+
+command-start = Начало: что умеет этот бот
+command-help = Как это работает и какие есть команды
+command-status = Где заявка: /status 4812
+command-get = Результат ещё раз: /get 4812
+command-jobs = Ваши последние заявки
+command-cancel = Остановить заявку, которая ещё не готова: /cancel 4812
+command-privacy = Что хранится и как долго
+command-forget = Удалить всё ваше сейчас же
+command-lang = Выбрать язык
+
+## Для администраторов
+
+admins-only = Пользоваться /stats могут только администраторы этого бота.
+stats-title = docket сейчас:
+stats-jobs = Заданий: { $jobs }
+stats-jobs-none = нет
+stats-budget = Бюджет: { $in-flight } в работе из { $budget } на процесс
+stats-oldest = Дольше всех ждёт задание: { $for }
+stats-oldest-none = Дольше всех ждёт задание: никто не ждёт
+stats-dead-chats = Недоступных чатов: { $n }
+stats-flood-waits = Ответов 429 за последний час: { $n }
+stats-hosts = Хосты: { $hosts }
+stats-hosts-none = сейчас ни один не держит работу
+delivery-alert = docket: сообщение в чат { $chat } не удалось доставить (outbox #{ $message }): { $why }. Об остальных сбоях в этот час сообщений не будет; их считают `docket status` и метрика docket_messages_failed_total.
+delivery-alert-about-ticket = docket: сообщение в чат { $chat } о заявке { $ticket } не удалось доставить (outbox #{ $message }): { $why }. Об остальных сбоях в этот час сообщений не будет; их считают `docket status` и метрика docket_messages_failed_total.
