@@ -138,6 +138,9 @@ pub enum Command {
         /// The child's inflate cap, in bytes.
         #[arg(long, hide = true, requires = "contained")]
         max_inflate: Option<u64>,
+        /// The language of what the child writes for people into its result (`en`, `ru`).
+        #[arg(long, hide = true, requires = "contained")]
+        texts_lang: Option<String>,
         /// `shrink`'s target resolution, in dots per inch.
         #[arg(long, hide = true, requires = "contained", default_value_t = crate::pdf::DEFAULT_SHRINK_DPI)]
         shrink_dpi: u32,
@@ -412,6 +415,8 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         input: file.clone(),
         output: output.clone(),
         lang,
+        // An admin's own run: the lines it writes into a result are in English.
+        texts_lang: texts::Lang::ENGLISH,
         shrink: operations::ShrinkSettings::from(&config.processing),
     };
     let program = std::env::current_exe().context("while finding docket's own binary")?;
@@ -422,7 +427,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         {
             let json = std::fs::read(&output).with_context(|| format!("while reading {}", output.display()))?;
             let info: DocumentInfo = serde_json::from_slice(&json).context("while reading the facts")?;
-            return out(&texts::document_info(&info));
+            return out(&texts::document_info(texts::Lang::ENGLISH, &info));
         }
         Outcome::Reported(Report::Done { output_bytes, pages, .. }) => {
             let input_bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
@@ -494,6 +499,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         lang,
         memory_limit,
         timeout_secs,
+        texts_lang,
         max_inflate,
         shrink_dpi,
         jpeg_quality,
@@ -531,7 +537,8 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         max_inflate: max_inflate.context("--max-inflate is required with --contained")?,
     };
     let shrink = operations::ShrinkSettings { dpi: shrink_dpi, jpeg_quality };
-    let request = Request { work, input: file, output, lang, limits, password: None, shrink };
+    let texts_lang = texts_lang.as_deref().map_or(texts::Lang::ENGLISH, texts::Lang::from_code);
+    let request = Request { work, input: file, output, lang, limits, password: None, shrink, texts_lang };
     let report = operations::child::run_here(&request);
     out(&serde_json::to_string(&report).context("while writing the report")?)?;
     match report {

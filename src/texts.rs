@@ -468,30 +468,23 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
         FailureReason::ResultTooBig { size: bytes, limit, operation } => render(
             lang,
             "failure-result-too-big",
-            &[name, size("size", *bytes), size("limit", *limit), s("hint", result_too_big_hint(operation))],
+            &[name, size("size", *bytes), size("limit", *limit), s("hint", result_too_big_hint(lang, operation))],
         ),
-        // The sentences of the operations (helper "runs") are English until the catalog takes
-        // them over.
-        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => {
-            format!(
-                "{} is not a PDF (the content looks like {found}): {}",
-                display_name(lang, name_of(&name)),
-                pdf_only(operation, found_label)
-            )
-        }
+        FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => render(
+            lang,
+            "failure-wrong-format-pdf",
+            &[name, s("found", found.as_str()), s("why", pdf_only(lang, operation, found_label))],
+        ),
         FailureReason::WrongFormat { operation, accepts, found, found_label } => {
             let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
-            format!(
-                "{} was not processed: {}",
-                display_name(lang, name_of(&name)),
-                wrong_format(operation, &accepts, found, found_label)
-            )
+            let why = wrong_format(lang, operation, &accepts, found, found_label);
+            render(lang, "failure-not-processed", &[name, s("why", why)])
         }
         FailureReason::NotSetUp { operation } if operation == "ocr" => {
-            format!("{} was not processed: {}", display_name(lang, name_of(&name)), ocr_not_set_up())
+            render(lang, "failure-not-processed", &[name, s("why", ocr_not_set_up(lang))])
         }
         FailureReason::NotSetUp { operation } => {
-            format!("{} was not processed: {operation} is not set up on this bot", display_name(lang, name_of(&name)))
+            render(lang, "failure-not-set-up", &[name, s("operation", operation.as_str())])
         }
         FailureReason::FileUnavailable => render(lang, "failure-file-unavailable", &[name]),
         FailureReason::GaveUp { attempts } => {
@@ -514,14 +507,6 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
             render(lang, "failure-no-such-page", &[name, n("page", u64::from(*page)), n("pages", u64::from(*pages))])
         }
         FailureReason::WrongPassword => render(lang, "failure-wrong-password", &[name]),
-    }
-}
-
-/// The text of a `name` argument.
-fn name_of<'a>(arg: &'a Arg<'_>) -> &'a str {
-    match &arg.1 {
-        FluentValue::String(text) => text,
-        _ => "",
     }
 }
 
@@ -715,7 +700,7 @@ pub fn help(lang: Lang, facts: &HelpFacts) -> String {
             s("download", size(lang, facts.download_limit)),
             s("upload", size(lang, facts.upload_limit)),
             s("ttl", duration(lang, facts.result_ttl)),
-            s("operations", operation_lines()),
+            s("operations", operation_lines(lang)),
         ],
     )
 }
@@ -730,133 +715,119 @@ pub fn run_label(job: &Job) -> String {
     }
 }
 
-// ─── Operations: choosing what to do (new sentences of helper "runs"; English) ─────────────────
-// Every sentence below is new with the operations; the catalog takes them over at merge.
+// ─── Operations: choosing what to do, and what they say ────────────────────────────────────────
 
 /// Each operation with its one-line description, in the order help lists them.
-pub fn operation_lines() -> String {
-    [
-        "optimize — smaller without any loss (the default)",
-        "shrink — much smaller: images downsampled and recompressed (for scans and photos)",
-        "split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges",
-        "pages 2-10 — only those pages, as one PDF",
-        "text — the text of every page, as a .txt file",
-        "info — pages, size, version, fonts and images, as a message",
-        "rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4",
-        "decrypt PASSWORD — open a password-protected PDF and save it without the password",
-        "ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages",
-        "topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF",
-    ]
-    .join("\n")
+pub fn operation_lines(lang: Lang) -> String {
+    crate::domain::Operation::NAMES
+        .iter()
+        .map(|name| plain(lang, &format!("operation-{name}")))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The answer to a caption that names no operation, or one with wrong arguments: what was wrong,
 /// and the operations.
-pub fn caption_not_understood(problem: &str) -> String {
-    format!(
-        "I did not start anything: {problem}. Send the file again with one of these as its caption \
-         (or without a caption for your default, see /mode):\n{}",
-        operation_lines()
-    )
+pub fn caption_not_understood(lang: Lang, problem: &str) -> String {
+    render(lang, "caption-not-understood", &[s("problem", problem), s("operations", operation_lines(lang))])
 }
 
 /// What was wrong with a caption, from the parser's finding.
-pub fn caption_problem(error: &crate::domain::operation::ParseError) -> String {
+pub fn caption_problem(lang: Lang, error: &crate::domain::operation::ParseError) -> String {
     use crate::domain::operation::ParseError;
     match error {
-        ParseError::Empty => "the caption names no operation".to_owned(),
-        ParseError::Unknown(word) => format!("\"{}\" is not an operation", display_name(Lang::ENGLISH, word)),
-        ParseError::Arguments { operation, problem } => format!("{operation}: {problem}"),
+        ParseError::Empty => plain(lang, "caption-names-nothing"),
+        ParseError::Unknown(word) => render(lang, "caption-unknown-word", &[s("word", display_name(lang, word))]),
+        ParseError::Arguments { operation, problem } => {
+            render(lang, "caption-bad-arguments", &[s("operation", *operation), s("problem", problem.to_string())])
+        }
     }
 }
 
 /// Added to the ticket reply of `decrypt PASSWORD`.
-pub fn delete_the_password() -> String {
-    "Your password is kept only until this job ends. Please delete the message that carries it.".to_owned()
+pub fn delete_the_password(lang: Lang) -> String {
+    plain(lang, "delete-the-password")
 }
 
 /// `/mode` without a word: the chat's default, and the choices.
-pub fn mode_now(current: &crate::domain::Operation, own: bool) -> String {
-    let whose = if own { "this chat's choice" } else { "the bot's default" };
-    format!(
-        "Documents sent without a caption get {current} ({whose}). To change it: /mode followed by one of {}.",
-        crate::domain::Operation::MODES.join(", ")
-    )
+pub fn mode_now(lang: Lang, current: &crate::domain::Operation, own: bool) -> String {
+    let id = if own { "mode-now-own" } else { "mode-now-default" };
+    render(lang, id, &[s("operation", current.to_string()), s("modes", crate::domain::Operation::MODES.join(", "))])
 }
 
 /// `/mode NAME` done.
-pub fn mode_set(operation: &crate::domain::Operation) -> String {
-    format!("Done: documents sent here without a caption now get {operation}.")
+pub fn mode_set(lang: Lang, operation: &crate::domain::Operation) -> String {
+    render(lang, "mode-set", &[s("operation", operation.to_string())])
 }
 
 /// `/mode WORD` with a word that is no default operation.
-pub fn mode_unknown(word: &str) -> String {
-    format!(
-        "\"{}\" cannot be a default. Choose one of {}.",
-        display_name(Lang::ENGLISH, word),
-        crate::domain::Operation::MODES.join(", ")
+pub fn mode_unknown(lang: Lang, word: &str) -> String {
+    render(
+        lang,
+        "mode-unknown",
+        &[s("word", display_name(lang, word)), s("modes", crate::domain::Operation::MODES.join(", "))],
     )
 }
 
 /// Why an operation refuses a file of another format, and what to send instead: "split takes a
 /// PDF; this is a PNG image: send it with the caption topdf, or without a caption".
-pub fn wrong_format(operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
+pub fn wrong_format(lang: Lang, operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
     let takes = match accepts {
-        ["pdf"] => "a PDF".to_owned(),
+        ["pdf"] => plain(lang, "takes-a-pdf"),
         labels => labels.join(", "),
     };
-    let instead = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
-        ": send it with the caption topdf, or without a caption"
+    let id = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        "wrong-format-send-topdf"
     } else if found_label == "pdf" {
-        ": send it with a caption such as optimize or shrink"
+        "wrong-format-send-caption"
     } else {
-        ""
+        "wrong-format"
     };
-    format!("{operation} takes {takes}; this is {found}{instead}")
+    render(lang, id, &[s("operation", operation), s("takes", takes), s("found", found)])
 }
 
 /// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
 /// but it is a ZIP archive".
-pub fn declared_but_is(declared: &str, found: &str) -> String {
-    format!("sent as {}, but it is {found}", display_name(Lang::ENGLISH, declared))
+pub fn declared_but_is(lang: Lang, declared: &str, found: &str) -> String {
+    render(lang, "declared-but-is", &[s("declared", display_name(lang, declared)), s("found", found)])
 }
 
 /// The hint after a result over the upload limit, by operation.
-pub fn result_too_big_hint(operation: &str) -> &'static str {
+pub fn result_too_big_hint(lang: Lang, operation: &str) -> String {
     match operation {
-        "optimize" | "decrypt" | "rotate" | "topdf" | "ocr" => {
-            "; try shrink for a smaller file, or split it into parts"
-        }
-        "shrink" | "pages" => "; try split to send it in parts",
-        "split" => "; try split with fewer pages per part, such as split 1-20,21-40",
-        _ => "",
+        "optimize" | "decrypt" | "rotate" | "topdf" | "ocr" => plain(lang, "hint-shrink-or-split"),
+        "shrink" | "pages" => plain(lang, "hint-split"),
+        "split" => plain(lang, "hint-smaller-parts"),
+        _ => String::new(),
     }
 }
 
-/// The message of an `info` result: the child's output (until the document facts land, its text).
-pub fn info_message(name: &str, output: &str) -> String {
-    format!("{}:\n{output}", display_name(Lang::ENGLISH, name))
+/// The message of an `info` result: the document's name, then its facts.
+pub fn info_message(lang: Lang, name: &str, facts: &str) -> String {
+    render(lang, "info-message", &[s("name", display_name(lang, name)), s("facts", facts)])
 }
 
 /// A run of OCR on a bot where no OCR program is configured.
-pub fn ocr_not_set_up() -> String {
-    "OCR is not set up on this bot".to_owned()
+pub fn ocr_not_set_up(lang: Lang) -> String {
+    plain(lang, "ocr-not-set-up")
 }
 
 /// Added to the ticket reply when the operation is not the plain optimize: what will be done.
-pub fn will_run(operation: &crate::domain::Operation) -> String {
-    format!("It will get: {operation}.")
+pub fn will_run(lang: Lang, operation: &crate::domain::Operation) -> String {
+    render(lang, "will-run", &[s("operation", operation.to_string())])
 }
 
 /// The status message of a further run of a ticket: "#4812 shrink: queued."
-pub fn run_reply(ticket: Ticket, operation: &crate::domain::Operation, ahead: u64) -> String {
-    let queued = match ahead {
-        0 => "queued.".to_owned(),
-        1 => "queued, 1 job ahead of it.".to_owned(),
-        n if n > QUEUE_COUNT_CAP => format!("queued, more than {QUEUE_COUNT_CAP} jobs ahead of it."),
-        n => format!("queued, {n} jobs ahead of it."),
-    };
-    format!("{ticket} {operation}: {queued}")
+pub fn run_reply(lang: Lang, ticket: Ticket, operation: &crate::domain::Operation, ahead: u64) -> String {
+    let args = [s("ticket", ticket.to_string()), s("operation", operation.to_string())];
+    if ahead > QUEUE_COUNT_CAP {
+        let mut args = args.to_vec();
+        args.push(n("cap", QUEUE_COUNT_CAP));
+        return render(lang, "run-reply-many", &args);
+    }
+    let mut args = args.to_vec();
+    args.push(n("ahead", ahead));
+    render(lang, "run-reply", &args)
 }
 
 /// `/status N` of a ticket with several runs: each run's status, the first one first.
@@ -870,77 +841,92 @@ pub fn runs_cancelled(lang: Lang, runs: &[Job]) -> String {
 }
 
 /// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.
-pub fn pdf_only(operation: &str, found_label: &str) -> String {
-    if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
-        format!("{operation} takes a PDF; send the image with the caption topdf to make it one")
+pub fn pdf_only(lang: Lang, operation: &str, found_label: &str) -> String {
+    let id = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+        "pdf-only-send-topdf"
     } else {
-        format!("{operation} takes a PDF")
-    }
+        "pdf-only"
+    };
+    render(lang, id, &[s("operation", operation)])
 }
 
 /// The line `text` writes for a page that shows no text at all.
-pub fn page_without_text(page: u32) -> String {
-    format!("[page {page} has no text: it is an image; try ocr]")
+pub fn page_without_text(lang: Lang, page: u32) -> String {
+    render(lang, "page-without-text", &[n("page", u64::from(page))])
 }
 
 /// The line that ends a text cut short at page `page`, over `limit` bytes.
-pub fn text_cut_short(page: u32, limit: u64) -> String {
-    format!("[the text stops before page {page}: it passed {}]", size(Lang::ENGLISH, limit))
+pub fn text_cut_short(lang: Lang, page: u32, limit: u64) -> String {
+    render(lang, "text-cut-short", &[n("page", u64::from(page)), s("limit", size(lang, limit))])
 }
 
 /// `info`'s message: the facts about a document, one per line.
-pub fn document_info(info: &crate::domain::DocumentInfo) -> String {
+pub fn document_info(lang: Lang, info: &crate::domain::DocumentInfo) -> String {
     use crate::domain::Encryption;
     let mut lines = Vec::new();
     lines.push(match info.pages {
-        Some(1) => "Pages: 1".to_owned(),
-        Some(pages) => format!("Pages: {pages}"),
-        None => "Pages: unknown without the password".to_owned(),
+        Some(pages) => render(lang, "info-pages", &[n("pages", u64::from(pages))]),
+        None => plain(lang, "info-pages-unknown"),
     });
     if let Some(page) = &info.page_size {
-        let name = page.name().map(|n| format!("{n}{}, ", if page.is_landscape() { " landscape" } else { "" }));
-        lines.push(format!(
-            "Page size: {}{:.0} × {:.0} mm ({:.0} × {:.0} pt)",
-            name.unwrap_or_default(),
-            page.width_mm(),
-            page.height_mm(),
-            page.width_pt,
-            page.height_pt
-        ));
+        let name = page.name().map(|name| {
+            if page.is_landscape() {
+                render(lang, "info-paper-landscape", &[s("paper", name)])
+            } else {
+                name.to_owned()
+            }
+        });
+        let args = [
+            s("paper", name.map(|n| format!("{n}, ")).unwrap_or_default()),
+            s("width_mm", format!("{:.0}", page.width_mm())),
+            s("height_mm", format!("{:.0}", page.height_mm())),
+            s("width_pt", format!("{:.0}", page.width_pt)),
+            s("height_pt", format!("{:.0}", page.height_pt)),
+        ];
+        lines.push(render(lang, "info-page-size", &args));
     }
     if !info.version.is_empty() {
-        lines.push(format!("PDF version: {}", info.version));
+        lines.push(render(lang, "info-version", &[s("version", info.version.as_str())]));
     }
-    for (label, value) in
-        [("Title", &info.title), ("Author", &info.author), ("Creator", &info.creator), ("Producer", &info.producer)]
-    {
+    for (id, value) in [
+        ("info-title", &info.title),
+        ("info-author", &info.author),
+        ("info-creator", &info.creator),
+        ("info-producer", &info.producer),
+    ] {
         if let Some(value) = value {
-            lines.push(format!("{label}: {value}"));
+            lines.push(render(lang, id, &[s("value", value.as_str())]));
         }
     }
-    lines.push(
+    lines.push(plain(
+        lang,
         match info.encryption {
-            Encryption::None => "Encryption: none",
-            Encryption::OwnerPasswordOnly => "Encryption: an owner password only (it opens, with restrictions)",
-            Encryption::UserPassword => "Encryption: it needs a password to open",
-        }
-        .to_owned(),
-    );
+            Encryption::None => "info-encryption-none",
+            Encryption::OwnerPasswordOnly => "info-encryption-owner",
+            Encryption::UserPassword => "info-encryption-user",
+        },
+    ));
     if let Some(images) = info.images {
-        lines.push(format!("Images: {images}"));
+        lines.push(render(lang, "info-images", &[n("images", u64::from(images))]));
     }
     if info.fonts.is_empty() {
-        lines.push("Fonts: none".to_owned());
+        lines.push(plain(lang, "info-fonts-none"));
     } else {
         let fonts: Vec<String> = info
             .fonts
             .iter()
-            .map(|f| if f.embedded { f.name.clone() } else { format!("{} (not embedded)", f.name) })
+            .map(|f| {
+                if f.embedded {
+                    f.name.clone()
+                } else {
+                    render(lang, "info-font-not-embedded", &[s("font", f.name.as_str())])
+                }
+            })
             .collect();
-        lines.push(format!("Fonts: {}", fonts.join(", ")));
+        lines.push(render(lang, "info-fonts", &[s("fonts", fonts.join(", "))]));
     }
-    lines.push(format!("Size: {}", size(Lang::ENGLISH, info.file_bytes)));
-    lines.push(format!("SHA-256: {}", info.sha256));
+    lines.push(render(lang, "info-size", &[s("size", size(lang, info.file_bytes))]));
+    lines.push(render(lang, "info-sha256", &[s("sha256", info.sha256.as_str())]));
     lines.join("\n")
 }
 
@@ -1241,8 +1227,66 @@ mod tests {
             FailureReason::Crashed,
             FailureReason::ToolFailed { tool: "ocrmypdf".into() },
             FailureReason::Cancelled,
+            FailureReason::NoSuchPage { page: 25, pages: 20 },
+            FailureReason::NoSuchPage { page: 3, pages: 1 },
+            FailureReason::WrongPassword,
+            FailureReason::WrongFormat {
+                operation: "split".into(),
+                accepts: vec!["pdf".into()],
+                found: "a PNG image".into(),
+                found_label: "png".into(),
+            },
+            FailureReason::WrongFormat {
+                operation: "topdf".into(),
+                accepts: vec!["jpeg".into(), "png".into()],
+                found: "a PDF document".into(),
+                found_label: "pdf".into(),
+            },
+            FailureReason::NotSetUp { operation: "ocr".into() },
+            FailureReason::NotSetUp { operation: "translate".into() },
         ];
         all.extend(reasons.iter().map(|r| failure_reason(lang, "a.pdf", r)));
+        // The operations: choosing what to do, and what they write for people.
+        use crate::domain::operation::{ArgumentProblem, ParseError};
+        use crate::domain::{DocumentInfo, Operation};
+        let shrink = Operation::Shrink;
+        all.extend([
+            operation_lines(lang),
+            caption_not_understood(lang, "\"please\" is not an operation"),
+            caption_problem(lang, &ParseError::Empty),
+            caption_problem(lang, &ParseError::Unknown("please".into())),
+            caption_problem(lang, &ParseError::Arguments { operation: "pages", problem: ArgumentProblem::Missing }),
+            delete_the_password(lang),
+            mode_now(lang, &shrink, true),
+            mode_now(lang, &shrink, false),
+            mode_set(lang, &shrink),
+            mode_unknown(lang, "pages"),
+            wrong_format(lang, "split", &["pdf"], "a PNG image", "png"),
+            declared_but_is(lang, "report.pdf", "a ZIP archive"),
+            result_too_big_hint(lang, "optimize"),
+            result_too_big_hint(lang, "shrink"),
+            result_too_big_hint(lang, "split"),
+            ocr_not_set_up(lang),
+            will_run(lang, &shrink),
+            run_reply(lang, Ticket(4812), &shrink, 0),
+            run_reply(lang, Ticket(4812), &shrink, 1),
+            run_reply(lang, Ticket(4812), &shrink, 3),
+            run_reply(lang, Ticket(4812), &shrink, 5_000),
+            pdf_only(lang, "split", "png"),
+            pdf_only(lang, "split", "zip"),
+            page_without_text(lang, 3),
+            text_cut_short(lang, 900, 100 << 20),
+        ]);
+        let info: DocumentInfo = serde_json::from_value(serde_json::json!({
+            "pages": 12, "page_size": {"width_pt": 595.0, "height_pt": 842.0}, "version": "1.7",
+            "producer": "pdfTeX", "creator": null, "title": "T", "author": null,
+            "encryption": "none", "images": 3, "fonts": [{"name": "CMR10", "embedded": false}],
+            "file_bytes": 182000, "sha256": "ab"
+        }))
+        .expect("a DocumentInfo");
+        let facts = document_info(lang, &info);
+        all.push(info_message(lang, "contract.pdf", &facts));
+        all.push(facts);
         let until = Timestamp::from_millis(1_796_601_600_000);
         let steps = [
             Progress::Queued { position: 1 },

@@ -226,3 +226,72 @@ stats-hosts = Hosts: { $hosts }
 stats-hosts-none = none holding work now
 delivery-alert = docket: a message to chat { $chat } could not be delivered (outbox #{ $message }): { $why }. Further failures this hour are not announced; `docket status` and the docket_messages_failed_total metric count them.
 delivery-alert-about-ticket = docket: a message to chat { $chat } about ticket { $ticket } could not be delivered (outbox #{ $message }): { $why }. Further failures this hour are not announced; `docket status` and the docket_messages_failed_total metric count them.
+
+## Operations: choosing what to do
+operation-optimize = optimize — smaller without any loss (the default)
+operation-shrink = shrink — much smaller: images downsampled and recompressed (for scans and photos)
+operation-split = split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges
+operation-pages = pages 2-10 — only those pages, as one PDF
+operation-text = text — the text of every page, as a .txt file
+operation-info = info — pages, size, version, fonts and images, as a message
+operation-rotate = rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4
+operation-decrypt = decrypt PASSWORD — open a password-protected PDF and save it without the password
+operation-ocr = ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages
+operation-topdf = topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF
+caption-not-understood = I did not start anything: { $problem }. Send the file again with one of these as its caption (or without a caption for your default, see /mode):
+    { $operations }
+caption-names-nothing = the caption names no operation
+caption-unknown-word = "{ $word }" is not an operation
+caption-bad-arguments = { $operation }: { $problem }
+delete-the-password = Your password is kept only until this job ends. Please delete the message that carries it.
+mode-now-own = Documents sent without a caption get { $operation } (this chat's choice). To change it: /mode followed by one of { $modes }.
+mode-now-default = Documents sent without a caption get { $operation } (the bot's default). To change it: /mode followed by one of { $modes }.
+mode-set = Done: documents sent here without a caption now get { $operation }.
+mode-unknown = "{ $word }" cannot be a default. Choose one of { $modes }.
+takes-a-pdf = a PDF
+wrong-format = { $operation } takes { $takes }; this is { $found }
+wrong-format-send-topdf = { $operation } takes { $takes }; this is { $found }: send it with the caption topdf, or without a caption
+wrong-format-send-caption = { $operation } takes { $takes }; this is { $found }: send it with a caption such as optimize or shrink
+declared-but-is = sent as { $declared }, but it is { $found }
+hint-shrink-or-split = ; try shrink for a smaller file, or split it into parts
+hint-split = ; try split to send it in parts
+hint-smaller-parts = ; try split with fewer pages per part, such as split 1-20,21-40
+info-message = { $name }:
+    { $facts }
+ocr-not-set-up = OCR is not set up on this bot
+will-run = It will get: { $operation }.
+run-reply = { $ticket } { $operation }: { $ahead ->
+    [0] queued.
+    [one] queued, 1 job ahead of it.
+   *[other] queued, { $ahead } jobs ahead of it.
+}
+run-reply-many = { $ticket } { $operation }: queued, more than { $cap } jobs ahead of it.
+pdf-only = { $operation } takes a PDF
+pdf-only-send-topdf = { $operation } takes a PDF; send the image with the caption topdf to make it one
+failure-wrong-format-pdf = { $name } is not a PDF (the content looks like { $found }): { $why }
+failure-not-processed = { $name } was not processed: { $why }
+failure-not-set-up = { $name } was not processed: { $operation } is not set up on this bot
+
+## info: the facts about a document
+info-pages = Pages: { $pages }
+info-pages-unknown = Pages: unknown without the password
+info-paper-landscape = { $paper } landscape
+info-page-size = Page size: { $paper }{ $width_mm } × { $height_mm } mm ({ $width_pt } × { $height_pt } pt)
+info-version = PDF version: { $version }
+info-title = Title: { $value }
+info-author = Author: { $value }
+info-creator = Creator: { $value }
+info-producer = Producer: { $value }
+info-encryption-none = Encryption: none
+info-encryption-owner = Encryption: an owner password only (it opens, with restrictions)
+info-encryption-user = Encryption: it needs a password to open
+info-images = Images: { $images }
+info-fonts-none = Fonts: none
+info-fonts = Fonts: { $fonts }
+info-font-not-embedded = { $font } (not embedded)
+info-size = Size: { $size }
+info-sha256 = SHA-256: { $sha256 }
+
+## text: lines in the text file
+page-without-text = [page { $page } has no text: it is an image; try ocr]
+text-cut-short = [the text stops before page { $page }: it passed { $limit }]

@@ -227,3 +227,73 @@ stats-hosts = Хосты: { $hosts }
 stats-hosts-none = сейчас ни один не держит работу
 delivery-alert = docket: сообщение в чат { $chat } не удалось доставить (outbox #{ $message }): { $why }. Об остальных сбоях в этот час сообщений не будет; их считают `docket status` и метрика docket_messages_failed_total.
 delivery-alert-about-ticket = docket: сообщение в чат { $chat } о заявке { $ticket } не удалось доставить (outbox #{ $message }): { $why }. Об остальных сбоях в этот час сообщений не будет; их считают `docket status` и метрика docket_messages_failed_total.
+
+## Операции: что сделать с файлом
+operation-optimize = optimize — меньше без потерь (по умолчанию)
+operation-shrink = shrink — намного меньше: картинки уменьшены и пережаты (для сканов и фото)
+operation-split = split — каждая страница отдельным PDF, в ZIP; split 1-3,7 — эти диапазоны
+operation-pages = pages 2-10 — только эти страницы, одним PDF
+operation-text = text — текст всех страниц файлом .txt
+operation-info = info — страницы, размер, версия, шрифты и картинки, сообщением
+operation-rotate = rotate 90 — повернуть все страницы; rotate 180 2,4 — только страницы 2 и 4
+operation-decrypt = decrypt ПАРОЛЬ — открыть PDF с паролем и сохранить без пароля
+operation-ocr = ocr — добавить к скану слой текста для поиска; ocr rus+eng — на этих языках
+operation-topdf = topdf — картинка (JPEG, PNG, TIFF, WebP) в PDF
+caption-not-understood = Я ничего не начал: { $problem }. Пришлите файл ещё раз с одной из этих подписей (или без подписи — тогда по умолчанию, см. /mode):
+    { $operations }
+caption-names-nothing = в подписи нет операции
+caption-unknown-word = «{ $word }» — не операция
+caption-bad-arguments = { $operation }: { $problem }
+delete-the-password = Пароль хранится только до конца этого задания. Пожалуйста, удалите сообщение, в котором он есть.
+mode-now-own = Документы без подписи получают { $operation } (выбор этого чата). Чтобы изменить: /mode и одно из: { $modes }.
+mode-now-default = Документы без подписи получают { $operation } (по умолчанию у бота). Чтобы изменить: /mode и одно из: { $modes }.
+mode-set = Готово: документы без подписи здесь теперь получают { $operation }.
+mode-unknown = «{ $word }» не может быть по умолчанию. Выберите одно из: { $modes }.
+takes-a-pdf = PDF
+wrong-format = { $operation } принимает { $takes }; а это { $found }
+wrong-format-send-topdf = { $operation } принимает { $takes }; а это { $found }: пришлите его с подписью topdf или без подписи
+wrong-format-send-caption = { $operation } принимает { $takes }; а это { $found }: пришлите его с подписью, например optimize или shrink
+declared-but-is = прислан как { $declared }, но это { $found }
+hint-shrink-or-split = ; попробуйте shrink, чтобы файл стал меньше, или split, чтобы разбить его на части
+hint-split = ; попробуйте split, чтобы прислать его частями
+hint-smaller-parts = ; попробуйте split с меньшим числом страниц в части, например split 1-20,21-40
+info-message = { $name }:
+    { $facts }
+ocr-not-set-up = распознавание текста (OCR) на этом боте не настроено
+will-run = Будет сделано: { $operation }.
+run-reply = { $ticket } { $operation }: { $ahead ->
+    [0] в очереди.
+    [one] в очереди, впереди { $ahead } задание.
+    [few] в очереди, впереди { $ahead } задания.
+   *[many] в очереди, впереди { $ahead } заданий.
+}
+run-reply-many = { $ticket } { $operation }: в очереди, впереди больше { $cap } заданий.
+pdf-only = { $operation } принимает только PDF
+pdf-only-send-topdf = { $operation } принимает только PDF; пришлите картинку с подписью topdf, чтобы сделать из неё PDF
+failure-wrong-format-pdf = { $name } — не PDF (по содержимому это { $found }): { $why }
+failure-not-processed = { $name } не обработан: { $why }
+failure-not-set-up = { $name } не обработан: { $operation } на этом боте не настроен
+
+## info: сведения о документе
+info-pages = Страниц: { $pages }
+info-pages-unknown = Страниц: не узнать без пароля
+info-paper-landscape = { $paper }, альбомная
+info-page-size = Размер страницы: { $paper }{ $width_mm } × { $height_mm } мм ({ $width_pt } × { $height_pt } pt)
+info-version = Версия PDF: { $version }
+info-title = Название: { $value }
+info-author = Автор: { $value }
+info-creator = Создан в: { $value }
+info-producer = PDF сделан в: { $value }
+info-encryption-none = Шифрование: нет
+info-encryption-owner = Шифрование: только пароль владельца (открывается, с ограничениями)
+info-encryption-user = Шифрование: для открытия нужен пароль
+info-images = Картинок: { $images }
+info-fonts-none = Шрифты: нет
+info-fonts = Шрифты: { $fonts }
+info-font-not-embedded = { $font } (не встроен)
+info-size = Размер: { $size }
+info-sha256 = SHA-256: { $sha256 }
+
+## text: строки в текстовом файле
+page-without-text = [на странице { $page } нет текста: это картинка; попробуйте ocr]
+text-cut-short = [текст обрывается перед страницей { $page }: он превысил { $limit }]

@@ -478,7 +478,7 @@ impl Intake {
         let (operation, explicit) = match self.operation_of(tx, origin.chat, &facts).await? {
             Ok(chosen) => chosen,
             Err(problem) => {
-                self.reply(tx, update_id, origin, texts::caption_not_understood(&problem)).await?;
+                self.reply(tx, update_id, origin, texts::caption_not_understood(lang, &problem)).await?;
                 info!(update.id = %update_id, "a caption named no operation; answered with help, no job");
                 return Ok(Recorded::RefusedCaption);
             }
@@ -506,10 +506,10 @@ impl Intake {
             let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
             let mut text = texts::ticket_reply(lang, &name, facts.size, ticket, ahead);
             if new_job.operation != Operation::Optimize {
-                text = format!("{text}\n{}", texts::will_run(&new_job.operation));
+                text = format!("{text}\n{}", texts::will_run(lang, &new_job.operation));
             }
             if asks_with_password {
-                text = format!("{text}\n{}", texts::delete_the_password());
+                text = format!("{text}\n{}", texts::delete_the_password(lang));
             }
             self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
@@ -646,9 +646,10 @@ impl Intake {
         let run = Submission { run_of: Some(first.ticket), ..again };
         let ticket = tx.insert_job(&run, self.clock.now()).await?;
         let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-        let mut text = texts::run_reply(first.ticket, &run.operation, ahead);
+        let lang = chat_lang(tx, origin.chat).await?;
+        let mut text = texts::run_reply(lang, first.ticket, &run.operation, ahead);
         if asks_with_password {
-            text = format!("{text}\n{}", texts::delete_the_password());
+            text = format!("{text}\n{}", texts::delete_the_password(lang));
         }
         self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
             .await?;
@@ -668,18 +669,20 @@ impl Intake {
         facts: &DocumentFacts,
     ) -> StoreResult<Result<(Operation, bool), String>> {
         let settings = self.settings.get();
+        let lang = chat_lang(tx, chat).await?;
         let me = Me { id: settings.bot_id, username: settings.bot_username.as_deref() };
         let words = operation_words(facts.caption.as_deref().unwrap_or_default(), me);
         if !words.is_empty() {
             return Ok(match Operation::parse(&words) {
                 // Stored runs parse to an empty password; a caption must give one.
-                Ok(Operation::Decrypt { password }) if password.is_empty() => {
-                    Err(texts::caption_problem(&crate::domain::operation::ParseError::Arguments {
+                Ok(Operation::Decrypt { password }) if password.is_empty() => Err(texts::caption_problem(
+                    lang,
+                    &crate::domain::operation::ParseError::Arguments {
                         operation: "decrypt",
                         problem: crate::domain::operation::ArgumentProblem::Missing,
-                    }))
-                }
-                parsed => parsed.map(|operation| (operation, true)).map_err(|e| texts::caption_problem(&e)),
+                    },
+                )),
+                parsed => parsed.map(|operation| (operation, true)).map_err(|e| texts::caption_problem(lang, &e)),
             });
         }
         if declares_an_image(facts) {
@@ -690,16 +693,17 @@ impl Intake {
 
     /// `/mode`: the chat's default operation; `/mode NAME` sets it.
     async fn mode(&self, tx: &mut Tx, chat: ChatRef, word: Option<String>) -> StoreResult<String> {
+        let lang = chat_lang(tx, chat).await?;
         let Some(word) = word else {
             return Ok(match tx.chat_mode(chat).await? {
-                Some(own) => texts::mode_now(&own, true),
-                None => texts::mode_now(&self.settings.get().default_operation, false),
+                Some(own) => texts::mode_now(lang, &own, true),
+                None => texts::mode_now(lang, &self.settings.get().default_operation, false),
             });
         };
-        let Some(operation) = Operation::mode(&word) else { return Ok(texts::mode_unknown(&word)) };
+        let Some(operation) = Operation::mode(&word) else { return Ok(texts::mode_unknown(lang, &word)) };
         tx.set_chat_mode(chat, &operation, self.clock.now()).await?;
         info!(chat.id = chat.0, operation = operation.name(), "a chat chose its default operation");
-        Ok(texts::mode_set(&operation))
+        Ok(texts::mode_set(lang, &operation))
     }
 
     /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the

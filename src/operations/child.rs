@@ -23,7 +23,7 @@ pub fn run_here(request: &Request) -> Report {
     match &request.work {
         Work::Builtin(operation) => {
             let max_inflate = usize::try_from(request.limits.max_inflate).unwrap_or(usize::MAX);
-            let settings = pdf::Settings { max_inflate, shrink: request.shrink };
+            let settings = pdf::Settings { max_inflate, shrink: request.shrink, lang: request.texts_lang };
             match pdf::run(operation, &request.input, &request.output, &settings) {
                 Ok(produced) => Report::Done {
                     output_bytes: produced.output_bytes,

@@ -161,6 +161,7 @@ mod tests {
             limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(60), max_inflate: 1 << 20 },
             password: None,
             shrink: crate::operations::ShrinkSettings::default(),
+            texts_lang: crate::texts::Lang::ENGLISH,
         }
     }
 

@@ -149,6 +149,8 @@ pub struct Request {
     pub output: PathBuf,
     /// The document's language(s) for tools that use `{lang}` (Tesseract codes: `eng+rus`).
     pub lang: String,
+    /// The language of what a built-in writes for people into its result (the chat's).
+    pub texts_lang: crate::texts::Lang,
     /// The bounds.
     pub limits: Limits,
     /// The password `decrypt` opens the document with. It never goes on the child's command
@@ -188,6 +190,8 @@ impl Request {
             self.shrink.jpeg_quality.to_string().into(),
             "--lang".into(),
             self.lang.clone().into(),
+            "--texts-lang".into(),
+            self.texts_lang.code().into(),
         ]);
         if let Work::Tool(tool) = &self.work {
             args.push("--".into());

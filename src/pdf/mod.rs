@@ -101,12 +101,15 @@ pub struct Settings {
     pub max_inflate: usize,
     /// What `shrink` aims at.
     pub shrink: ShrinkSettings,
+    /// The language of the lines an operation writes for people into its result (`text`'s
+    /// "page 3 has no text").
+    pub lang: crate::texts::Lang,
 }
 
 impl Settings {
     /// The defaults, with `max_inflate` as the inflate cap.
     pub fn with_max_inflate(max_inflate: usize) -> Self {
-        Self { max_inflate, shrink: ShrinkSettings::default() }
+        Self { max_inflate, shrink: ShrinkSettings::default(), lang: crate::texts::Lang::ENGLISH }
     }
 }
 
@@ -139,7 +142,7 @@ pub fn run(operation: &Operation, input: &Path, output: &Path, settings: &Settin
         Operation::ImageToPdf => images::to_pdf(input, output, settings).map(Produced::from),
         Operation::Split { ranges } => split::split(input, output, ranges.as_ref(), max_inflate),
         Operation::Pages { ranges } => split::pages(input, output, ranges, max_inflate),
-        Operation::Text => text::text(input, output, max_inflate),
+        Operation::Text => text::text(input, output, max_inflate, settings.lang),
         Operation::Info => info::info(input, output, max_inflate),
         Operation::Rotate { angle, pages } => rotate::rotate(input, output, *angle, pages.as_ref(), max_inflate),
         Operation::Decrypt { password } => decrypt::decrypt(input, output, password, max_inflate),

@@ -550,7 +550,7 @@ fn encode(pixels: &[u8], plan: &Plan, quality: u8) -> Option<Vec<u8>> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::pdf::{DEFAULT_MAX_INFLATE_BYTES, ShrinkSettings};
+    use crate::pdf::DEFAULT_MAX_INFLATE_BYTES;
     use lopdf::dictionary;
     use std::path::PathBuf;
 
@@ -632,7 +632,7 @@ pub(crate) mod tests {
         let input = dir.path().join("in.pdf");
         let output = dir.path().join("out.pdf");
         document.save(&input).unwrap();
-        let settings = Settings { max_inflate, shrink: ShrinkSettings::default() };
+        let settings = Settings::with_max_inflate(max_inflate);
         let result = shrink(&input, &output, &settings);
         Shrunk { _dir: dir, input, output, result }
     }

@@ -49,7 +49,7 @@ pub const SPACE_EM: f64 = 0.12;
 ///
 /// Those of loading (see [`super::optimize()`]); [`PdfError::InflatesTooMuch`] when a content
 /// stream, a form or a CMap inflates past `max_inflate`; [`PdfError::Io`] when writing fails.
-pub fn text(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
+pub fn text(input: &Path, output: &Path, max_inflate: usize, lang: texts::Lang) -> Result<Produced, PdfError> {
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
     work::guarded(move || {
         let (document, page_ids) = work::load_pages(&input, max_inflate)?;
@@ -64,10 +64,10 @@ pub fn text(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced,
             let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
             let page = match page_text(&document, *page_id, max_inflate, &mut fonts)? {
                 Some(text) => text,
-                None => texts::page_without_text(number) + "\n",
+                None => texts::page_without_text(lang, number) + "\n",
             };
             if written + page.len() > MAX_TEXT_BYTES {
-                sink.write_all(texts::text_cut_short(number, MAX_TEXT_BYTES as u64).as_bytes())?;
+                sink.write_all(texts::text_cut_short(lang, number, MAX_TEXT_BYTES as u64).as_bytes())?;
                 sink.write_all(b"\n")?;
                 break;
             }
@@ -92,7 +92,7 @@ pub(crate) fn page_texts(document: &Document, max_inflate: usize) -> Result<Vec<
         let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
         pages.push(
             page_text(document, page_id, max_inflate, &mut fonts)?
-                .unwrap_or_else(|| texts::page_without_text(number) + "\n"),
+                .unwrap_or_else(|| texts::page_without_text(texts::Lang::ENGLISH, number) + "\n"),
         );
     }
     Ok(pages)
@@ -879,7 +879,7 @@ pub(crate) mod tests {
     #[test]
     fn a_page_without_text_names_itself() {
         let texts = texts(&["BT /F1 10 Tf 72 700 Td (one)Tj ET", "0 0 m 100 100 l S"]);
-        assert_eq!(texts[1], format!("{}\n", crate::texts::page_without_text(2)));
+        assert_eq!(texts[1], format!("{}\n", crate::texts::page_without_text(crate::texts::Lang::ENGLISH, 2)));
         assert!(texts[1].contains("page 2"), "{}", texts[1]);
     }
 

@@ -36,6 +36,7 @@ pub struct Output {
 
 /// Runs the job's operation on its verified source.
 pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageError> {
+    let chat_lang = super::chat_lang(deps, job).await;
     let Some(expected) = job.source.clone() else {
         return Err(StageError::SourceLost { detail: "no source recorded".into() });
     };
@@ -69,7 +70,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     }
     let note =
         declared_disagrees(job.submission.declared_name.as_deref(), job.submission.declared_mime.as_deref(), &format)
-            .then(|| crate::texts::declared_but_is(job.name(), &format.describe()));
+            .then(|| crate::texts::declared_but_is(chat_lang, job.name(), &format.describe()));
     let lang = tesseract_languages(operation, job.submission.language_code.as_deref());
 
     // Output of an attempt that died is invalid: remove what earlier attempts left (and only
@@ -87,7 +88,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .tempfile_in(&work_dir)
         .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
         .into_temp_path();
-    let output_bytes = run_contained(deps, work, &source, &work_file, lang).await?;
+    let output_bytes = run_contained(deps, work, &source, &work_file, lang, chat_lang).await?;
 
     let limit = deps.settings.get().upload_limit;
     if output_bytes > limit {
@@ -105,7 +106,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             let facts = std::fs::read(&work_file).map_err(|e| StageError::retry(format!("reading the facts: {e}")))?;
             let info: crate::domain::DocumentInfo = serde_json::from_slice(&facts)
                 .map_err(|e| StageError::retry(format!("the facts the child wrote do not read: {e}")))?;
-            Some(crate::texts::info_message(job.name(), &crate::texts::document_info(&info)))
+            Some(crate::texts::info_message(chat_lang, job.name(), &crate::texts::document_info(chat_lang, &info)))
         }
         _ => None,
     };
@@ -258,6 +259,7 @@ async fn run_contained(
     input: &Path,
     output: &Path,
     lang: String,
+    texts_lang: crate::texts::Lang,
 ) -> Result<u64, StageError> {
     let settings = deps.settings.get();
     let limits = work.limits(settings.limits);
@@ -273,6 +275,7 @@ async fn run_contained(
         lang,
         limits,
         password: work.password(),
+        texts_lang,
         shrink: settings.shrink,
     };
     let outcome = operations::run_contained(&settings.program, &request)

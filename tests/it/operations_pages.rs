@@ -128,6 +128,7 @@ async fn the_password_goes_to_the_childs_stdin_and_never_on_its_command_line() {
         lang: operations::DEFAULT_LANG.into(),
         limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(30), max_inflate: 1 << 20 },
         shrink: operations::ShrinkSettings::default(),
+        texts_lang: docket::texts::Lang::ENGLISH,
     };
     assert!(request.child_args().iter().all(|arg| !arg.to_string_lossy().contains("horse")));
     let outcome = operations::run_contained(&program, &request).await.expect("starts");
