@@ -473,11 +473,15 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
         FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => render(
             lang,
             "failure-wrong-format-pdf",
-            &[name, s("found", found.as_str()), s("why", pdf_only(lang, operation, found_label))],
+            &[
+                name,
+                s("found", format_name(lang, found_label, found)),
+                s("why", pdf_only(lang, operation, found_label)),
+            ],
         ),
         FailureReason::WrongFormat { operation, accepts, found, found_label } => {
             let accepts: Vec<&str> = accepts.iter().map(String::as_str).collect();
-            let why = wrong_format(lang, operation, &accepts, found, found_label);
+            let why = wrong_format(lang, operation, &accepts, &format_name(lang, found_label, found), found_label);
             render(lang, "failure-not-processed", &[name, s("why", why)])
         }
         FailureReason::NotSetUp { operation } if operation == "ocr" => {
@@ -784,6 +788,17 @@ pub fn wrong_format(lang: Lang, operation: &str, accepts: &[&str], found: &str, 
         "wrong-format"
     };
     render(lang, id, &[s("operation", operation), s("takes", takes), s("found", found)])
+}
+
+/// What a file is, for people, from its detected format: its `label` (`png`, `zip`, `unknown`)
+/// and the detection table's English `description` ("a PNG image"). Each language says it its
+/// own way (English uses the description; Russian names the format by its label).
+pub fn format_name(lang: Lang, label: &str, description: &str) -> String {
+    render(
+        lang,
+        "format",
+        &[s("label", label.to_owned()), s("upper", label.to_uppercase()), s("description", description.to_owned())],
+    )
 }
 
 /// The note when the declared name or MIME type disagrees with the content: "sent as report.pdf,
@@ -1262,7 +1277,10 @@ mod tests {
             mode_set(lang, &shrink),
             mode_unknown(lang, "pages"),
             wrong_format(lang, "split", &["pdf"], "a PNG image", "png"),
-            declared_but_is(lang, "report.pdf", "a ZIP archive"),
+            declared_but_is(lang, "report.pdf", &format_name(lang, "zip", "a ZIP archive")),
+            format_name(lang, "png", "a PNG image"),
+            format_name(lang, "unknown", "something unrecognised"),
+            format_name(lang, "text", "plain text"),
             result_too_big_hint(lang, "optimize"),
             result_too_big_hint(lang, "shrink"),
             result_too_big_hint(lang, "split"),

@@ -295,3 +295,6 @@ info-sha256 = SHA-256: { $sha256 }
 ## text: lines in the text file
 page-without-text = [page { $page } has no text: it is an image; try ocr]
 text-cut-short = [the text stops before page { $page }: it passed { $limit }]
+
+## What a file is, by its detected format
+format = { $description }

@@ -297,3 +297,32 @@ info-sha256 = SHA-256: { $sha256 }
 ## text: строки в текстовом файле
 page-without-text = [на странице { $page } нет текста: это картинка; попробуйте ocr]
 text-cut-short = [текст обрывается перед страницей { $page }: он превысил { $limit }]
+
+## Что за файл, по распознанному формату
+format = { $label ->
+    [pdf] документ PDF
+    [unknown] файл неизвестного формата
+    [text] текстовый файл
+    [html] страница HTML
+    [zip] архив ZIP
+    [png] картинка PNG
+    [jpeg] картинка JPEG
+    [gif] картинка GIF
+    [webp] картинка WebP
+    [tiff] картинка TIFF
+    [bmp] картинка BMP
+    [heif] картинка HEIF
+    [avif] картинка AVIF
+    [doc] документ Word (DOC)
+    [xls] таблица Excel (XLS)
+    [epub] книга EPUB
+    [svg] картинка SVG
+    [rar] архив RAR
+    [gzip] архив GZIP
+    [docx] документ Word (DOCX)
+    [xlsx] таблица Excel (XLSX)
+    [pptx] презентация PowerPoint (PPTX)
+    [odt] документ OpenDocument (ODT)
+    [djvu] документ DjVu
+   *[other] файл { $upper }
+}

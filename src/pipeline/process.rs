@@ -70,7 +70,10 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     }
     let note =
         declared_disagrees(job.submission.declared_name.as_deref(), job.submission.declared_mime.as_deref(), &format)
-            .then(|| crate::texts::declared_but_is(chat_lang, job.name(), &format.describe()));
+            .then(|| {
+                let found = crate::texts::format_name(chat_lang, format.label(), &format.describe());
+                crate::texts::declared_but_is(chat_lang, job.name(), &found)
+            });
     let lang = tesseract_languages(operation, job.submission.language_code.as_deref());
 
     // Output of an attempt that died is invalid: remove what earlier attempts left (and only
