@@ -22,7 +22,7 @@ use crate::domain::{
     FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Node, NodeName, Ticket, Timestamp,
 };
 use crate::janitor::{JanitorDeps, JanitorSettings};
-use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Request, Work};
+use crate::operations::{self, Availability, Limits, Outcome, Report, Request, Work};
 use crate::spool::Spool;
 use crate::store::{JobFilter, Store};
 use crate::telegram::BotToken;
@@ -440,15 +440,9 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
                 texts::size(Lang::ENGLISH, output_bytes)
             ));
         }
-        Outcome::Reported(Report::Failed { failure, detail }) => match failure {
-            Failure::Encrypted => FailureReason::Encrypted,
-            Failure::NoPages => FailureReason::NoPages,
-            Failure::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page, pages: page_count },
-            Failure::WrongPassword => FailureReason::WrongPassword,
-            Failure::Unreadable => FailureReason::Unreadable,
-            Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
-            Failure::ToolFailed => FailureReason::ToolFailed { tool: request.work.name().to_owned() },
-            Failure::Io | Failure::LimitsRefused => anyhow::bail!("{} failed: {detail}", request.work.name()),
+        Outcome::Reported(Report::Failed { failure, detail }) => match failure.reason(&request.work) {
+            Some(reason) => reason,
+            None => anyhow::bail!("{} failed: {detail}", request.work.name()),
         },
         Outcome::OutOfMemory { limit } => FailureReason::NeedsTooMuchMemory { limit },
         Outcome::TimedOut { limit } => FailureReason::TookTooLong { limit },

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Operation, Password};
+use crate::domain::{FailureReason, Operation, Password};
 pub use crate::pdf::ShrinkSettings;
 
 pub use contained::{Outcome, run_contained};
@@ -222,6 +222,24 @@ pub enum Report {
         /// What happened, for admins.
         detail: String,
     },
+}
+
+impl Failure {
+    /// The reason a person is told, for a failure of `work`; `None` when the failure is not the
+    /// document's (reading or writing failed, the child could not limit itself): worth another
+    /// attempt, not a reason.
+    pub fn reason(&self, work: &Work) -> Option<FailureReason> {
+        Some(match self {
+            Self::Encrypted => FailureReason::Encrypted,
+            Self::NoPages => FailureReason::NoPages,
+            Self::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page: *page, pages: *page_count },
+            Self::WrongPassword => FailureReason::WrongPassword,
+            Self::Unreadable => FailureReason::Unreadable,
+            Self::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit: *limit },
+            Self::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },
+            Self::Io | Self::LimitsRefused => return None,
+        })
+    }
 }
 
 /// Why a child's operation failed, when it could say.

@@ -24,7 +24,7 @@ use crate::domain::Password;
 /// [`super::optimize()`]); [`PdfError::Io`].
 pub fn decrypt(input: &Path, output: &Path, password: &Password, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output, password) = (input.to_path_buf(), output.to_path_buf(), password.clone());
-    work::guarded(move || {
+    super::on_work_thread(move || {
         let bytes = work::read_pdf(&input)?;
         let mut document = open(&bytes, &password, max_inflate)?;
         drop(bytes);

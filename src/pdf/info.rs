@@ -31,7 +31,7 @@ const MAX_FIELD_CHARS: usize = 300;
 /// encrypted file; [`PdfError::InflatesTooMuch`]; [`PdfError::Io`].
 pub fn info(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
-    work::guarded(move || {
+    super::on_work_thread(move || {
         let bytes = work::read_pdf(&input)?;
         let facts = document_info(&bytes, max_inflate)?;
         let json = serde_json::to_vec_pretty(&facts).map_err(|error| PdfError::unreadable(error.to_string()))?;

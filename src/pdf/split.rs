@@ -41,7 +41,7 @@ pub fn split(
     max_inflate: usize,
 ) -> Result<Produced, PdfError> {
     let (input, output, ranges) = (input.to_path_buf(), output.to_path_buf(), ranges.cloned());
-    work::guarded(move || {
+    super::on_work_thread(move || {
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let parts: Vec<Vec<u32>> = match &ranges {
             Some(ranges) => work::resolve(ranges, page_ids.len())?,
@@ -86,7 +86,7 @@ pub fn split(
 /// As [`split`].
 pub fn pages(input: &Path, output: &Path, ranges: &PageRanges, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output, ranges) = (input.to_path_buf(), output.to_path_buf(), ranges.clone());
-    work::guarded(move || {
+    super::on_work_thread(move || {
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let listed: Vec<u32> = work::resolve(&ranges, page_ids.len())?.into_iter().flatten().collect();
         let encryption = document.encryption_state.take();

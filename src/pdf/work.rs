@@ -4,29 +4,13 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId, ObjectStreamConfig, SaveOptions};
 
-use super::{OBJECTS_PER_STREAM, PdfError, TrackedWriter, WORK_STACK_BYTES, panic_message};
+use super::{OBJECTS_PER_STREAM, PdfError, TrackedWriter};
 use crate::detect;
 use crate::domain::PageRanges;
-
-/// Runs `work` as the module docs require: on a thread with a [`WORK_STACK_BYTES`] stack, with
-/// panics caught and turned into [`PdfError::Unreadable`].
-pub(super) fn guarded<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, PdfError> + Send + 'static,
-) -> Result<T, PdfError> {
-    let span = tracing::Span::current();
-    let worker =
-        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
-            let _entered = span.enter();
-            catch_unwind(AssertUnwindSafe(work))
-                .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
-        })?;
-    worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??
-}
 
 /// The bytes at `input`, when they are a PDF by [`detect::detect_bytes`].
 pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {

@@ -310,18 +310,11 @@ async fn run_contained(
 }
 
 fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
-    let reason = match failure {
-        Failure::Encrypted => FailureReason::Encrypted,
-        Failure::NoPages => FailureReason::NoPages,
-        Failure::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page, pages: page_count },
-        Failure::WrongPassword => FailureReason::WrongPassword,
-        Failure::Unreadable => FailureReason::Unreadable,
-        Failure::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit },
-        Failure::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },
+    match failure.reason(work) {
+        Some(reason) => StageError::fail(reason, detail),
         // Not the document's fault: worth another attempt.
-        Failure::Io | Failure::LimitsRefused => return StageError::retry(detail),
-    };
-    StageError::fail(reason, detail)
+        None => StageError::retry(detail),
+    }
 }
 
 #[cfg(test)]
