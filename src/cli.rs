@@ -585,6 +585,8 @@ fn status_text(job: &Job) -> String {
         ("error", job.error.clone()),
         ("detail", job.error_detail.clone()),
         ("lease", job.lease.as_ref().map(|l| format!("{} until {}", l.owner, l.until))),
+        // Which host's data folder holds the job's files (several hosts on one database).
+        ("node", job.node.as_ref().map(|n| n.as_str().to_owned())),
     ];
     lines.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| format!("{:<11} {v}", format!("{k}:")))));
     lines.join("\n")
@@ -657,6 +659,7 @@ pub fn job_json(job: &Job) -> serde_json::Value {
         "error": job.error,
         "result_size": job.result.as_ref().map(|r| r.size),
         "result_expires_at": job.result.as_ref().map(|r| r.expires_at.rfc3339()),
+        "node": job.node.as_ref().map(NodeName::as_str),
         "created_at": job.created_at.rfc3339(),
         "updated_at": job.updated_at.rfc3339(),
     })

@@ -15,20 +15,28 @@
 //! 5. **Disk**: a warning when free space under `data_dir` falls below `[storage] min_free`.
 //!
 //! `docket janitor --dry-run` runs the same pass and deletes nothing.
+//!
+//! Several hosts on one PostgreSQL database each have their own data folder: every host sweeps
+//! its own files (3, 5), while the parts that change rows for the whole bot (1, 2, 4) run on one
+//! host at a time, the holder of [`Role::Janitor`]. That holder also hands back the jobs of hosts
+//! found lost ([`Store::hand_back_lost_nodes`]), every quarter of `[node] dead_after`. The files
+//! of results that expired on another host's pass go when this host's reaper or next pass finds
+//! them ended.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::domain::BotId;
 use crate::domain::{FileOwner, IdempotencyKey, Job, NewMessage};
 use crate::domain::{JobState, MessageKind, SharedClock, Ticket, Timestamp};
 use crate::spool::Spool;
-use crate::store::{History, Pruned, Store, StoreError};
+use crate::store::{History, Pruned, Role, RoleLock, Store, StoreError};
 use crate::texts::{self, Lang};
 
 /// The janitor's settings.
@@ -46,6 +54,8 @@ pub struct JanitorSettings {
     pub results_bytes: Option<u64>,
     /// Free space below which to warn.
     pub min_free: u64,
+    /// Silence after which a host counts as lost (`[node] dead_after`).
+    pub dead_after: Duration,
 }
 
 /// What the janitor needs. Cheap to clone.
@@ -123,32 +133,111 @@ impl Report {
     }
 }
 
-/// Runs a pass every `interval` until `cancel` fires.
-pub async fn run(deps: JanitorDeps, cancel: CancellationToken) {
+/// Which parts of a pass run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parts {
+    /// Everything: this host holds [`Role::Janitor`] (or is the only one).
+    Everything,
+    /// Only this host's own files and disk; another host does the rest.
+    ThisHostOnly,
+}
+
+/// Runs a pass every `interval` until `cancel` fires: the whole pass while this process holds
+/// [`Role::Janitor`] for `bot`, its own files only otherwise. The role's holder also hands back
+/// lost hosts' jobs, four times per `dead_after`. `holds_role` hears whether this process holds
+/// the role after every check (for the node's heartbeat).
+pub async fn run(deps: JanitorDeps, bot: BotId, holds_role: impl Fn(bool) + Send, cancel: CancellationToken) {
+    let mut role: Option<RoleLock> = None;
+    let mut last_pass = Instant::now();
     loop {
+        let settings = deps.settings.get();
+        let tick = settings.interval.min(settings.dead_after / 4).max(Duration::from_millis(100));
         tokio::select! {
             () = cancel.cancelled() => return,
-            () = tokio::time::sleep(deps.settings.get().interval) => {}
+            () = tokio::time::sleep(tick) => {}
         }
+        role = hold_role(&deps, role, bot).await;
+        holds_role(role.is_some());
+        if role.is_some() {
+            hand_back_lost_nodes(&deps).await;
+        }
+        if last_pass.elapsed() < deps.settings.get().interval {
+            continue;
+        }
+        last_pass = Instant::now();
+        let parts = if role.is_some() { Parts::Everything } else { Parts::ThisHostOnly };
         // A pass in progress is dropped at shutdown: each statement commits on its own and
         // the next pass redoes what is left.
         tokio::select! {
             () = cancel.cancelled() => return,
-            result = pass(&deps, false) => if let Err(e) = result {
+            result = pass_parts(&deps, parts, false) => if let Err(e) = result {
                 error!(error = %e, "janitor pass failed; will try again next interval");
             }
         }
     }
 }
 
-/// One janitor pass. With `dry_run`, nothing is changed and the report lists what would be.
+/// The janitor role after checking it: kept while its database session lasts, taken when no
+/// process holds it.
+async fn hold_role(deps: &JanitorDeps, held: Option<RoleLock>, bot: BotId) -> Option<RoleLock> {
+    if let Some(mut role) = held {
+        if role.is_held().await {
+            return Some(role);
+        }
+        warn!("lost the janitor role (its database session ended); another process may hold it now");
+    }
+    match deps.store.try_take_role(Role::Janitor, bot).await {
+        Ok(Some(role)) => {
+            info!("this process runs the bot-wide janitor (expiry, the results cap, history, lost hosts)");
+            Some(role)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            warn!(error = %e, "cannot ask the database who runs the janitor; asking again");
+            None
+        }
+    }
+}
+
+/// Hands the jobs of lost hosts back to the queue, and says so.
+async fn hand_back_lost_nodes(deps: &JanitorDeps) {
+    let now = deps.clock.now();
+    match deps.store.hand_back_lost_nodes(deps.settings.get().dead_after, now).await {
+        Ok(handed) => {
+            for (node, tickets) in handed {
+                if tickets.is_empty() {
+                    continue;
+                }
+                metrics::counter!("docket_jobs_handed_back_total").increment(tickets.len() as u64);
+                warn!(
+                    node = %node,
+                    jobs = tickets.len(),
+                    tickets = ?tickets.iter().map(|t| t.0).collect::<Vec<_>>(),
+                    "a host was lost: its jobs go back to be downloaded again by any host"
+                );
+            }
+        }
+        Err(e) => warn!(error = %e, "cannot hand back the jobs of lost hosts; trying again"),
+    }
+}
+
+/// One whole janitor pass. With `dry_run`, nothing is changed and the report lists what would be.
 pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreError> {
+    pass_parts(deps, Parts::Everything, dry_run).await
+}
+
+/// One janitor pass of `parts`. With `dry_run`, nothing is changed and the report lists what
+/// would be.
+pub async fn pass_parts(deps: &JanitorDeps, parts: Parts, dry_run: bool) -> Result<Report, StoreError> {
     let now = deps.clock.now();
     let mut report = Report { dry_run, ..Report::default() };
     let mut gone: HashMap<Ticket, Cause> = HashMap::new();
+    let bot_wide = parts == Parts::Everything;
 
     // 1. Expiry on schedule, in one statement: a catch-up pass after downtime may find thousands.
-    let due = if dry_run {
+    let due = if !bot_wide {
+        Vec::new()
+    } else if dry_run {
         deps.store.results_due(now).await?.into_iter().map(|j| j.ticket).collect()
     } else {
         deps.store.expire_due(now).await?
@@ -159,7 +248,7 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     }
 
     // 2. The results cap: the oldest go first, and their owners hear of it.
-    if let Some(cap) = deps.settings.get().results_bytes {
+    if let Some(cap) = deps.settings.get().results_bytes.filter(|_| bot_wide) {
         let results: Vec<Job> =
             deps.store.kept_results().await?.into_iter().filter(|j| !gone.contains_key(&j.ticket)).collect();
         let mut total: u64 = results.iter().map(result_bytes).sum();
@@ -250,8 +339,11 @@ pub async fn pass(deps: &JanitorDeps, dry_run: bool) -> Result<Report, StoreErro
     // 4. History.
     let history =
         History { older_than: now.minus(deps.settings.get().history), ended_jobs: deps.settings.get().prune_jobs };
-    report.pruned =
-        if dry_run { deps.store.count_prunable(&history).await? } else { deps.store.prune(&history).await? };
+    report.pruned = match (bot_wide, dry_run) {
+        (false, _) => Pruned::default(),
+        (true, true) => deps.store.count_prunable(&history).await?,
+        (true, false) => deps.store.prune(&history).await?,
+    };
 
     // 5. Disk.
     report.free_bytes = fs4::available_space(deps.spool.root()).ok();
@@ -407,6 +499,8 @@ fn judge(
     let leased = holds_lease(job, now);
     let path = file.path.to_string_lossy();
     let recorded = |p: &Option<String>| p.as_deref() == Some(path.as_ref());
+    // Whichever host's job it is: hosts may share a data folder, and a file recorded for a job
+    // of another host goes only once that job no longer records it.
     let owned = match file.area {
         Area::Downloads => recorded(&job.local_path),
         Area::Work => false,

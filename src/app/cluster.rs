@@ -24,7 +24,7 @@ use crate::telegram::TelegramError;
 pub(super) struct HeldRoles(Arc<Mutex<BTreeSet<&'static str>>>);
 
 impl HeldRoles {
-    fn set(&self, role: Role, held: bool) {
+    pub(super) fn set(&self, role: Role, held: bool) {
         let mut roles = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if held {
             roles.insert(role.as_str());
@@ -50,9 +50,14 @@ pub(super) struct ThisNode {
 }
 
 impl ThisNode {
-    /// This process as the node of `config` (`[node] name`, else the machine's host name).
-    pub(super) fn new(config: &Config, roles: HeldRoles, budget: Arc<Budget>, memory: Arc<MemoryBudget>) -> Self {
-        let name = config.node.name.clone().unwrap_or_else(host_node_name);
+    /// The name this process runs under for `config`: `[node] name`, else the machine's host
+    /// name.
+    pub(super) fn name_of(config: &Config) -> NodeName {
+        config.node.name.clone().unwrap_or_else(host_node_name)
+    }
+
+    /// This process as the node `name`.
+    pub(super) fn new(name: NodeName, roles: HeldRoles, budget: Arc<Budget>, memory: Arc<MemoryBudget>) -> Self {
         Self { name, process: WorkerId::process_prefix(), roles, budget, memory }
     }
 

@@ -33,7 +33,7 @@ use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::spool::Spool;
-use crate::store::{JobFilter, RunLock, Stage, Store};
+use crate::store::{JobFilter, Role, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 use crate::texts::{self, Lang};
@@ -274,9 +274,13 @@ async fn register_commands(telegram: &TelegramClient) {
 /// Opens everything and starts every loop.
 pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow::Result<Running> {
     let spool = Spool::open(&config.storage.data_dir)?;
+    let node_name = ThisNode::name_of(config);
+    // Everything this process does speaks for its node: the downloads it keeps are recorded as
+    // this host's, and it processes and uploads only what is on its own disk.
     let store = Store::open(&config.storage.database_url)
         .await
-        .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))?;
+        .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))?
+        .for_node(node_name.clone());
     let telegram = telegram_client(config, token, &options);
     let bot_username = match telegram.get_me().await {
         Ok(name) => {
@@ -327,7 +331,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             .jobs(&JobFilter { state: Some(state), limit: i64::MAX, ..JobFilter::default() })
             .await
             .context("while reading jobs in flight")?;
-        for job in held {
+        // Only this node's: another host's jobs have their files, and their budget, there.
+        for job in held.into_iter().filter(|job| job.node.as_ref().is_none_or(|node| *node == node_name)) {
             // No download claim made this reservation (token 0): only the job's end gives it back.
             let size = job.source.as_ref().map_or(0, |s| u64::try_from(s.size).unwrap_or(0));
             budget.hold(job.ticket, 0, size);
@@ -351,15 +356,17 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     };
 
     let roles = HeldRoles::default();
-    let node = ThisNode::new(config, roles.clone(), Arc::clone(&budget), Arc::clone(&memory));
+    let node = ThisNode::new(node_name, roles.clone(), Arc::clone(&budget), Arc::clone(&memory));
     let registered = node.register(&store, config.node.dead_after, &options.clock).await?;
 
+    let bot = telegram.bot_id();
     let janitor = janitor_deps(config, &options, store.clone(), spool.clone(), Arc::clone(&wake.outbox));
     // A machine that crashed comes back clean: reconcile the folders with the database before
     // any worker runs.
     // If the database is busy right now, the periodic pass does the same work later; the janitor
     // never touches files of leased jobs, so starting the workers first is safe.
-    if let Err(e) = crate::janitor::pass(&janitor, false).await {
+    // Only this host's files: the bot-wide parts wait for the janitor role (its loop).
+    if let Err(e) = crate::janitor::pass_parts(&janitor, crate::janitor::Parts::ThisHostOnly, false).await {
         warn!(error = %e, "could not reconcile the data folder at startup; the next janitor pass will");
     }
 
@@ -379,7 +386,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         None => {
             let poller = Poller::new(telegram, store.clone(), intake);
             poller_beat = Some(poller.heartbeat());
-            let poller = poll_while_sole_poller(store.clone(), poller, roles, poll_stop.clone());
+            let poller = poll_while_sole_poller(store.clone(), poller, roles.clone(), poll_stop.clone());
             workers.spawn(async move {
                 if let Err(e) = poller.await {
                     // Whoever holds the `Running` (`run`) stops the rest in order.
@@ -412,7 +419,13 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     ));
     workers.spawn(crate::pipeline::reap::run_reaper(pipeline.clone(), shutdown.stop.clone()));
     workers.spawn(crate::pipeline::run_pool(Stage::Process, config.workers.process, pipeline, shutdown.clone()));
-    workers.spawn(crate::janitor::run(janitor, shutdown.stop.clone()));
+    let janitor_role = roles.clone();
+    workers.spawn(crate::janitor::run(
+        janitor,
+        bot,
+        move |held| janitor_role.set(Role::Janitor, held),
+        shutdown.stop.clone(),
+    ));
     let senders_shutdown = Shutdown::default();
     let mut senders = JoinSet::new();
     senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));

@@ -49,6 +49,7 @@ impl JanitorSettings {
             prune_jobs: config.retention.prune_jobs,
             results_bytes: config.retention.results_bytes,
             min_free: config.storage.min_free,
+            dead_after: config.node.dead_after,
         }
     }
 }

@@ -120,6 +120,9 @@ pub enum JobEvent {
     Cancelled,
     /// An admin sent a failed job back to the queue (`docket retry N`).
     Retried,
+    /// The host that holds the job's files died (or was drained): its download, and a result it
+    /// never delivered, are gone with it. The job is downloaded again, by any host.
+    HostLost,
 }
 
 /// A move the state machine does not allow.
@@ -148,6 +151,7 @@ pub fn next(from: JobState, event: JobEvent) -> Result<JobState, TransitionError
         (S::Expired | S::Failed, E::Resubmitted) => S::Accepted,
         (S::Accepted | S::Fetched | S::Processing, E::Cancelled) => S::Failed,
         (S::Failed, E::Retried) => S::Accepted,
+        (S::Fetched | S::Processing | S::Ready, E::HostLost) => S::Accepted,
         _ => return Err(TransitionError { from, event }),
     };
     Ok(to)
@@ -331,6 +335,16 @@ mod tests {
         assert_eq!(next(JobState::Failed, JobEvent::Retried), Ok(JobState::Accepted));
         assert!(next(JobState::Expired, JobEvent::Retried).is_err());
         assert!(next(JobState::Ready, JobEvent::Retried).is_err());
+    }
+
+    #[test]
+    fn a_lost_host_sends_its_jobs_back_to_be_downloaded_but_never_an_ended_one() {
+        for from in [JobState::Fetched, JobState::Processing, JobState::Ready] {
+            assert_eq!(next(from, JobEvent::HostLost), Ok(JobState::Accepted), "{from}");
+        }
+        for from in [JobState::Accepted, JobState::Failed, JobState::Expired] {
+            assert!(next(from, JobEvent::HostLost).is_err(), "{from}");
+        }
     }
 
     #[test]

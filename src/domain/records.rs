@@ -5,8 +5,8 @@
 //! domain, nothing here does I/O or knows how the rows are stored.
 
 use super::{
-    ChatRef, IdempotencyKey, JobState, Lease, MessageId, MessageKind, Operation, OutboxId, OutboxState, Ticket,
-    Timestamp, UpdateId, UserId,
+    ChatRef, IdempotencyKey, JobState, Lease, MessageId, MessageKind, NodeName, Operation, OutboxId, OutboxState,
+    Ticket, Timestamp, UpdateId, UserId,
 };
 
 /// What the janitor needs to know of a job that may own files: which files are its own and
@@ -53,6 +53,9 @@ pub struct Job {
     pub source: Option<SourceFile>,
     /// The processed document, from `ready` on (kept as a record once expired).
     pub result: Option<ResultFile>,
+    /// The host whose data folder holds the job's files (its download, then its result), from
+    /// `fetched` on; `None` before, and after the job went back to be downloaded again.
+    pub node: Option<NodeName>,
     /// The reason a person reads, when failed.
     pub error: Option<String>,
     /// Detail for admins: why it failed, or why the last attempt did not succeed.
@@ -274,6 +277,7 @@ impl Job {
             source_losses: 0,
             source: None,
             result: None,
+            node: None,
             error: None,
             error_detail: None,
             created_at: at,

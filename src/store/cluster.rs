@@ -45,6 +45,9 @@ impl ChangeFeed {
 pub enum Role {
     /// Calling getUpdates: Telegram serves one caller per bot and answers others with 409.
     Poller,
+    /// The janitor's bot-wide parts (expiry, the results cap, pruning history) and handing back
+    /// lost hosts' jobs: one process does them, so two never race over the same rows.
+    Janitor,
 }
 
 impl Role {
@@ -52,6 +55,7 @@ impl Role {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Poller => "poller",
+            Self::Janitor => "janitor",
         }
     }
 
@@ -61,6 +65,7 @@ impl Role {
     const fn lock_class(self) -> i32 {
         match self {
             Self::Poller => 7_246_101,
+            Self::Janitor => 7_246_102,
         }
     }
 }
@@ -75,6 +80,15 @@ pub struct RoleLock {
 impl RoleLock {
     /// How often a held role checks that its database session is still there.
     pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+    /// Whether the role is still held: its database session is still there. Always, on SQLite.
+    pub async fn is_held(&mut self) -> bool {
+        #[cfg(feature = "postgres")]
+        if let Some(connection) = &mut self.connection {
+            return connection.still_held().await;
+        }
+        true
+    }
 
     /// Resolves when the role is no longer held: its database session ended (the connection was
     /// cut, the server restarted), so another process may hold it now. Never, on SQLite, where

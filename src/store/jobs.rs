@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use super::{ClaimLimits, Completion, Conn, QueryContext, Release, Stage, StoreError, StoreResult, lease};
 use crate::domain::{
-    ChatRef, Job, JobEvent, JobState, Lease, MessageId, Operation, Password, ResultFile, SourceFile, Submission,
-    Ticket, Timestamp, Transition, UpdateId, UserId,
+    ChatRef, Job, JobEvent, JobState, Lease, MessageId, NodeName, Operation, Password, ResultFile, SourceFile,
+    Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
 };
 
 /// One job: $1 ticket.
@@ -81,7 +81,7 @@ pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = $10, update_id = $3, me
         declared_mime = $7, declared_size = $8, operation = $11, arguments = $12, secret = $13, language_code = $14, local_path = NULL, real_size = NULL, sha256 = NULL,
         detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = $9,
         source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
-        result_expires_at = NULL, updated_at = $9
+        result_expires_at = NULL, node = NULL, updated_at = $9
     WHERE id = $1 AND status = $2";
 
 /// Fails a job, forgetting its source and its secret: $1 ticket, $2 the state it must be in, $3 the lease token
@@ -105,9 +105,11 @@ pub const NEXT_WAITING_DOWNLOAD: &str = "SELECT * FROM jobs WHERE status = 'acce
       AND (lease_until IS NULL OR lease_until <= $1)
     ORDER BY not_before, id LIMIT 1";
 
-/// The jobs that may hold files of this machine: every `fetched` or `processing` job, and the
-/// `accepted` ones under a live lease (at $2 now) whose owner starts with $1.
-pub const JOBS_HOLDING_FILES: &str = "SELECT id FROM jobs WHERE status IN ('fetched', 'processing')
+/// The jobs that may hold files of this machine: every `fetched` or `processing` job of node $3
+/// (NULL: of any node) or of none, and the `accepted` ones under a live lease (at $2 now) whose
+/// owner starts with $1.
+pub const JOBS_HOLDING_FILES: &str = "SELECT id FROM jobs
+    WHERE (status IN ('fetched', 'processing') AND ($3 IS NULL OR node IS NULL OR node = $3))
         OR (status = 'accepted' AND lease_until > $2 AND substr(lease_owner, 1, length($1)) = $1)";
 
 /// Extends a held lease: $1 ticket, $2 lease token, $3 until, $4 now.
@@ -116,19 +118,20 @@ pub const RENEW_JOB_LEASE: &str = "UPDATE jobs SET lease_until = $3, updated_at 
 
 /// `accepted` → `fetched` with the verified source, as the lease holder, due now with its attempts
 /// starting again: $1 ticket, $2 lease token, $3 path, $4 size, $5 sha256, $6 now, $7 the state
-/// it must be in, $8 the state it takes.
+/// it must be in, $8 the state it takes, $9 the node whose data folder holds the source.
 pub const MARK_FETCHED: &str =
-    "UPDATE jobs SET status = $8, local_path = $3, real_size = $4, sha256 = $5, attempts = 0,
+    "UPDATE jobs SET status = $8, local_path = $3, real_size = $4, sha256 = $5, attempts = 0, node = $9,
         not_before = $6, lease_owner = NULL, lease_until = NULL, error_detail = NULL, updated_at = $6
     WHERE id = $1 AND status = $7 AND lease_token = $2 AND lease_owner IS NOT NULL";
 
 /// Gives a job back, as the lease holder: $1 ticket, $2 the state it must be in, $3 lease token,
 /// $4 the next state, $5 not before, $6 detail (NULL: unchanged), $7 the attempt rule's code
-/// (0 spent, 1 refunded, 2 restarted), $8 whether the source is forgotten, $9 now, $10 whether
-/// the source was lost (counted).
+/// (0 spent, 1 refunded, 2 restarted), $8 whether the source is forgotten (and with it the node
+/// that held it), $9 now, $10 whether the source was lost (counted).
 pub const RELEASE_JOB: &str = "UPDATE jobs SET status = $4, not_before = $5, error_detail = COALESCE($6, error_detail),
         attempts = CASE WHEN $7 = 2 THEN 0 WHEN $7 = 1 AND attempts > 0 THEN attempts - 1 ELSE attempts END,
         local_path = CASE WHEN $8 THEN NULL ELSE local_path END,
+        node = CASE WHEN $8 THEN NULL ELSE node END,
         source_losses = source_losses + CASE WHEN $10 THEN 1 ELSE 0 END,
         lease_owner = NULL, lease_until = NULL, updated_at = $9
     WHERE id = $1 AND status = $2 AND lease_token = $3 AND lease_owner IS NOT NULL";
@@ -182,6 +185,7 @@ pub(super) struct JobRow {
     result_size: Option<i64>,
     result_file_id: Option<String>,
     result_expires_at: Option<i64>,
+    node: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -233,6 +237,7 @@ impl JobRow {
             result,
             error: self.error,
             error_detail: self.error_detail,
+            node: stored_node(self.node)?,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
         })
@@ -247,6 +252,12 @@ fn stored_operation(name: &str, arguments: &str, secret: Option<String>) -> Stor
         (Operation::Decrypt { .. }, Some(secret)) => Operation::Decrypt { password: Password::new(secret) },
         (operation, _) => operation,
     })
+}
+
+/// The node a row names; a name no node could have is corrupt.
+pub(super) fn stored_node(name: Option<String>) -> StoreResult<Option<NodeName>> {
+    name.map(|name| NodeName::new(&name).ok_or_else(|| StoreError::Corrupt(format!("node name {name:?} in a job"))))
+        .transpose()
 }
 
 /// The secret a job keeps apart from its arguments: a decrypt's password (`None`: none).
@@ -452,11 +463,13 @@ pub(super) async fn complete_job(
 
 /// Claims the next job of `stage` with the claim statements of the connection's backend
 /// ([`ClaimSql`](super::statements::ClaimSql)), for `owner` with a lease of `lease_len`: the
-/// process stage tries a lapsed `processing` job first, then a `fetched` one.
+/// process stage tries a lapsed `processing` job first, then a `fetched` one, of `node` only
+/// (`None`: of any node).
 pub(super) async fn claim_job(
     c: &mut Conn<'_>,
     stage: Stage,
     owner: &str,
+    node: Option<&NodeName>,
     now: Timestamp,
     lease_len: Duration,
     limits: &ClaimLimits,
@@ -474,6 +487,7 @@ pub(super) async fn claim_job(
             .bind(limits.unknown_size)
             .bind(limits.max_size)
             .bind(limits.per_chat)
+            .bind(node.map(NodeName::as_str))
             .fetch_optional(c)
             .await)
         .context("claiming a job")?;
@@ -496,11 +510,13 @@ pub(super) async fn next_waiting_download(c: &mut Conn<'_>, now: Timestamp) -> S
 pub(super) async fn jobs_holding_files(
     c: &mut Conn<'_>,
     owner_prefix: &str,
+    node: Option<&NodeName>,
     now: Timestamp,
 ) -> StoreResult<Vec<Ticket>> {
     let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(JOBS_HOLDING_FILES)
         .bind(owner_prefix)
         .bind(now.as_millis())
+        .bind(node.map(NodeName::as_str))
         .fetch_all(c)
         .await)
     .context("listing the jobs that hold files")?;
@@ -534,25 +550,36 @@ pub(super) async fn mark_fetched(
     ticket: Ticket,
     step: Transition,
     lease: &Lease,
-    path: &str,
-    size: i64,
-    sha256: &str,
+    source: &Fetched<'_>,
     now: Timestamp,
 ) -> StoreResult<bool> {
     let fetched = dispatch!(c, |c| sqlx::query(MARK_FETCHED)
         .bind(ticket.0)
         .bind(lease.token)
-        .bind(path)
-        .bind(size)
-        .bind(sha256)
+        .bind(source.path)
+        .bind(source.size)
+        .bind(source.sha256)
         .bind(now.as_millis())
         .bind(step.from.as_str())
         .bind(step.to.as_str())
+        .bind(source.node.map(NodeName::as_str))
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
     .context("marking a job fetched")?;
     Ok(fetched == 1)
+}
+
+/// A verified download, as [`MARK_FETCHED`] records it.
+pub(super) struct Fetched<'a> {
+    /// Where it is.
+    pub(super) path: &'a str,
+    /// Its size.
+    pub(super) size: i64,
+    /// Its SHA-256, in hex.
+    pub(super) sha256: &'a str,
+    /// The host whose data folder holds it.
+    pub(super) node: Option<&'a NodeName>,
 }
 
 /// Runs [`RELEASE_JOB`], making the move `step`; `false` when the lease was lost.

@@ -248,9 +248,14 @@ impl MessageFilter {
 }
 
 /// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
+///
+/// A handle may speak for one host ([`Store::for_node`]): `docket run` uses such a handle, so
+/// the downloads it keeps are recorded as that host's, and it claims only work whose files are
+/// on that host (or on none). A handle for no host (the admin commands) claims anything.
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: Pool,
+    node: Option<NodeName>,
 }
 
 /// The connection pool of a [`Store`], on its backend.
@@ -276,7 +281,7 @@ impl Store {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
-        let store = Self { pool };
+        let store = Self { pool, node: None };
         store.migrate().await?;
         Ok(store)
     }
@@ -298,7 +303,7 @@ impl Store {
                 return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
             }
         };
-        let store = Self { pool };
+        let store = Self { pool, node: None };
         let checked = match store.applied_migrations().await {
             Err(e) => Err(e),
             Ok(None) => Err(StoreError::NotDocket { url: url.redacted() }),
@@ -376,6 +381,18 @@ impl Store {
         Ok(Tx { tx })
     }
 
+    /// This handle, speaking for the host `node`: what it downloads is recorded as that host's,
+    /// and its claims of processing and of result uploads take only that host's jobs.
+    #[must_use]
+    pub fn for_node(&self, node: NodeName) -> Self {
+        Self { pool: self.pool.clone(), node: Some(node) }
+    }
+
+    /// The host this handle speaks for, if any.
+    pub fn node(&self) -> Option<&NodeName> {
+        self.node.as_ref()
+    }
+
     /// The getUpdates offset to continue from, if any was stored.
     pub async fn poll_offset(&self, bot_id: BotId) -> StoreResult<Option<i64>> {
         updates::poll_offset(&mut self.acquire().await?.conn(), bot_id).await
@@ -420,6 +437,7 @@ impl Store {
     }
 
     /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
+    /// Processing takes only jobs whose source is on this handle's host (or on no host known).
     pub async fn claim_job(
         &self,
         stage: Stage,
@@ -427,7 +445,8 @@ impl Store {
         now: Timestamp,
         lease_len: Duration,
     ) -> StoreResult<Option<Job>> {
-        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, now, lease_len, &ClaimLimits::NONE).await
+        let node = self.node.as_ref();
+        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, node, now, lease_len, &ClaimLimits::NONE).await
     }
 
     /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
@@ -438,7 +457,8 @@ impl Store {
         lease_len: Duration,
         limits: &ClaimLimits,
     ) -> StoreResult<Option<Job>> {
-        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, now, lease_len, limits).await
+        let node = self.node.as_ref();
+        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, node, now, lease_len, limits).await
     }
 
     /// Every `ready` job (each keeps a result on disk), oldest expiry first.
@@ -575,10 +595,10 @@ impl Store {
     }
 
     /// The jobs that may hold files of this machine, and so a place in its byte budget: every
-    /// `fetched` or `processing` job, and the `accepted` ones under a live lease whose owner
+    /// `fetched` or `processing` job of this handle's host (or of no host known), and the `accepted` ones under a live lease whose owner
     /// starts with `owner_prefix` (this process's downloads).
     pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, now).await
+        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, self.node.as_ref(), now).await
     }
 
     /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
@@ -603,7 +623,8 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<bool> {
         let step = Transition::of(JobState::Accepted, JobEvent::Fetched)?;
-        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, step, lease, path, size, sha256, now).await
+        let source = jobs::Fetched { path, size, sha256, node: self.node.as_ref() };
+        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, step, lease, &source, now).await
     }
 
     /// Gives a job back to be tried again later, as the lease holder.
@@ -666,6 +687,8 @@ impl Store {
     }
 
     /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
+    /// A result waits while its job is being produced (again), and goes from disk only by the
+    /// host that holds it; one with a stored Telegram file_id goes from any host.
     pub async fn claim_message(
         &self,
         owner: &str,
@@ -674,9 +697,12 @@ impl Store {
     ) -> StoreResult<Option<OutboxMessage>> {
         match &self.pool {
             // SQLite's single writer serialises the claims already.
-            Pool::Sqlite(_) => outbox::claim_message(&mut self.acquire().await?.conn(), owner, now, lease_len).await,
+            Pool::Sqlite(_) => {
+                outbox::claim_message(&mut self.acquire().await?.conn(), owner, self.node.as_ref(), now, lease_len)
+                    .await
+            }
             #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => postgres::claim_message(pool, owner, now, lease_len).await,
+            Pool::Postgres(pool) => postgres::claim_message(pool, owner, self.node.as_ref(), now, lease_len).await,
         }
     }
 
@@ -841,6 +867,32 @@ impl Store {
     /// Records a clean stop of the node `name` run by `process`.
     pub async fn stop_node(&self, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
         nodes::stop(&mut self.acquire().await?.conn(), name, process, now).await
+    }
+
+    /// Hands the jobs of every lost node back to the queue: a node whose heartbeat is older than
+    /// `dead_after`, or that was drained and stopped, other than this handle's. Its downloads,
+    /// and the results it never delivered (those without a Telegram file_id), were on its disk:
+    /// those jobs go back to `accepted`, to be downloaded again by file_id by any host. Returns,
+    /// per node, the jobs handed back.
+    pub async fn hand_back_lost_nodes(
+        &self,
+        dead_after: Duration,
+        now: Timestamp,
+    ) -> StoreResult<Vec<(NodeName, Vec<Ticket>)>> {
+        let lost = nodes::lost(&mut self.acquire().await?.conn(), self.node.as_ref(), now.minus(dead_after)).await?;
+        let mut handed = Vec::new();
+        for node in lost {
+            let detail = format!("its host {node} was lost; downloaded again");
+            let mut tx = self.begin().await?;
+            let mut tickets = Vec::new();
+            for from in [JobState::Fetched, JobState::Processing, JobState::Ready] {
+                let step = Transition::of(from, JobEvent::HostLost)?;
+                tickets.extend(nodes::hand_back(&mut tx.conn(), &node, step, &detail, now).await?);
+            }
+            tx.commit_as("committing a lost node's hand-back").await?;
+            handed.push((node, tickets));
+        }
+        Ok(handed)
     }
 
     /// Every node that ever ran on this database, by name.

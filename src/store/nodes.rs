@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Conn, QueryContext, StoreError, StoreResult};
-use crate::domain::{Node, NodeBeat, NodeName, Timestamp};
+use crate::domain::{Node, NodeBeat, NodeName, Ticket, Timestamp, Transition};
 
 /// Registers a node, or takes its row back: $1 name, $2 process, $3 now, $4 roles, $5–$8 the
 /// budgets, $9 the heartbeat older than which a process counts as dead. A row whose process is
@@ -35,6 +35,26 @@ pub const REQUEST_DRAIN: &str =
 pub const STOP_NODE: &str = "UPDATE nodes SET stopped_at = $3, last_seen = $3, roles = '', bytes_reserved = 0,
         memory_reserved = 0
     WHERE name = $1 AND process = $2";
+
+/// The nodes lost at $1 (heartbeat older than this), or drained and stopped, other than $2 (NULL:
+/// none), that still hold jobs: their download, their result, or their processing.
+pub const LOST_NODES: &str = "SELECT name FROM nodes
+    WHERE ($2 IS NULL OR name <> $2)
+      AND (last_seen < $1 OR (stopped_at IS NOT NULL AND drain_requested_at IS NOT NULL))
+      AND EXISTS (SELECT 1 FROM jobs WHERE jobs.node = nodes.name AND status IN ('fetched', 'processing', 'ready'))
+    ORDER BY name";
+
+/// Hands back the jobs of the lost node $3 that are in state $4, to be downloaded again by any
+/// host ($5, `accepted`), due at $1 now: their files were on that host's disk. A job under a live
+/// lease is left to its holder (it is gone with the host, and its lease lapses), a result with a
+/// stored Telegram file_id is kept (any host sends it by that id), and one past its expiry is left
+/// to the janitor's expiry. $2 is the detail admins read. Returns the jobs handed back.
+pub const HAND_BACK_JOBS: &str = "UPDATE jobs SET status = $5, local_path = NULL, node = NULL,
+        result_path = NULL, result_size = NULL, result_expires_at = NULL, attempts = 0, not_before = $1,
+        lease_owner = NULL, lease_until = NULL, error_detail = $2, updated_at = $1
+    WHERE node = $3 AND status = $4 AND (lease_until IS NULL OR lease_until <= $1)
+      AND ($4 <> 'ready' OR (result_file_id IS NULL AND result_expires_at > $1))
+    RETURNING id";
 
 /// Every node, by name.
 pub const NODES: &str = "SELECT * FROM nodes ORDER BY name";
@@ -166,6 +186,44 @@ pub(super) async fn stop(c: &mut Conn<'_>, name: &NodeName, process: &str, now: 
         .await
         .map(drop))
     .context("recording this node's stop")
+}
+
+/// Runs [`LOST_NODES`] for nodes silent since `silent_since`, other than `this`.
+pub(super) async fn lost(
+    c: &mut Conn<'_>,
+    this: Option<&NodeName>,
+    silent_since: Timestamp,
+) -> StoreResult<Vec<NodeName>> {
+    let names: Vec<String> = dispatch!(c, |c| sqlx::query_scalar(LOST_NODES)
+        .bind(silent_since.as_millis())
+        .bind(this.map(NodeName::as_str))
+        .fetch_all(c)
+        .await)
+    .context("looking for lost nodes")?;
+    names
+        .into_iter()
+        .map(|name| NodeName::new(&name).ok_or_else(|| StoreError::Corrupt(format!("node name {name:?}"))))
+        .collect()
+}
+
+/// Runs [`HAND_BACK_JOBS`] for the move `step` (from a state to `accepted`).
+pub(super) async fn hand_back(
+    c: &mut Conn<'_>,
+    node: &NodeName,
+    step: Transition,
+    detail: &str,
+    now: Timestamp,
+) -> StoreResult<Vec<Ticket>> {
+    let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(HAND_BACK_JOBS)
+        .bind(now.as_millis())
+        .bind(detail)
+        .bind(node.as_str())
+        .bind(step.from.as_str())
+        .bind(step.to.as_str())
+        .fetch_all(c)
+        .await)
+    .context("handing back a lost node's jobs")?;
+    Ok(ids.into_iter().map(Ticket).collect())
 }
 
 /// Runs [`NODES`].

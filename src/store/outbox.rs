@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::{Conn, MessageFilter, QueryContext, StoreResult, lease};
 use crate::domain::{
-    Button, ChatRef, IdempotencyKey, Lease, MessageId, MessageKind, NewMessage, OutboxId, OutboxMessage, OutboxState,
-    PROGRESS_SETTLE, Ticket, Timestamp,
+    Button, ChatRef, IdempotencyKey, Lease, MessageId, MessageKind, NewMessage, NodeName, OutboxId, OutboxMessage,
+    OutboxState, PROGRESS_SETTLE, Ticket, Timestamp,
 };
 
 /// Queues a message: $1 idempotency key, $2 job, $3 chat, $4 kind, $5 priority, $6 body, $7 the
@@ -238,6 +238,7 @@ async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> St
 pub(super) async fn claim_message(
     c: &mut Conn<'_>,
     owner: &str,
+    node: Option<&NodeName>,
     now: Timestamp,
     lease_len: Duration,
 ) -> StoreResult<Option<OutboxMessage>> {
@@ -246,6 +247,7 @@ pub(super) async fn claim_message(
         .bind(owner)
         .bind(now.plus(lease_len).as_millis())
         .bind(now.as_millis())
+        .bind(node.map(NodeName::as_str))
         .fetch_optional(c)
         .await)
     .context("claiming a message")?

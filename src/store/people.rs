@@ -11,7 +11,7 @@ use crate::domain::{BotStats as Stats, JobState, Ticket, Timestamp, Transition};
 /// $1 ticket, $2 now, $3 the state it takes and $4 the state it must be in (of
 /// `Transition::of(Failed, Retried)`).
 pub const RETRY_JOB: &str = "UPDATE jobs SET status = $3, attempts = 0, source_losses = 0, error = NULL,
-        error_detail = NULL, local_path = NULL, lease_owner = NULL, lease_until = NULL, not_before = $2,
+        error_detail = NULL, local_path = NULL, node = NULL, lease_owner = NULL, lease_until = NULL, not_before = $2,
         updated_at = $2
     WHERE id = $1 AND status = $4";
 

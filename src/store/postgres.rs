@@ -15,7 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::statements::ClaimSql;
 use super::{Change, Conn, DatabaseError, DatabaseUrl, QueryContext, StoreError, StoreResult};
-use crate::domain::{OutboxMessage, Timestamp};
+use crate::domain::{NodeName, OutboxMessage, Timestamp};
 
 /// docket's PostgreSQL migrations, built in.
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -39,11 +39,13 @@ pub const CLAIMS: ClaimSql = ClaimSql {
             lease_until = $2, attempts = attempts + 1, updated_at = $3
         WHERE id = (SELECT id FROM jobs
                     WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                      AND ($7 IS NULL OR node IS NULL OR node = $7)
                     ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
         RETURNING *",
     process_fetched: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
             lease_until = $2, attempts = attempts + 1, updated_at = $3
         WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                      AND ($7 IS NULL OR node IS NULL OR node = $7)
                     ORDER BY not_before, id LIMIT 1 FOR UPDATE SKIP LOCKED)
         RETURNING *",
     message: "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
@@ -56,6 +58,10 @@ pub const CLAIMS: ClaimSql = ClaimSql {
                       AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
                                       AND p.not_before > $3)
                       AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
+                      AND (o.kind <> 'result' OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = o.job_id
+                             AND (j.status IN ('accepted', 'fetched', 'processing')
+                                  OR (j.status = 'ready' AND j.result_file_id IS NULL
+                                      AND j.node IS NOT NULL AND j.node <> $4))))
                     ORDER BY o.priority, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
           AND status = 'pending'
         RETURNING *",
@@ -169,12 +175,13 @@ pub(super) async fn has_migrations_table(pool: &PgPool) -> StoreResult<bool> {
 pub(super) async fn claim_message(
     pool: &PgPool,
     owner: &str,
+    node: Option<&NodeName>,
     now: Timestamp,
     lease_len: Duration,
 ) -> StoreResult<Option<OutboxMessage>> {
     let mut tx = begin(pool).await.context("starting a transaction")?;
     sqlx::query(LOCK_MESSAGE_CLAIMS).execute(&mut *tx).await.context("serialising message claims")?;
-    let claimed = super::outbox::claim_message(&mut Conn::Postgres(&mut tx), owner, now, lease_len).await?;
+    let claimed = super::outbox::claim_message(&mut Conn::Postgres(&mut tx), owner, node, now, lease_len).await?;
     tx.commit().await.context("committing a message claim")?;
     Ok(claimed)
 }

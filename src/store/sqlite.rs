@@ -40,11 +40,13 @@ pub const CLAIMS: ClaimSql = ClaimSql {
             lease_until = $2, attempts = attempts + 1, updated_at = $3
         WHERE id = (SELECT id FROM jobs
                     WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                      AND ($7 IS NULL OR node IS NULL OR node = $7)
                     ORDER BY not_before, id LIMIT 1)
         RETURNING *",
     process_fetched: "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
             lease_until = $2, attempts = attempts + 1, updated_at = $3
         WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                      AND ($7 IS NULL OR node IS NULL OR node = $7)
                     ORDER BY not_before, id LIMIT 1)
         RETURNING *",
     message: "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
@@ -57,6 +59,10 @@ pub const CLAIMS: ClaimSql = ClaimSql {
                       AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
                                       AND p.not_before > $3)
                       AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
+                      AND (o.kind <> 'result' OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = o.job_id
+                             AND (j.status IN ('accepted', 'fetched', 'processing')
+                                  OR (j.status = 'ready' AND j.result_file_id IS NULL
+                                      AND j.node IS NOT NULL AND j.node <> $4))))
                     ORDER BY o.priority, o.id LIMIT 1)
           AND status = 'pending'
         RETURNING *",

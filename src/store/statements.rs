@@ -17,16 +17,20 @@
 pub struct ClaimSql {
     /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now, $4 the size assumed for a
     /// job without a declared size, $5 the largest size that fits the byte budget, $6 how many
-    /// jobs of one chat may be in flight.
+    /// jobs of one chat may be in flight, $7 the claiming node (unused: any host downloads).
     pub download: &'static str,
     /// Claims a `processing` job whose lease lapsed (resumed first: it already holds a source on
-    /// disk and a place in the budget): same binds.
+    /// disk and a place in the budget): same binds; only a job of node $7 (NULL: any node) or of
+    /// none, since its source is on that host's disk.
     pub process_lapsed: &'static str,
-    /// Claims a `fetched` job: same binds. Separate from `process_lapsed` so each is one index
-    /// range in order, not an OR of two ranges plus a sort.
+    /// Claims a `fetched` job: same binds and the same node rule. Separate from `process_lapsed`
+    /// so each is one index range in order, not an OR of two ranges plus a sort.
     pub process_fetched: &'static str,
     /// Claims the next deliverable outbox row: `pending`, due, the first open row of its chat,
-    /// and neither its chat nor the bot as a whole ([`WHOLE_BOT`](crate::store::statements::pacing::WHOLE_BOT)) paced or paused. Same first binds.
+    /// and neither its chat nor the bot as a whole ([`WHOLE_BOT`](crate::store::statements::pacing::WHOLE_BOT)) paced or paused. Same first binds,
+    /// then $4 the claiming node (NULL: any). A result waits while its job is not `ready` (it is
+    /// being produced again after its host was lost), and one without a stored Telegram file_id
+    /// goes only from the host that holds its file.
     /// A lapsed `sending` row is not claimed here: its outcome is unknown, and
     /// [`Store::lapse_messages`](crate::store::Store::lapse_messages) hands it to the kind's rule
     /// first.

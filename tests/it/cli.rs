@@ -276,6 +276,15 @@ async fn status_and_jobs_read_the_bots_database() {
     assert!(json["error"].is_null());
     assert!(json["result_expires_at"].as_str().is_some_and(|s| s.ends_with('Z')));
     assert!(json.get("size").is_some());
+    // Which host's data folder holds the result: the bot's node.
+    assert!(job.node.is_some(), "a ready job names the node that holds its result");
+    assert_eq!(json["node"].as_str(), job.node.as_ref().map(|n| n.as_str()));
+    let out = child::output(&["status", "1"], Some(&config));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with("node:") && l.ends_with(json["node"].as_str().unwrap_or("?"))),
+        "{text}"
+    );
 
     let out = child::output(&["jobs", "--state", "ready", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));

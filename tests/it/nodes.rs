@@ -1,15 +1,16 @@
 //! Several hosts on one PostgreSQL database: each registers as a node with a heartbeat, the
-//! bot-wide roles show on the node that holds them and move when it dies, and two live
-//! processes cannot share a node name.
+//! bot-wide roles show on the node that holds them and move when it dies, two live processes
+//! cannot share a node name, and three hosts share the work and take over a killed one's.
 
 #![cfg(feature = "postgres-tests")]
 
 use std::time::Duration;
 
-use docket::domain::{NodeStatus, Timestamp};
+use docket::domain::{ChatRef, JobState, MessageKind, NodeStatus, OutboxState, Ticket, Timestamp};
+use docket::store::{JobFilter, MessageFilter};
 
 use crate::support::child::DocketProcess;
-use crate::support::{Backend, DEADLINE, TestApp, eventually};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 /// `dead_after` of these tests: heartbeats every 2.5 s.
 const DEAD_AFTER: Duration = Duration::from_secs(10);
@@ -71,4 +72,168 @@ async fn a_second_process_under_a_live_nodes_name_is_refused_naming_it() {
     assert!(!status.success(), "{status}: {log}");
     assert!(log.contains("the node name twin is taken by"), "{log}");
     assert!(log.contains("[node] name"), "{log}");
+}
+
+/// The sendDocument uploads the fake received, by file name.
+fn uploads_by_name(app: &TestApp) -> std::collections::HashMap<String, usize> {
+    let mut uploads = std::collections::HashMap::new();
+    for call in app.fake.calls_to("sendDocument") {
+        if let Some(name) = call.upload.and_then(|u| u.file_name) {
+            *uploads.entry(name).or_insert(0) += 1;
+        }
+    }
+    uploads
+}
+
+/// Three hosts, each with its own data folder and node name, share 200 documents from 30 chats;
+/// one is SIGKILLed while it uploads a result. Every job ends `ready` with one result delivered
+/// (a second only after a recorded unknown outcome), the killed host's jobs are taken over, one
+/// process polls at a time, no flood limit is broken, and no host is left with bytes reserved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hosts_share_the_work_and_take_over_a_killed_ones() {
+    const DOCUMENTS: i64 = 200;
+    const CHATS: i64 = 30;
+    let app = TestApp::create(Backend::Postgres, |_| {}).await;
+    let docket::store::DatabaseUrl::Postgres(url) = &app.config.storage.database_url else { unreachable!() };
+    let hosts: Vec<(&str, DocketProcess)> = ["h1", "h2", "h3"]
+        .into_iter()
+        .map(|name| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let toml = format!(
+                "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
+                 [node]\nname = \"{name}\"\ndead_after = \"10s\"\n[workers]\nlease = \"2s\"\ndownload = 2\nprocess = 2\n",
+                data = dir.path().join("data").display().to_string(),
+            );
+            (name, DocketProcess::new(dir, &toml, &app.fake))
+        })
+        .collect();
+    for (_, host) in &hosts {
+        host.start();
+    }
+    eventually(DEADLINE, async || {
+        let nodes = app.store.nodes().await.map_err(|e| e.to_string())?;
+        let polling = nodes.iter().filter(|n| n.beat.roles.iter().any(|r| r == "poller")).count();
+        if nodes.len() == 3 && polling == 1 { Ok(()) } else { Err(format!("nodes: {nodes:?}")) }
+    })
+    .await;
+
+    // The first result upload is held: its host is killed in the middle of it.
+    let first_chat = 5_000;
+    let held = app.fake.hold_next_for_chat("sendDocument", first_chat);
+    let pdf = fixture("pdf/text-1page.pdf");
+    for n in 0..DOCUMENTS {
+        app.send_document(first_chat + n % CHATS, pdf.clone(), &format!("doc-{n}.pdf"), "application/pdf");
+    }
+    held.arrived(DEADLINE).await;
+    let uploading = app
+        .store
+        .jobs(&JobFilter {
+            chat: Some(ChatRef(first_chat)),
+            state: Some(JobState::Ready),
+            limit: 100,
+            ..JobFilter::default()
+        })
+        .await
+        .expect("jobs");
+    let victim = uploading.iter().find_map(|j| j.node.clone()).expect("the uploading job names its host");
+    let roles_before = app.store.nodes().await.expect("nodes");
+    let victim_polled =
+        roles_before.iter().any(|n| n.beat.name == victim && n.beat.roles.iter().any(|r| r == "poller"));
+    let (_, process) = hosts.iter().find(|(name, _)| *name == victim.as_str()).expect("a host by that name");
+    let held_by_victim: Vec<Ticket> = app
+        .store
+        .jobs(&JobFilter { limit: 1_000, ..JobFilter::default() })
+        .await
+        .expect("jobs")
+        .into_iter()
+        .filter(|j| j.node.as_ref() == Some(&victim) && j.state != JobState::Ready)
+        .map(|j| j.ticket)
+        .collect();
+    process.kill();
+    held.release();
+
+    // Every job ends ready, and every result is delivered.
+    eventually(Duration::from_secs(240), async || {
+        let census = app.store.census().await.map_err(|e| e.to_string())?;
+        let ready = census.jobs.iter().find(|(s, _)| *s == JobState::Ready).map_or(0, |(_, n)| *n);
+        let open = app
+            .store
+            .messages(&MessageFilter::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|m| m.kind == MessageKind::Result && m.state != OutboxState::Sent)
+            .count();
+        if ready == DOCUMENTS as u64 && open == 0 {
+            Ok(())
+        } else {
+            Err(format!("{ready} of {DOCUMENTS} ready, {open} results not sent: {census:?}"))
+        }
+    })
+    .await;
+
+    // One result per job; a second only where the outcome of the first was recorded unknown
+    // (a host that lost a send's outcome says so in its log, naming the ticket).
+    let uploads = uploads_by_name(&app);
+    let logs: String = hosts.iter().map(|(_, host)| host.log_text()).collect();
+    let unknown_outcomes: Vec<String> = logs
+        .lines()
+        .filter(|line| line.contains("outcome unknown"))
+        .filter_map(|line| line.split("ticket=").nth(1))
+        .map(|rest| rest.trim_start_matches('#').chars().take_while(char::is_ascii_digit).collect())
+        .collect();
+    for job in app.store.jobs(&JobFilter { limit: 1_000, ..JobFilter::default() }).await.expect("jobs") {
+        let name = job.submission.declared_name.clone().expect("a name");
+        let stem = name.trim_end_matches(".pdf");
+        let sent: usize =
+            uploads.iter().filter(|(n, _)| n.starts_with(&format!("{stem}-")) || **n == name).map(|(_, c)| *c).sum();
+        let unknown = unknown_outcomes.contains(&job.ticket.0.to_string());
+        assert!(sent >= 1, "{name}: no result delivered");
+        assert!(
+            sent == 1 || (unknown && sent <= 2),
+            "{name} ({job:?}): {sent} uploads, unknown outcome recorded: {unknown}; unknown: {unknown_outcomes:?}"
+        );
+    }
+
+    // The result whose upload died with its host was produced again elsewhere, and sent.
+    let held_job = uploading.first().expect("the uploading job");
+    let after = app.store.job(held_job.ticket).await.expect("reads").expect("exists");
+    assert_ne!(after.node.as_ref(), Some(&victim), "{after:?}");
+    assert!(after.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some()), "{after:?}");
+    assert!(logs.contains("a host was lost"), "no host took over the killed one's jobs");
+
+    // The killed host's unfinished jobs were done by the others.
+    for ticket in &held_by_victim {
+        let job = app.store.job(*ticket).await.expect("reads").expect("exists");
+        assert_ne!(job.node.as_ref(), Some(&victim), "{ticket}: still on the killed host");
+    }
+    assert!(
+        app.store.jobs(&JobFilter { limit: 1_000, ..JobFilter::default() }).await.expect("jobs").iter().all(|j| j
+            .node
+            .as_ref()
+            != Some(&victim)
+            || j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())),
+        "every result left on the killed host was delivered (Telegram holds it)"
+    );
+
+    // One voice towards Telegram: one poller at a time (a killed poller's last long poll may be
+    // overtaken by its successor's, the one 409 allowed), and no flood limit broken.
+    let conflicts = app.fake.calls_to("getUpdates").iter().filter(|c| c.status == 409).count();
+    assert!(conflicts <= usize::from(victim_polled), "{conflicts} getUpdates answered 409");
+    assert_eq!(app.fake.violations(), Vec::<String>::new());
+
+    // The survivors hold no reservations once idle, as their heartbeats say.
+    eventually(DEADLINE, async || {
+        let nodes = app.store.nodes().await.map_err(|e| e.to_string())?;
+        let busy: Vec<_> = nodes.iter().filter(|n| n.beat.name != victim && n.beat.bytes.0 > 0).collect();
+        if busy.is_empty() { Ok(()) } else { Err(format!("reserved: {busy:?}")) }
+    })
+    .await;
+    for (name, host) in &hosts {
+        if *name != victim.as_str() {
+            host.terminate();
+            assert!(host.exit_status(DEADLINE).await.success(), "{}", host.log_text());
+            host.assert_no_secrets_logged();
+        }
+    }
 }
