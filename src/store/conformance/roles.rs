@@ -6,7 +6,10 @@ use std::time::Duration;
 use super::BOT;
 use crate::store::{Pool, Role, Store};
 
-conformance!(a_role_has_one_holder_and_passes_on_when_its_session_ends);
+conformance!(
+    a_role_has_one_holder_and_passes_on_when_its_session_ends,
+    the_janitor_role_is_its_own_and_its_holder_checks_it
+);
 
 /// How long a released role may take to be free again before the test fails.
 const HANDOVER: Duration = Duration::from_secs(20);
@@ -28,7 +31,8 @@ async fn a_role_has_one_holder_and_passes_on_when_its_session_ends(store: Store)
 
     // The holder's connection is killed: the holder finds out, and another takes the role.
     let killed: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7246101",
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7246101
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
     )
     .fetch_all(pool)
     .await
@@ -36,6 +40,39 @@ async fn a_role_has_one_holder_and_passes_on_when_its_session_ends(store: Store)
     assert_eq!(killed.len(), 2, "the two held roles' sessions (two bots): {killed:?}");
     tokio::time::timeout(HANDOVER, holder.lost()).await.expect("the holder learns it lost the role");
     take_within(&store, HANDOVER).await;
+}
+
+async fn the_janitor_role_is_its_own_and_its_holder_checks_it(store: Store) {
+    let _poller = store.try_take_role(Role::Poller, BOT).await.unwrap().expect("the poller role");
+    let mut janitor = store.try_take_role(Role::Janitor, BOT).await.unwrap().expect("another role is free");
+    assert!(janitor.is_held().await);
+    let Pool::Postgres(pool) = &store.pool else {
+        return;
+    };
+    assert!(store.try_take_role(Role::Janitor, BOT).await.unwrap().is_none(), "one janitor at a time");
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7246102
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(killed, [true], "the janitor's session alone");
+    let asking = async {
+        while janitor.is_held().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(HANDOVER, asking).await.expect("the holder learns it lost the role");
+    let retake = async {
+        loop {
+            if let Some(role) = store.try_take_role(Role::Janitor, BOT).await.unwrap() {
+                return role;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(HANDOVER, retake).await.expect("another process takes the janitor role");
 }
 
 /// Takes the poller role, asking again until `deadline` (a released lock is freed by the server
