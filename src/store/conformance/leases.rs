@@ -150,7 +150,7 @@ async fn a_renewed_lease_is_not_reclaimable(store: Store) {
     assert!(!store.renew_job_lease(ticket, &lease_b, later.plus(LEASE), later).await.unwrap());
 
     // The same for a sender's lease on a message (long uploads).
-    assert!(enqueue(&store, &message("m", CHAT, MessageKind::Result, Some(ticket)), T0).await);
+    assert!(enqueue(&store, &message("m", CHAT, MessageKind::Reply, Some(ticket)), T0).await);
     let (m, mlease) = claim_message(&store, "s1", T0).await;
     assert!(store.renew_message_lease(m.id, &mlease, later, at(30_000)).await.unwrap());
     assert_eq!(store.messages(&MessageFilter::ALL).await.unwrap()[0].lease.as_ref().map(|l| l.until), Some(later));

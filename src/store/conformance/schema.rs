@@ -128,6 +128,7 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
         ("jobs_held", Some("lease_owner IS NOT NULL OR status IN 'fetched', 'processing'")),
         ("jobs_user", None),
         ("jobs_ended", Some("status IN 'failed', 'expired'")),
+        ("jobs_node", Some("node IS NOT NULL")),
         ("flood_waits_at", None),
         ("outbox_chat", None),
         ("outbox_job", None),
