@@ -544,7 +544,6 @@ pub(super) async fn renew_lease(
 }
 
 /// Runs [`MARK_FETCHED`]; `false` when the lease was lost.
-#[expect(clippy::too_many_arguments, reason = "the binds of one statement")]
 pub(super) async fn mark_fetched(
     c: &mut Conn<'_>,
     ticket: Ticket,
