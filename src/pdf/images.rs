@@ -5,7 +5,8 @@
 //!   writes them, inverted) gets `/Decode [1 0 1 0 1 0 1 0]`, as readers expect.
 //! - PNG, TIFF (every frame of a multi-page TIFF, one page each) and WebP are decoded and their
 //!   samples deflated losslessly (Flate, 8 or 16 bits per component as in the file); an alpha
-//!   channel becomes the image's `/SMask`.
+//!   channel becomes the image's `/SMask`. A bilevel TIFF frame (a fax, a black-and-white
+//!   scan) becomes a CCITT Group 4 image instead, as small as a fax's own data.
 //!
 //! Each page is the image at its own resolution: the one its file states (JFIF density, PNG
 //! `pHYs`, TIFF `XResolution`/`YResolution`); without one, 72 dpi, except that an image larger
@@ -272,7 +273,6 @@ fn webp_page(bytes: &[u8], max_inflate: usize) -> Result<Page, PdfError> {
 fn tiff_pages(bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
     use tiff::ColorType;
     use tiff::decoder::{Decoder, DecodingResult, Limits};
-    use tiff::tags::Tag;
     let unreadable = |e: tiff::TiffError| match e {
         tiff::TiffError::LimitsExceeded => PdfError::InflatesTooMuch { limit: max_inflate },
         other => PdfError::unreadable(format!("reading the TIFF: {other}")),
@@ -285,6 +285,14 @@ fn tiff_pages(bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
     loop {
         let (width, height) = decoder.dimensions().map_err(unreadable)?;
         let colour = decoder.colortype().map_err(unreadable)?;
+        if colour == ColorType::Gray(1) {
+            pages.push(bilevel_tiff_page(&mut decoder, width, height, max_inflate)?);
+            if !decoder.more_images() {
+                break;
+            }
+            decoder.next_image().map_err(unreadable)?;
+            continue;
+        }
         let (space, colours, alpha, bits) = match colour {
             ColorType::Gray(bits @ (8 | 16)) => ("DeviceGray", 1, false, bits),
             ColorType::GrayA(bits @ (8 | 16)) => ("DeviceGray", 1, true, bits),
@@ -295,21 +303,54 @@ fn tiff_pages(bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
         };
         let samples_per_pixel = colours + usize::from(alpha);
         check_size(width, height, samples_per_pixel * usize::from(bits / 8), max_inflate)?;
-        let white_is_zero = decoder.get_tag_u32(Tag::PhotometricInterpretation).ok() == Some(0);
         let dpi = tiff_dpi(&mut decoder);
         let samples = match decoder.read_image().map_err(unreadable)? {
             DecodingResult::U8(samples) => samples,
             DecodingResult::U16(samples) => samples.iter().flat_map(|s| s.to_be_bytes()).collect(),
             _ => return Err(PdfError::unreadable("a TIFF frame of an unusual sample type")),
         };
-        let decode = (white_is_zero && colours == 1).then_some(vec![1.into(), 0.into()]);
-        pages.push(raster_page(Raster { width, height, bits, space, colours, alpha, samples, dpi, decode }));
+        // A WhiteIsZero frame comes inverted to BlackIsZero already, as DeviceGray reads it.
+        pages.push(raster_page(Raster { width, height, bits, space, colours, alpha, samples, dpi, decode: None }));
         if !decoder.more_images() {
             break;
         }
         decoder.next_image().map_err(unreadable)?;
     }
     Ok(pages)
+}
+
+/// A bilevel TIFF frame (a fax, a black-and-white scan) as a CCITT Group 4 image: lossless, and
+/// as small as the fax's own Group 4 data, whatever compression the TIFF used.
+fn bilevel_tiff_page<R: std::io::Read + std::io::Seek>(
+    decoder: &mut tiff::decoder::Decoder<R>,
+    width: u32,
+    height: u32,
+    max_inflate: usize,
+) -> Result<Page, PdfError> {
+    use tiff::decoder::DecodingResult;
+    let packed_bytes = u64::from(width).div_ceil(8) * u64::from(height);
+    if packed_bytes > max_inflate as u64 {
+        return Err(PdfError::InflatesTooMuch { limit: max_inflate });
+    }
+    let dpi = tiff_dpi(decoder);
+    let DecodingResult::U8(packed) =
+        decoder.read_image().map_err(|e| PdfError::unreadable(format!("reading the TIFF: {e}")))?
+    else {
+        return Err(PdfError::unreadable("a bilevel TIFF frame of an unusual sample type"));
+    };
+    let mut dict = image_dict(width, height, "DeviceGray", 1);
+    // The decoder gives every frame as BlackIsZero (it inverts WhiteIsZero, a fax's usual): a
+    // 0 bit is black, as in a 1-bit DeviceGray image.
+    let image = match super::ccitt::encode_g4(&packed, width, height, false) {
+        Some(g4) => {
+            dict.set("Filter", "CCITTFaxDecode");
+            dict.set("DecodeParms", super::ccitt::g4_parameters(width, height));
+            Stream::new(dict, g4).with_compression(false)
+        }
+        // Wider than Group 4 can say: the bits as they are, deflated.
+        None => flate_image(dict, &packed),
+    };
+    Ok(Page { image, smask: None, dpi, width, height })
 }
 
 fn tiff_dpi<R: std::io::Read + std::io::Seek>(decoder: &mut tiff::decoder::Decoder<R>) -> Option<(f64, f64)> {
@@ -476,6 +517,66 @@ mod tests {
         assert_eq!(document.get_pages().len(), 3);
         assert_eq!(first_image(&document, 3).dict.get(b"Width").unwrap().as_i64().unwrap(), 60);
         assert_eq!(first_image(&document, 3).decompressed_content().unwrap(), picture(60, 30, 3));
+    }
+
+    #[test]
+    fn a_bilevel_tiff_becomes_a_group_4_image_of_the_same_pixels() {
+        let (w, h) = (203u32, 97u32);
+        // A fax: Group 4 data in a TIFF, WhiteIsZero (a set bit is black), 200 dpi.
+        let packed = crate::pdf::ccitt::tests::scan(w, h);
+        let look: Vec<u8> = packed.iter().map(|b| !b).collect();
+        let g4 = crate::pdf::ccitt::encode_g4(&packed, w, h, true).unwrap();
+        let bytes = fax::tiff::wrap(&g4, w, h);
+        let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+        assert_eq!(result.unwrap().pages, 1);
+        let document = Document::load(&output).unwrap();
+        let image = first_image(&document, 1);
+        assert_eq!(image.dict.get(b"Filter").unwrap().as_name().unwrap(), b"CCITTFaxDecode");
+        assert_eq!(image.dict.get(b"BitsPerComponent").unwrap().as_i64().unwrap(), 1);
+        // Decoded as a reader does (black is 0 in DeviceGray): the fax's black pixels.
+        let row_bytes = (w as usize).div_ceil(8);
+        let mut gray = Vec::new();
+        fax::decoder::decode_g4(image.content.iter().copied(), w as u16, Some(h as u16), |transitions| {
+            let mut row = vec![0xFFu8; row_bytes];
+            for (x, colour) in fax::decoder::pels(transitions, w as u16).enumerate() {
+                if colour == fax::Color::Black {
+                    row[x / 8] &= !(0x80 >> (x % 8));
+                }
+            }
+            gray.extend(row);
+        })
+        .unwrap();
+        // Padding bits aside (the last 5 of each row), the same pixels.
+        let unpadded = |rows: &[u8]| -> Vec<u8> {
+            rows.chunks(row_bytes)
+                .flat_map(|r| r.iter().enumerate().map(|(i, b)| if i + 1 == row_bytes { b & 0xE0 } else { *b }))
+                .collect()
+        };
+        assert!(unpadded(&gray) == unpadded(&look), "the pixels changed");
+        // At the TIFF's 200 dpi: 203 px is 73.08 pt.
+        let page = document.get_pages()[&1];
+        let media = document.get_dictionary(page).unwrap().get(b"MediaBox").unwrap().as_array().unwrap();
+        assert!((media[2].as_float().unwrap() - 73.08).abs() < 0.01, "{media:?}");
+    }
+
+    #[test]
+    fn a_white_is_zero_gray_tiff_keeps_its_look() {
+        use tiff::encoder::{TiffEncoder, colortype};
+        let (w, h) = (40u32, 30u32);
+        let look = picture(w, h, 1);
+        let stored: Vec<u8> = look.iter().map(|v| 255 - v).collect();
+        let mut bytes = Vec::new();
+        TiffEncoder::new(Cursor::new(&mut bytes)).unwrap().write_image::<colortype::Gray8>(w, h, &stored).unwrap();
+        // PhotometricInterpretation (262, SHORT, 1 value) from BlackIsZero (1) to WhiteIsZero (0).
+        let entry = [0x06, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00];
+        let at = bytes.windows(entry.len()).position(|w| w == entry).expect("the photometric tag");
+        bytes[at + 8] = 0;
+        let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+        result.unwrap();
+        let document = Document::load(&output).unwrap();
+        let image = first_image(&document, 1);
+        assert!(!image.dict.has(b"Decode"));
+        assert_eq!(image.decompressed_content().unwrap(), look, "white stays white");
     }
 
     #[test]

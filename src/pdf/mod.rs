@@ -67,6 +67,7 @@ use lopdf::{Document, LoadOptions, Object, ObjectStreamConfig, SaveOptions};
 use crate::detect::{self, DetectedFormat};
 use crate::domain::Operation;
 
+mod ccitt;
 pub mod decrypt;
 pub mod images;
 pub mod info;

@@ -23,8 +23,11 @@
 //!   predictors), at 1, 2, 4, 8 or 16 bits per component, in DeviceGray, DeviceRGB, CalGray,
 //!   CalRGB, ICCBased with one or three components, and Indexed over one of those.
 //!
-//! Left as they are: bilevel images (1-bit gray: JPEG would make them bigger and blurred, and
-//! no well-kept pure-Rust CCITT G4 encoder exists), CMYK and other colour spaces (Separation,
+//! Bilevel images (1-bit gray, not already CCITT or JBIG2) keep their resolution, since fewer
+//! pixels would break their strokes, and are written as CCITT Group 4 ([`super::ccitt`]) when
+//! that is smaller.
+//!
+//! Left as they are: CMYK and other colour spaces (Separation,
 //! DeviceN, Lab), JPEG 2000 and JBIG2 (no well-kept pure-Rust decoder), image masks, images with
 //! a `/Decode` array, a colour-key `/Mask`, or an `/SMask` with `/Matte` (which must keep the
 //! image's size). An image with an `/SMask` keeps it unchanged: a soft mask may have a size of
@@ -300,6 +303,8 @@ enum Source {
     /// lopdf decodes the stream to samples of `bits` bits, `components` per pixel, or to
     /// indices into `palette` (entries of `components` bytes).
     Samples { bits: u8, palette: Option<Vec<u8>> },
+    /// 1-bit gray samples lopdf decodes, rewritten at the same size as CCITT Group 4.
+    Bilevel,
 }
 
 /// How to shrink image `id`, drawn at `drawn` points at most; `None` to leave it alone.
@@ -322,6 +327,21 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
         return Ok(None);
     }
 
+    let filters = stream.filters().unwrap_or_default();
+    let encoded = |names: &[&[u8]]| filters.iter().any(|f| names.contains(f));
+    if int(b"BitsPerComponent") == Some(1) && !encoded(&[b"DCTDecode", b"JPXDecode", b"JBIG2Decode", b"CCITTFaxDecode"])
+    {
+        // A bilevel scan keeps its resolution (fewer pixels would break its strokes), and is
+        // written as Group 4 instead, when its colour space is a plain gray.
+        let gray = colour_space(document, dict, settings.max_inflate)?
+            .is_some_and(|(_, components, palette)| components == 1 && palette.is_none());
+        if gray {
+            let (target_width, target_height) = (width, height);
+            let (source, colour_space) = (Source::Bilevel, Object::Null);
+            return Ok(Some(Plan { width, height, target_width, target_height, source, colour_space, components: 1 }));
+        }
+    }
+
     // Resolution on the page, and the size that brings it to the target.
     let target = f64::from(settings.shrink.dpi.max(1));
     let dpi = (f64::from(width) * 72.0 / drawn.0, f64::from(height) * 72.0 / drawn.1);
@@ -335,7 +355,6 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
         return Ok(None);
     }
 
-    let filters = stream.filters().unwrap_or_default();
     let Some((colour_space, components, palette)) = colour_space(document, dict, settings.max_inflate)? else {
         return Ok(None);
     };
@@ -345,11 +364,11 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
             return Ok(None);
         }
         Source::Jpeg
-    } else if filters.iter().any(|f| matches!(*f, b"DCTDecode" | b"JPXDecode" | b"JBIG2Decode" | b"CCITTFaxDecode")) {
+    } else if encoded(&[b"DCTDecode", b"JPXDecode", b"JBIG2Decode", b"CCITTFaxDecode"]) {
         return Ok(None);
     } else {
         let Ok(bits @ (1 | 2 | 4 | 8 | 16)) = u8::try_from(bits) else { return Ok(None) };
-        // Bilevel scans stay as they are: JPEG would blur them and make them bigger.
+        // Bilevel colour (1 bit per component): JPEG would blur it and make it bigger.
         if bits == 1 && palette.is_none() {
             return Ok(None);
         }
@@ -429,6 +448,9 @@ fn direct_components(document: &Document, space: &Object) -> Option<usize> {
 
 /// Rewrites one image as its plan says, when that makes it smaller; whether it did.
 fn shrink_image(stream: &mut Stream, plan: &Plan, quality: u8, max_inflate: usize) -> Result<bool, PdfError> {
+    if let Source::Bilevel = plan.source {
+        return bilevel_to_g4(stream, plan, max_inflate);
+    }
     let Some(pixels) = decode(stream, plan, max_inflate)? else { return Ok(false) };
     let Some(resized) = resize(pixels, plan) else { return Ok(false) };
     let Some(jpeg) = encode(&resized, plan, quality) else { return Ok(false) };
@@ -446,12 +468,33 @@ fn shrink_image(stream: &mut Stream, plan: &Plan, quality: u8, max_inflate: usiz
     Ok(true)
 }
 
+/// Rewrites a bilevel image as CCITT Group 4, when that is smaller; whether it did.
+fn bilevel_to_g4(stream: &mut Stream, plan: &Plan, max_inflate: usize) -> Result<bool, PdfError> {
+    let packed = match stream.decompressed_content_with_limit(max_inflate) {
+        Ok(packed) => packed,
+        Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
+            return Err(PdfError::InflatesTooMuch { limit });
+        }
+        Err(_) => return Ok(false),
+    };
+    // In a 1-bit gray image, 0 is black.
+    let Some(g4) = super::ccitt::encode_g4(&packed, plan.width, plan.height, false) else { return Ok(false) };
+    if g4.len() >= stream.content.len() {
+        return Ok(false);
+    }
+    stream.dict.set("Filter", "CCITTFaxDecode");
+    stream.dict.set("DecodeParms", super::ccitt::g4_parameters(plan.width, plan.height));
+    stream.set_content(g4);
+    Ok(true)
+}
+
 /// The image's pixels, 8 bits per component, `plan.components` per pixel; `None` when it
 /// cannot be read as planned.
 fn decode(stream: &Stream, plan: &Plan, max_inflate: usize) -> Result<Option<Vec<u8>>, PdfError> {
     let (width, height) = (plan.width as usize, plan.height as usize);
     match &plan.source {
         Source::Jpeg => Ok(decode_jpeg(&stream.content, plan)),
+        Source::Bilevel => Ok(None),
         Source::Samples { bits, palette } => {
             let samples = match stream.decompressed_content_with_limit(max_inflate) {
                 Ok(samples) => samples,
@@ -752,18 +795,81 @@ pub(crate) mod tests {
         assert_eq!(int(&images[0], b"Width"), 600);
     }
 
+    /// A bilevel "page of text" (`DeviceGray` bits: 0 is black): rows of glyph-sized blobs of
+    /// varying widths, placed by a fixed pseudo-random sequence, as a scan of print looks.
+    fn bilevel_text_page(width: u32, height: u32) -> Vec<u8> {
+        let row_bytes = (width as usize).div_ceil(8);
+        let mut bits = vec![0xFFu8; row_bytes * height as usize];
+        let mut seed = 12_345u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (seed >> 16) as usize
+        };
+        for line in (40..height as usize - 60).step_by(50) {
+            let mut x = 60;
+            while x + 40 < width as usize - 60 {
+                // A glyph: a solid blob whose edges wander a pixel at a time, row by row.
+                let (glyph, tall) = (8 + next() % 18, 20 + next() % 12);
+                let (mut left, mut right) = (x, x + glyph);
+                for y in line + (32 - tall)..line + 32 {
+                    left = (left + next() % 3).saturating_sub(1).clamp(x, x + glyph / 2);
+                    right = (right + next() % 3).saturating_sub(1).clamp(x + glyph / 2 + 1, x + glyph);
+                    for gx in left..right {
+                        bits[y * row_bytes + gx / 8] &= !(0x80 >> (gx % 8));
+                    }
+                }
+                x += glyph + 4 + if next() % 6 == 0 { 20 } else { 0 };
+            }
+        }
+        bits
+    }
+
     #[test]
-    fn a_bilevel_image_stays_bilevel() {
-        let (w, h) = (2400, 3000);
-        let row_bytes = (w as usize).div_ceil(8);
-        let bits: Vec<u8> =
-            (0..row_bytes * h as usize).map(|i| if (i / row_bytes) % 40 < 3 { 0x00 } else { 0xF7 }).collect();
-        let image = image_stream(w, h, "DeviceGray", 1, "FlateDecode", deflated(&bits));
+    fn a_bilevel_scan_becomes_group_4_at_its_own_resolution() {
+        let (w, h) = (1700, 2200);
+        let bits = bilevel_text_page(w, h);
+        let flate = deflated(&bits);
+        let image = image_stream(w, h, "DeviceGray", 1, "FlateDecode", flate.clone());
         let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
         shrunk.result.unwrap();
         let images = images_of(&shrunk.output);
+        let image = &images[0];
+        assert_eq!(image.dict.get(b"Filter").unwrap().as_name().unwrap(), b"CCITTFaxDecode");
+        assert_eq!((int(image, b"Width"), int(image, b"Height")), (i64::from(w), i64::from(h)));
+        assert_eq!(int(image, b"BitsPerComponent"), 1);
+        let parameters = image.dict.get(b"DecodeParms").unwrap().as_dict().unwrap();
+        assert_eq!(parameters.get(b"K").unwrap().as_i64().unwrap(), -1);
+        assert_eq!(parameters.get(b"Columns").unwrap().as_i64().unwrap(), i64::from(w));
+        assert!(image.content.len() < flate.len(), "G4 {} bytes, Flate {}", image.content.len(), flate.len());
+        // The same pixels: black where the original had a 0 bit.
+        let row_bytes = (w as usize).div_ceil(8);
+        let mut decoded = Vec::new();
+        fax::decoder::decode_g4(image.content.iter().copied(), w as u16, Some(h as u16), |transitions| {
+            let mut row = vec![0xFFu8; row_bytes];
+            for (x, colour) in fax::decoder::pels(transitions, w as u16).enumerate() {
+                if colour == fax::Color::Black {
+                    row[x / 8] &= !(0x80 >> (x % 8));
+                }
+            }
+            decoded.extend(row);
+        })
+        .expect("a valid Group 4 stream");
+        assert!(decoded == bits, "the decoded pixels differ from the original's");
+    }
+
+    #[test]
+    fn a_bilevel_image_group_4_would_not_make_smaller_stays_as_it_is() {
+        // Vertical stripes deflate to almost nothing: Group 4 would not be smaller.
+        let (w, h) = (2400, 3000);
+        let row_bytes = (w as usize).div_ceil(8);
+        let stripes: Vec<u8> =
+            (0..row_bytes * h as usize).map(|i| if (i / row_bytes) % 40 < 3 { 0x00 } else { 0xF7 }).collect();
+        let image = image_stream(w, h, "DeviceGray", 1, "FlateDecode", deflated(&stripes));
+        let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
+        shrunk.result.unwrap();
+        let images = images_of(&shrunk.output);
+        assert_eq!(images[0].dict.get(b"Filter").unwrap().as_name().unwrap(), b"FlateDecode");
         assert_eq!(int(&images[0], b"BitsPerComponent"), 1);
-        assert_eq!(int(&images[0], b"Width"), i64::from(w));
     }
 
     #[test]

@@ -86,3 +86,90 @@ fn process_turns_a_jpeg_into_a_pdf_holding_its_bytes() {
     assert_eq!(doc.get_pages().len(), 1);
     assert!(doc.objects.values().filter_map(|o| o.as_stream().ok()).any(|s| s.content == jpeg));
 }
+
+/// The width, height and raster of a binary PBM (`P4`, comments allowed in the header): rows of
+/// packed bits, a set bit black.
+fn pbm_raster(pbm: &[u8]) -> (usize, usize, &[u8]) {
+    let mut at = 0;
+    let mut fields = Vec::new();
+    while fields.len() < 3 {
+        while pbm[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if pbm[at] == b'#' {
+            while pbm[at] != b'\n' {
+                at += 1;
+            }
+            continue;
+        }
+        let start = at;
+        while !pbm[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        fields.push(std::str::from_utf8(&pbm[start..at]).expect("an ASCII header").to_owned());
+    }
+    assert_eq!(fields[0], "P4", "a binary PBM");
+    let number = |f: &str| f.parse::<usize>().expect("a number");
+    (number(&fields[1]), number(&fields[2]), &pbm[at + 1..])
+}
+
+/// A bilevel page as a fax holds it: a set bit is black, rows start on a byte.
+fn fax_page(width: usize, height: usize) -> Vec<u8> {
+    let row_bytes = width.div_ceil(8);
+    let mut bits = vec![0u8; row_bytes * height];
+    for y in 0..height {
+        for x in 0..width {
+            let frame = x < 4 || y < 4 || x + 4 >= width || y + 4 >= height;
+            let text = (y / 7) % 3 == 1 && (x / 6) % 5 != 0 && (x + y / 3) % 11 != 0 && x > 30 && x + 30 < width;
+            if frame || text {
+                bits[y * row_bytes + x / 8] |= 0x80 >> (x % 8);
+            }
+        }
+    }
+    bits
+}
+
+/// A Group 4 TIFF from a fax machine becomes a PDF that Ghostscript, an independent reader,
+/// renders to the fax's own pixels.
+#[test]
+fn process_turns_a_fax_tiff_into_a_pdf_that_renders_its_pixels() {
+    let (width, height) = (400usize, 300usize);
+    let bits = fax_page(width, height);
+    let row_bytes = width.div_ceil(8);
+    let mut encoder = fax::encoder::Encoder::new(fax::VecWriter::new());
+    for row in bits.chunks(row_bytes) {
+        let pels =
+            (0..width).map(|x| if row[x / 8] & (0x80 >> (x % 8)) != 0 { fax::Color::Black } else { fax::Color::White });
+        encoder.encode_line(pels, width as u16).expect("encodes");
+    }
+    let g4 = encoder.finish().expect("finishes").finish();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (input, output) = (dir.path().join("fax.tiff"), dir.path().join("fax.pdf"));
+    std::fs::write(&input, fax::tiff::wrap(&g4, width as u32, height as u32)).expect("write");
+    let out = process(&input, "topdf", &output);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let rendered = dir.path().join("fax.pbm");
+    let gs = std::process::Command::new("gs")
+        .args(["-q", "-dBATCH", "-dNOPAUSE", "-dSAFER", "-sDEVICE=pbmraw", "-r200"])
+        .arg(format!("-sOutputFile={}", rendered.display()))
+        .arg(&output)
+        .output()
+        .expect("Ghostscript runs (gs, installed by .ci/run)");
+    assert!(gs.status.success(), "{}", String::from_utf8_lossy(&gs.stderr));
+    let pbm = std::fs::read(&rendered).expect("the rendering");
+    let (w, h, raster) = pbm_raster(&pbm);
+    assert!(w.abs_diff(width) <= 1 && h.abs_diff(height) <= 1, "rendered at {w}×{h}");
+    let rendered_row = w.div_ceil(8);
+    let pixel = |data: &[u8], row: usize, x: usize, y: usize| data[y * row + x / 8] & (0x80 >> (x % 8)) != 0;
+    let (mut differ, mut black) = (0usize, 0usize);
+    for y in 0..height.min(h) {
+        for x in 0..width.min(w) {
+            let original = pixel(&bits, row_bytes, x, y);
+            black += usize::from(original);
+            differ += usize::from(original != pixel(raster, rendered_row, x, y));
+        }
+    }
+    assert!(black > width * height / 10, "the fax has black to compare");
+    assert!(differ * 100 < width * height, "{differ} of {} pixels differ", width * height);
+}
