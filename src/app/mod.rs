@@ -617,6 +617,9 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
         )),
         None => None,
     };
+    // Listened for before anything starts: a SIGHUP during the start is a reload once it is done,
+    // never the default action (ending the process).
+    let mut hangup = hangups()?;
     let mut running = start(config, token, Options::default()).await?;
     let endpoint_stop = CancellationToken::new();
     if let Some((listener, metrics)) = endpoint {
@@ -630,7 +633,6 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
     let mut watchdog = watchdog_ticker();
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
-    let mut hangup = hangups()?;
     let drained = running.drain_requested();
     tokio::pin!(drained);
     let fatal = loop {
