@@ -191,9 +191,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status { ticket, json } => {
             let store = open_existing(&config).await?;
             let job = store.job(ticket).await?;
+            let runs = store.runs(job.as_ref().map_or(ticket, Job::ticket_number)).await?;
             store.close().await;
             let Some(job) = job else { anyhow::bail!("no such ticket: {ticket}") };
-            if json { out(&job_json(&job).to_string()) } else { out(&status_text(&job)) }
+            if json {
+                let mut json = job_json(&job);
+                json["runs"] = runs.iter().map(run_json).collect();
+                out(&json.to_string())
+            } else {
+                out(&status_text(&job, &runs))
+            }
         }
         Command::Retry { ticket } => {
             let store = open_existing(&config).await?;
@@ -285,6 +292,12 @@ async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<String> {
     let Some(job) = store.job(ticket).await? else { anyhow::bail!("no such ticket: {ticket}") };
     if job.state != JobState::Failed {
         anyhow::bail!("{ticket} is {}, not failed; only a failed job can be retried", job.state);
+    }
+    if matches!(&job.submission.operation, Operation::Decrypt { password } if password.is_empty()) {
+        anyhow::bail!(
+            "{ticket} is a decrypt, and its password was erased when it ended (docket keeps none): \
+             the person must send the file again with `decrypt PASSWORD`"
+        );
     }
     let now = SystemClock.now();
     let notice = NewMessage {
@@ -561,7 +574,9 @@ fn size_of(bytes: Option<i64>) -> String {
     bytes.map(|b| texts::size(Lang::ENGLISH, b.max(0) as u64)).unwrap_or_else(|| "?".to_owned())
 }
 
-fn status_text(job: &Job) -> String {
+/// What `docket status N` prints: the job, then every run of its ticket when it has more than
+/// one (an operation asked again of the same document).
+fn status_text(job: &Job, runs: &[Job]) -> String {
     let mut lines = vec![
         format!("ticket:     {}", job.ticket),
         format!("state:      {}", job.state),
@@ -589,7 +604,26 @@ fn status_text(job: &Job) -> String {
         ("node", job.node.as_ref().map(|n| n.as_str().to_owned())),
     ];
     lines.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| format!("{:<11} {v}", format!("{k}:")))));
+    if runs.len() > 1 {
+        lines.push(format!("runs of ticket {}:", job.ticket_number()));
+        for run in runs {
+            let mark = if run.ticket == job.ticket { " (this one)" } else { "" };
+            let node = run.node.as_ref().map(|n| format!(" on {n}")).unwrap_or_default();
+            lines.push(format!("  {}  {:<10}  {}{node}{mark}", run.ticket, run.state, run.submission.operation));
+        }
+    }
     lines.join("\n")
+}
+
+/// One run as `docket status N --json` lists it under `runs`.
+fn run_json(run: &Job) -> serde_json::Value {
+    json!({
+        "ticket": run.ticket.0,
+        "state": run.state.as_str(),
+        "operation": run.submission.operation.name(),
+        "arguments": run.submission.operation.arguments(),
+        "node": run.node.as_ref().map(NodeName::as_str),
+    })
 }
 
 /// What `docket nodes` prints at `now`: a table, or JSON lines (stable field names).
@@ -687,6 +721,22 @@ mod tests {
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn status_lists_the_runs_of_a_ticket_with_more_than_one() {
+        let at = Timestamp::from_millis(1_796_000_000_000);
+        let first = Job { state: JobState::Ready, ..Job::accepted_for_tests(12, "scan.pdf", Some(1_000), at) };
+        let mut pages = Job::accepted_for_tests(13, "scan.pdf", Some(1_000), at);
+        pages.submission.run_of = Some(Ticket(12));
+        pages.submission.operation = Operation::parse("pages 2-3").expect("an operation");
+        pages.node = NodeName::new("docket-2");
+        let runs = [first.clone(), pages.clone()];
+        let text = status_text(&pages, &runs);
+        assert!(text.contains("runs of ticket #12:"), "{text}");
+        assert!(text.lines().any(|l| l.contains("#12") && l.contains("ready") && l.contains("optimize")), "{text}");
+        assert!(text.lines().any(|l| l.contains("#13") && l.contains("pages 2-3 on docket-2 (this one)")), "{text}");
+        assert!(!status_text(&first, &runs[..1]).contains("runs of ticket"), "one run: no list");
     }
 
     #[test]

@@ -290,6 +290,16 @@ async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     app.send_document(180, fixture("pdf/text-1page.pdf"), "fine.pdf", "application/pdf");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
+    let caption = Some("decrypt not-the-password");
+    app.send_document_with_caption(
+        180,
+        fixture("pdf/aes256-userpw.pdf"),
+        "locked.pdf",
+        "application/pdf",
+        caption,
+        "en",
+    );
+    app.wait_for_job(Ticket(3), |j| j.state == JobState::Failed).await;
     app.stop().await;
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -300,17 +310,23 @@ async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     let out = child::output(&["jobs", "--state", "failed", "--since", "1d"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(listed.lines().count(), 1, "{listed}");
-    assert!(listed.contains("#1") && listed.contains("failed"), "{listed}");
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(listed.contains("#1") && listed.contains("#3") && listed.contains("failed"), "{listed}");
     // A job that failed two days ago is left out.
     app.execute("UPDATE jobs SET updated_at = updated_at - 172800000 WHERE id = 1").await;
     let out = child::output(&["jobs", "--state", "failed", "--since", "1d"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!listed.contains("#1") && listed.contains("#3"), "{listed}");
 
     let out = child::output(&["retry", "2"], Some(&config));
     assert!(!out.status.success());
     assert!(stderr(&out).contains("#2 is ready, not failed; only a failed job can be retried"), "{}", stderr(&out));
+    // A decrypt's password is gone with its run: retrying it could only fail again.
+    let out = child::output(&["retry", "3"], Some(&config));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("#3 is a decrypt, and its password was erased"), "{}", stderr(&out));
+    assert_eq!(app.store.job(Ticket(3)).await.expect("read").expect("job 3").state, JobState::Failed);
     let out = child::output(&["retry", "1"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
     let job = app.store.job(Ticket(1)).await.expect("read").expect("job 1");
