@@ -143,25 +143,26 @@ pub enum Parts {
 }
 
 /// Runs a pass every `interval` until `cancel` fires: the whole pass while this process holds
-/// [`Role::Janitor`] for `bot`, its own files only otherwise. The role's holder also hands back
-/// lost hosts' jobs, four times per `dead_after`. `holds_role` hears whether this process holds
+/// [`Role::Janitor`] for `bot`, its own files only otherwise. The role is checked (or tried for)
+/// every [`ROLE_CHECK`]; its holder also hands back lost hosts' jobs, four times per
+/// `dead_after`. `holds_role` hears whether this process holds
 /// the role after every check (for the node's heartbeat).
 pub async fn run(deps: JanitorDeps, bot: BotId, holds_role: impl Fn(bool) + Send, cancel: CancellationToken) {
     let mut role: Option<RoleLock> = None;
-    let mut last_pass = Instant::now();
+    let (mut last_pass, mut last_hand_back) = (Instant::now(), None::<Instant>);
     loop {
-        let settings = deps.settings.get();
-        let tick = settings.interval.min(settings.dead_after / 4).max(Duration::from_millis(100));
         tokio::select! {
             () = cancel.cancelled() => return,
-            () = tokio::time::sleep(tick) => {}
+            () = tokio::time::sleep(ROLE_CHECK.min(deps.settings.get().interval)) => {}
         }
         role = hold_role(&deps, role, bot).await;
         holds_role(role.is_some());
-        if role.is_some() {
+        let settings = deps.settings.get();
+        if role.is_some() && last_hand_back.is_none_or(|at| at.elapsed() >= settings.dead_after / 4) {
+            last_hand_back = Some(Instant::now());
             hand_back_lost_nodes(&deps).await;
         }
-        if last_pass.elapsed() < deps.settings.get().interval {
+        if last_pass.elapsed() < settings.interval {
             continue;
         }
         last_pass = Instant::now();
@@ -176,6 +177,10 @@ pub async fn run(deps: JanitorDeps, bot: BotId, holds_role: impl Fn(bool) + Send
         }
     }
 }
+
+/// How often the janitor checks that it holds its role, or tries to take it: a holder that
+/// died is replaced within this.
+const ROLE_CHECK: Duration = Duration::from_secs(5);
 
 /// The janitor role after checking it: kept while its database session lasts, taken when no
 /// process holds it.

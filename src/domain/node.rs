@@ -38,7 +38,7 @@ pub struct NodeBeat {
     pub name: NodeName,
     /// `<host>:<pid>:`, the prefix of its leases: which process holds the name.
     pub process: String,
-    /// The bot-wide roles it holds (`poller`), by name.
+    /// The bot-wide roles it holds (`poller`, `janitor`), by name.
     pub roles: Vec<String>,
     /// Bytes of its byte budget reserved, and the budget.
     pub bytes: (u64, u64),

@@ -1,5 +1,5 @@
 //! Several hosts on one PostgreSQL database: each registers as a node with a heartbeat, the
-//! bot-wide roles show on the node that holds them and move when it dies, two live processes
+//! bot-wide roles (poller, janitor) show on the node that holds them and move when it dies, two live processes
 //! cannot share a node name, and three hosts share the work and take over a killed one's.
 
 #![cfg(feature = "postgres-tests")]
@@ -30,20 +30,20 @@ async fn wait_for_roles(app: &TestApp, expected: &[(&str, &[&str])]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_poller_role_shows_on_its_node_and_moves_when_that_node_dies() {
+async fn the_roles_show_on_their_node_and_move_when_that_node_dies() {
     let mut app = TestApp::spawn_with(Backend::Postgres, |c| {
         c.node.name = docket::domain::NodeName::new("first");
         c.node.dead_after = DEAD_AFTER;
     })
     .await;
-    wait_for_roles(&app, &[("first", &["poller"])]).await;
+    wait_for_roles(&app, &[("first", &["janitor", "poller"])]).await;
     let second = app.start_another_as("second").await;
-    wait_for_roles(&app, &[("first", &["poller"]), ("second", &[])]).await;
+    wait_for_roles(&app, &[("first", &["janitor", "poller"]), ("second", &[])]).await;
 
-    // The poller dies without a word: the other takes the role, and the dead one is seen dead
+    // The holder dies without a word: the other takes both roles, and the dead one is seen dead
     // once its heartbeat is older than dead_after.
     app.kill().await;
-    wait_for_roles(&app, &[("second", &["poller"])]).await;
+    wait_for_roles(&app, &[("second", &["janitor", "poller"])]).await;
     let now = Timestamp::from_millis(chrono::Utc::now().timestamp_millis());
     let nodes = app.store.nodes().await.expect("nodes");
     let first = nodes.iter().find(|n| n.beat.name.as_str() == "first").expect("first is listed");
