@@ -60,6 +60,12 @@ pub(crate) mod tests {
         packed
     }
 
+    /// `data` decoded as a reader decodes a 1-bit `DeviceGray` image: a 0 bit for black (rows
+    /// padded with 1 bits).
+    pub(crate) fn as_gray(data: &[u8], width: u32, height: u32) -> Vec<u8> {
+        decoded(data, width, height).iter().map(|b| !b).collect()
+    }
+
     /// `data` decoded again, with a set bit for black.
     fn decoded(data: &[u8], width: u32, height: u32) -> Vec<u8> {
         let row_bytes = (width as usize).div_ceil(8);

@@ -534,25 +534,7 @@ mod tests {
         assert_eq!(image.dict.get(b"Filter").unwrap().as_name().unwrap(), b"CCITTFaxDecode");
         assert_eq!(image.dict.get(b"BitsPerComponent").unwrap().as_i64().unwrap(), 1);
         // Decoded as a reader does (black is 0 in DeviceGray): the fax's black pixels.
-        let row_bytes = (w as usize).div_ceil(8);
-        let mut gray = Vec::new();
-        fax::decoder::decode_g4(image.content.iter().copied(), w as u16, Some(h as u16), |transitions| {
-            let mut row = vec![0xFFu8; row_bytes];
-            for (x, colour) in fax::decoder::pels(transitions, w as u16).enumerate() {
-                if colour == fax::Color::Black {
-                    row[x / 8] &= !(0x80 >> (x % 8));
-                }
-            }
-            gray.extend(row);
-        })
-        .unwrap();
-        // Padding bits aside (the last 5 of each row), the same pixels.
-        let unpadded = |rows: &[u8]| -> Vec<u8> {
-            rows.chunks(row_bytes)
-                .flat_map(|r| r.iter().enumerate().map(|(i, b)| if i + 1 == row_bytes { b & 0xE0 } else { *b }))
-                .collect()
-        };
-        assert!(unpadded(&gray) == unpadded(&look), "the pixels changed");
+        assert!(crate::pdf::ccitt::tests::as_gray(&image.content, w, h) == look, "the pixels changed");
         // At the TIFF's 200 dpi: 203 px is 73.08 pt.
         let page = document.get_pages()[&1];
         let media = document.get_dictionary(page).unwrap().get(b"MediaBox").unwrap().as_array().unwrap();

@@ -842,18 +842,7 @@ pub(crate) mod tests {
         assert_eq!(parameters.get(b"Columns").unwrap().as_i64().unwrap(), i64::from(w));
         assert!(image.content.len() < flate.len(), "G4 {} bytes, Flate {}", image.content.len(), flate.len());
         // The same pixels: black where the original had a 0 bit.
-        let row_bytes = (w as usize).div_ceil(8);
-        let mut decoded = Vec::new();
-        fax::decoder::decode_g4(image.content.iter().copied(), w as u16, Some(h as u16), |transitions| {
-            let mut row = vec![0xFFu8; row_bytes];
-            for (x, colour) in fax::decoder::pels(transitions, w as u16).enumerate() {
-                if colour == fax::Color::Black {
-                    row[x / 8] &= !(0x80 >> (x % 8));
-                }
-            }
-            decoded.extend(row);
-        })
-        .expect("a valid Group 4 stream");
+        let decoded = crate::pdf::ccitt::tests::as_gray(&image.content, w, h);
         assert!(decoded == bits, "the decoded pixels differ from the original's");
     }
 

@@ -30,13 +30,7 @@ async fn a_role_has_one_holder_and_passes_on_when_its_session_ends(store: Store)
     let mut holder = take_within(&store, HANDOVER).await;
 
     // The holder's connection is killed: the holder finds out, and another takes the role.
-    let killed: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7246101
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let killed = end_sessions_holding(pool, 7246101).await;
     assert_eq!(killed.len(), 2, "the two held roles' sessions (two bots): {killed:?}");
     tokio::time::timeout(HANDOVER, holder.lost()).await.expect("the holder learns it lost the role");
     take_within(&store, HANDOVER).await;
@@ -50,13 +44,7 @@ async fn the_janitor_role_is_its_own_and_its_holder_checks_it(store: Store) {
         return;
     };
     assert!(store.try_take_role(Role::Janitor, BOT).await.unwrap().is_none(), "one janitor at a time");
-    let killed: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7246102
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let killed = end_sessions_holding(pool, 7246102).await;
     assert_eq!(killed, [true], "the janitor's session alone");
     let asking = async {
         while janitor.is_held().await {
@@ -73,6 +61,19 @@ async fn the_janitor_role_is_its_own_and_its_holder_checks_it(store: Store) {
         }
     };
     tokio::time::timeout(HANDOVER, retake).await.expect("another process takes the janitor role");
+}
+
+/// Ends the database sessions (of this test's database) that hold an advisory lock of `class`,
+/// as a cut connection would; whether each one ended.
+async fn end_sessions_holding(pool: &sqlx::PgPool, class: i64) -> Vec<bool> {
+    sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $1
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .bind(class)
+    .fetch_all(pool)
+    .await
+    .unwrap()
 }
 
 /// Takes the poller role, asking again until `deadline` (a released lock is freed by the server
