@@ -19,6 +19,8 @@
 //! # What is read
 //!
 //! - JPEG (`DCTDecode`) with one or three components, decoded with `zune-jpeg`;
+//! - JPEG 2000 (`JPXDecode`) in gray or RGB without an alpha channel, decoded with the pure-Rust
+//!   `hayro-jpeg2000` (its `/ColorSpace`, or else the codestream's own);
 //! - any stream lopdf decodes (Flate, LZW, RunLength, ASCII85/Hex, with PNG and TIFF
 //!   predictors), at 1, 2, 4, 8 or 16 bits per component, in DeviceGray, DeviceRGB, CalGray,
 //!   CalRGB, ICCBased with one or three components, and Indexed over one of those.
@@ -27,8 +29,8 @@
 //! pixels would break their strokes, and are written as CCITT Group 4 ([`super::ccitt`]) when
 //! that is smaller.
 //!
-//! Left as they are: CMYK and other colour spaces (Separation,
-//! DeviceN, Lab), JPEG 2000 and JBIG2 (no well-kept pure-Rust decoder), image masks, images with
+//! Left as they are: CMYK and other colour spaces (Separation, DeviceN, Lab), JBIG2 (bilevel,
+//! so it would keep its resolution, and no coding of bilevel images is smaller), image masks, images with
 //! a `/Decode` array, a colour-key `/Mask`, or an `/SMask` with `/Matte` (which must keep the
 //! image's size). An image with an `/SMask` keeps it unchanged: a soft mask may have a size of
 //! its own. Decoding is bounded: an image whose pixels would take more than `max_inflate` bytes
@@ -305,6 +307,8 @@ enum Source {
     Samples { bits: u8, palette: Option<Vec<u8>> },
     /// 1-bit gray samples lopdf decodes, rewritten at the same size as CCITT Group 4.
     Bilevel,
+    /// The stream is JPEG 2000 (`JPXDecode`), decoded with `hayro-jpeg2000`.
+    Jpx,
 }
 
 /// How to shrink image `id`, drawn at `drawn` points at most; `None` to leave it alone.
@@ -355,6 +359,10 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
         return Ok(None);
     }
 
+    if filters == [b"JPXDecode".as_slice()] {
+        let Some(plan) = jpx_plan(stream, dict, (width, height, target_width, target_height)) else { return Ok(None) };
+        return within_bounds(plan, settings.max_inflate).map(Some);
+    }
     let Some((colour_space, components, palette)) = colour_space(document, dict, settings.max_inflate)? else {
         return Ok(None);
     };
@@ -377,12 +385,51 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
         }
         Source::Samples { bits, palette }
     };
-    // Bounded before anything is decoded: the pixels, 8 bits each, and the source's samples.
-    let pixels = u64::from(width) * u64::from(height) * components as u64;
-    if pixels > settings.max_inflate as u64 {
-        return Err(PdfError::InflatesTooMuch { limit: settings.max_inflate });
+    let plan = Plan { width, height, target_width, target_height, source, colour_space, components };
+    within_bounds(plan, settings.max_inflate).map(Some)
+}
+
+/// `plan`, when its pixels (8 bits each) fit `max_inflate`: bounded before anything is decoded.
+fn within_bounds(plan: Plan, max_inflate: usize) -> Result<Plan, PdfError> {
+    let pixels = u64::from(plan.width) * u64::from(plan.height) * plan.components as u64;
+    if pixels > max_inflate as u64 {
+        return Err(PdfError::InflatesTooMuch { limit: max_inflate });
     }
-    Ok(Some(Plan { width, height, target_width, target_height, source, colour_space, components }))
+    Ok(plan)
+}
+
+/// How to shrink a JPEG 2000 image of `(width, height)` to `(target_width, target_height)`:
+/// gray or RGB, by the image's `/ColorSpace` or else the codestream's own, without an alpha
+/// channel (`/SMaskInData`); `None` to leave it alone.
+fn jpx_plan(stream: &Stream, dict: &Dictionary, sizes: (u32, u32, u32, u32)) -> Option<Plan> {
+    let (width, height, target_width, target_height) = sizes;
+    if dict.get(b"SMaskInData").and_then(Object::as_i64).unwrap_or(0) != 0 {
+        return None;
+    }
+    let image = hayro_jpeg2000::Image::new(&stream.content, &hayro_jpeg2000::DecodeSettings::default()).ok()?;
+    if image.has_alpha() || (image.width(), image.height()) != (width, height) {
+        return None;
+    }
+    let components = usize::from(image.color_space().num_channels());
+    let own = match (image.color_space(), components) {
+        (hayro_jpeg2000::ColorSpace::Gray, _) | (hayro_jpeg2000::ColorSpace::Icc { .. }, 1) => "DeviceGray",
+        (hayro_jpeg2000::ColorSpace::RGB, _) | (hayro_jpeg2000::ColorSpace::Icc { .. }, 3) => "DeviceRGB",
+        _ => return None,
+    };
+    let colour_space = match dict.get(b"ColorSpace") {
+        // A colour space the image names must be a plain gray or RGB one of as many components.
+        Ok(named @ Object::Name(name)) => {
+            let fits = matches!((name.as_slice(), components), (b"DeviceGray", 1) | (b"DeviceRGB", 3));
+            if !fits {
+                return None;
+            }
+            named.clone()
+        }
+        Ok(_) => return None,
+        Err(_) => Object::Name(own.as_bytes().to_vec()),
+    };
+    let source = Source::Jpx;
+    Some(Plan { width, height, target_width, target_height, source, colour_space, components })
 }
 
 /// A colour space `shrink` writes JPEGs in: the space, its components (1 or 3), and an indexed
@@ -453,6 +500,7 @@ fn shrink_image(stream: &mut Stream, plan: &Plan, quality: u8, max_inflate: usiz
     }
     let Some(pixels) = decode(stream, plan, max_inflate)? else { return Ok(false) };
     let Some(resized) = resize(pixels, plan) else { return Ok(false) };
+
     let Some(jpeg) = encode(&resized, plan, quality) else { return Ok(false) };
     if jpeg.len() >= stream.content.len() {
         return Ok(false);
@@ -494,6 +542,7 @@ fn decode(stream: &Stream, plan: &Plan, max_inflate: usize) -> Result<Option<Vec
     let (width, height) = (plan.width as usize, plan.height as usize);
     match &plan.source {
         Source::Jpeg => Ok(decode_jpeg(&stream.content, plan)),
+        Source::Jpx => Ok(decode_jpx(&stream.content, plan)),
         Source::Bilevel => Ok(None),
         Source::Samples { bits, palette } => {
             let samples = match stream.decompressed_content_with_limit(max_inflate) {
@@ -551,22 +600,37 @@ fn scale_to_byte(value: u8, bits: u8) -> u8 {
 }
 
 fn decode_jpeg(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
+    decode_jpeg_as(data, plan.width, plan.height, plan.components)
+}
+
+/// A JPEG of `width` × `height` pixels of `components` (1 or 3) components, decoded; `None`
+/// when it is not one.
+fn decode_jpeg_as(data: &[u8], width: u32, height: u32, components: usize) -> Option<Vec<u8>> {
     use zune_jpeg::zune_core::bytestream::ZCursor;
     use zune_jpeg::zune_core::colorspace::ColorSpace;
     use zune_jpeg::zune_core::options::DecoderOptions;
-    let out = if plan.components == 1 { ColorSpace::Luma } else { ColorSpace::RGB };
+    let out = if components == 1 { ColorSpace::Luma } else { ColorSpace::RGB };
     let options = DecoderOptions::default()
         .jpeg_set_out_colorspace(out)
-        .set_max_width(plan.width as usize)
-        .set_max_height(plan.height as usize);
+        .set_max_width(width as usize)
+        .set_max_height(height as usize);
     let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), options);
     decoder.decode_headers().ok()?;
     let info = decoder.info()?;
-    let components = decoder.input_colorspace()?.num_components();
-    if u32::from(info.width) != plan.width || u32::from(info.height) != plan.height || components != plan.components {
+    let found = decoder.input_colorspace()?.num_components();
+    if u32::from(info.width) != width || u32::from(info.height) != height || found != components {
         return None;
     }
     let pixels = decoder.decode().ok()?;
+    (pixels.len() == width as usize * height as usize * components).then_some(pixels)
+}
+
+fn decode_jpx(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
+    let image = hayro_jpeg2000::Image::new(data, &hayro_jpeg2000::DecodeSettings::default()).ok()?;
+    if (image.width(), image.height()) != (plan.width, plan.height) || image.has_alpha() {
+        return None;
+    }
+    let pixels = image.decode().ok()?;
     (pixels.len() == plan.width as usize * plan.height as usize * plan.components).then_some(pixels)
 }
 
@@ -579,16 +643,47 @@ fn resize(pixels: Vec<u8>, plan: &Plan) -> Option<Vec<u8>> {
     Some(target.into_vec())
 }
 
+/// The resized `pixels` as a JPEG at `quality`: with Huffman tables fitted to the image (5–10 %
+/// smaller for one more pass over it), unless a decoder would misread those.
+///
+/// zune-jpeg 0.5 (the decoder `shrink` itself reads JPEGs with, and others built on it) reads
+/// some of jpeg-encoder's fitted tables wrong, although libjpeg reads them right: such a JPEG
+/// is written again with the standard tables, which every decoder reads.
 fn encode(pixels: &[u8], plan: &Plan, quality: u8) -> Option<Vec<u8>> {
+    let fitted = encode_with(pixels, plan, quality, true)?;
+    if reads_back(&fitted, pixels, plan) {
+        return Some(fitted);
+    }
+    tracing::debug!(
+        width = plan.target_width,
+        height = plan.target_height,
+        "fitted Huffman tables misread; standard ones"
+    );
+    encode_with(pixels, plan, quality, false)
+}
+
+fn encode_with(pixels: &[u8], plan: &Plan, quality: u8, fitted_tables: bool) -> Option<Vec<u8>> {
     let colour = if plan.components == 1 { jpeg_encoder::ColorType::Luma } else { jpeg_encoder::ColorType::Rgb };
     let mut jpeg = Vec::new();
     let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg, quality);
-    // Huffman tables fitted to the image: 5–10 % smaller for one more pass over it.
-    encoder.set_optimized_huffman_tables(true);
+    encoder.set_optimized_huffman_tables(fitted_tables);
     let (width, height) = (u16::try_from(plan.target_width).ok()?, u16::try_from(plan.target_height).ok()?);
     encoder.encode(pixels, width, height, colour).ok()?;
     Some(jpeg)
 }
+
+/// Whether `jpeg` decodes to about `pixels` (a mean error of at most [`READ_BACK_ERROR`] per
+/// sample: JPEG at any usable quality stays far below it, a misread table far above).
+fn reads_back(jpeg: &[u8], pixels: &[u8], plan: &Plan) -> bool {
+    let Some(decoded) = decode_jpeg_as(jpeg, plan.target_width, plan.target_height, plan.components) else {
+        return false;
+    };
+    let error: u64 = decoded.iter().zip(pixels).map(|(a, b)| u64::from(a.abs_diff(*b))).sum();
+    decoded.len() == pixels.len() && error <= READ_BACK_ERROR * pixels.len() as u64
+}
+
+/// The mean error per sample above which a JPEG counts as misread.
+const READ_BACK_ERROR: u64 = 12;
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -780,6 +875,66 @@ pub(crate) mod tests {
             }
             _ => assert_eq!(int(&images[0], b"Width"), i64::from(w)),
         }
+    }
+
+    #[test]
+    fn a_300_dpi_jpeg_2000_becomes_a_150_dpi_jpeg() {
+        // fixtures/images/photo-600x400.jp2: RGB, no /ColorSpace in the PDF (the codestream's).
+        let jp2 = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/images/photo-600x400.jp2")).unwrap();
+        let mut image = image_stream(600, 400, "DeviceRGB", 8, "JPXDecode", jp2.clone());
+        image.dict.remove(b"ColorSpace");
+        image.dict.remove(b"BitsPerComponent");
+        let shrunk = shrink_document(page_with_image(image, (144.0, 96.0)), DEFAULT_MAX_INFLATE_BYTES);
+        shrunk.result.unwrap();
+        let images = images_of(&shrunk.output);
+        let image = &images[0];
+        assert_eq!(image.dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
+        assert_eq!((int(image, b"Width"), int(image, b"Height")), (300, 200));
+        assert_eq!(image.dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceRGB");
+        assert!(image.content.len() < jp2.len(), "{} bytes, the JPEG 2000 {}", image.content.len(), jp2.len());
+        // The picture is still the picture: its last pixel keeps its colour, roughly.
+        let decoded = decode_jpeg_as(&image.content, 300, 200, 3).unwrap();
+        let original = jpx_pixels(&jp2);
+        let (small, big) = (&decoded[(199 * 300 + 299) * 3..][..3], &original[(399 * 600 + 599) * 3..][..3]);
+        assert!(small.iter().zip(big).all(|(a, b)| a.abs_diff(*b) < 24), "{small:?} vs {big:?}");
+    }
+
+    fn jpx_pixels(jp2: &[u8]) -> Vec<u8> {
+        hayro_jpeg2000::Image::new(jp2, &hayro_jpeg2000::DecodeSettings::default()).unwrap().decode().unwrap()
+    }
+
+    #[test]
+    fn every_jpeg_shrink_writes_reads_back_as_its_pixels() {
+        // The JPEG 2000 fixture's pixels: jpeg-encoder's fitted tables for them are among those
+        // zune-jpeg 0.5 misreads.
+        let jp2 = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/images/photo-600x400.jp2")).unwrap();
+        let pixels = jpx_pixels(&jp2);
+        let plan = Plan {
+            width: 600,
+            height: 400,
+            target_width: 600,
+            target_height: 400,
+            source: Source::Jpx,
+            colour_space: Object::Null,
+            components: 3,
+        };
+        let fitted = encode_with(&pixels, &plan, 75, true).unwrap();
+        assert!(!reads_back(&fitted, &pixels, &plan), "the case this guards against no longer happens");
+        let written = encode(&pixels, &plan, 75).unwrap();
+        assert!(reads_back(&written, &pixels, &plan));
+        let picture = picture(600, 400, 3);
+        let written = encode(&picture, &plan, 75).unwrap();
+        assert!(reads_back(&written, &picture, &plan));
+    }
+
+    #[test]
+    fn a_jpeg_2000_with_an_alpha_channel_or_a_cmyk_space_stays_as_it_is() {
+        let jp2 = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/images/photo-600x400.jp2")).unwrap();
+        let mut image = image_stream(600, 400, "DeviceCMYK", 8, "JPXDecode", jp2.clone());
+        image.dict.set("SMaskInData", 1);
+        let shrunk = shrink_document(page_with_image(image, (144.0, 96.0)), DEFAULT_MAX_INFLATE_BYTES);
+        shrunk.result.unwrap();
+        assert_eq!(images_of(&shrunk.output)[0].content, jp2);
     }
 
     #[test]
