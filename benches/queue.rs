@@ -20,12 +20,12 @@
 //!    worker after its commit, as intake does. On PostgreSQL the job is recorded through a second
 //!    `Store` (another host) that notifies nobody, and the worker is woken by `Store::changes`
 //!    (LISTEN/NOTIFY), relayed to its `Notify` as docket relays it. The time from the insert's
-//!    commit returning to the worker's `claim_download` returning the job.
-//! 3. **A long transaction**: the runs of 1 at 4 workers, paired, without and with another
-//!    connection holding a transaction open across the timed phases (PostgreSQL: `BEGIN ISOLATION
-//!    LEVEL REPEATABLE READ` and a `SELECT` on `jobs`, which keeps its snapshot and so holds back
-//!    the removal of dead rows; SQLite: a WAL read transaction, which keeps checkpoints from
-//!    recycling the WAL). The share of throughput kept, per pair.
+//!    commit returning to the worker being woken, and to its claim returning the job.
+//! 3. **A long transaction**: runs as in 1 at 4 workers, longer (`--long-seconds`), paired,
+//!    without and with another connection holding a transaction open across the timed phases
+//!    (PostgreSQL: `BEGIN ISOLATION LEVEL REPEATABLE READ` and a `SELECT` on `jobs`, which keeps
+//!    its snapshot and so holds back the removal of dead rows; SQLite: a WAL read transaction,
+//!    which keeps checkpoints from recycling the WAL). The share of throughput kept, per pair.
 //!
 //! Parts 1 and 3 run on durable storage as docket configures it (SQLite `synchronous = FULL` on
 //! the disk of `--dir`; PostgreSQL as the server is set up). With `--unsynced-runs N` (1 by
@@ -35,10 +35,10 @@
 //!
 //! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); about 3–4 minutes
 //! on 2 cores. Options after `--`: `--runs N` (3), `--workers 1,4,16`, `--seconds S` (2.5),
-//! `--latency-jobs N` (100), `--unsynced-runs N` (1), `--postgres URL` (or `DATABASE_URL`; a
-//! server where the benchmark may create and drop the database `docket_bench_queue`; without
-//! one, SQLite only), `--dir PATH` (default `target/docket-bench-queue`; on the disk, not tmpfs,
-//! so commits fsync).
+//! `--long-seconds S` (6, the runs of part 3), `--latency-jobs N` (100), `--unsynced-runs N` (1),
+//! `--postgres URL` (or `DATABASE_URL`; a server where the benchmark may create and drop the
+//! database `docket_bench_queue`; without one, SQLite only), `--dir PATH` (default
+//! `target/docket-bench-queue`; on the disk, not tmpfs, so commits fsync).
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
 
@@ -82,6 +82,9 @@ struct Args {
     /// About how long one run takes (both phases): N is sized from a warm-up run to fit.
     #[arg(long, default_value_t = 2.5)]
     seconds: f64,
+    /// About how long one run of the long-transaction part takes (N from part 1's rate).
+    #[arg(long, default_value_t = 6.0)]
+    long_seconds: f64,
     /// Jobs of the insert → claim latency part, per backend.
     #[arg(long, default_value_t = 100)]
     latency_jobs: usize,
@@ -99,7 +102,10 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     let args: Args = bench_support::args();
     ensure!(args.runs > 0 && !args.workers.is_empty() && args.workers.iter().all(|w| *w > 0), "--runs, --workers > 0");
-    ensure!(args.seconds > 0.0 && args.latency_jobs > 0, "--seconds, --latency-jobs > 0");
+    ensure!(
+        args.seconds > 0.0 && args.long_seconds > 0.0 && args.latency_jobs > 0,
+        "--seconds, --long-seconds, --latency-jobs > 0"
+    );
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run(args))
 }
@@ -403,8 +409,12 @@ async fn join_all(mut tasks: tokio::task::JoinSet<anyhow::Result<()>>) -> anyhow
 /// The number of jobs for runs of about `seconds`, from an untimed warm-up run.
 async fn size_runs(db: &Db, workers: usize, seconds: f64, claims: Claims) -> anyhow::Result<usize> {
     let warm = throughput_run(db, WARM_UP_JOBS, workers, false, claims).await?;
-    let jobs = (warm.lifecycle * seconds / 10.0).round() as usize * 10;
-    Ok(jobs.clamp(WARM_UP_JOBS, 50_000))
+    Ok(jobs_for(warm.lifecycle, seconds))
+}
+
+/// About `seconds` of work at `per_sec`, in tens of jobs.
+fn jobs_for(per_sec: f64, seconds: f64) -> usize {
+    ((per_sec * seconds / 10.0).round() as usize * 10).clamp(WARM_UP_JOBS, 50_000)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,8 +504,9 @@ fn print_throughput(args: &Args, dbs: &[Db], cells: &[Vec<Cell>]) {
 // 2. Insert → claim latency
 // ---------------------------------------------------------------------------------------------
 
-/// Milliseconds from each insert's commit returning to the idle worker's claim returning it.
-async fn latency_part(db: &Db, jobs: usize, claims: Claims) -> anyhow::Result<Vec<f64>> {
+/// Milliseconds from each insert's commit returning to the idle worker being woken, and to its
+/// claim returning the job.
+async fn latency_part(db: &Db, jobs: usize, claims: Claims) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
     let store = db.fresh().await?;
     let idle_poll = docket::app::Options::default().idle_poll;
     let wake = Arc::new(Notify::new());
@@ -522,29 +533,31 @@ async fn latency_part(db: &Db, jobs: usize, claims: Claims) -> anyhow::Result<Ve
         }
     };
 
-    let (claimed_tx, mut claimed_rx) = mpsc::unbounded_channel::<(Ticket, Instant)>();
+    // (the job, when the worker was woken, when its claim returned)
+    let (claimed_tx, mut claimed_rx) = mpsc::unbounded_channel::<(Ticket, Option<Instant>, Instant)>();
     let worker = {
         let (store, wake, stop) = (store.clone(), Arc::clone(&wake), stop.clone());
         tokio::spawn(async move {
             let lock = Mutex::new(());
+            let mut woken = None;
             loop {
                 let notified = wake.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
                 if let Some(job) = claim_download(&store, &lock, "bench:queue:download-0", &claims).await? {
-                    let _ = claimed_tx.send((job.ticket, Instant::now()));
+                    let _ = claimed_tx.send((job.ticket, woken.take(), Instant::now()));
                     continue;
                 }
                 tokio::select! {
                     () = stop.cancelled() => return anyhow::Ok(()),
-                    () = &mut notified => {}
-                    () = tokio::time::sleep(idle_poll) => {}
+                    () = &mut notified => woken = Some(Instant::now()),
+                    () = tokio::time::sleep(idle_poll) => woken = None,
                 }
             }
         })
     };
 
-    let mut samples = Vec::with_capacity(jobs);
+    let (mut to_wake, mut to_claim) = (Vec::with_capacity(jobs), Vec::with_capacity(jobs));
     for n in 0..jobs {
         tokio::time::sleep(Duration::from_millis(rand::random_range(20..60))).await;
         let mut tx = writer.begin().await?;
@@ -554,17 +567,14 @@ async fn latency_part(db: &Db, jobs: usize, claims: Claims) -> anyhow::Result<Ve
         if matches!(db, Db::Sqlite(_)) {
             wake.notify_waiters();
         }
-        let (got, at) = tokio::time::timeout(Duration::from_secs(10), claimed_rx.recv())
+        let (got, woken, claimed) = tokio::time::timeout(Duration::from_secs(10), claimed_rx.recv())
             .await
             .context("the worker claimed nothing within 10 s")?
             .context("the worker stopped")?;
         ensure!(got == ticket, "claimed {got}, recorded {ticket}");
-        // On PostgreSQL the wake-up can overtake the commit's answer to the writer.
-        let ms = match at.checked_duration_since(committed) {
-            Some(d) => d.as_secs_f64() * 1e3,
-            None => -(committed.duration_since(at).as_secs_f64() * 1e3),
-        };
-        samples.push(ms);
+        // Woken by the idle poll instead: counted as woken when the claim began (never, here).
+        to_wake.push(signed_ms(committed, woken.unwrap_or(claimed)));
+        to_claim.push(signed_ms(committed, claimed));
     }
     stop.cancel();
     worker.await??;
@@ -573,7 +583,16 @@ async fn latency_part(db: &Db, jobs: usize, claims: Claims) -> anyhow::Result<Ve
         writer.close().await;
     }
     store.close().await;
-    Ok(samples)
+    Ok((to_wake, to_claim))
+}
+
+/// `to − from` in milliseconds; negative when `to` came first (on PostgreSQL the wake-up can
+/// overtake the commit's answer to the writer).
+fn signed_ms(from: Instant, to: Instant) -> f64 {
+    match to.checked_duration_since(from) {
+        Some(d) => d.as_secs_f64() * 1e3,
+        None => -(from.duration_since(to).as_secs_f64() * 1e3),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -641,27 +660,33 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
     }
 
     println!("## 1. Throughput, durable commits\n");
-    println!(
-        "SQLite `synchronous = FULL` on {}; PostgreSQL as configured. 1-minute load at the start: {}.\n",
-        filesystem_of(dir),
-        load()
-    );
+    let before = conditions(dir)?;
     let cells = throughput_part(args, &dbs, args.runs, claims).await?;
+    println!(
+        "SQLite `synchronous = FULL` on {}; PostgreSQL as configured. At the start: {before}; at the end: {}.\n",
+        filesystem_of(dir),
+        conditions(dir)?
+    );
     print_throughput(args, &dbs, &cells);
 
     println!("## 2. Insert → claim latency, idle\n");
-    println!("| backend | wake-up | n | median | p95 | max | median against 4 ms |\n|---|---|---|---|---|---|---|");
+    println!("At the start: {}.\n", conditions(dir)?);
+    println!(
+        "| backend | wake-up | n | commit → woken, median / p95 | **commit → claimed**, median | p95 | max | median against 4 ms |\n|---|---|---|---|---|---|---|---|"
+    );
     for db in &dbs {
         eprintln!("{}: insert → claim latency", db.backend().name());
-        let s = latency_part(db, args.latency_jobs, claims).await?;
+        let (w, s) = latency_part(db, args.latency_jobs, claims).await?;
         let how = match db {
             Db::Sqlite(_) => "`Notify` from the recording code",
             Db::Postgres(_) => "LISTEN/NOTIFY (`Store::changes`), recorded by another `Store`",
         };
         println!(
-            "| {} | {how} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} × |",
+            "| {} | {how} | {} | {:.2} / {:.2} ms | **{:.2} ms** | {:.2} ms | {:.2} ms | {:.2} × |",
             db.backend().name(),
             s.len(),
+            median(&w),
+            percentile(&w, 95.0),
             median(&s),
             percentile(&s, 95.0),
             percentile(&s, 100.0),
@@ -674,15 +699,17 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
     let wi = args.workers.iter().position(|x| *x == w).unwrap_or(0);
     println!("## 3. Throughput while a long transaction is open\n");
     println!(
-        "{w} workers, the N of part 1, {} pairs of runs (without, with; the order alternates). The share is \
-         per pair (with / without), median (range); goal ≥ {GOAL_SHARE_KEPT}.\n",
-        args.runs
+        "{w} workers, {} pairs of runs of about {} s (without, with; the order alternates), N from part 1's \
+         lifecycle rate. The share is per pair (with / without), median (range); goal ≥ {GOAL_SHARE_KEPT}.\n",
+        args.runs, args.long_seconds
     );
+    println!("At the start: {}.\n", conditions(dir)?);
     println!(
         "| backend | held open | N jobs | process step without | with | **share kept** (process step) | lifecycle share | WAL at the end without / with |\n|---|---|---|---|---|---|---|---|"
     );
     for (db, row) in dbs.iter().zip(&cells) {
-        let (free, held) = long_transaction_part(db, row[wi].jobs, w, args.runs, claims).await?;
+        let jobs = jobs_for(row[wi].spread(|r| r.lifecycle).median, args.long_seconds);
+        let (free, held) = long_transaction_part(db, jobs, w, args.runs, claims).await?;
         let pick = |v: &[Rates], f: fn(&Rates) -> f64| v.iter().map(f).collect::<Vec<_>>();
         let process = Spread::of(&ratios(&pick(&held, |r| r.process), &pick(&free, |r| r.process)));
         let lifecycle = Spread::of(&ratios(&pick(&held, |r| r.lifecycle), &pick(&free, |r| r.lifecycle)));
@@ -696,7 +723,7 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
         println!(
             "| {} | {what} | {} | {} | {} | **{:.3}** ({:.3}–{:.3}) | {:.3} ({:.3}–{:.3}) | {wal} |",
             db.backend().name(),
-            row[wi].jobs,
+            jobs,
             rate(Spread::of(&pick(&free, |r| r.process))),
             rate(Spread::of(&pick(&held, |r| r.process))),
             process.median,
@@ -717,10 +744,9 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
         }
         println!("## 4. Throughput without a flush per commit (what the flushes cost)\n");
         println!(
-            "SQLite on /dev/shm ({}: `synchronous = FULL` still, but fsync does nothing there); PostgreSQL \
+            "SQLite on /dev/shm (tmpfs, where fsync does nothing; `synchronous = FULL` still); PostgreSQL \
              with `synchronous_commit = off` on the benchmark's connections. {} run(s) per worker count; \
              1-minute load at the start: {}.\n",
-            filesystem_of(Path::new("/dev/shm")),
             args.unsynced_runs,
             load()
         );
@@ -848,6 +874,11 @@ fn filesystem_of(dir: &Path) -> String {
 fn load_triple() -> String {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// The 1-minute load and the disk's flush time now: what the figures of a part ran under.
+fn conditions(dir: &Path) -> anyhow::Result<String> {
+    Ok(format!("1-minute load {}, fdatasync {}", load(), fdatasync_ms(dir)?))
 }
 
 fn load() -> String {
