@@ -31,7 +31,8 @@
 //! the disk of `--dir`; PostgreSQL as the server is set up). With `--unsynced-runs N` (1 by
 //! default; 0 skips it), part 1 runs again without the flush per commit (SQLite on /dev/shm,
 //! where fsync does nothing; PostgreSQL with `synchronous_commit = off` for the benchmark's own
-//! connections), to show what the flushes cost.
+//! connections), to show what the flushes cost, and so does part 3, whose figures the disk's
+//! varying flush times blur otherwise.
 //!
 //! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); about 3–4 minutes
 //! on 2 cores. Options after `--`: `--runs N` (3), `--workers 1,4,16`, `--seconds S` (2.5),
@@ -695,19 +696,56 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
     }
     println!();
 
+    println!("## 3. Throughput while a long transaction is open\n");
+    long_transaction_table(args, &dbs, &cells, claims, &conditions(dir)?).await?;
+
+    if args.unsynced_runs > 0 {
+        let shm = PathBuf::from("/dev/shm").join(format!("docket-bench-queue-{}", std::process::id()));
+        let mut unsynced = vec![Db::Sqlite(shm.clone())];
+        if let Some(pg) = pg {
+            unsynced.push(Db::Postgres(pg.unsynced_url().await?));
+        }
+        println!("## 4. Throughput without a flush per commit (what the flushes cost)\n");
+        println!(
+            "SQLite on /dev/shm (tmpfs, where fsync does nothing; `synchronous = FULL` still); PostgreSQL \
+             with `synchronous_commit = off` on the benchmark's connections. {} run(s) per worker count; \
+             1-minute load at the start: {}.\n",
+            args.unsynced_runs,
+            load()
+        );
+        let result = async {
+            let cells = throughput_part(args, &unsynced, args.unsynced_runs, claims).await?;
+            print_throughput(args, &unsynced, &cells);
+            println!("### A long transaction, without a flush per commit\n");
+            long_transaction_table(args, &unsynced, &cells, claims, &format!("1-minute load {}", load())).await
+        }
+        .await;
+        let _ = std::fs::remove_dir_all(&shm);
+        result?;
+    }
+    Ok(())
+}
+
+/// Part 3 on `dbs`, N from the lifecycle rates of `cells` (part 1's, or part 4's).
+async fn long_transaction_table(
+    args: &Args,
+    dbs: &[Db],
+    cells: &[Vec<Cell>],
+    claims: Claims,
+    at_start: &str,
+) -> anyhow::Result<()> {
     let w = if args.workers.contains(&4) { 4 } else { args.workers[0] };
     let wi = args.workers.iter().position(|x| *x == w).unwrap_or(0);
-    println!("## 3. Throughput while a long transaction is open\n");
     println!(
-        "{w} workers, {} pairs of runs of about {} s (without, with; the order alternates), N from part 1's \
-         lifecycle rate. The share is per pair (with / without), median (range); goal ≥ {GOAL_SHARE_KEPT}.\n",
+        "{w} workers, {} pairs of runs of about {} s (without, with; the order alternates), N from the \
+         lifecycle rate above. The share is per pair (with / without), median (range); goal ≥ {GOAL_SHARE_KEPT}.\n",
         args.runs, args.long_seconds
     );
-    println!("At the start: {}.\n", conditions(dir)?);
+    println!("At the start: {at_start}.\n");
     println!(
         "| backend | held open | N jobs | process step without | with | **share kept** (process step) | lifecycle share | WAL at the end without / with |\n|---|---|---|---|---|---|---|---|"
     );
-    for (db, row) in dbs.iter().zip(&cells) {
+    for (db, row) in dbs.iter().zip(cells) {
         let jobs = jobs_for(row[wi].spread(|r| r.lifecycle).median, args.long_seconds);
         let (free, held) = long_transaction_part(db, jobs, w, args.runs, claims).await?;
         let pick = |v: &[Rates], f: fn(&Rates) -> f64| v.iter().map(f).collect::<Vec<_>>();
@@ -735,25 +773,6 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
         );
     }
     println!();
-
-    if args.unsynced_runs > 0 {
-        let shm = PathBuf::from("/dev/shm").join(format!("docket-bench-queue-{}", std::process::id()));
-        let mut unsynced = vec![Db::Sqlite(shm.clone())];
-        if let Some(pg) = pg {
-            unsynced.push(Db::Postgres(pg.unsynced_url().await?));
-        }
-        println!("## 4. Throughput without a flush per commit (what the flushes cost)\n");
-        println!(
-            "SQLite on /dev/shm (tmpfs, where fsync does nothing; `synchronous = FULL` still); PostgreSQL \
-             with `synchronous_commit = off` on the benchmark's connections. {} run(s) per worker count; \
-             1-minute load at the start: {}.\n",
-            args.unsynced_runs,
-            load()
-        );
-        let result = throughput_part(args, &unsynced, args.unsynced_runs, claims).await;
-        let _ = std::fs::remove_dir_all(&shm);
-        print_throughput(args, &unsynced, &result?);
-    }
     Ok(())
 }
 
