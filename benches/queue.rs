@@ -34,9 +34,9 @@
 //! connections), to show what the flushes cost, and so does part 3, whose figures the disk's
 //! varying flush times blur otherwise.
 //!
-//! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); about 3–4 minutes
-//! on 2 cores. Options after `--`: `--runs N` (3), `--workers 1,4,16`, `--seconds S` (2.5),
-//! `--long-seconds S` (6, the runs of part 3), `--latency-jobs N` (100), `--unsynced-runs N` (1),
+//! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); about 4–5 minutes
+//! on 2 busy cores. Options after `--`: `--runs N` (3), `--workers 1,4,16`, `--seconds S` (2),
+//! `--long-seconds S` (4, the runs of part 3), `--latency-jobs N` (100), `--unsynced-runs N` (1),
 //! `--postgres URL` (or `DATABASE_URL`; a server where the benchmark may create and drop the
 //! database `docket_bench_queue`; without one, SQLite only), `--dir PATH` (default
 //! `target/docket-bench-queue`; on the disk, not tmpfs, so commits fsync).
@@ -81,10 +81,10 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16])]
     workers: Vec<usize>,
     /// About how long one run takes (both phases): N is sized from a warm-up run to fit.
-    #[arg(long, default_value_t = 2.5)]
+    #[arg(long, default_value_t = 2.0)]
     seconds: f64,
     /// About how long one run of the long-transaction part takes (N from part 1's rate).
-    #[arg(long, default_value_t = 6.0)]
+    #[arg(long, default_value_t = 4.0)]
     long_seconds: f64,
     /// Jobs of the insert → claim latency part, per backend.
     #[arg(long, default_value_t = 100)]
