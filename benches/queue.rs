@@ -34,7 +34,7 @@
 //! connections), to show what the flushes cost, and so does part 3, whose figures the disk's
 //! varying flush times blur otherwise.
 //!
-//! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); about 4–5 minutes
+//! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); 3.5–4.5 minutes
 //! on 2 busy cores. Options after `--`: `--runs N` (3), `--workers 1,4,16`, `--seconds S` (2),
 //! `--long-seconds S` (4, the runs of part 3), `--latency-jobs N` (100), `--unsynced-runs N` (1),
 //! `--postgres URL` (or `DATABASE_URL`; a server where the benchmark may create and drop the
