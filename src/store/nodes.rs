@@ -37,11 +37,16 @@ pub const STOP_NODE: &str = "UPDATE nodes SET stopped_at = $3, last_seen = $3, r
     WHERE name = $1 AND process = $2";
 
 /// The nodes lost at $1 (heartbeat older than this), or drained and stopped, other than $2 (NULL:
-/// none), that still hold jobs: their download, their result, or their processing.
+/// none), that still hold jobs: their download, their result, or their processing. A node that
+/// holds jobs but never registered (it died before its registration got through) is lost too.
 pub const LOST_NODES: &str = "SELECT name FROM nodes
     WHERE ($2 IS NULL OR name <> $2)
       AND (last_seen < $1 OR (stopped_at IS NOT NULL AND drain_requested_at IS NOT NULL))
       AND EXISTS (SELECT 1 FROM jobs WHERE jobs.node = nodes.name AND status IN ('fetched', 'processing', 'ready'))
+    UNION
+    SELECT DISTINCT node AS name FROM jobs
+    WHERE node IS NOT NULL AND ($2 IS NULL OR node <> $2) AND status IN ('fetched', 'processing', 'ready')
+      AND NOT EXISTS (SELECT 1 FROM nodes WHERE nodes.name = jobs.node)
     ORDER BY name";
 
 /// Hands back the jobs of the lost node $3 that are in state $4, to be downloaded again by any

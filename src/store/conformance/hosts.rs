@@ -127,6 +127,9 @@ async fn a_lost_hosts_jobs_go_back_to_be_downloaded_by_any_host(store: Store) {
     store.node_heartbeat(&c_beat, alive).await.unwrap();
     assert!(b.renew_job_lease(processing, &lease, alive.plus(LEASE), alive).await.unwrap());
 
+    // A host that never registered (it died before its registration got through) counts as lost.
+    let ghost = fetched_on(&host(&store, "ghost"), 7, alive).await;
+
     // Once b is lost, its jobs go back to be downloaded again; the one under a live lease waits
     // for its holder.
     let lost = alive.plus(Duration::from_millis(1));
@@ -137,8 +140,11 @@ async fn a_lost_hosts_jobs_go_back_to_be_downloaded_by_any_host(store: Store) {
     let mut expected = vec![waiting, undelivered];
     expected.sort();
     assert_eq!(tickets, expected, "{handed:?}");
-    assert!(handed.iter().all(|(n, t)| n.as_str() == "b" || t.is_empty()), "{handed:?}");
-    for ticket in [waiting, undelivered] {
+    let of_ghost: Vec<Ticket> =
+        handed.iter().filter(|(n, _)| n.as_str() == "ghost").flat_map(|(_, t)| t.clone()).collect();
+    assert_eq!(of_ghost, [ghost], "{handed:?}");
+    assert!(handed.iter().all(|(n, t)| ["b", "ghost"].contains(&n.as_str()) || t.is_empty()), "{handed:?}");
+    for ticket in [waiting, undelivered, ghost] {
         let back = job(&store, ticket).await;
         assert_eq!((back.state, back.node, back.lease), (JobState::Accepted, None, None), "{ticket}");
         assert!(back.result.is_none(), "the result was on b's disk: {ticket}");
@@ -155,7 +161,7 @@ async fn a_lost_hosts_jobs_go_back_to_be_downloaded_by_any_host(store: Store) {
 
     // Any host downloads the handed-back jobs again.
     let (again, _) = claim(&c, Stage::Download, "c-downloader", lost).await;
-    assert!([waiting, undelivered].contains(&again.ticket));
+    assert!([waiting, undelivered, ghost].contains(&again.ticket));
 
     // Once its lease lapses, the processing job goes back too; another look finds nothing more.
     let lapsed = alive.plus(LEASE).plus(Duration::from_millis(1));
