@@ -268,6 +268,40 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_part_page_hangs_from_its_own_page_tree_and_carries_no_catalog() {
+        // Ghostscript numbers the catalog 1 0 obj: a part's page tree gets the same number in
+        // the part, and a part must not confuse the two (the catalog drags in the outline and
+        // every named destination).
+        let mut document = crate::pdf::text::tests::document_with_pages(&["", ""]);
+        let catalog_id = document.trailer.get(b"Root").unwrap().as_reference().unwrap();
+        let catalog = document.objects.remove(&catalog_id).unwrap();
+        let displaced = document.objects.insert((1, 0), catalog).unwrap();
+        let moved = document.add_object(displaced);
+        for object in document.objects.values_mut() {
+            if let Ok(dict) = object.as_dict_mut() {
+                for (_, value) in dict.iter_mut() {
+                    if value.as_reference().ok() == Some((1, 0)) {
+                        *value = lopdf::Object::Reference(moved);
+                    }
+                }
+            }
+        }
+        document.get_dictionary_mut((1, 0)).unwrap().set("Pages", moved);
+        document.get_dictionary_mut((1, 0)).unwrap().set("Outlines", lopdf::dictionary! { "Count" => 0 });
+        document.trailer.set("Root", (1, 0));
+        let ids: Vec<ObjectId> = document.page_iter().collect();
+        assert_eq!(ids.len(), 2);
+        let mut extract = Extract::new(&document, DEFAULT_MAX_INFLATE_BYTES);
+        extract.add_page(ids[0]);
+        let result = extract.finish();
+        let page = result.get_dictionary(result.page_iter().next().unwrap()).unwrap();
+        let parent = result.get_dictionary(page.get(b"Parent").unwrap().as_reference().unwrap()).unwrap();
+        assert_eq!(parent.get_type().unwrap(), b"Pages");
+        let catalogs = result.objects.values().filter(|o| o.as_dict().is_ok_and(|d| d.has(b"Outlines"))).count();
+        assert_eq!(catalogs, 0, "{:?}", result.objects);
+    }
+
+    #[test]
     fn part_names_pad_to_the_page_count() {
         assert_eq!(part_name(&[3], 3), "page-p003.pdf");
         assert_eq!(part_name(&[3, 4, 5, 6, 7], 3), "page-p003-007.pdf");

@@ -121,9 +121,13 @@ impl<'a> Extract<'a> {
         }
         // Article beads chain through every page of a thread; the result has no threads.
         page.remove(b"B");
-        page.set("Parent", Object::Reference(self.pages_id));
+        page.remove(b"Parent");
         page.set("Type", Object::Name(b"Page".to_vec()));
-        let page = self.translate(Object::Dictionary(page));
+        let mut page = self.translate(Object::Dictionary(page));
+        // Set after translating: the page tree's id is the result's, not the source's.
+        if let Object::Dictionary(page) = &mut page {
+            page.set("Parent", Object::Reference(self.pages_id));
+        }
         self.target.objects.insert(copy, page);
         self.kids.push(Object::Reference(copy));
     }
