@@ -144,7 +144,7 @@ pub enum Parts {
 
 /// Runs a pass every `interval` until `cancel` fires: the whole pass while this process holds
 /// [`Role::Janitor`] for `bot`, its own files only otherwise. The role is checked (or tried for)
-/// every [`ROLE_CHECK`]; its holder also hands back lost hosts' jobs, four times per
+/// every 5 s (`ROLE_CHECK`); its holder also hands back lost hosts' jobs, four times per
 /// `dead_after`. `holds_role` hears whether this process holds
 /// the role after every check (for the node's heartbeat).
 pub async fn run(deps: JanitorDeps, bot: BotId, holds_role: impl Fn(bool) + Send, cancel: CancellationToken) {

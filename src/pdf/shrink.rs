@@ -26,7 +26,7 @@
 //!   CalRGB, ICCBased with one or three components, and Indexed over one of those.
 //!
 //! Bilevel images (1-bit gray, not already CCITT or JBIG2) keep their resolution, since fewer
-//! pixels would break their strokes, and are written as CCITT Group 4 ([`super::ccitt`]) when
+//! pixels would break their strokes, and are written as CCITT Group 4 (`pdf::ccitt`) when
 //! that is smaller.
 //!
 //! Left as they are: CMYK and other colour spaces (Separation, DeviceN, Lab), JBIG2 (bilevel,
