@@ -22,14 +22,18 @@
 //! - JPEG 2000 (`JPXDecode`) in gray or RGB without an alpha channel, decoded with the pure-Rust
 //!   `hayro-jpeg2000` (its `/ColorSpace`, or else the codestream's own);
 //! - any stream lopdf decodes (Flate, LZW, RunLength, ASCII85/Hex, with PNG and TIFF
-//!   predictors), at 1, 2, 4, 8 or 16 bits per component, in DeviceGray, DeviceRGB, CalGray,
-//!   CalRGB, ICCBased with one or three components, and Indexed over one of those.
+//!   predictors), at 1, 2, 4, 8 or 16 bits per component, in DeviceGray, DeviceRGB,
+//!   DeviceCMYK, CalGray, CalRGB, ICCBased with one, three or four components, and Indexed over
+//!   one of those. CMYK images are written as four-component JPEGs without an Adobe marker, so
+//!   no reader takes their samples for inverted ones.
 //!
 //! Bilevel images (1-bit gray, not already CCITT or JBIG2) keep their resolution, since fewer
 //! pixels would break their strokes, and are written as CCITT Group 4 (`pdf::ccitt`) when
 //! that is smaller.
 //!
-//! Left as they are: CMYK and other colour spaces (Separation, DeviceN, Lab), JBIG2 (bilevel,
+//! Left as they are: CMYK JPEGs (Adobe's inverted samples and those of other writers cannot be
+//! told apart without the `/Decode` a PDF may lack), other colour spaces (Separation, DeviceN,
+//! Lab), JBIG2 (bilevel,
 //! so it would keep its resolution, and no coding of bilevel images is smaller), image masks, images with
 //! a `/Decode` array, a colour-key `/Mask`, or an `/SMask` with `/Matte` (which must keep the
 //! image's size). An image with an `/SMask` keeps it unchanged: a soft mask may have a size of
@@ -86,7 +90,7 @@ pub(crate) fn shrink_images(document: &mut Document, settings: &Settings) -> Res
         .objects
         .par_iter_mut()
         .filter_map(|(id, object)| Some((plans.get(id)?, object.as_stream_mut().ok()?)))
-        .map(|(plan, stream)| shrink_image(stream, plan, quality, max_inflate).map(usize::from))
+        .map(|(plan, stream)| guarded_shrink_image(stream, plan, quality, max_inflate).map(usize::from))
         .try_reduce(|| 0, |a, b| Ok(a + b))?;
     tracing::debug!(images = drawn.len(), planned = plans.len(), replaced, "shrank the images of a PDF");
     Ok(())
@@ -294,7 +298,7 @@ struct Plan {
     source: Source,
     /// The colour space of the JPEG: the image's own, or an indexed image's base.
     colour_space: Object,
-    /// Components of the JPEG: 1 or 3.
+    /// Components of the JPEG: 1, 3 or 4 (CMYK).
     components: usize,
 }
 
@@ -368,7 +372,7 @@ fn plan(document: &Document, id: ObjectId, drawn: Drawn, settings: &Settings) ->
     };
     let bits = int(b"BitsPerComponent").unwrap_or(8);
     let source = if filters == [b"DCTDecode".as_slice()] {
-        if palette.is_some() {
+        if palette.is_some() || components == 4 {
             return Ok(None);
         }
         Source::Jpeg
@@ -432,11 +436,11 @@ fn jpx_plan(stream: &Stream, dict: &Dictionary, sizes: (u32, u32, u32, u32)) -> 
     Some(Plan { width, height, target_width, target_height, source, colour_space, components })
 }
 
-/// A colour space `shrink` writes JPEGs in: the space, its components (1 or 3), and an indexed
-/// image's palette (entries of that many bytes).
+/// A colour space `shrink` writes JPEGs in: the space, its components (1, 3 or 4), and an
+/// indexed image's palette (entries of that many bytes).
 type Colours = (Object, usize, Option<Vec<u8>>);
 
-/// The colour space the JPEG gets, its components (1 or 3), and an indexed image's palette
+/// The colour space the JPEG gets, its components (1, 3 or 4), and an indexed image's palette
 /// (expanded to that many bytes per entry); `None` for one `shrink` leaves alone.
 fn colour_space(document: &Document, dict: &Dictionary, max_inflate: usize) -> Result<Option<Colours>, PdfError> {
     let Ok(original) = dict.get(b"ColorSpace") else { return Ok(None) };
@@ -468,12 +472,13 @@ fn colour_space(document: &Document, dict: &Dictionary, max_inflate: usize) -> R
     Ok(Some((base.clone(), components, Some(palette))))
 }
 
-/// Components of a gray or RGB colour space; `None` for any other.
+/// Components of a gray, RGB or CMYK colour space; `None` for any other.
 fn direct_components(document: &Document, space: &Object) -> Option<usize> {
     match space {
         Object::Name(name) => match name.as_slice() {
             b"DeviceGray" | b"G" | b"CalGray" => Some(1),
             b"DeviceRGB" | b"RGB" | b"CalRGB" => Some(3),
+            b"DeviceCMYK" | b"CMYK" => Some(4),
             _ => None,
         },
         Object::Array(items) => match items.first()?.as_name().ok()? {
@@ -482,8 +487,7 @@ fn direct_components(document: &Document, space: &Object) -> Option<usize> {
             b"ICCBased" => {
                 let (_, profile) = document.dereference(items.get(1)?).ok()?;
                 match profile.as_stream().ok()?.dict.get(b"N").and_then(Object::as_i64).ok()? {
-                    1 => Some(1),
-                    3 => Some(3),
+                    n @ (1 | 3 | 4) => usize::try_from(n).ok(),
                     _ => None,
                 }
             }
@@ -491,6 +495,18 @@ fn direct_components(document: &Document, space: &Object) -> Option<usize> {
         },
         _ => None,
     }
+}
+
+/// [`shrink_image`], with a panic in a decoder or encoder leaving the image as it is: an image
+/// that cannot be read is left untouched, not a reason to fail the whole run. The stream is
+/// only changed once its new version is complete, so a panic leaves it whole.
+fn guarded_shrink_image(stream: &mut Stream, plan: &Plan, quality: u8, max_inflate: usize) -> Result<bool, PdfError> {
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shrink_image(stream, plan, quality, max_inflate)));
+    outcome.unwrap_or_else(|_| {
+        tracing::debug!(width = plan.width, height = plan.height, "an image's codec panicked; image left as it is");
+        Ok(false)
+    })
 }
 
 /// Rewrites one image as its plan says, when that makes it smaller; whether it did.
@@ -603,13 +619,17 @@ fn decode_jpeg(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
     decode_jpeg_as(data, plan.width, plan.height, plan.components)
 }
 
-/// A JPEG of `width` × `height` pixels of `components` (1 or 3) components, decoded; `None`
+/// A JPEG of `width` × `height` pixels of `components` (1, 3 or 4) components, decoded; `None`
 /// when it is not one.
 fn decode_jpeg_as(data: &[u8], width: u32, height: u32, components: usize) -> Option<Vec<u8>> {
     use zune_jpeg::zune_core::bytestream::ZCursor;
     use zune_jpeg::zune_core::colorspace::ColorSpace;
     use zune_jpeg::zune_core::options::DecoderOptions;
-    let out = if components == 1 { ColorSpace::Luma } else { ColorSpace::RGB };
+    let out = match components {
+        1 => ColorSpace::Luma,
+        3 => ColorSpace::RGB,
+        _ => ColorSpace::CMYK,
+    };
     let options = DecoderOptions::default()
         .jpeg_set_out_colorspace(out)
         .set_max_width(width as usize)
@@ -635,10 +655,15 @@ fn decode_jpx(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
 }
 
 fn resize(pixels: Vec<u8>, plan: &Plan) -> Option<Vec<u8>> {
-    let pixel_type = if plan.components == 1 { PixelType::U8 } else { PixelType::U8x3 };
+    let pixel_type = match plan.components {
+        1 => PixelType::U8,
+        3 => PixelType::U8x3,
+        _ => PixelType::U8x4,
+    };
     let source = Image::from_vec_u8(plan.width, plan.height, pixels, pixel_type).ok()?;
     let mut target = Image::new(plan.target_width, plan.target_height, pixel_type);
-    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    // The fourth channel is black (CMYK), not alpha: no channel is weighted by it.
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear)).use_alpha(false);
     Resizer::new().resize(&source, &mut target, &options).ok()?;
     Some(target.into_vec())
 }
@@ -651,7 +676,9 @@ fn resize(pixels: Vec<u8>, plan: &Plan) -> Option<Vec<u8>> {
 /// is written again with the standard tables, which every decoder reads.
 fn encode(pixels: &[u8], plan: &Plan, quality: u8) -> Option<Vec<u8>> {
     let fitted = encode_with(pixels, plan, quality, true)?;
-    if reads_back(&fitted, pixels, plan) {
+    // zune-jpeg 0.5 cannot read four-component JPEGs at all (it panics in its IDCT), so CMYK
+    // is not read back; Ghostscript and Poppler read these (tests/it/operations_lossy.rs).
+    if plan.components == 4 || reads_back(&fitted, pixels, plan) {
         return Some(fitted);
     }
     tracing::debug!(
@@ -663,13 +690,45 @@ fn encode(pixels: &[u8], plan: &Plan, quality: u8) -> Option<Vec<u8>> {
 }
 
 fn encode_with(pixels: &[u8], plan: &Plan, quality: u8, fitted_tables: bool) -> Option<Vec<u8>> {
-    let colour = if plan.components == 1 { jpeg_encoder::ColorType::Luma } else { jpeg_encoder::ColorType::Rgb };
     let mut jpeg = Vec::new();
     let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg, quality);
     encoder.set_optimized_huffman_tables(fitted_tables);
     let (width, height) = (u16::try_from(plan.target_width).ok()?, u16::try_from(plan.target_height).ok()?);
-    encoder.encode(pixels, width, height, colour).ok()?;
+    match plan.components {
+        1 => encoder.encode(pixels, width, height, jpeg_encoder::ColorType::Luma).ok()?,
+        3 => encoder.encode(pixels, width, height, jpeg_encoder::ColorType::Rgb).ok()?,
+        _ => {
+            // jpeg-encoder writes CMYK the Adobe way: samples inverted, and an Adobe marker
+            // saying so. Inverted twice, the samples are stored as they are; the marker goes.
+            let inverted: Vec<u8> = pixels.iter().map(|v| 255 - v).collect();
+            encoder.encode(&inverted, width, height, jpeg_encoder::ColorType::Cmyk).ok()?;
+            return without_adobe_marker(&jpeg);
+        }
+    }
     Some(jpeg)
+}
+
+/// `jpeg` without its Adobe (APP14) segment; `None` when its segments before the frame cannot
+/// be walked.
+fn without_adobe_marker(jpeg: &[u8]) -> Option<Vec<u8>> {
+    const APP14: u8 = 0xEE;
+    let mut out = Vec::with_capacity(jpeg.len());
+    out.extend_from_slice(jpeg.get(..2).filter(|soi| *soi == [0xFF, 0xD8])?);
+    let mut at = 2;
+    // Marker segments up to the first frame or table one: each is FF, a marker, a 2-byte length.
+    while let [0xFF, marker, high, low, ..] = *jpeg.get(at..)? {
+        if !(0xE0..=0xEF).contains(&marker) {
+            break;
+        }
+        let end = at + 2 + usize::from(u16::from_be_bytes([high, low]));
+        let segment = jpeg.get(at..end)?;
+        if marker != APP14 || !segment.get(4..).is_some_and(|data| data.starts_with(b"Adobe")) {
+            out.extend_from_slice(segment);
+        }
+        at = end;
+    }
+    out.extend_from_slice(&jpeg[at..]);
+    Some(out)
 }
 
 /// Whether `jpeg` decodes to about `pixels` (a mean error of at most [`READ_BACK_ERROR`] per
@@ -837,16 +896,46 @@ pub(crate) mod tests {
         assert!(!images[0].dict.has(b"DecodeParms"));
         assert_eq!(images[0].dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceGray");
         // The JPEG decodes to the new size, in gray.
+        assert!(decode_jpeg_as(&images[0].content, 600, 750, 1).is_some());
+    }
+
+    #[test]
+    fn a_300_dpi_cmyk_flate_image_becomes_a_150_dpi_cmyk_jpeg_without_an_adobe_marker() {
+        let (w, h) = SCAN;
+        let pixels = picture(w, h, 4);
+        let image = image_stream(w, h, "DeviceCMYK", 8, "FlateDecode", deflated(&pixels));
+        let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
+        let report = shrunk.result.unwrap();
+        assert!(!report.kept_original(), "{report:?}");
+        let images = images_of(&shrunk.output);
+        assert_eq!((int(&images[0], b"Width"), int(&images[0], b"Height")), (600, 750));
+        assert_eq!(images[0].dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
+        assert_eq!(images[0].dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceCMYK");
+        assert!(!images[0].dict.has(b"Decode"));
+        // No Adobe marker: readers differ on whether it means inverted CMYK; without it, every
+        // reader takes the samples as they are.
+        assert!(!images[0].content.windows(5).any(|w| w == b"Adobe"));
+        // Its colours are checked where independent readers render it: tests/it/operations_lossy.rs.
+    }
+
+    #[test]
+    fn an_image_whose_decoding_panics_is_left_as_it_is() {
+        let indices = vec![200u8; 64 * 64];
+        let mut stream = image_stream(64, 64, "DeviceRGB", 8, "FlateDecode", deflated(&indices));
+        let before = stream.content.clone();
+        // A palette too short for the indices: decoding indexes past its end.
+        let palette = Some(vec![0u8; 3]);
         let plan = Plan {
-            width: 600,
-            height: 750,
-            target_width: 600,
-            target_height: 750,
-            source: Source::Jpeg,
-            colour_space: "DeviceGray".into(),
-            components: 1,
+            width: 64,
+            height: 64,
+            target_width: 32,
+            target_height: 32,
+            source: Source::Samples { bits: 8, palette },
+            colour_space: "DeviceRGB".into(),
+            components: 3,
         };
-        assert!(decode_jpeg(&images[0].content, &plan).is_some());
+        assert!(!guarded_shrink_image(&mut stream, &plan, 75, DEFAULT_MAX_INFLATE_BYTES).unwrap());
+        assert_eq!(stream.content, before);
     }
 
     #[test]

@@ -16,25 +16,35 @@ fn scan_pdf(path: &Path) {
         .collect();
     let mut jpeg = Vec::new();
     jpeg_encoder::Encoder::new(&mut jpeg, 95).encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb).expect("encode");
+    let image = Stream::new(
+        dictionary! {
+            "Type" => "XObject", "Subtype" => "Image", "Width" => i64::from(w), "Height" => i64::from(h),
+            "ColorSpace" => "DeviceRGB", "BitsPerComponent" => 8, "Filter" => "DCTDecode",
+        },
+        jpeg,
+    )
+    .with_compression(false);
+    image_page_pdf(path, image, true);
+}
+
+/// A one-page PDF of 288 × 360 points that draws `image` over the page, with a line of text when
+/// `with_text`.
+fn image_page_pdf(path: &Path, image: Stream, with_text: bool) {
     let mut doc = Document::with_version("1.7");
     let pages_id = doc.new_object_id();
-    let image = doc.add_object(
-        Stream::new(
-            dictionary! {
-                "Type" => "XObject", "Subtype" => "Image", "Width" => i64::from(w), "Height" => i64::from(h),
-                "ColorSpace" => "DeviceRGB", "BitsPerComponent" => 8, "Filter" => "DCTDecode",
-            },
-            jpeg,
-        )
-        .with_compression(false),
-    );
-    let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
-    let content = b"q 288 0 0 360 0 0 cm /Im0 Do Q BT /F1 12 Tf 20 20 Td (A scanned page) Tj ET".to_vec();
+    let image = doc.add_object(image);
+    let mut resources = dictionary! { "XObject" => dictionary! { "Im0" => image } };
+    let mut content = b"q 288 0 0 360 0 0 cm /Im0 Do Q".to_vec();
+    if with_text {
+        let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+        resources.set("Font", dictionary! { "F1" => font });
+        content.extend_from_slice(b" BT /F1 12 Tf 20 20 Td (A scanned page) Tj ET");
+    }
     let contents = doc.add_object(Stream::new(Dictionary::new(), content));
     let page = doc.add_object(dictionary! {
         "Type" => "Page", "Parent" => pages_id, "Contents" => contents,
         "MediaBox" => vec![0.into(), 0.into(), 288.into(), 360.into()],
-        "Resources" => dictionary! { "XObject" => dictionary! { "Im0" => image }, "Font" => dictionary! { "F1" => font } },
+        "Resources" => resources,
     });
     doc.objects.insert(
         pages_id,
@@ -43,6 +53,16 @@ fn scan_pdf(path: &Path) {
     let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
     doc.trailer.set("Root", catalog);
     doc.save(path).expect("save");
+}
+
+/// The first image of `document`.
+fn first_image(document: &Document) -> &Stream {
+    document
+        .objects
+        .values()
+        .filter_map(|o| o.as_stream().ok())
+        .find(|s| s.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Image".as_slice()))
+        .expect("an image")
 }
 
 fn process(input: &Path, op: &str, output: &Path) -> std::process::Output {
@@ -62,12 +82,7 @@ fn process_shrinks_a_scan_through_the_contained_child() {
     assert_eq!(after.get_pages().len(), 1);
     assert_eq!(after.extract_text(&[1]).expect("text"), before.extract_text(&[1]).expect("text"));
     assert!(std::fs::metadata(&output).expect("out").len() < std::fs::metadata(&input).expect("in").len());
-    let image = after
-        .objects
-        .values()
-        .filter_map(|o| o.as_stream().ok())
-        .find(|s| s.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Image".as_slice()))
-        .expect("an image");
+    let image = first_image(&after);
     assert_eq!(image.dict.get(b"Width").and_then(Object::as_i64).expect("width"), 600, "150 dpi");
     assert_eq!(image.dict.get(b"Filter").and_then(Object::as_name).expect("filter"), b"DCTDecode");
 }
@@ -172,4 +187,90 @@ fn process_turns_a_fax_tiff_into_a_pdf_that_renders_its_pixels() {
     }
     assert!(black > width * height / 10, "the fax has black to compare");
     assert!(differ * 100 < width * height, "{differ} of {} pixels differ", width * height);
+}
+
+/// A one-page PDF of 288 × 360 points that draws a 1200 × 1500 pixel CMYK image (300 dpi,
+/// Flate) over the page: cyan, magenta, yellow and black in four bands across smooth ramps.
+fn cmyk_scan_pdf(path: &Path) {
+    let (w, h) = (1200u32, 1500u32);
+    let pixels: Vec<u8> = (0..h)
+        .flat_map(|y| {
+            (0..w).flat_map(move |x| {
+                let band = (y * 4 / h) as usize;
+                let mut cmyk = [(x / 12) as u8, (x / 24) as u8, (y / 20) as u8, 0];
+                cmyk[band] = cmyk[band].saturating_add(140);
+                cmyk
+            })
+        })
+        .collect();
+    let mut image = Stream::new(
+        dictionary! {
+            "Type" => "XObject", "Subtype" => "Image", "Width" => i64::from(w), "Height" => i64::from(h),
+            "ColorSpace" => "DeviceCMYK", "BitsPerComponent" => 8,
+        },
+        pixels,
+    );
+    image.compress().expect("deflate");
+    image_page_pdf(path, image, false);
+}
+
+/// The RGB pixels of the one page of `pdf` at 36 dpi, as Ghostscript or Poppler renders it.
+fn rendered_rgb(pdf: &Path, reader: &str) -> Vec<u8> {
+    let dir = pdf.parent().expect("folder");
+    let stem = format!("{}-{reader}", pdf.file_stem().and_then(|s| s.to_str()).expect("stem"));
+    let (command, ppm) = match reader {
+        "gs" => {
+            let ppm = dir.join(format!("{stem}.ppm"));
+            let mut gs = std::process::Command::new("gs");
+            gs.args(["-q", "-dBATCH", "-dNOPAUSE", "-dSAFER", "-sDEVICE=ppmraw", "-r36"])
+                .arg(format!("-sOutputFile={}", ppm.display()))
+                .arg(pdf);
+            (gs, ppm)
+        }
+        _ => {
+            let mut pdftoppm = std::process::Command::new("pdftoppm");
+            pdftoppm.args(["-r", "36", "-singlefile"]).arg(pdf).arg(dir.join(&stem));
+            (pdftoppm, dir.join(format!("{stem}.ppm")))
+        }
+    };
+    let mut command = command;
+    let out = command.output().unwrap_or_else(|e| panic!("{reader} runs (installed by .ci/run): {e}"));
+    assert!(out.status.success(), "{reader}: {}", String::from_utf8_lossy(&out.stderr));
+    let ppm = std::fs::read(&ppm).expect("the rendering");
+    // P6, width, height, maxval, then the samples after one whitespace byte.
+    let mut fields = 0;
+    let mut at = 0;
+    while fields < 4 {
+        while ppm[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        while !ppm[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        fields += 1;
+    }
+    ppm[at + 1..].to_vec()
+}
+
+/// A CMYK scan shrinks to a CMYK JPEG that two independent readers render in the original's
+/// colours (an inverted or channel-swapped JPEG would differ by a hundred levels or more).
+#[test]
+fn process_shrinks_a_cmyk_scan_to_an_image_readers_show_in_its_colours() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (input, output) = (dir.path().join("cmyk.pdf"), dir.path().join("cmyk-shrink.pdf"));
+    cmyk_scan_pdf(&input);
+    let out = process(&input, "shrink", &output);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after = Document::load(&output).expect("the output is a PDF");
+    let image = first_image(&after);
+    assert_eq!(image.dict.get(b"Filter").and_then(Object::as_name).expect("filter"), b"DCTDecode");
+    assert_eq!(image.dict.get(b"Width").and_then(Object::as_i64).expect("width"), 600, "150 dpi");
+
+    for reader in ["gs", "pdftoppm"] {
+        let (before, after) = (rendered_rgb(&input, reader), rendered_rgb(&output, reader));
+        assert_eq!(before.len(), after.len(), "{reader}: same page size");
+        let error: u64 = before.iter().zip(&after).map(|(a, b)| u64::from(a.abs_diff(*b))).sum();
+        let mean = error as f64 / before.len() as f64;
+        assert!(mean < 6.0, "{reader}: mean difference {mean:.1} levels");
+    }
 }
