@@ -69,6 +69,7 @@ use crate::domain::Operation;
 
 mod ccitt;
 pub mod decrypt;
+mod encrypted_writer;
 pub mod images;
 pub mod info;
 pub mod optimize;

@@ -1,25 +1,32 @@
 //! What `optimize` does to a loaded document beyond what lopdf's save does: every stream
-//! deflated at libdeflate's best level (streams that were not compressed, and Flate streams
-//! whose data deflates smaller again, images included), and identical streams merged into one.
+//! deflated with libdeflate at [`RECOMPRESS_LEVEL`] (streams that were not compressed, and
+//! Flate streams whose data deflates smaller again, images included), and identical streams
+//! merged into one.
 //!
 //! Re-deflating inflates each Flate stream first, capped at the run's `max_inflate`: a stream
 //! that inflates past it fails the run with [`PdfError::InflatesTooMuch`], as loading does. A
 //! stream whose data is damaged (it does not inflate cleanly to its end) is left as it is.
 
 use std::collections::HashMap;
-use std::io::Read;
 
-use libdeflater::{CompressionLvl, Compressor};
+use libdeflater::{CompressionLvl, Compressor, DecompressionError, Decompressor};
 use lopdf::{Document, Object, ObjectId, Stream};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::PdfError;
 
-/// libdeflate's level 9: 2–3 % smaller than zlib's level 9 on PDF content and faster. Its levels
-/// 10–12 gain 1–2 % more on text and up to 8 % on scanned images, but at 5–10 times the time,
-/// which `optimize`'s time target (a third of qpdf's) cannot afford (measured in BENCHMARKS.md).
+/// libdeflate's level 9, for the deflates outside [`compress_streams`] ([`deflate_best`]):
+/// 2–3 % smaller than zlib's level 9 on PDF content and faster. Its levels 10–12 gain 1–2 % more
+/// on text and up to 8 % on scanned images, but at 5–10 times the time (BENCHMARKS.md).
 const BEST_LEVEL: i32 = 9;
+
+/// The level [`compress_streams`] deflates every stream at: libdeflate's 7, the best of its
+/// lazy-matching levels. On the Flate streams of three corpus files (S01, S05, M08: 11.7 MB
+/// inflated) it wrote 0.3–0.9 % more than level 9 in 40–60 % of the time, and still 0.1–0.7 %
+/// less than zlib's level 9 (what qpdf's `--compression-level=9` uses); its level 6 is bigger
+/// than zlib's 9 on S01. Deflating was half of `optimize`'s time at level 9 (perf, S01).
+const RECOMPRESS_LEVEL: i32 = 7;
 
 /// Streams smaller than this are not worth a second deflate: the gain is a few bytes at most.
 const SMALLEST_WORTH_RECOMPRESSING: usize = 64;
@@ -31,7 +38,8 @@ const SMALLEST_WORTH_RECOMPRESSING: usize = 64;
 ///
 /// [`PdfError::InflatesTooMuch`] if a Flate stream inflates past `max_inflate`.
 pub(crate) fn compress_streams(document: &mut Document, max_inflate: usize) -> Result<(), PdfError> {
-    document.objects.par_iter_mut().try_for_each_init(new_compressor, |compressor, (_, object)| match object {
+    let recompressor = || Compressor::new(CompressionLvl::new(RECOMPRESS_LEVEL).unwrap_or_default());
+    document.objects.par_iter_mut().try_for_each_init(recompressor, |compressor, (_, object)| match object {
         Object::Stream(stream) if stream.allows_compression => compress_stream(stream, compressor, max_inflate),
         _ => Ok(()),
     })
@@ -102,7 +110,7 @@ fn only_filter(stream: &Stream) -> Option<Filter> {
     Some(if filter == Some(b"FlateDecode") { Filter::Flate } else { Filter::Other })
 }
 
-/// Deflates `data` (zlib format) at [`BEST_LEVEL`] when it fits in `at_most` bytes: the output
+/// Deflates `data` (zlib format) with `compressor` when it fits in `at_most` bytes: the output
 /// buffer is no larger, so a stream that would not shrink costs no more memory than it holds.
 fn deflate_within(compressor: &mut Compressor, data: &[u8], at_most: usize) -> Option<Vec<u8>> {
     let mut out = vec![0; at_most.min(compressor.zlib_compress_bound(data.len()))];
@@ -133,34 +141,57 @@ pub(crate) fn deflate_best(data: &[u8]) -> Vec<u8> {
 
 /// Inflates zlib `data`, no further than `max_inflate` bytes; `None` when the data is damaged.
 ///
+/// With libdeflate, the decoder `optimize` deflates with, rather than flate2's stream decoder:
+/// it inflates in one call into a buffer it cannot grow, so the buffer starts at four times the
+/// data (text and fonts deflate 3–5 times) and grows fourfold until the data fits or the cap is
+/// reached, each try starting again.
+///
 /// # Errors
 ///
 /// [`PdfError::InflatesTooMuch`] if it inflates past `max_inflate`.
 pub(crate) fn inflate(data: &[u8], max_inflate: usize) -> Result<Option<Vec<u8>>, PdfError> {
-    let mut plain = Vec::with_capacity(data.len().saturating_mul(4).min(max_inflate));
-    let mut decoder = flate2::read::ZlibDecoder::new(data).take(max_inflate as u64 + 1);
-    if decoder.read_to_end(&mut plain).is_err() {
-        return Ok(None);
+    let mut decompressor = Decompressor::new();
+    let mut capacity = data.len().saturating_mul(4).clamp(4096, max_inflate.max(1));
+    loop {
+        // One byte over the cap tells "exactly at the cap" from "past it".
+        let mut plain = vec![0; capacity.min(max_inflate.saturating_add(1))];
+        match decompressor.zlib_decompress(data, &mut plain) {
+            Ok(written) if written > max_inflate => return Err(PdfError::InflatesTooMuch { limit: max_inflate }),
+            Ok(written) => {
+                plain.truncate(written);
+                return Ok(Some(plain));
+            }
+            Err(DecompressionError::InsufficientSpace) if capacity > max_inflate => {
+                return Err(PdfError::InflatesTooMuch { limit: max_inflate });
+            }
+            Err(DecompressionError::InsufficientSpace) => capacity = capacity.saturating_mul(4),
+            Err(DecompressionError::BadData) => return Ok(None),
+        }
     }
-    if plain.len() > max_inflate {
-        return Err(PdfError::InflatesTooMuch { limit: max_inflate });
-    }
-    Ok(Some(plain))
 }
 
 /// Makes every reference to a stream that is identical (dictionary and data) to an earlier one
 /// point at the earlier one; the copies are pruned afterwards. Fonts, images and form XObjects
 /// embedded once per page by some producers become one object.
 pub(crate) fn merge_identical_streams(document: &mut Document) {
+    // Hashing reads every stream's bytes: on both cores. The keys stay in object order, so the
+    // first of identical streams is still the one kept.
+    let keys: Vec<(ObjectId, [u8; 32])> = document
+        .objects
+        .par_iter()
+        .filter_map(|(&id, object)| {
+            let Object::Stream(stream) = object else { return None };
+            let mut hasher = Sha256::new();
+            hasher.update(format!("{:?}", stream.dict).as_bytes());
+            hasher.update([0]);
+            hasher.update(&stream.content);
+            Some((id, hasher.finalize().into()))
+        })
+        .collect();
     let mut first_of: HashMap<[u8; 32], ObjectId> = HashMap::new();
     let mut replace: HashMap<ObjectId, ObjectId> = HashMap::new();
-    for (&id, object) in &document.objects {
-        let Object::Stream(stream) = object else { continue };
-        let mut hasher = Sha256::new();
-        hasher.update(format!("{:?}", stream.dict).as_bytes());
-        hasher.update([0]);
-        hasher.update(&stream.content);
-        let key: [u8; 32] = hasher.finalize().into();
+    for (id, key) in keys {
+        let Some(object) = document.objects.get(&id) else { continue };
         match first_of.get(&key) {
             // The hash of the dictionary's debug form is lossy for names that are not UTF-8:
             // compare for real before merging.
