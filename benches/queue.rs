@@ -34,9 +34,15 @@
 //! connections), to show what the flushes cost, and so does part 3, whose figures the disk's
 //! varying flush times blur otherwise.
 //!
+//! 5. **The database's own ceiling** (`ceiling.rs`): docket's schema with durable commits, but
+//!    claims and completions of k jobs per statement and transaction, written in the bench and
+//!    run on connections of its own (k = 1, 100, 1000; 1 and 4 connections): how far batching
+//!    inside docket could take the rate on this machine at most.
+//!
 //! `cargo bench --bench queue` prints markdown on stdout (progress on stderr); 3.5–4.5 minutes
 //! on 2 busy cores. Options after `--`: `--runs N` (3), `--workers 1,4,16`, `--seconds S` (2),
 //! `--long-seconds S` (4, the runs of part 3), `--latency-jobs N` (100), `--unsynced-runs N` (1),
+//! `--ceiling-runs N` (3; 0 skips part 5), `--ceiling-batches 1,100,1000`, `--ceiling-workers 1,4`,
 //! `--postgres URL` (or `DATABASE_URL`; a server where the benchmark may create and drop the
 //! database `docket_bench_queue`; without one, SQLite only), `--dir PATH` (default
 //! `target/docket-bench-queue`; on the disk, not tmpfs, so commits fsync).
@@ -56,6 +62,9 @@ use docket::domain::{ChatRef, Clock, MessageId, Operation, Submission, SystemClo
 use docket::store::{Change, ClaimLimits, Completion, DatabaseUrl, Stage, Store};
 use sqlx::Connection;
 use tokio::sync::{Mutex, Notify, mpsc};
+
+#[path = "queue/ceiling.rs"]
+mod ceiling;
 
 /// The goals of the issue, as it states them (published figures of other queues, not run here).
 const GOAL_SQLITE_PER_SEC: f64 = 20_000.0;
@@ -95,6 +104,15 @@ struct Args {
     /// A PostgreSQL server where the benchmark may create and drop `docket_bench_queue`.
     #[arg(long, value_name = "URL", env = "DATABASE_URL")]
     postgres: Option<String>,
+    /// Runs per cell of part 5, the database's own ceiling (0: skip that part).
+    #[arg(long, default_value_t = 3)]
+    ceiling_runs: usize,
+    /// Batch sizes of part 5, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 100, 1000])]
+    ceiling_batches: Vec<usize>,
+    /// Connections of part 5, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 4])]
+    ceiling_workers: Vec<usize>,
     /// Where the SQLite files go: on the disk, not tmpfs, so commits fsync.
     #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-queue"))]
     dir: PathBuf,
@@ -106,6 +124,10 @@ fn main() -> anyhow::Result<()> {
     ensure!(
         args.seconds > 0.0 && args.long_seconds > 0.0 && args.latency_jobs > 0,
         "--seconds, --long-seconds, --latency-jobs > 0"
+    );
+    ensure!(
+        args.ceiling_batches.iter().all(|b| *b > 0) && args.ceiling_workers.iter().all(|w| *w > 0),
+        "--ceiling-batches, --ceiling-workers > 0"
     );
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run(args))
@@ -722,6 +744,27 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
         .await;
         let _ = std::fs::remove_dir_all(&shm);
         result?;
+    }
+
+    if args.ceiling_runs > 0 {
+        println!("## 5. The database's own ceiling: claims and completions in batches\n");
+        println!(
+            "docket's schema, indexes and triggers and durable commits, but the bench's own statements \
+             on connections of its own: one `UPDATE … WHERE id IN (the oldest k fetched jobs) RETURNING` \
+             claims k jobs, one transaction completes them (fenced by lease token). Batch 1 is docket's \
+             shape without its other statements; the rates bound what batching inside docket could reach. \
+             {} run(s) each; at the start: {}.\n",
+            args.ceiling_runs,
+            conditions(dir)?
+        );
+        println!("| backend | batch k | connections | N jobs | claimed and completed per s | against the goal |");
+        println!("|---|---|---|---|---|---|");
+        for row in
+            ceiling::part(&dbs, &args.ceiling_batches, &args.ceiling_workers, args.ceiling_runs, args.seconds).await?
+        {
+            println!("{row}");
+        }
+        println!();
     }
     Ok(())
 }

@@ -27,10 +27,6 @@ use super::optimize::{compact_xref_stream, deflate_best};
 ///
 /// [`PdfError::Unreadable`] if an object cannot be encrypted or the document has more objects
 /// than PDF can number.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "pdf::rewrite's encrypted arm is to call it instead of encrypt + save_with_options")
-)]
 pub(crate) fn save_encrypted(
     mut document: Document,
     state: &EncryptionState,

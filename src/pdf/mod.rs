@@ -380,23 +380,17 @@ fn rewrite(
     optimize::merge_identical_streams(&mut document);
     document.prune_objects();
     document.renumber_objects();
-    let options = match &encryption {
-        Some(state) => {
-            document
-                .encrypt(state)
-                .map_err(|error| PdfError::unreadable(format!("encrypting the result again: {error}")))?;
-            // lopdf writes an encrypted document without object streams in any case.
-            SaveOptions { use_xref_streams: true, ..SaveOptions::default() }
-        }
-        None => SaveOptions {
-            use_object_streams: true,
-            use_xref_streams: true,
-            object_stream_config: ObjectStreamConfig {
-                max_objects_per_stream: OBJECTS_PER_STREAM,
-                compression_level: 9,
-            },
-            ..SaveOptions::default()
-        },
+    if let Some(state) = &encryption {
+        // lopdf writes an encrypted document without object streams; this writer packs them.
+        let saved = encrypted_writer::save_encrypted(document, state, OBJECTS_PER_STREAM)?;
+        write_synced(output, &saved)?;
+        return Ok(pages);
+    }
+    let options = SaveOptions {
+        use_object_streams: true,
+        use_xref_streams: true,
+        object_stream_config: ObjectStreamConfig { max_objects_per_stream: OBJECTS_PER_STREAM, compression_level: 9 },
+        ..SaveOptions::default()
     };
 
     // Saved into memory first (the result is smaller than the input, which is in memory
