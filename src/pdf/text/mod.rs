@@ -9,9 +9,10 @@
 //! font's width (`/Widths` with `/FirstChar` and `/MissingWidth`, a Type0 font's `/W` and `/DW`,
 //! half an em when the font gives none), so the end of each string is known; the next string
 //! starts a new line when its baseline is elsewhere, and is preceded by a space when it starts
-//! more than [`SPACE_EM`] of an em after the previous one ended. Characters come from lopdf's
-//! font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph name, on
-//! top of the built-in encoding of an embedded Type 1 or CFF (`cff`) program.
+//! more than [`SPACE_EM`] of an em after the previous one ended (and the glyphs of one string
+//! are parted likewise when the character spacing alone is that wide). Characters come from
+//! lopdf's font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph
+//! name, on top of the built-in encoding of an embedded Type 1 or CFF (`cff`) program.
 //!
 //! Bounds: every stream is decoded with the caller's `max_inflate`; a page runs at most
 //! [`MAX_OPERATIONS_PER_PAGE`] operators (Form XObjects included, so a form drawn a million
@@ -786,7 +787,19 @@ impl<'a> Page<'a, '_> {
                 self.space();
             }
         }
-        font.decode(bytes, &mut self.out);
+        // Character spacing wider than a space (Distiller's letter-spaced running heads) parts
+        // each glyph from the next, as pdftotext parts them.
+        if state.char_spacing * state.horizontal_scale * along_length > SPACE_EM * size {
+            let step = if font.two_byte { 2 } else { 1 };
+            for (index, glyph) in bytes.chunks(step).enumerate() {
+                if index > 0 {
+                    self.space();
+                }
+                font.decode(glyph, &mut self.out);
+            }
+        } else {
+            font.decode(bytes, &mut self.out);
+        }
         let mut advance = 0.0;
         for (code, is_space) in font.codes(bytes) {
             let width = font.width(code) * font.scale * state.size;
@@ -877,6 +890,13 @@ pub(crate) mod tests {
         // "ab" ends at 10 points: "cd" starts 1.1 points, 0.11 em, after it.
         let page = "BT /F1 10 Tf 72 700 Td (ab)Tj 11.1 0 Td (cd)Tj ET";
         assert_eq!(texts(&[page]), ["ab cd\n"]);
+    }
+
+    #[test]
+    fn character_spacing_wider_than_a_space_parts_the_glyphs() {
+        // 3 points of character spacing at 10 points is 0.3 em; 0.5 points is kerning.
+        let page = "BT /F1 10 Tf 72 700 Td 3 Tc (VERSION)Tj 0.5 Tc 0 -20 Td (tight)Tj ET";
+        assert_eq!(texts(&[page]), ["V E R S I O N\ntight\n"]);
     }
 
     #[test]
