@@ -9,8 +9,10 @@
 //! font's width (`/Widths` with `/FirstChar` and `/MissingWidth`, a Type0 font's `/W` and `/DW`,
 //! half an em when the font gives none), so the end of each string is known; the next string
 //! starts a new line when its baseline is elsewhere, and is preceded by a space when it starts
-//! more than [`SPACE_EM`] of an em after the previous one ended. Characters come from lopdf's
-//! font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph name.
+//! more than [`SPACE_EM`] of an em after the previous one ended (and the glyphs of one string
+//! are parted likewise when the character spacing alone is that wide). Characters come from
+//! lopdf's font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph
+//! name, on top of the built-in encoding of an embedded Type 1 or CFF (`cff`) program.
 //!
 //! Bounds: every stream is decoded with the caller's `max_inflate`; a page runs at most
 //! [`MAX_OPERATIONS_PER_PAGE`] operators (Form XObjects included, so a form drawn a million
@@ -29,6 +31,8 @@ use super::work;
 use super::{PdfError, Produced};
 use crate::texts;
 
+mod cff;
+
 /// Where the text stops: 100 MiB of UTF-8, far more than any real document's text (the whole
 /// of a 2000-page book is a few MB), so only a hostile file reaches it.
 pub const MAX_TEXT_BYTES: usize = 100 * 1024 * 1024;
@@ -39,8 +43,10 @@ pub const MAX_FORM_DEPTH: usize = 12;
 /// Operators interpreted on one page, Form XObjects included; the rest of the page is skipped.
 pub const MAX_OPERATIONS_PER_PAGE: usize = 10_000_000;
 
-/// A gap between two strings wider than this fraction of the font size is a space.
-pub const SPACE_EM: f64 = 0.12;
+/// A gap between two strings wider than this fraction of the font size is a space: pdftotext's
+/// own threshold (`minWordBreakSpace`), which Distiller's tight word gaps (0.10 to 0.12 em in
+/// TeX's metrics) need.
+pub const SPACE_EM: f64 = 0.1;
 
 /// `text`: the text of `input` into `output`. `pages` in the result is the document's page
 /// count.
@@ -462,31 +468,30 @@ fn known_glyph(name: &[u8]) -> bool {
 /// A character code and the glyph name it shows.
 type GlyphName = (u8, Vec<u8>);
 
-/// The built-in encoding of the font's embedded Type 1 program (`/FontFile`), as a
-/// `/Differences` array: `dup 58 /period put` entries of its clear-text part.
+/// The built-in encoding of the font's embedded program, as a `/Differences` array: for a
+/// Type 1 program (`/FontFile`) the `dup 58 /period put` entries of its clear-text part, for a
+/// CFF one (`/FontFile3` of `/Subtype /Type1C`) the encoding [`cff::builtin_encoding`] reads.
 fn builtin_encoding(
     document: &Document,
     dict: &Dictionary,
     max_inflate: usize,
 ) -> Result<Option<Vec<GlyphName>>, PdfError> {
-    let Some(program) = dict
-        .get(b"FontDescriptor")
-        .ok()
-        .and_then(|d| document.dereference(d).ok())
-        .and_then(|(_, d)| d.as_dict().ok())
-        .and_then(|d| d.get(b"FontFile").ok())
-        .and_then(|f| document.dereference(f).ok())
-        .and_then(|(_, f)| f.as_stream().ok())
+    let descriptor =
+        dict.get(b"FontDescriptor").ok().and_then(|d| document.dereference(d).ok()).and_then(|(_, d)| d.as_dict().ok());
+    let program = |key: &[u8]| {
+        descriptor
+            .and_then(|d| d.get(key).ok())
+            .and_then(|f| document.dereference(f).ok())
+            .and_then(|(_, f)| f.as_stream().ok())
+    };
+    if let Some(compact) = program(b"FontFile3")
+        && compact.dict.get(b"Subtype").and_then(Object::as_name).ok() == Some(b"Type1C".as_slice())
+    {
+        return Ok(font_program(compact, max_inflate)?.and_then(|bytes| cff::builtin_encoding(&bytes)));
+    }
+    let Some(bytes) = program(b"FontFile").map(|program| font_program(program, max_inflate)).transpose()?.flatten()
     else {
         return Ok(None);
-    };
-    let bytes = match program.decompressed_content_with_limit(max_inflate) {
-        Ok(bytes) => bytes,
-        Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
-            return Err(inflate_error(error));
-        }
-        Err(_) if !program.dict.has(b"Filter") => program.content.clone(),
-        Err(_) => return Ok(None),
     };
     let clear = bytes.windows(5).position(|w| w == b"eexec").map_or(&bytes[..], |end| &bytes[..end]);
     let clear = String::from_utf8_lossy(clear);
@@ -503,6 +508,18 @@ fn builtin_encoding(
         }
     }
     Ok((!differences.is_empty()).then_some(differences))
+}
+
+/// The decoded bytes of a font program; `None` when its filters fail.
+fn font_program(program: &lopdf::Stream, max_inflate: usize) -> Result<Option<Vec<u8>>, PdfError> {
+    match program.decompressed_content_with_limit(max_inflate) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
+            Err(inflate_error(error))
+        }
+        Err(_) if !program.dict.has(b"Filter") => Ok(Some(program.content.clone())),
+        Err(_) => Ok(None),
+    }
 }
 
 /// A Type0 font's `/W` array: `c [w1 w2 …]` and `cfirst clast w` entries.
@@ -770,7 +787,19 @@ impl<'a> Page<'a, '_> {
                 self.space();
             }
         }
-        font.decode(bytes, &mut self.out);
+        // Character spacing wider than a space (Distiller's letter-spaced running heads) parts
+        // each glyph from the next, as pdftotext parts them.
+        if state.char_spacing * state.horizontal_scale * along_length > SPACE_EM * size {
+            let step = if font.two_byte { 2 } else { 1 };
+            for (index, glyph) in bytes.chunks(step).enumerate() {
+                if index > 0 {
+                    self.space();
+                }
+                font.decode(glyph, &mut self.out);
+            }
+        } else {
+            font.decode(bytes, &mut self.out);
+        }
         let mut advance = 0.0;
         for (code, is_space) in font.codes(bytes) {
             let width = font.width(code) * font.scale * state.size;
@@ -857,6 +886,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_gap_of_a_ninth_of_an_em_is_a_space() {
+        // "ab" ends at 10 points: "cd" starts 1.1 points, 0.11 em, after it.
+        let page = "BT /F1 10 Tf 72 700 Td (ab)Tj 11.1 0 Td (cd)Tj ET";
+        assert_eq!(texts(&[page]), ["ab cd\n"]);
+    }
+
+    #[test]
+    fn character_spacing_wider_than_a_space_parts_the_glyphs() {
+        // 3 points of character spacing at 10 points is 0.3 em; 0.5 points is kerning.
+        let page = "BT /F1 10 Tf 72 700 Td 3 Tc (VERSION)Tj 0.5 Tc 0 -20 Td (tight)Tj ET";
+        assert_eq!(texts(&[page]), ["V E R S I O N\ntight\n"]);
+    }
+
+    #[test]
     fn adjacent_strings_join_without_a_space() {
         // "Hel" is 3 glyphs of 5 points: "lo" starts exactly where it ends.
         let page = "BT /F1 10 Tf 72 700 Td (Hel)Tj 15 0 Td (lo)Tj ET";
@@ -908,6 +951,21 @@ pub(crate) mod tests {
         document.get_dictionary_mut(page_id).unwrap().set("Contents", content);
         let result = page_texts(&document, 10_000);
         assert!(matches!(result, Err(PdfError::InflatesTooMuch { limit: 10_000 })), "{result:?}");
+    }
+
+    #[test]
+    fn a_cff_program_s_own_encoding_gives_its_ligatures() {
+        // As Distiller embeds TeX's CMR10: no `/Encoding`, the program says code 12 is `fi`.
+        let mut document = document_with_pages(&["BT /F1 10 Tf 72 700 Td (\\014les) Tj ET"]);
+        let program = document.add_object(Stream::new(dictionary! { "Subtype" => "Type1C" }, cff::tests::program()));
+        let descriptor = document.add_object(dictionary! { "Type" => "FontDescriptor", "FontFile3" => program });
+        let font_id =
+            document.objects.iter().find(|(_, o)| o.type_name().ok() == Some(b"Font".as_slice())).map(|(id, _)| *id);
+        let font = document.get_dictionary_mut(font_id.unwrap()).unwrap();
+        font.remove(b"Encoding");
+        font.set("FontDescriptor", descriptor);
+        let texts = page_texts(&document, DEFAULT_MAX_INFLATE_BYTES).unwrap();
+        assert_eq!(texts, ["files\n"]);
     }
 
     #[test]
