@@ -51,9 +51,10 @@
 //! and do not ask for one. A PDF encrypted with an owner password only (an empty user password,
 //! used to restrict printing or copying) opens without a password; it is optimized and then
 //! encrypted again with the same key, handler and permission flags, so the result opens, and
-//! restricts, exactly as the original did. Docket never strips an author's restrictions. The
-//! re-encrypted file cannot use object streams, so it usually shrinks less; if it would not
-//! shrink, the original is kept as always.
+//! restricts, exactly as the original did. Docket never strips an author's restrictions. lopdf
+//! writes an encrypted file one object at a time, so `optimize` writes it itself, its objects
+//! packed into encrypted object streams (`encrypted_writer`); if it would not shrink, the
+//! original is kept as always. `split` and `pages` write encrypted parts with lopdf.
 
 use std::any::Any;
 use std::fs::File;

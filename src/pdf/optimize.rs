@@ -1,5 +1,5 @@
 //! What `optimize` does to a loaded document beyond what lopdf's save does: every stream
-//! deflated with libdeflate at [`RECOMPRESS_LEVEL`] (streams that were not compressed, and
+//! deflated with libdeflate at level 7 (`RECOMPRESS_LEVEL`; streams that were not compressed, and
 //! Flate streams whose data deflates smaller again, images included), and identical streams
 //! merged into one.
 //!
