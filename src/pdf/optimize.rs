@@ -151,7 +151,8 @@ pub(crate) fn deflate_best(data: &[u8]) -> Vec<u8> {
 /// [`PdfError::InflatesTooMuch`] if it inflates past `max_inflate`.
 pub(crate) fn inflate(data: &[u8], max_inflate: usize) -> Result<Option<Vec<u8>>, PdfError> {
     let mut decompressor = Decompressor::new();
-    let mut capacity = data.len().saturating_mul(4).clamp(4096, max_inflate.max(1));
+    // Not `clamp`: it panics when the cap is below the 4 KiB start.
+    let mut capacity = data.len().saturating_mul(4).max(4096).min(max_inflate.max(1));
     loop {
         // One byte over the cap tells "exactly at the cap" from "past it".
         let mut plain = vec![0; capacity.min(max_inflate.saturating_add(1))];
@@ -337,6 +338,14 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_cap_below_four_kib_is_enforced_not_a_panic() {
+        let data = deflate_best(&[b'a'; 10_000]);
+        assert!(matches!(inflate(&data, 100), Err(PdfError::InflatesTooMuch { limit: 100 })));
+        assert_eq!(inflate(&data, 10_000).unwrap().unwrap().len(), 10_000);
+    }
+
     use super::*;
     use lopdf::{Dictionary, dictionary};
 
