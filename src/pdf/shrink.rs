@@ -859,6 +859,19 @@ pub(crate) mod tests {
     const SCAN: (u32, u32) = (1200, 1500);
     const SCAN_PAGE: (f64, f64) = (288.0, 360.0);
 
+    /// The image of the scan page drawing `image` after `shrink`, which must have rewritten it as
+    /// a JPEG of 600 × 750 pixels (150 dpi).
+    fn shrunk_scan_to_150_dpi_jpeg(image: Stream) -> Stream {
+        let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
+        let report = shrunk.result.unwrap();
+        assert!(!report.kept_original(), "{report:?}");
+        let mut images = images_of(&shrunk.output);
+        assert_eq!(images.len(), 1);
+        assert_eq!((int(&images[0], b"Width"), int(&images[0], b"Height")), (600, 750));
+        assert_eq!(images[0].dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
+        images.remove(0)
+    }
+
     #[test]
     fn a_300_dpi_jpeg_becomes_a_150_dpi_jpeg_and_the_text_stays() {
         let (w, h) = SCAN;
@@ -887,12 +900,7 @@ pub(crate) mod tests {
         }
         let mut image = image_stream(w, h, "DeviceGray", 8, "FlateDecode", deflated(&predicted));
         image.dict.set("DecodeParms", dictionary! { "Predictor" => 15, "Columns" => i64::from(w), "Colors" => 1 });
-        let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
-        let report = shrunk.result.unwrap();
-        assert!(!report.kept_original(), "{report:?}");
-        let images = images_of(&shrunk.output);
-        assert_eq!((int(&images[0], b"Width"), int(&images[0], b"Height")), (600, 750));
-        assert_eq!(images[0].dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
+        let images = [shrunk_scan_to_150_dpi_jpeg(image)];
         assert!(!images[0].dict.has(b"DecodeParms"));
         assert_eq!(images[0].dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceGray");
         // The JPEG decodes to the new size, in gray.
@@ -904,12 +912,7 @@ pub(crate) mod tests {
         let (w, h) = SCAN;
         let pixels = picture(w, h, 4);
         let image = image_stream(w, h, "DeviceCMYK", 8, "FlateDecode", deflated(&pixels));
-        let shrunk = shrink_document(page_with_image(image, SCAN_PAGE), DEFAULT_MAX_INFLATE_BYTES);
-        let report = shrunk.result.unwrap();
-        assert!(!report.kept_original(), "{report:?}");
-        let images = images_of(&shrunk.output);
-        assert_eq!((int(&images[0], b"Width"), int(&images[0], b"Height")), (600, 750));
-        assert_eq!(images[0].dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
+        let images = [shrunk_scan_to_150_dpi_jpeg(image)];
         assert_eq!(images[0].dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceCMYK");
         assert!(!images[0].dict.has(b"Decode"));
         // No Adobe marker: readers differ on whether it means inverted CMYK; without it, every
