@@ -287,6 +287,7 @@ fn submission(n: usize) -> Submission {
         declared_mime: Some("application/pdf".into()),
         declared_size: Some(150_000),
         operation: Operation::Optimize,
+        chosen_by_default: false,
         language_code: None,
         run_of: None,
     }

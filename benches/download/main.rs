@@ -182,6 +182,7 @@ async fn claimed_job(store: &Store, size: u64) -> anyhow::Result<Job> {
             declared_mime: Some("application/pdf".to_owned()),
             declared_size: Some(i64::try_from(size)?),
             operation: Operation::Optimize,
+            chosen_by_default: false,
             language_code: None,
             run_of: None,
         },

@@ -118,6 +118,10 @@ pub struct Submission {
     /// What to do with the document (a decrypt's password included, while the job is
     /// unfinished; `Debug` never shows it).
     pub operation: Operation,
+    /// Whether no caption named the operation (it is the chat's `/mode`, the bot's default, or
+    /// `topdf` for a file declared as an image): a choice made on the declared name and MIME
+    /// type, which processing may change to the operation that fits the real format.
+    pub chosen_by_default: bool,
     /// The sender's Telegram `language_code` (`en`, `ru`), when Telegram gave one: OCR's language
     /// when the operation names none.
     pub language_code: Option<String>,
@@ -267,6 +271,7 @@ impl Job {
                 declared_mime: Some("application/pdf".into()),
                 declared_size: size,
                 operation: super::Operation::Optimize,
+                chosen_by_default: false,
                 language_code: None,
                 run_of: None,
             },

@@ -495,6 +495,7 @@ impl Intake {
             declared_mime: facts.mime,
             declared_size: facts.size.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
             operation,
+            chosen_by_default: !explicit,
             language_code: facts.language_code,
             run_of: None,
         };
@@ -530,6 +531,7 @@ impl Intake {
         };
         let new_job = Submission {
             operation: if explicit { new_job.operation } else { run.submission.operation.clone() },
+            chosen_by_default: !explicit && run.submission.chosen_by_default,
             run_of: run.submission.run_of,
             ..new_job
         };
@@ -560,6 +562,7 @@ impl Intake {
             user_id: origin.user.or(first.submission.user_id),
             message_id: origin.message_id,
             operation,
+            chosen_by_default: false,
             run_of: Some(first.ticket),
             ..first.submission.clone()
         };

@@ -22,8 +22,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
-use crate::domain::Job;
 use crate::domain::{FailureReason, JobEvent, JobState, Lease, SharedClock, Timestamp};
+use crate::domain::{Job, Operation};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Completion, Release, Stage, Store};
@@ -107,6 +107,10 @@ pub struct PipelineSettings {
     /// The operations backed by external programs (`[processing.external.<name>]`): `ocr` runs
     /// the one named `ocr`.
     pub tools: Vec<crate::operations::ExternalTool>,
+    /// What a document sent without a caption gets in a chat without a `/mode`
+    /// (`[processing] default_operation`): a run whose declared type lied switches to it when
+    /// its content is a PDF.
+    pub default_operation: Operation,
 }
 
 /// How often a job's source may be lost before the job fails: a disk that keeps losing or
@@ -399,6 +403,10 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
             }
         }
         Produced::Result(out) => {
+            // The run may have switched to the operation that fits the content.
+            let mut job = job.clone();
+            job.submission.operation = out.operation.clone();
+            let job = &job;
             let done = Completion {
                 result_path: out.path.clone(),
                 result_size: out.size as i64,

@@ -11,6 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+use tracing::info;
 
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
@@ -21,6 +22,9 @@ use crate::spool::Spool;
 /// A result on disk, ready to be committed.
 #[derive(Debug)]
 pub struct Output {
+    /// The operation that made it: the run's own, or the default that fits the content when no
+    /// caption chose the run's and the declared type lied.
+    pub operation: Operation,
     /// Where it is (under `results/`).
     pub path: String,
     /// Its size.
@@ -55,8 +59,21 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .await
         .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
         .map_err(|e| StageError::SourceLost { detail: format!("reading the source: {e}") })?;
-    let operation = &job.submission.operation;
-    let (work, accepts) = work_for(&deps.settings.get().tools, operation)?;
+    let mut operation = job.submission.operation.clone();
+    let (mut work, mut accepts) = work_for(&deps.settings.get().tools, &operation)?;
+    if !accepts.iter().any(|a| a == format.label())
+        && let Some(fitting) = fitting_default(deps, job, &format).await?
+    {
+        info!(
+            from = operation.name(),
+            to = fitting.name(),
+            format = format.label(),
+            "the declared type lied: running the default operation that fits the content"
+        );
+        operation = fitting;
+        (work, accepts) = work_for(&deps.settings.get().tools, &operation)?;
+    }
+    let operation = &operation;
     if !accepts.iter().any(|a| a == format.label()) {
         return Err(StageError::fail(
             FailureReason::WrongFormat {
@@ -128,12 +145,51 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
     }
     Ok(Output {
+        operation: operation.clone(),
         path: result.to_string_lossy().into_owned(),
         size: output_bytes,
         format: format.label().to_owned(),
         note,
         message,
     })
+}
+
+/// For a run whose operation no caption chose and which does not take the content's real
+/// `format`: the operation intake would have chosen had the file been declared truly (`topdf`
+/// for an image, else the chat's `/mode` or the bot's default), once the run is switched to it.
+/// `None`: the operation was chosen on purpose, nothing else fits either, or the switch was not
+/// recorded (the lease was lost, or the ticket has a run of that operation already): the run
+/// refuses the file as it is.
+async fn fitting_default(
+    deps: &PipelineDeps,
+    job: &Job,
+    format: &DetectedFormat,
+) -> Result<Option<Operation>, StageError> {
+    if !job.submission.chosen_by_default {
+        return Ok(None);
+    }
+    let fitting = if Operation::ImageToPdf.accepts().contains(&format.label()) {
+        Operation::ImageToPdf
+    } else {
+        let mode = deps
+            .store
+            .chat_mode(job.submission.chat)
+            .await
+            .map_err(|e| StageError::retry(format!("reading the chat's mode: {e}")))?;
+        mode.unwrap_or_else(|| deps.settings.get().default_operation.clone())
+    };
+    let tools = &deps.settings.get().tools;
+    let takes = work_for(tools, &fitting).is_ok_and(|(_, accepts)| accepts.iter().any(|a| a == format.label()));
+    if fitting == job.submission.operation || !takes {
+        return Ok(None);
+    }
+    let Some(lease) = job.lease.as_ref() else { return Ok(None) };
+    let switched = deps
+        .store
+        .switch_operation(job.ticket, lease, &fitting, deps.clock.now())
+        .await
+        .map_err(|e| StageError::retry(format!("switching the run's operation: {e}")))?;
+    Ok(switched.then_some(fitting))
 }
 
 /// What runs `operation`, and the formats it takes: a built-in operation itself, or for `ocr` the

@@ -66,19 +66,21 @@ pub const WAITING_IN_CHAT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHER
 /// $4 message, $5 file_id, $6 file_unique_id, $7 declared name, $8 declared MIME type, $9
 /// declared size, $10 operation, $11 now, $12 the operation's arguments, $13 its secret (a
 /// decrypt's password; NULL: none), $14 the sender's language code, $15 the ticket of a further
-/// run (NULL: this is the ticket's first run).
+/// run (NULL: this is the ticket's first run), $16 whether no caption chose the operation.
 pub const INSERT_JOB: &str =
     "INSERT INTO jobs (update_id, chat_id, user_id, message_id, file_id, file_unique_id, declared_name,
                    declared_mime, declared_size, operation, status, not_before, created_at, updated_at,
-                   arguments, secret, language_code, ticket_id)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11, $12, $13, $14, $15) RETURNING id";
+                   arguments, secret, language_code, ticket_id, chosen_by_default)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'accepted', $11, $11, $11, $12, $13, $14, $15, $16) RETURNING id";
 
 /// Starts an ended job again, due now, forgetting everything of its last run: $1 ticket, $2 the
 /// state it must be in, $3 update, $4 message, $5 file_id, $6 declared name, $7 declared MIME
 /// type, $8 declared size, $9 now, $10 the state it takes (`accepted`), $11 operation, $12 its
-/// arguments, $13 its secret (NULL: none), $14 the sender's language code.
+/// arguments, $13 its secret (NULL: none), $14 the sender's language code, $15 whether no caption
+/// chose the operation.
 pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = $10, update_id = $3, message_id = $4, file_id = $5, declared_name = $6,
-        declared_mime = $7, declared_size = $8, operation = $11, arguments = $12, secret = $13, language_code = $14, local_path = NULL, real_size = NULL, sha256 = NULL,
+        declared_mime = $7, declared_size = $8, operation = $11, arguments = $12, secret = $13, language_code = $14,
+        chosen_by_default = $15, local_path = NULL, real_size = NULL, sha256 = NULL,
         detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = $9,
         source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
         result_expires_at = NULL, node = NULL, updated_at = $9
@@ -111,6 +113,14 @@ pub const NEXT_WAITING_DOWNLOAD: &str = "SELECT * FROM jobs WHERE status = 'acce
 pub const JOBS_HOLDING_FILES: &str = "SELECT id FROM jobs
     WHERE (status IN ('fetched', 'processing') AND ($3 IS NULL OR node IS NULL OR node = $3))
         OR (status = 'accepted' AND lease_until > $2 AND substr(lease_owner, 1, length($1)) = $1)";
+
+/// Switches a run whose operation no caption chose to $3 operation with $4 arguments, as the
+/// lease holder, while `processing`: $1 ticket, $2 lease token, $5 now. Not when the ticket has a
+/// run of that operation already (`jobs_run` keeps one per ticket and operation).
+pub const SWITCH_OPERATION: &str = "UPDATE jobs SET operation = $3, arguments = $4, chosen_by_default = 0, updated_at = $5
+    WHERE id = $1 AND status = 'processing' AND lease_token = $2 AND lease_owner IS NOT NULL AND chosen_by_default = 1
+      AND NOT EXISTS (SELECT 1 FROM jobs other WHERE COALESCE(other.ticket_id, other.id) = COALESCE(jobs.ticket_id, jobs.id)
+                        AND other.operation = $3 AND other.arguments = $4)";
 
 /// Extends a held lease: $1 ticket, $2 lease token, $3 until, $4 now.
 pub const RENEW_JOB_LEASE: &str = "UPDATE jobs SET lease_until = $3, updated_at = $4
@@ -167,6 +177,7 @@ pub(super) struct JobRow {
     arguments: String,
     secret: Option<String>,
     language_code: Option<String>,
+    chosen_by_default: i64,
     ticket_id: Option<i64>,
     status: String,
     local_path: Option<String>,
@@ -225,6 +236,7 @@ impl JobRow {
                 declared_mime: self.declared_mime,
                 declared_size: self.declared_size,
                 operation: stored_operation(&self.operation, &self.arguments, self.secret)?,
+                chosen_by_default: self.chosen_by_default != 0,
                 language_code: self.language_code,
                 run_of: self.ticket_id.map(Ticket),
             },
@@ -374,6 +386,7 @@ pub(super) async fn insert_job(c: &mut Conn<'_>, job: &Submission, now: Timestam
         .bind(secret_of(&job.operation))
         .bind(job.language_code.as_deref())
         .bind(job.run_of.map(|t| t.0))
+        .bind(i64::from(job.chosen_by_default))
         .fetch_one(c)
         .await)
     .context("inserting a job")?;
@@ -403,6 +416,7 @@ pub(super) async fn resubmit_job(
         .bind(job.operation.arguments())
         .bind(secret_of(&job.operation))
         .bind(job.language_code.as_deref())
+        .bind(i64::from(job.chosen_by_default))
         .execute(c)
         .await
         .map(|done| done.rows_affected()))
@@ -521,6 +535,28 @@ pub(super) async fn jobs_holding_files(
         .await)
     .context("listing the jobs that hold files")?;
     Ok(ids.into_iter().map(Ticket).collect())
+}
+
+/// Runs [`SWITCH_OPERATION`]; `false` when the lease was lost, the run's operation was chosen on
+/// purpose, or the ticket has a run of `operation` already.
+pub(super) async fn switch_operation(
+    c: &mut Conn<'_>,
+    ticket: Ticket,
+    lease: &Lease,
+    operation: &Operation,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let switched = dispatch!(c, |c| sqlx::query(SWITCH_OPERATION)
+        .bind(ticket.0)
+        .bind(lease.token)
+        .bind(operation.name())
+        .bind(operation.arguments())
+        .bind(now.as_millis())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))
+    .context("switching a run's operation")?;
+    Ok(switched == 1)
 }
 
 /// Runs [`RENEW_JOB_LEASE`]; `false` when the lease was lost.

@@ -612,6 +612,24 @@ impl Store {
         jobs::renew_lease(&mut self.acquire().await?.conn(), ticket, lease, until, now).await
     }
 
+    /// Switches a `processing` run whose operation no caption chose to `operation` (one without a
+    /// secret), as the lease holder. `false`: the lease was lost, the operation was chosen on
+    /// purpose, or the ticket has a run of `operation` already.
+    pub async fn switch_operation(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        operation: &crate::domain::Operation,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        jobs::switch_operation(&mut self.acquire().await?.conn(), ticket, lease, operation, now).await
+    }
+
+    /// The chat's own default operation (`/mode`), if it set one.
+    pub async fn chat_mode(&self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
+        modes::chat_mode(&mut self.acquire().await?.conn(), chat).await
+    }
+
     /// `accepted` → `fetched` with the verified source, as the lease holder.
     pub async fn mark_fetched(
         &self,

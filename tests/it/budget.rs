@@ -220,6 +220,7 @@ async fn after_a_restart_jobs_with_files_on_disk_reserve_before_anything_new_sta
         declared_mime: None,
         declared_size: Some(source.len() as i64),
         operation: Operation::Optimize,
+        chosen_by_default: false,
         language_code: None,
         run_of: None,
     };

@@ -1,6 +1,6 @@
 //! Choosing what to do with a document: the caption's first word picks the operation and its
 //! arguments, a caption that names none gets help and no job, `/mode` sets the chat's default,
-//! an image without a caption becomes a PDF, `ocr` runs `[processing.external.ocr]` in the
+//! an image without a caption becomes a PDF (by its content, whatever its declared type), `ocr` runs `[processing.external.ocr]` in the
 //! person's language, a refusal names the format, and a decrypt's password is erased when its
 //! job ends and never reaches the logs.
 
@@ -354,9 +354,28 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
     let caption = sent.params["caption"].as_str().unwrap_or_default();
     assert!(caption.ends_with("\n(sent as scan.png, but it is a PDF document.)"), "{caption}");
     assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan.pdf"));
-    // Without a caption it is taken for the image it claims to be, and refused as one.
+    // Without a caption the declared type chose topdf; the content is a PDF, so the run gets
+    // what a PDF without a caption gets (the bot's default), and says so.
     app.send_document(581, fixture("pdf/text-20pages.pdf"), "photo.jpg", "image/jpeg");
-    let notice = app.fake.wait_for_call("sendMessage", says(581, "failed"), DEADLINE).await;
+    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(581), DEADLINE).await;
+    let caption = sent.params["caption"].as_str().unwrap_or_default();
+    assert!(caption.ends_with("\n(sent as photo.jpg, but it is a PDF document.)"), "{caption}");
+    let job = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
+    assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::Optimize), "{job:#?}");
+    assert!(!job.submission.chosen_by_default, "the run now names what it did");
+    // In a chat with its own /mode, that mode.
+    app.send_text(582, "/mode text");
+    app.fake.wait_for_call("sendMessage", says(582, "now get text"), DEADLINE).await;
+    app.send_document(582, fixture("pdf/text-1page.pdf"), "photo.png", "image/png");
+    let job = app.wait_for_job(Ticket(3), |j| j.state.is_terminal()).await;
+    assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::Text), "{job:#?}");
+    // An image declared as a PDF becomes a PDF, as an image without a caption does.
+    app.send_document(583, fixture("other/red-8x8.png"), "report.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(4), |j| j.state.is_terminal()).await;
+    assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::ImageToPdf), "{job:#?}");
+    // A caption is a choice: a PDF sent as an image with the caption topdf is refused as one.
+    app.send_document_with_caption(584, fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg", Some("topdf"), "en");
+    let notice = app.fake.wait_for_call("sendMessage", says(584, "failed"), DEADLINE).await;
     assert!(
         text_of(&notice).ends_with("topdf takes jpeg, png, tiff, webp; this is a PDF document: send it with a caption such as optimize or shrink."),
         "{}",

@@ -169,6 +169,7 @@ async fn a_job_another_host_recorded_wakes_idle_workers_at_once() {
         declared_mime: Some("application/pdf".into()),
         declared_size: None,
         operation: Operation::Optimize,
+        chosen_by_default: false,
         language_code: None,
         run_of: None,
     };

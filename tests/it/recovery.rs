@@ -176,6 +176,7 @@ async fn record_a_fetched_job_whose_bytes_were_lost(app: &TestApp) -> (std::path
             declared_mime: Some("application/pdf".to_owned()),
             declared_size: Some(pdf.len() as i64),
             operation: docket::domain::Operation::Optimize,
+            chosen_by_default: false,
             language_code: None,
             run_of: None,
         },

@@ -144,6 +144,7 @@ async fn an_old_part_of_a_dead_job_goes_but_the_part_of_a_leased_job_stays() {
             declared_mime: None,
             declared_size: Some(10),
             operation: Operation::Optimize,
+            chosen_by_default: false,
             language_code: None,
             run_of: None,
         };

@@ -31,6 +31,7 @@ conformance!(
     waiting_jobs_per_chat_leave_out_downloads,
     the_census_counts_jobs_messages_and_dead_chats,
     an_operation_keeps_its_arguments_and_a_password_only_until_the_job_ends,
+    only_a_default_operation_switches_and_only_to_one_the_ticket_has_not_run,
 );
 
 async fn one_job_per_chat_and_file(store: Store) {
@@ -618,4 +619,37 @@ async fn an_operation_keeps_its_arguments_and_a_password_only_until_the_job_ends
         raw(&store, "UPDATE jobs SET updated_at = updated_at WHERE id = $1 AND secret IS NULL", t2.0).await.unwrap(),
         1
     );
+}
+
+async fn only_a_default_operation_switches_and_only_to_one_the_ticket_has_not_run(store: Store) {
+    use crate::domain::Operation;
+    let by_default = Submission { operation: Operation::ImageToPdf, chosen_by_default: true, ..new_job(CHAT, 1) };
+    let ticket = insert(&store, &by_default, T0).await;
+    assert!(job(&store, ticket).await.submission.chosen_by_default, "the choice is kept");
+    let (claimed, lease) = claim(&store, Stage::Download, "downloader", T0).await;
+    assert_eq!(claimed.ticket, ticket);
+    let switch = |lease, operation| {
+        let store = store.clone();
+        async move { store.switch_operation(ticket, &lease, &operation, at(2)).await.unwrap() }
+    };
+    assert!(!switch(lease.clone(), Operation::Optimize).await, "only while processing");
+    assert!(store.mark_fetched(ticket, &lease, "/spool/1.pdf", 2_048, "ab12", T0).await.unwrap());
+    let (_, lease) = claim(&store, Stage::Process, "processor", at(1)).await;
+    let stale = crate::domain::Lease { token: lease.token - 1, ..lease.clone() };
+    assert!(!switch(stale, Operation::Optimize).await, "fenced by the lease");
+
+    // Another run of the ticket already does `text`: this run may not become a second one.
+    let text = Submission { operation: Operation::Text, run_of: Some(ticket), ..new_job(CHAT, 2) };
+    insert(&store, &text, at(1)).await;
+    assert!(!switch(lease.clone(), Operation::Text).await, "one run per ticket and operation");
+
+    assert!(switch(lease.clone(), Operation::Optimize).await);
+    let switched = job(&store, ticket).await;
+    assert_eq!(switched.submission.operation, Operation::Optimize);
+    assert!(!switched.submission.chosen_by_default, "the operation now fits the content");
+    assert_eq!(switched.state, JobState::Processing, "and the run goes on");
+    assert!(!switch(lease, Operation::Shrink).await, "a run switches once");
+
+    let on_purpose = insert(&store, &new_job(CHAT, 3), at(3)).await;
+    assert!(!job(&store, on_purpose).await.submission.chosen_by_default);
 }

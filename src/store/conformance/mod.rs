@@ -82,6 +82,7 @@ fn new_job(chat: ChatRef, n: i64) -> Submission {
         declared_mime: Some("application/pdf".into()),
         declared_size: Some(1_024 * (n + 1)),
         operation: Operation::Optimize,
+        chosen_by_default: false,
         language_code: None,
         run_of: None,
     }

@@ -231,6 +231,7 @@ impl TestApp {
             declared_mime: Some("application/pdf".to_owned()),
             declared_size: declared_size.map(|s| s as i64),
             operation: docket::domain::Operation::Optimize,
+            chosen_by_default: false,
             language_code: None,
             run_of: None,
         };
