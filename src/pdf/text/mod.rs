@@ -7,12 +7,14 @@
 //! operators (`Tj`, `TJ` with its offsets, `'`, `"`), the transformation matrix (`cm`, `q`,
 //! `Q`) and Form XObjects (`Do`, at most [`MAX_FORM_DEPTH`] deep). Each glyph advances by its
 //! font's width (`/Widths` with `/FirstChar` and `/MissingWidth`, a Type0 font's `/W` and `/DW`,
-//! half an em when the font gives none), so the end of each string is known; the next string
-//! starts a new line when its baseline is elsewhere, and is preceded by a space when it starts
-//! more than [`SPACE_EM`] of an em after the previous one ended (and the glyphs of one string
-//! are parted likewise when the character spacing alone is that wide). Characters come from
-//! lopdf's font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph
-//! name, on top of the built-in encoding of an embedded Type 1 or CFF (`cff`) program.
+//! the built-in widths of a standard font such as Times or Helvetica named without them
+//! (`standard_fonts`), half an em when nothing gives one), so the end of each string is known;
+//! the next string starts a new line when its baseline is elsewhere, and is preceded by a space
+//! when it starts more than [`SPACE_EM`] of an em after the previous one ended (and the glyphs
+//! of one string are parted likewise when the character spacing alone is that wide).
+//! Characters come from lopdf's font encodings: `/ToUnicode` CMaps, the standard encodings,
+//! `/Differences` by glyph name, on top of the built-in encoding of an embedded Type 1 or CFF
+//! (`cff`) program.
 //!
 //! Bounds: every stream is decoded with the caller's `max_inflate`; a page runs at most
 //! [`MAX_OPERATIONS_PER_PAGE`] operators (Form XObjects included, so a form drawn a million
@@ -32,6 +34,7 @@ use super::{PdfError, Produced};
 use crate::texts;
 
 mod cff;
+mod standard_fonts;
 
 /// Where the text stops: 100 MiB of UTF-8, far more than any real document's text (the whole
 /// of a 2000-page book is a few MB), so only a hostile file reaches it.
@@ -243,8 +246,8 @@ impl<'a> Font<'a> {
             let array = descendant.and_then(|d| d.get(b"W").ok()).and_then(deref).and_then(|w| w.as_array().ok());
             Widths::Cid { default, widths: array.map(|w| cid_widths(document, w)).unwrap_or_default() }
         } else {
-            let first = dict.get(b"FirstChar").ok().and_then(|f| f.as_i64().ok()).unwrap_or(0);
-            let widths: Vec<f64> = dict
+            let mut first = dict.get(b"FirstChar").ok().and_then(|f| f.as_i64().ok()).unwrap_or(0);
+            let mut widths: Vec<f64> = dict
                 .get(b"Widths")
                 .ok()
                 .and_then(deref)
@@ -260,6 +263,14 @@ impl<'a> Font<'a> {
                 .and_then(number)
                 .filter(|w| *w > 0.0)
                 .unwrap_or(DEFAULT_WIDTH);
+            // A standard font may come without widths: its own are known.
+            let base_font = dict.get(b"BaseFont").and_then(Object::as_name).unwrap_or(b"");
+            if widths.is_empty()
+                && let (Some(standard), Some(table)) = (standard_fonts::StandardFont::named(base_font), &table)
+            {
+                widths = table.iter().map(|text| standard.width(text).unwrap_or(0.0)).collect();
+                first = 0;
+            }
             Widths::Simple { first, widths, missing }
         };
         let scale = if subtype == b"Type3" {
