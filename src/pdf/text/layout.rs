@@ -7,20 +7,24 @@
 //! In a frame:
 //!
 //! 1. **lines**: runs whose baselines lie within half an em of the line's main baseline (that
-//!    of its largest run, so super- and subscripts stay on their line), sorted along it;
+//!    of its largest run), sorted along it; a smaller run (a super- or subscript) next to a
+//!    run of a neighbouring line, within half that line's em, joins it;
 //! 2. **segments**: a line parts where the gap between two runs is wider than `COLUMN_GAP_EM`
 //!    (columns, table cells); runs within a segment are parted by a space when the gap between
 //!    them is wider than [`super::SPACE_EM`] of an em, as in content order;
 //! 3. **blocks**: a segment joins the block whose last line is at most `LINE_SPACING_EM` above
 //!    it, of a similar size, and overlaps it along the line (the most, when several do); a
 //!    segment on the block's last line joins that line when it lies within the block's earlier
-//!    lines (a justified line's wide gap);
+//!    lines (a justified line's wide gap); then blocks that share lines and overlap along them
+//!    merge, line by line, as pdftotext's blocks grow;
 //! 4. **block order**: a topological sort by T. M. Breuel's two rules ("High Performance
 //!    Document Layout Analysis", 2003), as poppler's `pdftotext` sorts: `a` comes before `b`
 //!    when (1) they overlap along the line and `a` starts above `b`, or (2) `a` ends before
 //!    `b` starts along the line and no block `c` lies below `b` and above `a` overlapping
 //!    both (by rule 1). Each block first widens to the widest block below it that no
-//!    neighbour on the same lines is in the way of, as poppler's blocks do.
+//!    neighbour on the same lines is in the way of, and blocks found to be the cells of a
+//!    table (four aligned neighbours, as poppler finds them) take the table's box and read
+//!    row by row among themselves, as poppler's do.
 //!
 //! Bounds: a frame with more than `MAX_SEGMENTS` segments keeps content order; one with more
 //! than `MAX_SORTED_BLOCKS` blocks keeps them top to bottom (the sort is cubic in blocks, a
@@ -359,8 +363,13 @@ fn lay_out(runs: &[Run], members: &[usize], frame: usize, text: &str, out: &mut 
         return;
     }
 
-    let blocks = form_blocks(&segments);
-    let order = if blocks.len() > MAX_SORTED_BLOCKS { (0..blocks.len()).collect() } else { reading_order(&blocks) };
+    let mut blocks = form_blocks(&segments);
+    let order = if blocks.len() > MAX_SORTED_BLOCKS {
+        (0..blocks.len()).collect()
+    } else {
+        blocks = merge_interleaved(blocks, &segments);
+        reading_order(&blocks)
+    };
     for index in order {
         let mut block_text = String::new();
         for line in &blocks[index].lines {
@@ -458,6 +467,62 @@ fn form_blocks(segments: &[Segment]) -> Vec<Block> {
         });
     }
     blocks
+}
+
+/// Rounds of [`merge_interleaved`]: each round merges every pair it finds, so a few suffice.
+const MAX_MERGE_ROUNDS: usize = 8;
+
+/// Merges blocks that share lines and overlap along them (within `SAME_LINE_SLACK_EM`), line
+/// by line: a table of contents whose numbers and titles stand apart everywhere but where a
+/// chapter's outdented number lets its title start under the section numbers is one block, as
+/// pdftotext's blocks grow to take in every word that comes that close.
+fn merge_interleaved(mut blocks: Vec<Block>, segments: &[Segment]) -> Vec<Block> {
+    let first_line = |block: &Block| block.lines.first().and_then(|line| line.first()).map_or(0, |&s| segments[s].line);
+    for _ in 0..MAX_MERGE_ROUNDS {
+        let mut merged = false;
+        let mut index = 0;
+        while index < blocks.len() {
+            let mut other = index + 1;
+            while other < blocks.len() {
+                let (a, b) = (&blocks[index], &blocks[other]);
+                let slack = SAME_LINE_SLACK_EM * a.size.min(b.size);
+                let share_lines = first_line(a) <= b.last_line && first_line(b) <= a.last_line;
+                if share_lines && a.start < b.end + slack && b.start < a.end + slack {
+                    let absorbed = blocks.remove(other);
+                    join_line_by_line(&mut blocks[index], absorbed, segments);
+                    merged = true;
+                } else {
+                    other += 1;
+                }
+            }
+            index += 1;
+        }
+        if !merged {
+            break;
+        }
+    }
+    blocks
+}
+
+/// `absorbed`'s lines into `block`'s, each line's segments in order along it.
+fn join_line_by_line(block: &mut Block, absorbed: Block, segments: &[Segment]) {
+    let mut all: Vec<usize> = block.lines.drain(..).flatten().chain(absorbed.lines.into_iter().flatten()).collect();
+    all.sort_by(|&a, &b| segments[a].line.cmp(&segments[b].line).then(segments[a].start.total_cmp(&segments[b].start)));
+    for segment in all {
+        match block.lines.last_mut() {
+            Some(line) if line.last().is_some_and(|&last| segments[last].line == segments[segment].line) => {
+                line.push(segment);
+            }
+            _ => block.lines.push(vec![segment]),
+        }
+    }
+    block.start = block.start.min(absorbed.start);
+    block.end = block.end.max(absorbed.end);
+    block.top = block.top.min(absorbed.top);
+    block.bottom = block.bottom.max(absorbed.bottom);
+    if absorbed.last_line > block.last_line {
+        (block.last_line, block.last_base) = (absorbed.last_line, absorbed.last_base);
+    }
 }
 
 /// A block's box as the sort sees it: along the line widened (see the module docs), and

@@ -1009,6 +1009,16 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn numbers_and_titles_standing_apart_read_row_by_row_when_a_title_spans_both() {
+        // A table of contents: the numbers and the titles are columns of their own until the
+        // last line's title starts under the numbers and reaches under the titles.
+        let page = "BT /F1 10 Tf 1 0 0 1 90 700 Tm (1.1)Tj 1 0 0 1 130 700 Tm (Scope)Tj \
+                    1 0 0 1 90 688 Tm (1.2)Tj 1 0 0 1 130 688 Tm (Terms)Tj \
+                    1 0 0 1 90 676 Tm (Summary of all)Tj ET";
+        assert_eq!(texts(&[page]), ["1.1 Scope\n1.2 Terms\nSummary of all\n"]);
+    }
+
+    #[test]
     fn strings_drawn_right_to_left_read_left_to_right() {
         let page = "BT /F1 10 Tf 1 0 0 1 100 700 Tm (world)Tj 1 0 0 1 72 700 Tm (Hello)Tj ET";
         assert_eq!(texts(&[page]), ["Hello world\n"]);
