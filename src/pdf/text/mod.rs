@@ -7,16 +7,28 @@
 //! operators (`Tj`, `TJ` with its offsets, `'`, `"`), the transformation matrix (`cm`, `q`,
 //! `Q`) and Form XObjects (`Do`, at most [`MAX_FORM_DEPTH`] deep). Each glyph advances by its
 //! font's width (`/Widths` with `/FirstChar` and `/MissingWidth`, a Type0 font's `/W` and `/DW`,
-//! half an em when the font gives none), so the end of each string is known; the next string
-//! starts a new line when its baseline is elsewhere, and is preceded by a space when it starts
-//! more than [`SPACE_EM`] of an em after the previous one ended (and the glyphs of one string
-//! are parted likewise when the character spacing alone is that wide). Characters come from
-//! lopdf's font encodings: `/ToUnicode` CMaps, the standard encodings, `/Differences` by glyph
-//! name, on top of the built-in encoding of an embedded Type 1 or CFF (`cff`) program.
+//! the built-in widths of a standard font such as Times or Helvetica named without them
+//! (`standard_fonts`), half an em when nothing gives one), so where each string starts and
+//! ends on the page is known. Characters come from lopdf's font encodings: `/ToUnicode` CMaps, the standard
+//! encodings, `/Differences` by glyph name, on top of the built-in encoding of an embedded
+//! Type 1 or CFF (`cff`) program; the glyphs of one string are parted by spaces when the
+//! character spacing alone is wider than [`SPACE_EM`] of an em.
+//!
+//! The strings of a page are then put in reading order (`layout`), as pdftotext orders them:
+//! strings on one baseline (super- and subscripts included) form a line, sorted along it, with
+//! a space where a gap is wider than [`SPACE_EM`] of an em; a line parts where a gap is much
+//! wider than a word gap (columns, table cells); closely stacked parts of lines form blocks;
+//! and the blocks are sorted by T. M. Breuel's two rules (above and overlapping comes first;
+//! left comes first unless a block between them says otherwise). So a table drawn row by row
+//! reads column by column, and two columns drawn line by line read one after the other.
+//! Diagonal text keeps the order it is shown in.
 //!
 //! Bounds: every stream is decoded with the caller's `max_inflate`; a page runs at most
 //! [`MAX_OPERATIONS_PER_PAGE`] operators (Form XObjects included, so a form drawn a million
-//! times over stops there); the whole text stops at [`MAX_TEXT_BYTES`], with a line saying so.
+//! times over stops there); a page with more than [`MAX_LAID_OUT_RUNS`] strings (strings that
+//! continue each other count as one) is written in content order, each string on a new line
+//! when its baseline is elsewhere and after a space when it starts that far from where the
+//! last ended; the whole text stops at [`MAX_TEXT_BYTES`], with a line saying so.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -32,6 +44,10 @@ use super::{PdfError, Produced};
 use crate::texts;
 
 mod cff;
+mod layout;
+mod standard_fonts;
+
+use layout::{ContentOrder, Run};
 
 /// Where the text stops: 100 MiB of UTF-8, far more than any real document's text (the whole
 /// of a 2000-page book is a few MB), so only a hostile file reaches it.
@@ -42,6 +58,10 @@ pub const MAX_FORM_DEPTH: usize = 12;
 
 /// Operators interpreted on one page, Form XObjects included; the rest of the page is skipped.
 pub const MAX_OPERATIONS_PER_PAGE: usize = 10_000_000;
+
+/// Strings one page may hold for laying out (after joining those that continue each other,
+/// so mostly words); past it the page's text is written in content order, as it is shown.
+pub const MAX_LAID_OUT_RUNS: usize = 500_000;
 
 /// A gap between two strings wider than this fraction of the font size is a space: pdftotext's
 /// own threshold (`minWordBreakSpace`), which Distiller's tight word gaps (0.10 to 0.12 em in
@@ -113,10 +133,15 @@ fn page_text<'a>(
 ) -> Result<Option<String>, PdfError> {
     let content = document.get_page_content_with_limit(page_id, max_inflate).map_err(inflate_error)?;
     let resources = work::inherited(document, page_id, b"Resources").and_then(|r| r.as_dict().ok());
-    let mut page = Page { document, max_inflate, fonts, out: String::new(), last: None, operations: 0 };
+    let mut page =
+        Page { document, max_inflate, fonts, text: String::new(), runs: Vec::new(), content: None, operations: 0 };
     let mut state = State::default();
     page.run(&content, resources, &mut state, 0)?;
-    let text = page.out.trim_end();
+    let text = match page.content {
+        Some(content) => content.out,
+        None => layout::page_text(&page.runs, &page.text),
+    };
+    let text = text.trim_end();
     if text.trim().is_empty() {
         return Ok(None);
     }
@@ -180,6 +205,8 @@ struct State<'a> {
     word_spacing: f64,
     horizontal_scale: f64,
     leading: f64,
+    /// `Ts`: how far above the baseline glyphs are shown.
+    rise: f64,
 }
 
 impl Default for State<'_> {
@@ -192,6 +219,7 @@ impl Default for State<'_> {
             word_spacing: 0.0,
             horizontal_scale: 1.0,
             leading: 0.0,
+            rise: 0.0,
         }
     }
 }
@@ -243,8 +271,8 @@ impl<'a> Font<'a> {
             let array = descendant.and_then(|d| d.get(b"W").ok()).and_then(deref).and_then(|w| w.as_array().ok());
             Widths::Cid { default, widths: array.map(|w| cid_widths(document, w)).unwrap_or_default() }
         } else {
-            let first = dict.get(b"FirstChar").ok().and_then(|f| f.as_i64().ok()).unwrap_or(0);
-            let widths: Vec<f64> = dict
+            let mut first = dict.get(b"FirstChar").ok().and_then(|f| f.as_i64().ok()).unwrap_or(0);
+            let mut widths: Vec<f64> = dict
                 .get(b"Widths")
                 .ok()
                 .and_then(deref)
@@ -260,6 +288,14 @@ impl<'a> Font<'a> {
                 .and_then(number)
                 .filter(|w| *w > 0.0)
                 .unwrap_or(DEFAULT_WIDTH);
+            // A standard font may come without widths: its own are known.
+            let base_font = dict.get(b"BaseFont").and_then(Object::as_name).unwrap_or(b"");
+            if widths.is_empty()
+                && let (Some(standard), Some(table)) = (standard_fonts::StandardFont::named(base_font), &table)
+            {
+                widths = table.iter().map(|text| standard.width(text).unwrap_or(0.0)).collect();
+                first = 0;
+            }
             Widths::Simple { first, widths, missing }
         };
         let scale = if subtype == b"Type3" {
@@ -564,9 +600,12 @@ struct Page<'a, 'f> {
     document: &'a Document,
     max_inflate: usize,
     fonts: &'f mut Fonts<'a>,
-    out: String,
-    /// Where the last string ended, in device space, and its font size there.
-    last: Option<(f64, f64, f64)>,
+    /// The characters of `runs`, one after another.
+    text: String,
+    /// The strings shown so far, for laying out.
+    runs: Vec<Run>,
+    /// The page's text in content order, once it has more than [`MAX_LAID_OUT_RUNS`] runs.
+    content: Option<ContentOrder>,
     operations: usize,
 }
 
@@ -590,7 +629,8 @@ impl<'a> Page<'a, '_> {
             // A content stream broken halfway still gives the text before the break.
             let Ok(operation) = operation else { break };
             self.operations += 1;
-            if self.operations > MAX_OPERATIONS_PER_PAGE || self.out.len() > MAX_TEXT_BYTES {
+            let text_bytes = self.text.len() + self.content.as_ref().map_or(0, |c| c.out.len());
+            if self.operations > MAX_OPERATIONS_PER_PAGE || text_bytes > MAX_TEXT_BYTES {
                 break;
             }
             self.operation(&operation, resources, state, &mut saved, &mut text, depth)?;
@@ -633,6 +673,7 @@ impl<'a> Page<'a, '_> {
             "Tw" => state.word_spacing = first.unwrap_or(0.0),
             "Tz" => state.horizontal_scale = first.unwrap_or(100.0) / 100.0,
             "TL" => state.leading = first.unwrap_or(0.0),
+            "Ts" => state.rise = first.unwrap_or(0.0),
             "Td" | "TD" => {
                 if let (Some(x), Some(y)) = (first, operands.get(1).and_then(number)) {
                     if operation.operator == "TD" {
@@ -767,38 +808,28 @@ impl<'a> Page<'a, '_> {
         self.run(&content, own.or(resources), &mut inner, depth + 1)
     }
 
-    /// Shows the string `bytes`: places a line break or a space before it by where it starts,
-    /// appends its characters, and moves the text matrix past it.
+    /// Shows the string `bytes`: appends its characters as a run, where it starts and ends,
+    /// and moves the text matrix past it.
     fn show(&mut self, bytes: &[u8], state: &State<'a>, text: &mut TextObject) {
         let Some(font) = state.font.clone() else { return };
-        let device = text.matrix.then(state.ctm);
-        let [a, b, c, d, x, y] = device.0;
+        let raised = |matrix: Matrix| Matrix::translation(0.0, state.rise).then(matrix).then(state.ctm);
+        let [a, b, c, d, x, y] = raised(text.matrix).0;
         let along_length = a.hypot(b);
-        let (dx, dy) = if along_length > 0.0 { (a / along_length, b / along_length) } else { (1.0, 0.0) };
+        let direction = if along_length > 0.0 { (a / along_length, b / along_length) } else { (1.0, 0.0) };
         let size = (state.size * c.hypot(d)).abs().max(f64::MIN_POSITIVE);
-        if let Some((last_x, last_y, last_size)) = self.last {
-            let (gap_x, gap_y) = (x - last_x, y - last_y);
-            let along = gap_x * dx + gap_y * dy;
-            let across = gap_x * dy - gap_y * dx;
-            let em = size.max(last_size);
-            if across.abs() > 0.5 * em {
-                self.line_break();
-            } else if along > SPACE_EM * em || along < -em {
-                self.space();
-            }
-        }
+        let text_start = self.text.len();
         // Character spacing wider than a space (Distiller's letter-spaced running heads) parts
         // each glyph from the next, as pdftotext parts them.
         if state.char_spacing * state.horizontal_scale * along_length > SPACE_EM * size {
             let step = if font.two_byte { 2 } else { 1 };
-            for (index, glyph) in bytes.chunks(step).enumerate() {
-                if index > 0 {
-                    self.space();
+            for glyph in bytes.chunks(step) {
+                if self.text.len() > text_start && !self.text.ends_with(' ') {
+                    self.text.push(' ');
                 }
-                font.decode(glyph, &mut self.out);
+                font.decode(glyph, &mut self.text);
             }
         } else {
-            font.decode(bytes, &mut self.out);
+            font.decode(bytes, &mut self.text);
         }
         let mut advance = 0.0;
         for (code, is_space) in font.codes(bytes) {
@@ -809,21 +840,38 @@ impl<'a> Page<'a, '_> {
         if advance.is_finite() {
             text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
         }
-        let end = text.matrix.then(state.ctm);
-        self.last = Some((end.0[4], end.0[5], size));
+        let end = raised(text.matrix);
+        self.add_run(Run {
+            start: (x, y),
+            end: (end.0[4], end.0[5]),
+            direction,
+            size,
+            text: text_start..self.text.len(),
+        });
     }
 
-    fn line_break(&mut self) {
-        let trimmed = self.out.trim_end_matches(' ').len();
-        self.out.truncate(trimmed);
-        if !self.out.is_empty() && !self.out.ends_with('\n') {
-            self.out.push('\n');
+    /// Keeps `run` (its characters end `self.text`) for laying out, joined to the last one when
+    /// it continues it; past [`MAX_LAID_OUT_RUNS`], writes it in content order instead.
+    fn add_run(&mut self, run: Run) {
+        if let Some(last) = self.runs.last_mut()
+            && last.is_continued_by(&run)
+        {
+            last.continue_with(&run);
+            return;
         }
-    }
-
-    fn space(&mut self) {
-        if !self.out.is_empty() && !self.out.ends_with([' ', '\n']) {
-            self.out.push(' ');
+        if self.content.is_none() && self.runs.len() >= MAX_LAID_OUT_RUNS {
+            let mut content = ContentOrder::default();
+            for earlier in self.runs.drain(..) {
+                content.push(&earlier, &self.text[earlier.text.clone()]);
+            }
+            self.content = Some(content);
+        }
+        match &mut self.content {
+            Some(content) => {
+                content.push(&run, &self.text[run.text.clone()]);
+                self.text.clear();
+            }
+            None => self.runs.push(run),
         }
     }
 }
@@ -917,6 +965,63 @@ pub(crate) mod tests {
         // Scaled by 2 in cm: a 3-point gap in text space is 6 points on the page, still 0.3 em.
         let page = "q 2 0 0 2 0 0 cm BT /F1 10 Tf 10 300 Td (ab)Tj 13 0 Td (cd)Tj ET Q";
         assert_eq!(texts(&[page]), ["ab cd\n"]);
+    }
+
+    #[test]
+    fn a_table_drawn_row_by_row_reads_column_by_column() {
+        // Issue 9: pdftotext reads each column of a table as a block.
+        let page = "BT /F1 10 Tf 1 0 0 1 72 700 Tm (Name)Tj 1 0 0 1 200 700 Tm (Value)Tj \
+                    1 0 0 1 72 688 Tm (alpha)Tj 1 0 0 1 200 688 Tm (one)Tj \
+                    1 0 0 1 72 676 Tm (beta)Tj 1 0 0 1 200 676 Tm (two)Tj ET";
+        assert_eq!(texts(&[page]), ["Name\nalpha\nbeta\nValue\none\ntwo\n"]);
+    }
+
+    #[test]
+    fn two_columns_drawn_line_by_line_read_one_after_the_other() {
+        // Parallel texts (eledpar) draw the left and the right column's lines in turn.
+        let page = "BT /F1 10 Tf 12 TL 1 0 0 1 72 700 Tm (left one)Tj 1 0 0 1 320 700 Tm (right one)Tj \
+                    1 0 0 1 72 688 Tm (left two)Tj 1 0 0 1 320 688 Tm (right two)Tj \
+                    1 0 0 1 72 676 Tm (left three)Tj 1 0 0 1 320 676 Tm (right three)Tj ET";
+        assert_eq!(texts(&[page]), ["left one\nleft two\nleft three\nright one\nright two\nright three\n"]);
+    }
+
+    #[test]
+    fn a_superscript_drawn_after_its_line_stays_on_it_in_place() {
+        // The footnote mark after "Hello" is drawn last, 4 points up, at 7 points.
+        let page = "BT /F1 10 Tf 1 0 0 1 72 700 Tm (Hello)Tj 1 0 0 1 103 700 Tm (world)Tj \
+                    /F1 7 Tf 1 0 0 1 97 704 Tm (1)Tj ET";
+        assert_eq!(texts(&[page]), ["Hello1 world\n"]);
+    }
+
+    #[test]
+    fn a_text_rise_raises_the_glyphs() {
+        // Drawn again at the line's start, raised by 12 points: a line of its own, above.
+        let page = "BT /F1 10 Tf 72 700 Td (low)Tj 12 Ts 0 0 Td (high)Tj ET";
+        assert_eq!(texts(&[page]), ["high\nlow\n"]);
+    }
+
+    #[test]
+    fn a_justified_line_with_a_wide_gap_stays_one_line() {
+        // The middle line's gap is 2 ems, wider than parts columns, but within the paragraph.
+        let page = "BT /F1 10 Tf 12 TL 72 700 Td (aaaa bbbb cccc dddd)Tj T* (eeee)Tj 40 0 Td (ffff gggg)Tj \
+                    -40 -12 Td (hhhh iiii jjjj kkkk)Tj ET";
+        assert_eq!(texts(&[page]), ["aaaa bbbb cccc dddd\neeee ffff gggg\nhhhh iiii jjjj kkkk\n"]);
+    }
+
+    #[test]
+    fn numbers_and_titles_standing_apart_read_row_by_row_when_a_title_spans_both() {
+        // A table of contents: the numbers and the titles are columns of their own until the
+        // last line's title starts under the numbers and reaches under the titles.
+        let page = "BT /F1 10 Tf 1 0 0 1 90 700 Tm (1.1)Tj 1 0 0 1 130 700 Tm (Scope)Tj \
+                    1 0 0 1 90 688 Tm (1.2)Tj 1 0 0 1 130 688 Tm (Terms)Tj \
+                    1 0 0 1 90 676 Tm (Summary of all)Tj ET";
+        assert_eq!(texts(&[page]), ["1.1 Scope\n1.2 Terms\nSummary of all\n"]);
+    }
+
+    #[test]
+    fn strings_drawn_right_to_left_read_left_to_right() {
+        let page = "BT /F1 10 Tf 1 0 0 1 100 700 Tm (world)Tj 1 0 0 1 72 700 Tm (Hello)Tj ET";
+        assert_eq!(texts(&[page]), ["Hello world\n"]);
     }
 
     #[test]
