@@ -453,8 +453,8 @@ fn by_state<'a>(jobs: impl Iterator<Item = &'a Job>) -> BTreeMap<&'static str, u
 enum Kind {
     /// A valid PDF: `ready`.
     Pdf,
-    /// A PNG named `.pdf`: `failed`, not a PDF.
-    PngNamedPdf,
+    /// A ZIP archive named `.pdf`: `failed`, not a PDF.
+    ZipNamedPdf,
     /// The first 7000 bytes of a PDF: `failed` as damaged (or `ready` if lopdf can read it).
     Truncated,
     /// A PDF that needs a password: `failed`.
@@ -507,7 +507,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
         (Kind::Pdf, large.clone()),
         (Kind::Pdf, fixture("pdf/text-20pages.pdf")),
         (Kind::Pdf, medium.clone()),
-        (Kind::PngNamedPdf, fixture("other/red-8x8.png")),
+        (Kind::ZipNamedPdf, fixture("other/stored-pdf.zip")),
         (Kind::Pdf, small.clone()),
         (Kind::Pdf, fixture("pdf/scan-2pages.pdf")),
         (Kind::Truncated, fixture("pdf/truncated.pdf")),
@@ -593,7 +593,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
                 assert!(!error.trim().is_empty(), "a failed job says why: {job:#?}");
                 let expected = match kind {
                     Kind::Pdf => "could not be processed after",
-                    Kind::PngNamedPdf => "is not a PDF",
+                    Kind::ZipNamedPdf => "is not a PDF",
                     Kind::Truncated => "damaged",
                     Kind::Encrypted => "password",
                     Kind::LyingSize => "instead of",

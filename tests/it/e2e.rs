@@ -13,7 +13,7 @@ per_backend!(
     the_same_update_twice_gives_one_job_and_one_reply,
     the_same_file_twice_gets_the_same_ticket,
     a_ready_file_sent_again_is_redelivered_by_file_id,
-    a_png_named_pdf_fails_with_the_reason,
+    a_zip_named_pdf_fails_with_the_reason,
     status_from_another_chat_says_no_such_ticket,
     an_oversized_declared_file_is_refused_without_get_file,
     a_malformed_update_is_rejected_and_does_not_block_the_next,
@@ -126,14 +126,15 @@ async fn a_ready_file_sent_again_is_redelivered_by_file_id(backend: Backend) {
     assert_eq!(app.fake.calls_to("getFile").len(), 1);
 }
 
-async fn a_png_named_pdf_fails_with_the_reason(backend: Backend) {
+async fn a_zip_named_pdf_fails_with_the_reason(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document(400, fixture("other/red-8x8.png"), "report.pdf", "application/pdf");
+    // A ZIP archive (holding a PDF) sent as a PDF: no operation takes it.
+    app.send_document(400, fixture("other/stored-pdf.zip"), "report.pdf", "application/pdf");
     let notice =
         app.fake.wait_for_call("sendMessage", |c| to_chat(400)(c) && text_of(c).contains("failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
-        "#1 failed: report.pdf is not a PDF (the content looks like a PNG image): optimize takes a PDF; send the image with the caption topdf to make it one."
+        "#1 failed: report.pdf is not a PDF (the content looks like a ZIP archive): optimize takes a PDF."
     );
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     assert_eq!(job.source.as_ref().and_then(|s| s.format.as_deref()), None);
@@ -201,7 +202,7 @@ async fn a_malformed_update_is_rejected_and_does_not_block_the_next(backend: Bac
 async fn jobs_lists_the_chats_tickets(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     app.send_document(800, fixture("pdf/text-1page.pdf"), "one.pdf", "application/pdf");
-    app.send_document(800, fixture("other/red-8x8.png"), "two.pdf", "application/pdf");
+    app.send_document(800, fixture("other/stored-pdf.zip"), "two.pdf", "application/pdf");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Failed).await;
     app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     app.send_text(800, "/jobs");

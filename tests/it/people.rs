@@ -159,7 +159,7 @@ async fn cancel_is_only_for_the_owner_and_for_unfinished_jobs(backend: Backend) 
 async fn forget_deletes_everything_after_the_askers_confirmation(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     app.send_document(140, fixture("pdf/text-1page.pdf"), "private.pdf", "application/pdf");
-    app.send_document(140, fixture("other/red-8x8.png"), "secret.pdf", "application/pdf");
+    app.send_document(140, fixture("other/stored-pdf.zip"), "secret.pdf", "application/pdf");
     app.wait_for_job(Ticket(1), |j| {
         j.state == JobState::Ready && j.result.as_ref().is_some_and(|r| r.telegram_file_id.is_some())
     })
@@ -286,7 +286,7 @@ async fn an_invite_token_lets_a_person_in_for_good() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     let mut app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
-    app.send_document(180, fixture("other/red-8x8.png"), "broken.pdf", "application/pdf");
+    app.send_document(180, fixture("other/stored-pdf.zip"), "broken.pdf", "application/pdf");
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     app.send_document(180, fixture("pdf/text-1page.pdf"), "fine.pdf", "application/pdf");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;

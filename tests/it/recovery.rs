@@ -5,7 +5,7 @@ use fake_bot_api::{Call, DownloadFault, Fault};
 use sqlx::Connection;
 
 use crate::per_backend;
-use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
 
 per_backend!(
     a_cut_download_is_retried_with_a_fresh_get_file,
@@ -216,7 +216,14 @@ async fn a_source_whose_bytes_were_lost_is_downloaded_again(backend: Backend) {
     assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()), Some(sha256.as_str()));
     assert_eq!(app.fake.calls_to("getFile").len(), 1, "downloaded again, with a fresh getFile");
     assert_eq!(app.fake.downloads(), 1);
-    assert!(!source.exists(), "the damaged source was removed");
+    // Removed once the failure is committed, so after the job is seen failed.
+    eventually(
+        DEADLINE,
+        async || {
+            if source.exists() { Err("the damaged source is still there".to_owned()) } else { Ok(()) }
+        },
+    )
+    .await;
 }
 
 async fn a_source_lost_again_and_again_fails_with_a_reason(backend: Backend) {
