@@ -32,7 +32,8 @@
 //! that is smaller.
 //!
 //! Left as they are: CMYK JPEGs (Adobe's inverted samples and those of other writers cannot be
-//! told apart without the `/Decode` a PDF may lack), other colour spaces (Separation, DeviceN,
+//! told apart without the `/Decode` a PDF may lack), colour JPEGs coded one scan per component
+//! (sequential, non-interleaved: zune-jpeg 0.5 decodes them wrong), other colour spaces (Separation, DeviceN,
 //! Lab), JBIG2 (bilevel,
 //! so it would keep its resolution, and no coding of bilevel images is smaller), image masks, images with
 //! a `/Decode` array, a colour-key `/Mask`, or an `/SMask` with `/Matte` (which must keep the
@@ -615,8 +616,38 @@ fn scale_to_byte(value: u8, bits: u8) -> u8 {
     }
 }
 
+/// A source JPEG's pixels; `None` (the image stays as it is) when zune-jpeg would misread it.
 fn decode_jpeg(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
+    if is_sequential_with_a_scan_per_component(data) {
+        return None;
+    }
     decode_jpeg_as(data, plan.width, plan.height, plan.components)
+}
+
+/// Whether `jpeg` is a sequential (baseline or extended) JPEG of several components whose first
+/// scan holds fewer than all of them: valid, but zune-jpeg 0.5 decodes such files wrong without
+/// an error (see `encode`), so a shrink would re-encode garbage.
+fn is_sequential_with_a_scan_per_component(jpeg: &[u8]) -> bool {
+    let mut components = None;
+    let mut at = 2;
+    while let [0xFF, marker, high, low, ..] = *jpeg.get(at..).unwrap_or_default() {
+        if marker == 0xFF {
+            at += 1;
+            continue;
+        }
+        let segment = at + 4;
+        match marker {
+            // SOF0, SOF1: sequential with Huffman coding; the component count is byte 5.
+            0xC0 | 0xC1 => components = jpeg.get(segment + 5).copied(),
+            0xDA => {
+                let in_scan = jpeg.get(segment).copied();
+                return matches!((components, in_scan), (Some(all), Some(scan)) if all > 1 && scan < all);
+            }
+            _ => {}
+        }
+        at += 2 + usize::from(u16::from_be_bytes([high, low]));
+    }
+    false
 }
 
 /// A JPEG of `width` × `height` pixels of `components` (1, 3 or 4) components, decoded; `None`
@@ -1003,6 +1034,31 @@ pub(crate) mod tests {
 
     fn jpx_pixels(jp2: &[u8]) -> Vec<u8> {
         hayro_jpeg2000::Image::new(jp2, &hayro_jpeg2000::DecodeSettings::default()).unwrap().decode().unwrap()
+    }
+
+    #[test]
+    fn a_source_jpeg_with_a_scan_per_colour_component_is_left_as_it_is() {
+        let pixels = picture(96, 64, 3);
+        let plan = Plan {
+            width: 96,
+            height: 64,
+            target_width: 96,
+            target_height: 64,
+            source: Source::Jpeg,
+            colour_space: Object::Null,
+            components: 3,
+        };
+        // jpeg-encoder writes fitted tables one scan per component; zune-jpeg misreads those.
+        let per_component = encode_with(&pixels, &plan, 75, true).unwrap();
+        let interleaved = encode_with(&pixels, &plan, 75, false).unwrap();
+        assert!(is_sequential_with_a_scan_per_component(&per_component));
+        assert!(!is_sequential_with_a_scan_per_component(&interleaved));
+        assert!(decode_jpeg(&per_component, &plan).is_none(), "left as it is");
+        assert!(decode_jpeg(&interleaved, &plan).is_some());
+        // A grey JPEG has one scan either way.
+        let grey = Plan { components: 1, ..plan };
+        let grey_jpeg = encode_with(&picture(96, 64, 1), &grey, 75, true).unwrap();
+        assert!(!is_sequential_with_a_scan_per_component(&grey_jpeg));
     }
 
     #[test]
