@@ -176,19 +176,33 @@ fn jpeg_page(bytes: &[u8]) -> Result<Page, PdfError> {
 }
 
 #[derive(Default)]
-struct JpegMarkers {
+pub(super) struct JpegMarkers {
     adobe: bool,
     dpi: Option<(f64, f64)>,
+    /// The components of a sequential (baseline or extended, Huffman-coded) frame; `None` for
+    /// any other frame.
+    sequential_components: Option<u8>,
+    /// The components the first scan holds.
+    first_scan_components: Option<u8>,
 }
 
-/// The JFIF density and whether there is an Adobe marker, from the segments before the first
-/// scan.
-fn jpeg_markers(bytes: &[u8]) -> JpegMarkers {
+impl JpegMarkers {
+    /// Whether it is a sequential JPEG of several components whose first scan holds fewer than
+    /// all of them (one scan per component): valid, but zune-jpeg 0.5 decodes such files wrong
+    /// without an error.
+    pub(super) fn has_a_scan_per_component(&self) -> bool {
+        matches!((self.sequential_components, self.first_scan_components), (Some(all), Some(scan)) if all > 1 && scan < all)
+    }
+}
+
+/// The JFIF density, whether there is an Adobe marker, and the frame's and first scan's
+/// components, from the segments up to the first scan.
+pub(super) fn jpeg_markers(bytes: &[u8]) -> JpegMarkers {
     let mut found = JpegMarkers::default();
     let mut at = 2;
     while at + 4 <= bytes.len() && bytes[at] == 0xFF {
         let marker = bytes[at + 1];
-        if marker == 0xDA || marker == 0xD9 {
+        if marker == 0xD9 {
             break;
         }
         let length = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
@@ -204,6 +218,12 @@ fn jpeg_markers(bytes: &[u8]) -> JpegMarkers {
                 };
             }
             0xEE if segment.starts_with(b"Adobe") => found.adobe = true,
+            // SOF0, SOF1: the component count is the frame header's sixth byte.
+            0xC0 | 0xC1 => found.sequential_components = segment.get(5).copied(),
+            0xDA => {
+                found.first_scan_components = segment.first().copied();
+                break;
+            }
             _ => {}
         }
         at += 2 + length.max(2);

@@ -616,38 +616,13 @@ fn scale_to_byte(value: u8, bits: u8) -> u8 {
     }
 }
 
-/// A source JPEG's pixels; `None` (the image stays as it is) when zune-jpeg would misread it.
+/// A source JPEG's pixels; `None` (the image stays as it is) when zune-jpeg would misread it
+/// (see `encode`), since a shrink would then re-encode garbage.
 fn decode_jpeg(data: &[u8], plan: &Plan) -> Option<Vec<u8>> {
-    if is_sequential_with_a_scan_per_component(data) {
+    if super::images::jpeg_markers(data).has_a_scan_per_component() {
         return None;
     }
     decode_jpeg_as(data, plan.width, plan.height, plan.components)
-}
-
-/// Whether `jpeg` is a sequential (baseline or extended) JPEG of several components whose first
-/// scan holds fewer than all of them: valid, but zune-jpeg 0.5 decodes such files wrong without
-/// an error (see `encode`), so a shrink would re-encode garbage.
-fn is_sequential_with_a_scan_per_component(jpeg: &[u8]) -> bool {
-    let mut components = None;
-    let mut at = 2;
-    while let [0xFF, marker, high, low, ..] = *jpeg.get(at..).unwrap_or_default() {
-        if marker == 0xFF {
-            at += 1;
-            continue;
-        }
-        let segment = at + 4;
-        match marker {
-            // SOF0, SOF1: sequential with Huffman coding; the component count is byte 5.
-            0xC0 | 0xC1 => components = jpeg.get(segment + 5).copied(),
-            0xDA => {
-                let in_scan = jpeg.get(segment).copied();
-                return matches!((components, in_scan), (Some(all), Some(scan)) if all > 1 && scan < all);
-            }
-            _ => {}
-        }
-        at += 2 + usize::from(u16::from_be_bytes([high, low]));
-    }
-    false
 }
 
 /// A JPEG of `width` × `height` pixels of `components` (1, 3 or 4) components, decoded; `None`
@@ -1051,14 +1026,14 @@ pub(crate) mod tests {
         // jpeg-encoder writes fitted tables one scan per component; zune-jpeg misreads those.
         let per_component = encode_with(&pixels, &plan, 75, true).unwrap();
         let interleaved = encode_with(&pixels, &plan, 75, false).unwrap();
-        assert!(is_sequential_with_a_scan_per_component(&per_component));
-        assert!(!is_sequential_with_a_scan_per_component(&interleaved));
+        assert!(super::super::images::jpeg_markers(&per_component).has_a_scan_per_component());
+        assert!(!super::super::images::jpeg_markers(&interleaved).has_a_scan_per_component());
         assert!(decode_jpeg(&per_component, &plan).is_none(), "left as it is");
         assert!(decode_jpeg(&interleaved, &plan).is_some());
         // A grey JPEG has one scan either way.
         let grey = Plan { components: 1, ..plan };
         let grey_jpeg = encode_with(&picture(96, 64, 1), &grey, 75, true).unwrap();
-        assert!(!is_sequential_with_a_scan_per_component(&grey_jpeg));
+        assert!(!super::super::images::jpeg_markers(&grey_jpeg).has_a_scan_per_component());
     }
 
     #[test]
