@@ -61,7 +61,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .map_err(|e| StageError::SourceLost { detail: format!("reading the source: {e}") })?;
     let mut operation = job.submission.operation.clone();
     let (mut work, mut accepts) = work_for(&deps.settings.get().tools, &operation)?;
-    if !accepts.iter().any(|a| a == format.label())
+    if !takes(&accepts, &format)
         && let Some(fitting) = fitting_default(deps, job, &format).await?
     {
         info!(
@@ -74,7 +74,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         (work, accepts) = work_for(&deps.settings.get().tools, &operation)?;
     }
     let operation = &operation;
-    if !accepts.iter().any(|a| a == format.label()) {
+    if !takes(&accepts, &format) {
         return Err(StageError::fail(
             FailureReason::WrongFormat {
                 operation: operation.name().to_owned(),
@@ -178,9 +178,8 @@ async fn fitting_default(
             .map_err(|e| StageError::retry(format!("reading the chat's mode: {e}")))?;
         mode.unwrap_or_else(|| deps.settings.get().default_operation.clone())
     };
-    let tools = &deps.settings.get().tools;
-    let takes = work_for(tools, &fitting).is_ok_and(|(_, accepts)| accepts.iter().any(|a| a == format.label()));
-    if fitting == job.submission.operation || !takes {
+    // The run's own operation does not take the format, so neither does it as the fitting one.
+    if !work_for(&deps.settings.get().tools, &fitting).is_ok_and(|(_, accepts)| takes(&accepts, format)) {
         return Ok(None);
     }
     let Some(lease) = job.lease.as_ref() else { return Ok(None) };
@@ -190,6 +189,11 @@ async fn fitting_default(
         .await
         .map_err(|e| StageError::retry(format!("switching the run's operation: {e}")))?;
     Ok(switched.then_some(fitting))
+}
+
+/// Whether `accepts` (an operation's formats) has the detected `format`.
+fn takes(accepts: &[String], format: &DetectedFormat) -> bool {
+    accepts.iter().any(|a| a == format.label())
 }
 
 /// What runs `operation`, and the formats it takes: a built-in operation itself, or for `ocr` the
