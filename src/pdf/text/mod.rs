@@ -831,16 +831,25 @@ impl<'a> Page<'a, '_> {
         } else {
             font.decode(bytes, &mut self.text);
         }
-        let mut advance = 0.0;
+        let (mut advance, mut last_spacing) = (0.0, 0.0);
         for (code, is_space) in font.codes(bytes) {
             let width = font.width(code) * font.scale * state.size;
-            let spacing = state.char_spacing + if is_space { state.word_spacing } else { 0.0 };
-            advance += (width + spacing) * state.horizontal_scale;
+            last_spacing =
+                (state.char_spacing + if is_space { state.word_spacing } else { 0.0 }) * state.horizontal_scale;
+            advance += width * state.horizontal_scale + last_spacing;
         }
+        // The run ends at its last glyph's edge, before the spacing that follows it (as
+        // pdftotext measures gaps): a letter-spaced heading pulls each glyph back by its
+        // spacing with TJ offsets, and the gap a reader sees is what is left between glyphs.
+        let glyphs_end = advance - last_spacing;
+        let end = if glyphs_end.is_finite() {
+            raised(Matrix::translation(glyphs_end, 0.0).then(text.matrix))
+        } else {
+            raised(text.matrix)
+        };
         if advance.is_finite() {
             text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
         }
-        let end = raised(text.matrix);
         self.add_run(Run {
             start: (x, y),
             end: (end.0[4], end.0[5]),
@@ -945,6 +954,14 @@ pub(crate) mod tests {
         // 3 points of character spacing at 10 points is 0.3 em; 0.5 points is kerning.
         let page = "BT /F1 10 Tf 72 700 Td 3 Tc (VERSION)Tj 0.5 Tc 0 -20 Td (tight)Tj ET";
         assert_eq!(texts(&[page]), ["V E R S I O N\ntight\n"]);
+    }
+
+    #[test]
+    fn a_letter_spaced_heading_pulled_back_by_offsets_reads_as_words() {
+        // 4.5 points of character spacing, taken back glyph by glyph with TJ offsets of 0.45 em
+        // (Distiller's running heads): the glyphs touch, except for the 0.465 em before "2".
+        let page = "BT /F1 10 Tf 72 700 Td 4.5 Tc [(V)450(E)450(R)-15(2)450(.)450(2)]TJ ET";
+        assert_eq!(texts(&[page]), ["VER 2.2\n"]);
     }
 
     #[test]
