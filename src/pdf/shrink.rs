@@ -27,6 +27,9 @@
 //!   one of those. CMYK images are written as four-component JPEGs without an Adobe marker, so
 //!   no reader takes their samples for inverted ones.
 //!
+//! A `DeviceRGB` image whose every pixel is grey (a black-and-white page scanned in colour) is
+//! written as a `DeviceGray` JPEG: the same picture without chroma.
+//!
 //! Bilevel images (1-bit gray, not already CCITT or JBIG2) keep their resolution, since fewer
 //! pixels would break their strokes, and are written as CCITT Group 4 (`pdf::ccitt`) when
 //! that is smaller.
@@ -516,6 +519,11 @@ fn shrink_image(stream: &mut Stream, plan: &Plan, quality: u8, max_inflate: usiz
         return bilevel_to_g4(stream, plan, max_inflate);
     }
     let Some(pixels) = decode(stream, plan, max_inflate)? else { return Ok(false) };
+    let grey = as_grey(&pixels, plan);
+    let (pixels, plan) = match grey {
+        Some((pixels, ref grey_plan)) => (pixels, grey_plan),
+        None => (pixels, plan),
+    };
     let Some(resized) = resize(pixels, plan) else { return Ok(false) };
 
     let Some(jpeg) = encode(&resized, plan, quality) else { return Ok(false) };
@@ -531,6 +539,38 @@ fn shrink_image(stream: &mut Stream, plan: &Plan, quality: u8, max_inflate: usiz
     dict.remove(b"DecodeParms");
     stream.set_content(jpeg);
     Ok(true)
+}
+
+/// How far apart an RGB pixel's samples may be for it to count as grey: below what a reader
+/// tells apart, above the rounding of a colour JPEG that holds a grey picture.
+const GREY_TOLERANCE: u8 = 4;
+
+/// A `DeviceRGB` image whose every pixel is grey (its samples within [`GREY_TOLERANCE`]) as
+/// one-component pixels, with the plan to write them as a `DeviceGray` JPEG; `None` for any
+/// other image. Scanners and phones often store black-and-white pages in colour, and a grey
+/// JPEG carries no chroma and gets Huffman tables fitted to it (see [`encode`]). Calibrated and
+/// ICC spaces keep their colours: their grey need not be `DeviceGray`'s.
+fn as_grey(pixels: &[u8], plan: &Plan) -> Option<(Vec<u8>, Plan)> {
+    let device_rgb = matches!(&plan.colour_space, Object::Name(name) if name == b"DeviceRGB" || name == b"RGB");
+    if plan.components != 3 || !device_rgb {
+        return None;
+    }
+    let is_grey = |p: &[u8]| {
+        let (low, high) = (p[0].min(p[1]).min(p[2]), p[0].max(p[1]).max(p[2]));
+        high - low <= GREY_TOLERANCE
+    };
+    if !pixels.chunks_exact(3).all(is_grey) {
+        return None;
+    }
+    let grey =
+        pixels.chunks_exact(3).map(|p| ((u16::from(p[0]) + u16::from(p[1]) + u16::from(p[2]) + 1) / 3) as u8).collect();
+    let plan = Plan {
+        source: Source::Samples { bits: 8, palette: None },
+        colour_space: Object::Name(b"DeviceGray".to_vec()),
+        components: 1,
+        ..*plan
+    };
+    Some((grey, plan))
 }
 
 /// Rewrites a bilevel image as CCITT Group 4, when that is smaller; whether it did.
@@ -709,6 +749,7 @@ fn encode_with(pixels: &[u8], plan: &Plan, quality: u8, fitted_tables: bool) -> 
     let mut jpeg = Vec::new();
     let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg, quality);
     encoder.set_optimized_huffman_tables(fitted_tables);
+    encoder.set_chroma_subsampling_method(jpeg_encoder::ChromaSubsamplingMethod::Average);
     let (width, height) = (u16::try_from(plan.target_width).ok()?, u16::try_from(plan.target_height).ok()?);
     match plan.components {
         1 => encoder.encode(pixels, width, height, jpeg_encoder::ColorType::Luma).ok()?,
@@ -901,6 +942,27 @@ pub(crate) mod tests {
         assert_eq!((int(&images[0], b"Width"), int(&images[0], b"Height")), (600, 750));
         assert_eq!(images[0].dict.get(b"Filter").unwrap().as_name().unwrap(), b"DCTDecode");
         assert_eq!(text_of(&shrunk.output), text_of(&shrunk.input));
+    }
+
+    #[test]
+    fn an_rgb_scan_of_grey_pixels_becomes_a_grey_jpeg_and_one_with_a_colour_mark_stays_rgb() {
+        let (w, h) = SCAN;
+        let grey: Vec<u8> = picture(w, h, 1).iter().flat_map(|&v| [v, v.saturating_add(1), v]).collect();
+        let image = image_stream(w, h, "DeviceRGB", 8, "DCTDecode", jpeg(&grey, w, h, 3));
+        let shrunk = shrunk_scan_to_150_dpi_jpeg(image);
+        assert_eq!(shrunk.dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceGray");
+        assert_eq!(decode_jpeg_as(&shrunk.content, 600, 750, 1).map(|p| p.len()), Some(600 * 750));
+
+        let mut marked = grey;
+        for y in 100..140 {
+            let row = y * w as usize * 3;
+            for x in 100..140 {
+                marked[row + x * 3..row + x * 3 + 3].copy_from_slice(&[200, 30, 30]);
+            }
+        }
+        let image = image_stream(w, h, "DeviceRGB", 8, "DCTDecode", jpeg(&marked, w, h, 3));
+        let shrunk = shrunk_scan_to_150_dpi_jpeg(image);
+        assert_eq!(shrunk.dict.get(b"ColorSpace").unwrap().as_name().unwrap(), b"DeviceRGB");
     }
 
     #[test]
