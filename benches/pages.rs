@@ -7,7 +7,8 @@
 //! - **text**: `docket process FILE --op text --contained` (the child every run is) and
 //!   `pdftotext FILE OUT`, timed. Words are compared page by page (pages split at form feeds):
 //!   the words docket found in pdftotext's order (the longest common subsequence of the two
-//!   word lists, ligatures expanded on both sides), as a fraction of pdftotext's words.
+//!   word lists, ligatures expanded on both sides, words of control or private-use characters
+//!   only left out on both sides), as a fraction of pdftotext's words.
 //! - **split**: `docket process FILE --op split --contained` and `qpdf --split-pages FILE
 //!   DIR/p-%d.pdf`, timed; bytes are docket's ZIP against the sum of qpdf's files.
 //! - **peak RSS per MB of input** of each docket child (`VmHWM`, reported by the child).
@@ -97,7 +98,8 @@ fn docket(input: &Path, op: &str, output: &Path, runs: usize) -> (Timed, Option<
     (timed, peak)
 }
 
-/// The words of each page of a text (pages split at form feeds), ligatures expanded.
+/// The words of each page of a text (pages split at form feeds), ligatures expanded, those
+/// that [carry text](carries_text) only.
 fn page_words(text: &str) -> Vec<Vec<String>> {
     let text = text
         .replace('\u{FB00}', "ff")
@@ -105,7 +107,16 @@ fn page_words(text: &str) -> Vec<Vec<String>> {
         .replace('\u{FB02}', "fl")
         .replace('\u{FB03}', "ffi")
         .replace('\u{FB04}', "ffl");
-    text.split('\x0c').map(|page| page.split_whitespace().map(str::to_owned).collect()).collect()
+    text.split('\x0c')
+        .map(|page| page.split_whitespace().filter(|word| carries_text(word)).map(str::to_owned).collect())
+        .collect()
+}
+
+/// Whether `word` has a character a reader can read: not only control characters (pdftotext
+/// prints a glyph's code when it knows no character for it) or private-use ones (U+E000–U+F8FF,
+/// which the glyph list gives pieces of large braces and brackets).
+fn carries_text(word: &str) -> bool {
+    word.chars().any(|c| !c.is_control() && !('\u{E000}'..='\u{F8FF}').contains(&c))
 }
 
 /// How many of `expected`'s words `found` has in the same order (LCS), or in any order when the
