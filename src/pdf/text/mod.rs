@@ -838,18 +838,14 @@ impl<'a> Page<'a, '_> {
                 (state.char_spacing + if is_space { state.word_spacing } else { 0.0 }) * state.horizontal_scale;
             advance += width * state.horizontal_scale + last_spacing;
         }
+        if !advance.is_finite() {
+            (advance, last_spacing) = (0.0, 0.0);
+        }
         // The run ends at its last glyph's edge, before the spacing that follows it (as
         // pdftotext measures gaps): a letter-spaced heading pulls each glyph back by its
         // spacing with TJ offsets, and the gap a reader sees is what is left between glyphs.
-        let glyphs_end = advance - last_spacing;
-        let end = if glyphs_end.is_finite() {
-            raised(Matrix::translation(glyphs_end, 0.0).then(text.matrix))
-        } else {
-            raised(text.matrix)
-        };
-        if advance.is_finite() {
-            text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
-        }
+        let end = raised(Matrix::translation(advance - last_spacing, 0.0).then(text.matrix));
+        text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
         self.add_run(Run {
             start: (x, y),
             end: (end.0[4], end.0[5]),
