@@ -43,7 +43,9 @@ const STDERR_TAIL_BYTES: usize = 2000;
 ///
 /// Returns when the child has ended, or when `request.limits.timeout` has passed, after killing
 /// it. Dropping the future (the lease was lost, the job was cancelled) kills the child's whole
-/// process group at once. Errors only when the child cannot be started.
+/// process group at once. A result the child reports is synced to disk before this returns; one
+/// it reports without having written it is [`Outcome::Crashed`]. Errors only when the child
+/// cannot be started or its result cannot be synced.
 pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result<Outcome> {
     let mut command = tokio::process::Command::new(program);
     command
@@ -71,13 +73,30 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
     let waited = tokio::time::timeout(request.limits.timeout, child.wait_with_output()).await;
     // Whatever happened, nothing the child started outlives it.
     drop(group);
-    Ok(match waited {
+    let outcome = match waited {
         Err(_elapsed) => Outcome::TimedOut { limit: request.limits.timeout },
         Ok(output) => {
             let output = output?;
             judge(output.status, &output.stdout, &output.stderr, request)
         }
-    })
+    };
+    if let Outcome::Reported(Report::Done { .. }) = &outcome {
+        // The child writes its result and leaves making it durable to here, the one place every
+        // result passes, a built-in operation's and an external tool's alike: once the run is
+        // `ready` its source is deleted. One sync, off the operation's own clock.
+        let path = request.output.clone();
+        let synced = tokio::task::spawn_blocking(move || std::fs::File::open(path)?.sync_all())
+            .await
+            .map_err(std::io::Error::other)?;
+        match synced {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Outcome::Crashed { detail: "the child reported a result it did not write".into() });
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(outcome)
 }
 
 /// What an ended child's status, stdout and stderr mean.

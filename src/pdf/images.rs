@@ -50,7 +50,6 @@ pub fn to_pdf(input: &Path, output: &Path, settings: &Settings) -> Result<Optimi
         let mut file = std::io::BufWriter::new(std::fs::File::create(&output)?);
         document.save_to(&mut file).map_err(|e| PdfError::unreadable(format!("saving: {e}")))?;
         let file = file.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
         let output_bytes = file.metadata()?.len();
         Ok(OptimizeReport { pages: count, input_bytes: bytes.len() as u64, output_bytes })
     })

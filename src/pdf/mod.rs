@@ -53,8 +53,8 @@
 //! encrypted again with the same key, handler and permission flags, so the result opens, and
 //! restricts, exactly as the original did. Docket never strips an author's restrictions. lopdf
 //! writes an encrypted file one object at a time, so `optimize` writes it itself, its objects
-//! packed into encrypted object streams (`encrypted_writer`); if it would not shrink, the
-//! original is kept as always. `split` and `pages` write encrypted parts with lopdf.
+//! packed into encrypted object streams (`file_writer`); if it would not shrink, the
+//! original is kept as always. `split` and `pages` write encrypted parts the same way.
 
 use std::any::Any;
 use std::fs::File;
@@ -70,7 +70,7 @@ use crate::domain::Operation;
 
 mod ccitt;
 pub mod decrypt;
-mod encrypted_writer;
+mod file_writer;
 pub mod images;
 pub mod info;
 pub mod optimize;
@@ -254,8 +254,9 @@ impl PdfError {
 /// input is copied to `output` unchanged instead, so people never get a bigger file back; the
 /// report then has `output_bytes == input_bytes`.
 ///
-/// `output` is created or truncated, and synced to disk before this returns `Ok`; the caller
-/// owns temp naming and the rename into place. On error `output` may be left partially
+/// `output` is created or truncated and written, not synced: the parent of a contained run
+/// syncs every result ([`crate::operations::run_contained`]); the caller owns temp naming and
+/// the rename into place. On error `output` may be left partially
 /// written, and the caller removes it. Synchronous and CPU-heavy: run it in a child process
 /// ([`crate::operations`]).
 /// See the module docs for what this protects against and what it leaves to the caller.
@@ -355,7 +356,7 @@ fn rewrite_on_this_thread(
         }
     };
     if keep_original {
-        write_synced(output, &bytes)?;
+        write_file(output, &bytes)?;
     }
     let output_bytes = if keep_original { input_bytes } else { written_bytes };
     Ok(OptimizeReport { pages, input_bytes, output_bytes })
@@ -383,8 +384,8 @@ fn rewrite(
     document.renumber_objects();
     if let Some(state) = &encryption {
         // lopdf writes an encrypted document without object streams; this writer packs them.
-        let saved = encrypted_writer::save_encrypted(document, state, OBJECTS_PER_STREAM)?;
-        write_synced(output, &saved)?;
+        let saved = file_writer::save_encrypted(document, state, OBJECTS_PER_STREAM, optimize::BEST_LEVEL)?;
+        write_file(output, &saved)?;
         return Ok(pages);
     }
     let options = SaveOptions {
@@ -401,7 +402,7 @@ fn rewrite(
         .save_with_options(&mut saved, options)
         .map_err(|error| PdfError::unreadable(format!("saving: {error}")))?;
     optimize::compact_xref_stream(&mut saved);
-    write_synced(output, &saved)?;
+    write_file(output, &saved)?;
     Ok(pages)
 }
 
@@ -466,10 +467,8 @@ fn count_pages_of_file(path: &Path, max_inflate: usize) -> Result<u32, PdfError>
     count_pages(&load(&bytes, max_inflate)?)
 }
 
-pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    File::create(path)?.write_all(bytes)
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {

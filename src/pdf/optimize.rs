@@ -7,6 +7,7 @@
 //! that inflates past it fails the run with [`PdfError::InflatesTooMuch`], as loading does. A
 //! stream whose data is damaged (it does not inflate cleanly to its end) is left as it is.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use libdeflater::{CompressionLvl, Compressor, DecompressionError, Decompressor};
@@ -19,7 +20,7 @@ use super::PdfError;
 /// libdeflate's level 9, for the deflates outside [`compress_streams`] ([`deflate_best`]):
 /// 2–3 % smaller than zlib's level 9 on PDF content and faster. Its levels 10–12 gain 1–2 % more
 /// on text and up to 8 % on scanned images, but at 5–10 times the time (BENCHMARKS.md).
-const BEST_LEVEL: i32 = 9;
+pub(crate) const BEST_LEVEL: i32 = 9;
 
 /// The level [`compress_streams`] deflates every stream at: libdeflate's 7, the best of its
 /// lazy-matching levels. On the Flate streams of three corpus files (S01, S05, M08: 11.7 MB
@@ -43,10 +44,6 @@ pub(crate) fn compress_streams(document: &mut Document, max_inflate: usize) -> R
         Object::Stream(stream) if stream.allows_compression => compress_stream(stream, compressor, max_inflate),
         _ => Ok(()),
     })
-}
-
-fn new_compressor() -> Compressor {
-    Compressor::new(CompressionLvl::new(BEST_LEVEL).unwrap_or_default())
 }
 
 fn compress_stream(stream: &mut Stream, compressor: &mut Compressor, max_inflate: usize) -> Result<(), PdfError> {
@@ -119,7 +116,7 @@ fn deflate_within(compressor: &mut Compressor, data: &[u8], at_most: usize) -> O
     Some(out)
 }
 
-/// Deflates `data` (zlib format) at [`BEST_LEVEL`].
+/// Deflates `data` (zlib format) at `compressor`'s level.
 pub(crate) fn deflate(compressor: &mut Compressor, data: &[u8]) -> Option<Vec<u8>> {
     let mut out = vec![0; compressor.zlib_compress_bound(data.len())];
     let written = compressor.zlib_compress(data, &mut out).ok()?;
@@ -127,9 +124,26 @@ pub(crate) fn deflate(compressor: &mut Compressor, data: &[u8]) -> Option<Vec<u8
     Some(out)
 }
 
-/// Deflates `data` at [`BEST_LEVEL`] with a compressor of its own.
-pub(crate) fn deflate_best(data: &[u8]) -> Vec<u8> {
-    deflate(&mut new_compressor(), data).unwrap_or_else(|| {
+thread_local! {
+    /// libdeflate compressors by level, kept per thread: making one allocates and clears its
+    /// match finder's tables, which costs more than deflating a few kilobytes (a part's object
+    /// streams, its cross-reference stream).
+    static COMPRESSORS: RefCell<Vec<(i32, Compressor)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Deflates `data` (zlib format) at libdeflate's `level` with this thread's compressor for it.
+pub(crate) fn deflate_at(level: i32, data: &[u8]) -> Vec<u8> {
+    let deflated = COMPRESSORS.with_borrow_mut(|compressors| {
+        let at = match compressors.iter().position(|(kept, _)| *kept == level) {
+            Some(at) => at,
+            None => {
+                compressors.push((level, Compressor::new(CompressionLvl::new(level).unwrap_or_default())));
+                compressors.len() - 1
+            }
+        };
+        deflate(&mut compressors[at].1, data)
+    });
+    deflated.unwrap_or_else(|| {
         // libdeflate fails only when the output buffer is too small, which its bound rules out;
         // flate2 is the fallback all the same.
         use std::io::Write;
@@ -137,6 +151,11 @@ pub(crate) fn deflate_best(data: &[u8]) -> Vec<u8> {
         let _ = encoder.write_all(data);
         encoder.finish().unwrap_or_default()
     })
+}
+
+/// Deflates `data` at [`BEST_LEVEL`].
+pub(crate) fn deflate_best(data: &[u8]) -> Vec<u8> {
+    deflate_at(BEST_LEVEL, data)
 }
 
 /// Inflates zlib `data`, no further than `max_inflate` bytes; `None` when the data is damaged.
@@ -277,29 +296,8 @@ fn compacted_xref_stream(pdf: &[u8]) -> Option<(usize, Vec<u8>)> {
             fields
         })
         .collect();
-    let mut narrow = [0usize; 3];
-    for (i, width) in narrow.iter_mut().enumerate() {
-        let largest = rows.iter().map(|r| r[i]).max().unwrap_or(0);
-        *width = (((64 - largest.leading_zeros()) as usize).div_ceil(8)).max(1);
-    }
-    let columns: usize = narrow.iter().sum();
-    let mut predicted = Vec::with_capacity(rows.len() * (columns + 1));
-    let mut previous = vec![0u8; columns];
-    let mut current = Vec::with_capacity(columns);
-    for fields in &rows {
-        current.clear();
-        for (value, &width) in fields.iter().zip(&narrow) {
-            current.extend_from_slice(&value.to_be_bytes()[8 - width..]);
-        }
-        predicted.push(2);
-        predicted.extend(current.iter().zip(&previous).map(|(now, before)| now.wrapping_sub(*before)));
-        std::mem::swap(&mut previous, &mut current);
-    }
-    let compressed = deflate_best(&predicted);
-    if compressed.len() >= data.len() {
-        return None;
-    }
-    let w = format!("/W[{} {} {}]", narrow[0], narrow[1], narrow[2]);
+    let encoded = encode_xref_rows(&rows);
+    let [w1, w2, w3] = encoded.widths;
     let mut new_dict = String::with_capacity(dict.len() + 64);
     for part in dict.split('/').filter(|p| !p.is_empty()) {
         if part.starts_with("W[") || part.starts_with("Length ") {
@@ -309,17 +307,68 @@ fn compacted_xref_stream(pdf: &[u8]) -> Option<(usize, Vec<u8>)> {
         new_dict.push_str(part);
     }
     // A name split on '/' could only be an /ID string holding '/', which lopdf writes in hex.
-    new_dict.push_str(&format!(
-        "{w}/Filter/FlateDecode/DecodeParms<</Columns {columns}/Predictor 12>>/Length {}",
-        compressed.len()
-    ));
+    new_dict.push_str(&format!("/W[{w1} {w2} {w3}]"));
+    if let Some(columns) = encoded.predictor_columns {
+        new_dict.push_str(&format!("/Filter/FlateDecode/DecodeParms<</Columns {columns}/Predictor 12>>"));
+    }
+    new_dict.push_str(&format!("/Length {}", encoded.data.len()));
+    let compressed = encoded.data;
     let mut replacement = Vec::with_capacity(compressed.len() + 256);
     replacement.extend_from_slice(&object[..dict_start]);
     replacement.extend_from_slice(format!("<<{new_dict}>>stream\n").as_bytes());
     replacement.extend_from_slice(&compressed);
     replacement.extend_from_slice(format!("\nendstream\nendobj\nstartxref\n{offset}\n%%EOF\n").as_bytes());
-    // The filter and predictor cost about 60 bytes of dictionary: a tiny table gains nothing.
     (replacement.len() < pdf.len() - offset).then_some((offset, replacement))
+}
+
+/// Cross-reference rows smaller than this are not deflated (see [`encode_xref_rows`]).
+const SMALLEST_XREF_WORTH_DEFLATING: usize = 1024;
+
+/// A cross-reference stream's data, as qpdf writes it.
+pub(crate) struct XrefData {
+    /// Bytes of each field: the narrowest that hold every row's value.
+    pub(crate) widths: [usize; 3],
+    /// The rows, deflated after the PNG "Up" predictor when that is smaller, as they are
+    /// otherwise.
+    pub(crate) data: Vec<u8>,
+    /// The predictor's `/Columns` when the data is deflated.
+    pub(crate) predictor_columns: Option<usize>,
+}
+
+/// Encodes a cross-reference stream's rows (type, then the two fields the type gives meaning).
+pub(crate) fn encode_xref_rows(rows: &[[u64; 3]]) -> XrefData {
+    let mut widths = [0usize; 3];
+    for (i, width) in widths.iter_mut().enumerate() {
+        let largest = rows.iter().map(|r| r[i]).max().unwrap_or(0);
+        *width = (((64 - largest.leading_zeros()) as usize).div_ceil(8)).max(1);
+    }
+    let columns: usize = widths.iter().sum();
+    let mut plain = Vec::with_capacity(rows.len() * columns);
+    let mut predicted = Vec::with_capacity(rows.len() * (columns + 1));
+    let mut previous = vec![0u8; columns];
+    let mut current = Vec::with_capacity(columns);
+    for fields in rows {
+        current.clear();
+        for (value, &width) in fields.iter().zip(&widths) {
+            current.extend_from_slice(&value.to_be_bytes()[8 - width..]);
+        }
+        plain.extend_from_slice(&current);
+        predicted.push(2);
+        predicted.extend(current.iter().zip(&previous).map(|(now, before)| now.wrapping_sub(*before)));
+        std::mem::swap(&mut previous, &mut current);
+    }
+    // The filter and predictor cost about 60 bytes of dictionary: a small table gains a few
+    // bytes at most, and a deflate costs more than its data (libdeflate clears a 192 KiB hash
+    // table for every call), which a `split` into a thousand parts pays a thousand times.
+    if plain.len() < SMALLEST_XREF_WORTH_DEFLATING {
+        return XrefData { widths, data: plain, predictor_columns: None };
+    }
+    let compressed = deflate_best(&predicted);
+    if compressed.len() + 60 < plain.len() {
+        XrefData { widths, data: compressed, predictor_columns: Some(columns) }
+    } else {
+        XrefData { widths, data: plain, predictor_columns: None }
+    }
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -66,12 +66,7 @@ pub fn split(
         for batch in parts.chunks(PARTS_PER_BATCH) {
             let made: Vec<Vec<u8>> = batch
                 .par_iter()
-                .map(|part| {
-                    let mut result = extract(&document, &page_ids, part, max_inflate);
-                    let mut bytes = Vec::new();
-                    work::write_document(&mut result, &mut bytes, encryption.as_ref())?;
-                    Ok(bytes)
-                })
+                .map(|part| extract(&document, &page_ids, part, max_inflate).write(encryption.as_ref()))
                 .collect::<Result<_, PdfError>>()?;
             for (part, bytes) in batch.iter().zip(made) {
                 let name = unique(&mut names, part_name(part, digits));
@@ -83,7 +78,6 @@ pub fn split(
         let mut writer = zip.finish().map_err(zip_error)?;
         writer.flush()?;
         let file = writer.into_inner().map_err(|error| error.into_error())?;
-        file.sync_all()?;
         let output_bytes = file.metadata()?.len();
         Ok(Produced { output_bytes, pages: Some(page_ids.len() as u32) })
     })
@@ -101,20 +95,20 @@ pub fn pages(input: &Path, output: &Path, ranges: &PageRanges, max_inflate: usiz
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let listed: Vec<u32> = work::resolve(&ranges, page_ids.len())?.into_iter().flatten().collect();
         let encryption = document.encryption_state.take();
-        let mut result = extract(&document, &page_ids, &listed, max_inflate);
+        let bytes = extract(&document, &page_ids, &listed, max_inflate).write(encryption.as_ref())?;
         drop(document);
-        let output_bytes = work::save(&mut result, &output, encryption.as_ref())?;
-        Ok(Produced { output_bytes, pages: Some(listed.len() as u32) })
+        super::write_file(&output, &bytes)?;
+        Ok(Produced { output_bytes: bytes.len() as u64, pages: Some(listed.len() as u32) })
     })
 }
 
-/// The pages `listed` (numbers from 1 into `page_ids`) of `document` as a new document.
-fn extract(document: &Document, page_ids: &[ObjectId], listed: &[u32], max_inflate: usize) -> Document {
+/// The pages `listed` (numbers from 1 into `page_ids`) of `document`, to be written as a file.
+fn extract<'a>(document: &'a Document, page_ids: &[ObjectId], listed: &[u32], max_inflate: usize) -> Extract<'a> {
     let mut extract = Extract::new(document, max_inflate);
     for &page in listed {
         extract.add_page(page_ids[page as usize - 1]);
     }
-    extract.finish()
+    extract
 }
 
 /// `page-p003.pdf` for one page, `page-p003-007.pdf` for a run of pages, page numbers padded to
@@ -271,11 +265,20 @@ pub(crate) mod tests {
         document.get_dictionary_mut(ids[0]).unwrap().set("Annots", vec![annotation.into()]);
         let mut extract = Extract::new(&document, DEFAULT_MAX_INFLATE_BYTES);
         extract.add_page(ids[0]);
-        let result = extract.finish();
+        let result = Document::load_mem(&extract.write(None).unwrap()).unwrap();
         assert_eq!(result.get_pages().len(), 1);
         // Page, its content, annotation, the loop, page tree, catalog; not the font, which the
-        // (empty) content never names.
-        assert_eq!(result.objects.len(), 6, "{:?}", result.objects.keys());
+        // (empty) content never names. The file's object and cross-reference streams aside.
+        let objects: Vec<_> = result
+            .objects
+            .iter()
+            .filter(|(_, object)| !matches!(object.type_name(), Ok(b"ObjStm" | b"XRef")))
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(objects.len(), 6, "{objects:?}");
+        // The annotation's page is not in the part.
+        let annotation = result.objects.values().find(|o| o.type_name().ok() == Some(b"Annot")).unwrap();
+        assert_eq!(annotation.as_dict().unwrap().get(b"P").unwrap(), &lopdf::Object::Null);
     }
 
     #[test]
@@ -304,7 +307,7 @@ pub(crate) mod tests {
         assert_eq!(ids.len(), 2);
         let mut extract = Extract::new(&document, DEFAULT_MAX_INFLATE_BYTES);
         extract.add_page(ids[0]);
-        let result = extract.finish();
+        let result = Document::load_mem(&extract.write(None).unwrap()).unwrap();
         let page = result.get_dictionary(result.page_iter().next().unwrap()).unwrap();
         let parent = result.get_dictionary(page.get(b"Parent").unwrap().as_reference().unwrap()).unwrap();
         assert_eq!(parent.get_type().unwrap(), b"Pages");

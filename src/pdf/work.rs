@@ -1,6 +1,7 @@
 //! What the operations after `optimize` share: the guarded work thread, loading, page lists,
 //! inherited page attributes, copying only the objects some pages need, and saving.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -8,6 +9,7 @@ use std::path::Path;
 
 use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId, ObjectStreamConfig, SaveOptions};
 
+use super::file_writer::{self, Item, Layout};
 use super::{OBJECTS_PER_STREAM, PdfError, TrackedWriter};
 use crate::detect;
 use crate::domain::PageRanges;
@@ -65,7 +67,8 @@ pub(super) fn inherited<'a>(document: &'a Document, page_id: ObjectId, key: &[u8
     None
 }
 
-/// A new document made of some pages of `source`, holding only the objects those pages reach.
+/// Some pages of `source` as a PDF file of their own, holding only the objects those pages
+/// reach, written straight from the source: only the pages themselves are copied.
 ///
 /// Pages are copied with their inherited attributes written into them, so the new page tree is
 /// one flat node. A reference to a page of the source (a link's destination, an annotation's
@@ -74,40 +77,39 @@ pub(super) fn inherited<'a>(document: &'a Document, page_id: ObjectId, key: &[u8
 /// followed.
 pub(super) struct Extract<'a> {
     source: &'a Document,
-    target: Document,
-    /// Source object → its copy.
-    copied: HashMap<ObjectId, ObjectId>,
+    /// The result's objects, numbered from 1 in this order: the page tree, the pages, what they
+    /// reach, the catalog. All but the page tree and the catalog refer to the source's objects.
+    objects: Vec<Item<'a>>,
+    /// Source object → its number in the result; `None` for a page left out or an object the
+    /// source lacks, written as `null`.
+    numbers: HashMap<ObjectId, Option<ObjectId>>,
     /// Source page → its first copy.
     page_copies: HashMap<ObjectId, ObjectId>,
-    /// Copies allocated but not filled yet: (source, copy).
-    pending: Vec<(ObjectId, ObjectId)>,
     kids: Vec<Object>,
-    pages_id: ObjectId,
     max_inflate: usize,
 }
+
+/// The number a page copy's `/Parent` is written with in the source's numbering: the result's
+/// page tree. No source object can have it (65535 is the generation of free entries only).
+const PAGE_TREE: ObjectId = (u32::MAX, u16::MAX);
 
 impl<'a> Extract<'a> {
     /// An empty result from `source`; page content is read within `max_inflate` to find the
     /// resources a page uses.
     pub(super) fn new(source: &'a Document, max_inflate: usize) -> Self {
-        let mut target = Document::with_version(source.version.clone());
-        let pages_id = target.new_object_id();
+        let page_tree = Item { id: (1, 0), object: Cow::Owned(Object::Null), renumbered: false };
         Self {
             source,
-            target,
-            copied: HashMap::new(),
+            objects: vec![page_tree],
+            numbers: HashMap::from([(PAGE_TREE, Some((1, 0)))]),
             page_copies: HashMap::new(),
-            pending: Vec::new(),
             kids: Vec::new(),
-            pages_id,
             max_inflate,
         }
     }
 
     /// Copies the page `page_id` of the source to the end of the result.
     pub(super) fn add_page(&mut self, page_id: ObjectId) {
-        let copy = self.target.new_object_id();
-        self.page_copies.entry(page_id).or_insert(copy);
         let mut page = self.source.get_dictionary(page_id).cloned().unwrap_or_default();
         for key in INHERITED {
             if !page.has(key)
@@ -121,14 +123,10 @@ impl<'a> Extract<'a> {
         }
         // Article beads chain through every page of a thread; the result has no threads.
         page.remove(b"B");
-        page.remove(b"Parent");
+        page.set("Parent", Object::Reference(PAGE_TREE));
         page.set("Type", Object::Name(b"Page".to_vec()));
-        let mut page = self.translate(Object::Dictionary(page));
-        // Set after translating: the page tree's id is the result's, not the source's.
-        if let Object::Dictionary(page) = &mut page {
-            page.set("Parent", Object::Reference(self.pages_id));
-        }
-        self.target.objects.insert(copy, page);
+        let copy = self.push(Cow::Owned(Object::Dictionary(page)), true);
+        self.page_copies.entry(page_id).or_insert(copy);
         self.kids.push(Object::Reference(copy));
     }
 
@@ -173,66 +171,87 @@ impl<'a> Extract<'a> {
         Some(pruned)
     }
 
-    /// The result: every reached object copied, a page tree and a catalog around the pages.
-    pub(super) fn finish(mut self) -> Document {
-        while let Some((source_id, copy)) = self.pending.pop() {
-            let object = self.source.get_object(source_id).cloned().unwrap_or(Object::Null);
-            let object = self.translate(object);
-            self.target.objects.insert(copy, object);
-        }
+    /// The result as a PDF file, encrypted with `encryption` when given.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`file_writer::write_pdf`].
+    pub(super) fn write(mut self, encryption: Option<&EncryptionState>) -> Result<Vec<u8>, PdfError> {
+        self.reach_everything();
         let count = i64::try_from(self.kids.len()).unwrap_or(i64::MAX);
         let mut pages = Dictionary::new();
         pages.set("Type", Object::Name(b"Pages".to_vec()));
         pages.set("Count", count);
         pages.set("Kids", Object::Array(std::mem::take(&mut self.kids)));
-        self.target.objects.insert(self.pages_id, Object::Dictionary(pages));
+        self.objects[0].object = Cow::Owned(Object::Dictionary(pages));
         let mut catalog = Dictionary::new();
         catalog.set("Type", Object::Name(b"Catalog".to_vec()));
-        catalog.set("Pages", Object::Reference(self.pages_id));
-        let catalog_id = self.target.add_object(catalog);
-        self.target.trailer.set("Root", Object::Reference(catalog_id));
-        // The file identifier keys RC4 and AES-128 encryption; keep it for re-encrypting.
-        if let Ok(id) = self.source.trailer.get(b"ID") {
-            self.target.trailer.set("ID", id.clone());
+        catalog.set("Pages", Object::Reference((1, 0)));
+        let catalog_id = self.push(Cow::Owned(Object::Dictionary(catalog)), false);
+        let mut trailer = Dictionary::new();
+        trailer.set("Root", Object::Reference(catalog_id));
+        // The file identifier keys RC4 and AES-128 encryption; keep it for encrypting again.
+        if let Ok((_, id)) = self.source.trailer.get(b"ID").and_then(|id| self.source.dereference(id)) {
+            trailer.set("ID", id.clone());
         }
-        self.target
+        let layout = Layout {
+            version: &self.source.version,
+            objects_per_stream: OBJECTS_PER_STREAM,
+            level: PART_DEFLATE_LEVEL,
+            encryption,
+        };
+        let numbers = &self.numbers;
+        file_writer::write_pdf(&layout, self.objects, trailer, &|id| numbers.get(&id).copied().flatten())
     }
 
-    /// `object` with every reference replaced by the reference to its copy.
-    fn translate(&mut self, object: Object) -> Object {
-        match object {
-            Object::Reference(id) => self.reference(id),
-            Object::Array(items) => Object::Array(items.into_iter().map(|item| self.translate(item)).collect()),
-            Object::Dictionary(dict) => Object::Dictionary(self.translate_dict(dict)),
-            Object::Stream(mut stream) => {
-                stream.dict = self.translate_dict(std::mem::take(&mut stream.dict));
-                Object::Stream(stream)
+    /// Numbers every source object the result's objects refer to, directly or not, and adds it
+    /// to them.
+    fn reach_everything(&mut self) {
+        let mut found = Vec::new();
+        let mut next = 0;
+        while let Some(item) = self.objects.get(next) {
+            next += 1;
+            if item.renumbered {
+                references(&item.object, &mut found);
             }
-            other => other,
+            for id in found.drain(..) {
+                if self.numbers.contains_key(&id) {
+                    continue;
+                }
+                let number = match self.source.get_object(id) {
+                    Err(_) => None,
+                    Ok(Object::Dictionary(dict)) if matches!(dict.get_type(), Ok(b"Page" | b"Pages")) => {
+                        self.page_copies.get(&id).copied()
+                    }
+                    Ok(object) => Some(self.push(Cow::Borrowed(object), true)),
+                };
+                self.numbers.insert(id, number);
+            }
         }
     }
 
-    fn translate_dict(&mut self, dict: Dictionary) -> Dictionary {
-        let mut translated = Dictionary::new();
-        for (key, value) in dict {
-            let value = self.translate(value);
-            translated.set(key, value);
-        }
-        translated
+    /// Adds `object` to the result; its number.
+    fn push(&mut self, object: Cow<'a, Object>, renumbered: bool) -> ObjectId {
+        let id = (u32::try_from(self.objects.len() + 1).unwrap_or(u32::MAX), 0);
+        self.objects.push(Item { id, object, renumbered });
+        id
     }
+}
 
-    fn reference(&mut self, id: ObjectId) -> Object {
-        if let Some(copy) = self.copied.get(&id) {
-            return Object::Reference(*copy);
+/// libdeflate's level for a part's object streams: parts are many, their objects few.
+const PART_DEFLATE_LEVEL: i32 = 6;
+
+/// Appends the references in `object` to `found`, except a stream's `/Length`, which the
+/// writer replaces.
+fn references(object: &Object, found: &mut Vec<ObjectId>) {
+    match object {
+        Object::Reference(id) => found.push(*id),
+        Object::Array(items) => items.iter().for_each(|item| references(item, found)),
+        Object::Dictionary(dict) => dict.iter().for_each(|(_, value)| references(value, found)),
+        Object::Stream(stream) => {
+            stream.dict.iter().filter(|(key, _)| *key != b"Length").for_each(|(_, value)| references(value, found));
         }
-        let kind = self.source.get_dictionary(id).ok().and_then(|dict| dict.get_type().ok());
-        if matches!(kind, Some(b"Page" | b"Pages")) {
-            return self.page_copies.get(&id).map_or(Object::Null, |copy| Object::Reference(*copy));
-        }
-        let copy = self.target.new_object_id();
-        self.copied.insert(id, copy);
-        self.pending.push((id, copy));
-        Object::Reference(copy)
+        _ => {}
     }
 }
 
@@ -263,7 +282,7 @@ pub(super) fn write_document(
     document.save_with_options(sink, options).map_err(|error| PdfError::unreadable(format!("saving: {error}")))
 }
 
-/// Writes `document` to the file `output` (see [`write_document`]), synced; returns its size.
+/// Writes `document` to the file `output` (see [`write_document`]); returns its size.
 pub(super) fn save(
     document: &mut Document,
     output: &Path,
@@ -278,7 +297,6 @@ pub(super) fn save(
         });
     }
     let file = sink.inner.into_inner().map_err(|error| error.into_error())?;
-    file.sync_all()?;
     Ok(file.metadata()?.len())
 }
 

@@ -5,7 +5,7 @@
 //! stage checks its size and sha256 in full before every use (`process::verify_source`), so bytes a
 //! power cut takes back are found there and downloaded again. A sync would make every download
 //! wait for the disk to protect against a rare event that the check already covers; results,
-//! which are not copies of anything, are synced (`pdf.rs`).
+//! which are not copies of anything, are synced (`operations::run_contained`).
 
 use std::fs::File;
 use std::io;

@@ -137,7 +137,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         operation.output().extension()
     ));
     work_file.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
-    // The file's bytes are synced (`pdf.rs`); its name in `results/<ticket>/`, and that folder's
+    // The file's bytes are synced (`operations::run_contained`); its name in `results/<ticket>/`, and that folder's
     // in `results/`, must survive a power cut too, since `ready` deletes the source.
     for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
         std::fs::File::open(dir)

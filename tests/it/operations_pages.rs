@@ -63,6 +63,38 @@ fn pages_and_split_through_the_cli() {
     assert_eq!(lopdf::Document::load_mem(&bytes).expect("a PDF").get_pages().len(), 1);
 }
 
+/// Page `page` of the PDF at `path` as Poppler draws it: a small grey PGM.
+fn rendered(path: &Path, page: u32) -> Vec<u8> {
+    let page = page.to_string();
+    let out = std::process::Command::new("pdftoppm")
+        .args(["-r", "24", "-gray", "-f", &page, "-l", &page])
+        .arg(path)
+        .output()
+        .expect("pdftoppm runs (poppler-utils)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+#[test]
+fn every_part_of_a_split_draws_as_its_page_of_the_source() {
+    for name in ["pdf/text-20pages.pdf", "pdf/scan-2pages.pdf", "pdf/aes256-ownerpw-only.pdf"] {
+        let (dir, output, out) = process(name, &["split"], "out.zip");
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let source = dir.path().join("in.pdf");
+        let mut archive = zip::ZipArchive::new(std::fs::File::open(&output).expect("open")).expect("a ZIP");
+        let pages = lopdf::Document::load(&source).expect("the source").get_pages().len();
+        assert_eq!(archive.len(), pages, "{name}");
+        for k in 0..archive.len() {
+            let mut bytes = Vec::new();
+            archive.by_index(k).expect("entry").read_to_end(&mut bytes).expect("read");
+            let part = dir.path().join(format!("part-{k}.pdf"));
+            std::fs::write(&part, &bytes).expect("write");
+            let page = u32::try_from(k + 1).expect("few pages");
+            assert!(rendered(&part, 1) == rendered(&source, page), "{name}: part {page} draws differently");
+        }
+    }
+}
+
 #[test]
 fn text_and_rotate_through_the_cli() {
     let (_dir, output, out) = process("pdf/text-20pages.pdf", &["text"], "out.txt");
@@ -102,7 +134,7 @@ fn recording_child(dir: &Path) -> PathBuf {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {dir}/args\ncat > {dir}/stdin\n\
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {dir}/args\ncat > {dir}/stdin\nprintf x > {dir}/out.pdf\n\
              echo '{{\"outcome\":\"done\",\"output_bytes\":1,\"pages\":1}}'\n",
             dir = dir.display()
         ),
@@ -136,4 +168,23 @@ async fn the_password_goes_to_the_childs_stdin_and_never_on_its_command_line() {
     let args = std::fs::read_to_string(dir.path().join("args")).expect("args");
     assert!(args.contains("decrypt") && !args.contains("horse"), "{args}");
     assert_eq!(std::fs::read_to_string(dir.path().join("stdin")).expect("stdin"), "correct horse");
+}
+
+#[tokio::test]
+async fn a_child_that_reports_a_result_it_did_not_write_has_crashed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = recording_child(dir.path());
+    let request = Request {
+        password: None,
+        work: Work::Builtin(Operation::Optimize),
+        input: dir.path().join("in.pdf"),
+        // Not where the child writes.
+        output: dir.path().join("elsewhere.pdf"),
+        lang: operations::DEFAULT_LANG.into(),
+        limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(30), max_inflate: 1 << 20 },
+        shrink: operations::ShrinkSettings::default(),
+        texts_lang: docket::texts::Lang::ENGLISH,
+    };
+    let outcome = operations::run_contained(&program, &request).await.expect("starts");
+    assert!(matches!(&outcome, Outcome::Crashed { detail } if detail.contains("did not write")), "{outcome:?}");
 }

@@ -102,7 +102,6 @@ pub fn text(input: &Path, output: &Path, max_inflate: usize, lang: texts::Lang) 
         }
         sink.flush()?;
         let file = sink.into_inner().map_err(|error| error.into_error())?;
-        file.sync_all()?;
         let output_bytes = file.metadata()?.len();
         Ok(Produced { output_bytes, pages: Some(page_ids.len() as u32) })
     })
