@@ -5,9 +5,9 @@
 //! attributes, the fonts and XObjects their content names, and what those refer to; a
 //! reference to a page left out becomes `null`. So a one-page part of a large document is
 //! about as big as that page, never the whole document with pages deleted. Parts are made on
-//! every core, a batch of them at a time, and the ZIP is written entry by entry to its file:
-//! only one batch of parts and the archive's directory (a few dozen bytes per entry) are in
-//! memory besides the document.
+//! every core, a batch of them at a time, and the ZIP is written entry by entry to its file
+//! while the next batch is made: only two batches of parts and the archive's directory (a few
+//! dozen bytes per entry) are in memory besides the document.
 //!
 //! A document encrypted with an owner password only gives parts encrypted the same way, as
 //! [`super::optimize()`] does; the streams are copied as they are, never decoded.
@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::mpsc;
 
 use lopdf::{Document, ObjectId};
 use rayon::prelude::*;
@@ -55,32 +56,56 @@ pub fn split(
         };
         let encryption = document.encryption_state.take();
         let digits = page_ids.len().to_string().len().max(3);
-        let file = File::create(&output)?;
-        let mut zip = ZipWriter::new(BufWriter::with_capacity(1 << 20, file));
-        // The parts are PDFs with compressed object streams: deflating them again gains little
-        // and costs most of the time.
-        let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-        let mut names = HashSet::new();
-        // Parts are made on every core, a batch at a time, and written in order: a batch's parts
-        // are all that is held in memory besides the document.
-        for batch in parts.chunks(PARTS_PER_BATCH) {
-            let made: Vec<Vec<u8>> = batch
-                .par_iter()
-                .map(|part| extract(&document, &page_ids, part, max_inflate).write(encryption.as_ref()))
-                .collect::<Result<_, PdfError>>()?;
-            for (part, bytes) in batch.iter().zip(made) {
-                let name = unique(&mut names, part_name(part, digits));
-                zip.start_file(name, options).map_err(zip_error)?;
-                zip.write_all(&bytes)?;
-            }
-        }
-        drop(document);
-        let mut writer = zip.finish().map_err(zip_error)?;
-        writer.flush()?;
-        let file = writer.into_inner().map_err(|error| error.into_error())?;
-        let output_bytes = file.metadata()?.len();
-        Ok(Produced { output_bytes, pages: Some(page_ids.len() as u32) })
+        let shared = work::shared_resources(&document, &page_ids);
+        // Parts are made on every core, a batch at a time, and written in order by a thread of
+        // their own while the next batch is made: two batches of parts are all that is held in
+        // memory besides the document.
+        let (parts_made, parts_to_write) = mpsc::sync_channel::<(String, Vec<u8>)>(PARTS_PER_BATCH);
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(move || write_zip(&output, parts_to_write));
+            let made = (|| {
+                let mut names = HashSet::new();
+                for batch in parts.chunks(PARTS_PER_BATCH) {
+                    let made: Vec<Vec<u8>> = batch
+                        .par_iter()
+                        .map(|part| {
+                            extract(&document, &shared, &page_ids, part, max_inflate).write(encryption.as_ref())
+                        })
+                        .collect::<Result<_, PdfError>>()?;
+                    for (part, bytes) in batch.iter().zip(made) {
+                        if parts_made.send((unique(&mut names, part_name(part, digits)), bytes)).is_err() {
+                            // The writer stopped: its error says why.
+                            return Ok(());
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            drop(parts_made);
+            let page_count = page_ids.len() as u32;
+            drop(document);
+            let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            made.and(written).map(|output_bytes| Produced { output_bytes, pages: Some(page_count) })
+        })
     })
+}
+
+/// Writes the parts that come from `parts` into a ZIP at `output`, until the sender is done;
+/// the ZIP's size.
+fn write_zip(output: &Path, parts: mpsc::Receiver<(String, Vec<u8>)>) -> Result<u64, PdfError> {
+    // Parts pass the buffer by: only the entries' headers are small enough to gather.
+    let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, File::create(output)?));
+    // The parts are PDFs with compressed object streams: deflating them again gains little
+    // and costs most of the time.
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in parts {
+        zip.start_file(name, options).map_err(zip_error)?;
+        zip.write_all(&bytes)?;
+    }
+    let mut writer = zip.finish().map_err(zip_error)?;
+    writer.flush()?;
+    let file = writer.into_inner().map_err(|error| error.into_error())?;
+    Ok(file.metadata()?.len())
 }
 
 /// `pages`: the pages `ranges` lists, in that order (a page listed twice appears twice), as one
@@ -95,7 +120,8 @@ pub fn pages(input: &Path, output: &Path, ranges: &PageRanges, max_inflate: usiz
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let listed: Vec<u32> = work::resolve(&ranges, page_ids.len())?.into_iter().flatten().collect();
         let encryption = document.encryption_state.take();
-        let bytes = extract(&document, &page_ids, &listed, max_inflate).write(encryption.as_ref())?;
+        let shared = work::shared_resources(&document, &page_ids);
+        let bytes = extract(&document, &shared, &page_ids, &listed, max_inflate).write(encryption.as_ref())?;
         drop(document);
         super::write_file(&output, &bytes)?;
         Ok(Produced { output_bytes: bytes.len() as u64, pages: Some(listed.len() as u32) })
@@ -103,8 +129,14 @@ pub fn pages(input: &Path, output: &Path, ranges: &PageRanges, max_inflate: usiz
 }
 
 /// The pages `listed` (numbers from 1 into `page_ids`) of `document`, to be written as a file.
-fn extract<'a>(document: &'a Document, page_ids: &[ObjectId], listed: &[u32], max_inflate: usize) -> Extract<'a> {
-    let mut extract = Extract::new(document, max_inflate);
+fn extract<'a>(
+    document: &'a Document,
+    shared_resources: &'a HashSet<ObjectId>,
+    page_ids: &[ObjectId],
+    listed: &[u32],
+    max_inflate: usize,
+) -> Extract<'a> {
+    let mut extract = Extract::new(document, shared_resources, max_inflate);
     for &page in listed {
         extract.add_page(page_ids[page as usize - 1]);
     }
@@ -263,12 +295,14 @@ pub(crate) mod tests {
         document.objects.insert(looped, lopdf::Object::Array(vec![lopdf::Object::Reference(looped)]));
         let annotation = document.add_object(lopdf::dictionary! { "Type" => "Annot", "P" => ids[1], "Loop" => looped });
         document.get_dictionary_mut(ids[0]).unwrap().set("Annots", vec![annotation.into()]);
-        let mut extract = Extract::new(&document, DEFAULT_MAX_INFLATE_BYTES);
+        let shared = work::shared_resources(&document, &ids);
+        let mut extract = Extract::new(&document, &shared, DEFAULT_MAX_INFLATE_BYTES);
         extract.add_page(ids[0]);
         let result = Document::load_mem(&extract.write(None).unwrap()).unwrap();
         assert_eq!(result.get_pages().len(), 1);
         // Page, its content, annotation, the loop, page tree, catalog; not the font, which the
-        // (empty) content never names. The file's object and cross-reference streams aside.
+        // (empty) content never names in the resources both pages share. The file's object and
+        // cross-reference streams aside.
         let objects: Vec<_> = result
             .objects
             .iter()
@@ -279,6 +313,35 @@ pub(crate) mod tests {
         // The annotation's page is not in the part.
         let annotation = result.objects.values().find(|o| o.type_name().ok() == Some(b"Annot")).unwrap();
         assert_eq!(annotation.as_dict().unwrap().get(b"P").unwrap(), &lopdf::Object::Null);
+    }
+
+    /// The objects of a one-page part of `document`'s first page that are fonts.
+    fn fonts_in_part(document: &Document) -> usize {
+        let ids: Vec<ObjectId> = document.page_iter().collect();
+        let shared = work::shared_resources(document, &ids);
+        let mut extract = Extract::new(document, &shared, DEFAULT_MAX_INFLATE_BYTES);
+        extract.add_page(ids[0]);
+        let result = Document::load_mem(&extract.write(None).unwrap()).unwrap();
+        result.objects.values().filter(|o| o.type_name().ok() == Some(b"Font")).count()
+    }
+
+    #[test]
+    fn shared_or_inherited_resources_are_pruned_to_what_the_page_names_and_its_own_are_kept() {
+        // Both pages name one resource dictionary: pruned to what the (empty) content uses.
+        assert_eq!(fonts_in_part(&crate::pdf::text::tests::document_with_pages(&["", ""])), 0);
+        assert_eq!(fonts_in_part(&crate::pdf::text::tests::document_with_pages(&["BT /F1 9 Tf ET", ""])), 1);
+        // Inherited from the page tree: pruned too.
+        let mut inherited = crate::pdf::text::tests::document_with_pages(&["", ""]);
+        let ids: Vec<ObjectId> = inherited.page_iter().collect();
+        let resources = inherited.get_dictionary(ids[0]).unwrap().get(b"Resources").unwrap().clone();
+        for id in &ids {
+            inherited.get_dictionary_mut(*id).unwrap().remove(b"Resources");
+        }
+        let tree = inherited.get_dictionary(ids[0]).unwrap().get(b"Parent").unwrap().as_reference().unwrap();
+        inherited.get_dictionary_mut(tree).unwrap().set("Resources", resources);
+        assert_eq!(fonts_in_part(&inherited), 0);
+        // The only page's own resources are taken as they are.
+        assert_eq!(fonts_in_part(&crate::pdf::text::tests::document_with_pages(&[""])), 1);
     }
 
     #[test]
@@ -305,7 +368,8 @@ pub(crate) mod tests {
         document.trailer.set("Root", (1, 0));
         let ids: Vec<ObjectId> = document.page_iter().collect();
         assert_eq!(ids.len(), 2);
-        let mut extract = Extract::new(&document, DEFAULT_MAX_INFLATE_BYTES);
+        let shared = HashSet::new();
+        let mut extract = Extract::new(&document, &shared, DEFAULT_MAX_INFLATE_BYTES);
         extract.add_page(ids[0]);
         let result = Document::load_mem(&extract.write(None).unwrap()).unwrap();
         let page = result.get_dictionary(result.page_iter().next().unwrap()).unwrap();
