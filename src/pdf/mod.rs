@@ -63,7 +63,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Instant;
 
-use lopdf::{Document, LoadOptions, Object, ObjectStreamConfig, SaveOptions};
+use lopdf::{Document, LoadOptions, Object};
 
 use crate::detect::{self, DetectedFormat};
 use crate::domain::Operation;
@@ -382,35 +382,17 @@ fn rewrite(
     optimize::merge_identical_streams(&mut document);
     document.prune_objects();
     document.renumber_objects();
-    if let Some(state) = &encryption {
-        // lopdf writes an encrypted document without object streams; this writer packs them.
-        let saved = file_writer::save_encrypted(document, state, OBJECTS_PER_STREAM, optimize::BEST_LEVEL)?;
-        write_file(output, &saved)?;
-        return Ok(pages);
-    }
-    let options = SaveOptions {
-        use_object_streams: true,
-        use_xref_streams: true,
-        object_stream_config: ObjectStreamConfig { max_objects_per_stream: OBJECTS_PER_STREAM, compression_level: 9 },
-        ..SaveOptions::default()
-    };
-
-    // Saved into memory first (the result is smaller than the input, which is in memory
-    // already), so the cross-reference stream can be compacted before it reaches the disk.
-    let mut saved = Vec::with_capacity(bytes.len());
-    document
-        .save_with_options(&mut saved, options)
-        .map_err(|error| PdfError::unreadable(format!("saving: {error}")))?;
-    optimize::compact_xref_stream(&mut saved);
+    // Written into memory first (the result is smaller than the input, which is in memory
+    // already), then to the file in one write.
+    let saved = file_writer::save(&document, encryption.as_ref(), OBJECTS_PER_STREAM, optimize::BEST_LEVEL)?;
     write_file(output, &saved)?;
     Ok(pages)
 }
 
 /// Sets every stream's `/Length` to the number of bytes it holds.
 ///
-/// lopdf writes a stream's dictionary as it was read, and an indirect `/Length` whose object
-/// was lost in a damaged file would be written as a dangling reference. The stream's content is
-/// what gets written, so its length is known; the old length objects are pruned afterwards.
+/// The writer writes a stream's length from its content whatever the dictionary says; set here,
+/// the old length objects (indirect `/Length`s) are referred to no more and pruned.
 fn write_lengths_directly(document: &mut Document) {
     for object in document.objects.values_mut() {
         if let Object::Stream(stream) = object {

@@ -249,142 +249,6 @@ fn redirect(object: &mut Object, replace: &HashMap<ObjectId, ObjectId>) {
     }
 }
 
-/// Rewrites the cross-reference stream at the end of `pdf`, as lopdf writes it (uncompressed,
-/// 7 bytes an entry), with the narrowest field widths, the PNG "Up" predictor and Flate, as
-/// qpdf does: on a file of 60,000 objects, 414 KB become 13 KB. It stays where it was, so
-/// `startxref` still points at it; anything unexpected leaves `pdf` as it is.
-pub(crate) fn compact_xref_stream(pdf: &mut Vec<u8>) {
-    if let Some(compacted) = compacted_xref_stream(pdf) {
-        let (at, replacement) = compacted;
-        pdf.truncate(at);
-        pdf.extend_from_slice(&replacement);
-    }
-}
-
-fn compacted_xref_stream(pdf: &[u8]) -> Option<(usize, Vec<u8>)> {
-    let tail_from = pdf.len().saturating_sub(64);
-    let marker = find_last(&pdf[tail_from..], b"startxref")? + tail_from;
-    let offset: usize = std::str::from_utf8(&pdf[marker + 9..]).ok()?.split_whitespace().next()?.parse().ok()?;
-    let object = pdf.get(offset..marker)?;
-    let dict_start = find(object, b"<<")?;
-    let stream_keyword = find(object, b">>stream")?;
-    let dict = std::str::from_utf8(&object[dict_start + 2..stream_keyword]).ok()?;
-    if !dict.contains("/Type/XRef") || dict.contains("/Filter") || dict.contains("/DecodeParms") {
-        return None;
-    }
-    let widths: Vec<usize> =
-        between(dict, "/W[", "]")?.split_whitespace().map(|w| w.parse().ok()).collect::<Option<_>>()?;
-    let length: usize =
-        between(dict, "/Length ", "/").or_else(|| dict.split("/Length ").nth(1))?.trim().parse().ok()?;
-    let data_start =
-        stream_keyword + b">>stream".len() + usize::from(object.get(stream_keyword + 8) == Some(&b'\r')) + 1;
-    let data = object.get(data_start..data_start + length)?;
-    let row = widths.iter().sum::<usize>();
-    if widths.len() != 3 || row == 0 || data.len() % row != 0 {
-        return None;
-    }
-    // Each field's value, and the bytes the largest needs.
-    let rows: Vec<[u64; 3]> = data
-        .chunks_exact(row)
-        .map(|entry| {
-            let mut fields = [0u64; 3];
-            let mut at = 0;
-            for (field, &width) in fields.iter_mut().zip(&widths) {
-                *field = entry[at..at + width].iter().fold(0, |value, &byte| value << 8 | u64::from(byte));
-                at += width;
-            }
-            fields
-        })
-        .collect();
-    let encoded = encode_xref_rows(&rows);
-    let [w1, w2, w3] = encoded.widths;
-    let mut new_dict = String::with_capacity(dict.len() + 64);
-    for part in dict.split('/').filter(|p| !p.is_empty()) {
-        if part.starts_with("W[") || part.starts_with("Length ") {
-            continue;
-        }
-        new_dict.push('/');
-        new_dict.push_str(part);
-    }
-    // A name split on '/' could only be an /ID string holding '/', which lopdf writes in hex.
-    new_dict.push_str(&format!("/W[{w1} {w2} {w3}]"));
-    if let Some(columns) = encoded.predictor_columns {
-        new_dict.push_str(&format!("/Filter/FlateDecode/DecodeParms<</Columns {columns}/Predictor 12>>"));
-    }
-    new_dict.push_str(&format!("/Length {}", encoded.data.len()));
-    let compressed = encoded.data;
-    let mut replacement = Vec::with_capacity(compressed.len() + 256);
-    replacement.extend_from_slice(&object[..dict_start]);
-    replacement.extend_from_slice(format!("<<{new_dict}>>stream\n").as_bytes());
-    replacement.extend_from_slice(&compressed);
-    replacement.extend_from_slice(format!("\nendstream\nendobj\nstartxref\n{offset}\n%%EOF\n").as_bytes());
-    (replacement.len() < pdf.len() - offset).then_some((offset, replacement))
-}
-
-/// Cross-reference rows smaller than this are not deflated (see [`encode_xref_rows`]).
-const SMALLEST_XREF_WORTH_DEFLATING: usize = 1024;
-
-/// A cross-reference stream's data, as qpdf writes it.
-pub(crate) struct XrefData {
-    /// Bytes of each field: the narrowest that hold every row's value.
-    pub(crate) widths: [usize; 3],
-    /// The rows, deflated after the PNG "Up" predictor when that is smaller, as they are
-    /// otherwise.
-    pub(crate) data: Vec<u8>,
-    /// The predictor's `/Columns` when the data is deflated.
-    pub(crate) predictor_columns: Option<usize>,
-}
-
-/// Encodes a cross-reference stream's rows (type, then the two fields the type gives meaning).
-pub(crate) fn encode_xref_rows(rows: &[[u64; 3]]) -> XrefData {
-    let mut widths = [0usize; 3];
-    for (i, width) in widths.iter_mut().enumerate() {
-        let largest = rows.iter().map(|r| r[i]).max().unwrap_or(0);
-        *width = (((64 - largest.leading_zeros()) as usize).div_ceil(8)).max(1);
-    }
-    let columns: usize = widths.iter().sum();
-    let mut plain = Vec::with_capacity(rows.len() * columns);
-    let mut predicted = Vec::with_capacity(rows.len() * (columns + 1));
-    let mut previous = vec![0u8; columns];
-    let mut current = Vec::with_capacity(columns);
-    for fields in rows {
-        current.clear();
-        for (value, &width) in fields.iter().zip(&widths) {
-            current.extend_from_slice(&value.to_be_bytes()[8 - width..]);
-        }
-        plain.extend_from_slice(&current);
-        predicted.push(2);
-        predicted.extend(current.iter().zip(&previous).map(|(now, before)| now.wrapping_sub(*before)));
-        std::mem::swap(&mut previous, &mut current);
-    }
-    // The filter and predictor cost about 60 bytes of dictionary: a small table gains a few
-    // bytes at most, and a deflate costs more than its data (libdeflate clears a 192 KiB hash
-    // table for every call), which a `split` into a thousand parts pays a thousand times.
-    if plain.len() < SMALLEST_XREF_WORTH_DEFLATING {
-        return XrefData { widths, data: plain, predictor_columns: None };
-    }
-    let compressed = deflate_best(&predicted);
-    if compressed.len() + 60 < plain.len() {
-        XrefData { widths, data: compressed, predictor_columns: Some(columns) }
-    } else {
-        XrefData { widths, data: plain, predictor_columns: None }
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
-}
-
-fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
-    let from = text.find(start)? + start.len();
-    let to = text[from..].find(end)? + from;
-    Some(&text[from..to])
-}
-
 #[cfg(test)]
 mod tests {
 
@@ -396,7 +260,7 @@ mod tests {
     }
 
     use super::*;
-    use lopdf::{Dictionary, dictionary};
+    use lopdf::Dictionary;
 
     #[test]
     fn a_flate_stream_that_inflates_past_the_cap_is_refused() {
@@ -438,45 +302,6 @@ mod tests {
         let id = document.add_object(stream);
         compress_streams(&mut document, 1 << 20).unwrap();
         assert_eq!(document.get_object(id).unwrap().as_stream().unwrap().content, damaged);
-    }
-
-    #[test]
-    fn the_cross_reference_stream_is_compacted_and_still_reads() {
-        use lopdf::{ObjectStreamConfig, SaveOptions};
-        let mut document = Document::with_version("1.7");
-        let pages = document.new_object_id();
-        let mut kids = Vec::new();
-        for n in 0..3000 {
-            let content = document.add_object(Stream::new(Dictionary::new(), format!("BT ({n}) Tj ET").into_bytes()));
-            kids.push(Object::Reference(document.add_object(dictionary! {
-                "Type" => "Page", "Parent" => pages, "Contents" => content,
-                "MediaBox" => vec![0.into(), 0.into(), 10.into(), 10.into()],
-            })));
-        }
-        document
-            .objects
-            .insert(pages, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 3000 }));
-        let catalog = document.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages });
-        document.trailer.set("Root", catalog);
-        let options = SaveOptions {
-            use_object_streams: true,
-            use_xref_streams: true,
-            object_stream_config: ObjectStreamConfig { max_objects_per_stream: 200, compression_level: 9 },
-            ..SaveOptions::default()
-        };
-        let mut saved = Vec::new();
-        document.save_with_options(&mut saved, options).unwrap();
-        let before = saved.len();
-        compact_xref_stream(&mut saved);
-        assert!(saved.len() + 20_000 < before, "{} -> {}", before, saved.len());
-        let reloaded = Document::load_mem(&saved).unwrap();
-        assert_eq!(reloaded.get_pages().len(), 3000);
-        let last = reloaded.get_pages()[&3000];
-        assert_eq!(reloaded.get_page_content(last), b"BT (2999) Tj ET\n");
-        // Once compacted, there is nothing left to do.
-        let once = saved.clone();
-        compact_xref_stream(&mut saved);
-        assert_eq!(saved, once);
     }
 
     #[test]
