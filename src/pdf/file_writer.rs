@@ -115,7 +115,13 @@ pub(crate) fn write_pdf(
     }
     let xref_id = new_id()?;
 
-    let mut out = Vec::new();
+    // Room for the streams' data up front: for a scan that is nearly all of the file, and
+    // growing into it would copy it again and again.
+    let stream_bytes: usize =
+        direct.iter().filter_map(|item| item.object.as_stream().ok()).map(|s| s.content.len()).sum();
+    let packed_bytes: usize =
+        written_by_us.iter().filter_map(|(_, object)| object.as_stream().ok()).map(|s| s.content.len()).sum();
+    let mut out = Vec::with_capacity(stream_bytes + packed_bytes + 64 * direct.len() + 4096);
     writeln!(out, "%PDF-{}", layout.version.max("1.5"))?;
     out.extend_from_slice(b"%\xe2\xe3\xcf\xd3\n");
     for item in &direct {
