@@ -288,18 +288,25 @@ mod tests {
         assert!(matches!(result, Err(PdfError::InflatesTooMuch { limit: 99_999 })), "{result:?}");
     }
 
-    #[test]
-    fn a_weakly_deflated_stream_is_deflated_again_smaller_to_the_same_data() {
+    /// 200 kB of patterned bytes, deflated by zlib at `level`, as the one stream of a document;
+    /// the bytes, the deflated data, the document after [`compress_streams`] and the stream's id.
+    fn recompressed(level: flate2::Compression) -> (Vec<u8>, Vec<u8>, Document, ObjectId) {
         use std::io::Write;
         let plain: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8 ^ (i / 977) as u8).collect();
-        let mut weak = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        weak.write_all(&plain).unwrap();
-        let weak = weak.finish().unwrap();
-        let mut stream = Stream::new(Dictionary::new(), weak.clone());
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
+        encoder.write_all(&plain).unwrap();
+        let deflated = encoder.finish().unwrap();
+        let mut stream = Stream::new(Dictionary::new(), deflated.clone());
         stream.dict.set("Filter", "FlateDecode");
         let mut document = Document::with_version("1.7");
         let id = document.add_object(stream);
         compress_streams(&mut document, 1 << 20).unwrap();
+        (plain, deflated, document, id)
+    }
+
+    #[test]
+    fn a_weakly_deflated_stream_is_deflated_again_smaller_to_the_same_data() {
+        let (plain, weak, document, id) = recompressed(flate2::Compression::fast());
         let stream = document.get_object(id).unwrap().as_stream().unwrap();
         assert!(stream.content.len() < weak.len(), "{} >= {}", stream.content.len(), weak.len());
         assert_eq!(inflate(&stream.content, 1 << 20).unwrap().unwrap(), plain);
@@ -307,17 +314,8 @@ mod tests {
 
     #[test]
     fn a_stream_deflated_at_zlibs_best_is_left_as_it_is() {
-        use std::io::Write;
-        let plain: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8 ^ (i / 977) as u8).collect();
-        let mut best = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
-        best.write_all(&plain).unwrap();
-        let best = best.finish().unwrap();
+        let (_, best, document, id) = recompressed(flate2::Compression::best());
         assert_eq!(best[..2], [0x78, 0xDA]);
-        let mut stream = Stream::new(Dictionary::new(), best.clone());
-        stream.dict.set("Filter", "FlateDecode");
-        let mut document = Document::with_version("1.7");
-        let id = document.add_object(stream);
-        compress_streams(&mut document, 1 << 20).unwrap();
         assert_eq!(document.get_object(id).unwrap().as_stream().unwrap().content, best);
     }
 

@@ -146,22 +146,26 @@ fn recording_child(dir: &Path) -> PathBuf {
     script
 }
 
+/// A request for `work` on `dir/in.pdf`, its result to `dir/output`.
+fn request_in(dir: &Path, work: Work, output: &str) -> Request {
+    Request {
+        password: work.password(),
+        work,
+        input: dir.join("in.pdf"),
+        output: dir.join(output),
+        lang: operations::DEFAULT_LANG.into(),
+        limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(30), max_inflate: 1 << 20 },
+        shrink: operations::ShrinkSettings::default(),
+        texts_lang: docket::texts::Lang::ENGLISH,
+    }
+}
+
 #[tokio::test]
 async fn the_password_goes_to_the_childs_stdin_and_never_on_its_command_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let program = recording_child(dir.path());
     let operation = Operation::Decrypt { password: Password::new("correct horse".into()) };
-    let work = Work::Builtin(operation);
-    let request = Request {
-        password: work.password(),
-        work,
-        input: dir.path().join("in.pdf"),
-        output: dir.path().join("out.pdf"),
-        lang: operations::DEFAULT_LANG.into(),
-        limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(30), max_inflate: 1 << 20 },
-        shrink: operations::ShrinkSettings::default(),
-        texts_lang: docket::texts::Lang::ENGLISH,
-    };
+    let request = request_in(dir.path(), Work::Builtin(operation), "out.pdf");
     assert!(request.child_args().iter().all(|arg| !arg.to_string_lossy().contains("horse")));
     let outcome = operations::run_contained(&program, &request).await.expect("starts");
     assert!(matches!(outcome, Outcome::Reported(Report::Done { .. })), "{outcome:?}");
@@ -174,17 +178,8 @@ async fn the_password_goes_to_the_childs_stdin_and_never_on_its_command_line() {
 async fn a_child_that_reports_a_result_it_did_not_write_has_crashed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let program = recording_child(dir.path());
-    let request = Request {
-        password: None,
-        work: Work::Builtin(Operation::Optimize),
-        input: dir.path().join("in.pdf"),
-        // Not where the child writes.
-        output: dir.path().join("elsewhere.pdf"),
-        lang: operations::DEFAULT_LANG.into(),
-        limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(30), max_inflate: 1 << 20 },
-        shrink: operations::ShrinkSettings::default(),
-        texts_lang: docket::texts::Lang::ENGLISH,
-    };
+    // Not where the child writes.
+    let request = request_in(dir.path(), Work::Builtin(Operation::Optimize), "elsewhere.pdf");
     let outcome = operations::run_contained(&program, &request).await.expect("starts");
     assert!(matches!(&outcome, Outcome::Crashed { detail } if detail.contains("did not write")), "{outcome:?}");
 }
