@@ -30,7 +30,7 @@ pub fn decrypt(input: &Path, output: &Path, password: &Password, max_inflate: us
         drop(bytes);
         let pages = work::page_ids(&document)?.len() as u32;
         document.encryption_state = None;
-        let output_bytes = work::save(&mut document, &output, None)?;
+        let output_bytes = work::save(&document, &output, None)?;
         Ok(Produced { output_bytes, pages: Some(pages) })
     })
 }

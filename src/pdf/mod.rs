@@ -462,44 +462,6 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     format!("lopdf panicked: {message}")
 }
 
-/// Passes writes through to `inner` and keeps the first error `inner` returned, so a failed save
-/// can tell the disk's errors from lopdf's.
-struct TrackedWriter<W> {
-    inner: W,
-    failure: Option<std::io::Error>,
-}
-
-impl<W: Write> TrackedWriter<W> {
-    fn new(inner: W) -> Self {
-        Self { inner, failure: None }
-    }
-
-    fn track<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
-        result.map_err(|error| {
-            let echo = std::io::Error::new(error.kind(), error.to_string());
-            self.failure.get_or_insert(error);
-            echo
-        })
-    }
-}
-
-impl<W: Write> Write for TrackedWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let result = self.inner.write(buf);
-        self.track(result)
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        let result = self.inner.write_all(buf);
-        self.track(result)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let result = self.inner.flush();
-        self.track(result)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,7 @@ pub fn rotate(
         let targets: Vec<ObjectId> = chosen.iter().map(|&page| page_ids[page as usize - 1]).collect();
         turn(&mut document, &targets, angle);
         let encryption = document.encryption_state.take();
-        let output_bytes = work::save(&mut document, &output, encryption.as_ref())?;
+        let output_bytes = work::save(&document, &output, encryption.as_ref())?;
         Ok(Produced { output_bytes, pages: Some(page_ids.len() as u32) })
     })
 }

@@ -3,14 +3,12 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId, ObjectStreamConfig, SaveOptions};
+use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId};
 
 use super::file_writer::{self, Item, Layout};
-use super::{OBJECTS_PER_STREAM, PdfError, TrackedWriter};
+use super::{OBJECTS_PER_STREAM, PdfError};
 use crate::detect;
 use crate::domain::PageRanges;
 
@@ -283,50 +281,17 @@ fn references(object: &Object, found: &mut Vec<ObjectId>) {
     }
 }
 
-/// Writes `document` to `sink`: with object streams and a cross-reference stream, or encrypted
-/// again with `encryption` (lopdf writes no object streams then).
-pub(super) fn write_document(
-    document: &mut Document,
-    sink: &mut impl Write,
-    encryption: Option<&EncryptionState>,
-) -> Result<(), PdfError> {
-    let options = match encryption {
-        Some(state) => {
-            document
-                .encrypt(state)
-                .map_err(|error| PdfError::unreadable(format!("encrypting the result again: {error}")))?;
-            SaveOptions { use_xref_streams: true, ..SaveOptions::default() }
-        }
-        None => SaveOptions {
-            use_object_streams: true,
-            use_xref_streams: true,
-            object_stream_config: ObjectStreamConfig {
-                max_objects_per_stream: OBJECTS_PER_STREAM,
-                compression_level: 6,
-            },
-            ..SaveOptions::default()
-        },
-    };
-    document.save_with_options(sink, options).map_err(|error| PdfError::unreadable(format!("saving: {error}")))
+/// Writes `document` to the file `output` ([`file_writer::save`]), encrypted with `encryption`
+/// when given; returns its size.
+pub(super) fn save(document: &Document, output: &Path, encryption: Option<&EncryptionState>) -> Result<u64, PdfError> {
+    let bytes = file_writer::save(document, encryption, OBJECTS_PER_STREAM, DOCUMENT_DEFLATE_LEVEL)?;
+    super::write_file(output, &bytes)?;
+    Ok(bytes.len() as u64)
 }
 
-/// Writes `document` to the file `output` (see [`write_document`]); returns its size.
-pub(super) fn save(
-    document: &mut Document,
-    output: &Path,
-    encryption: Option<&EncryptionState>,
-) -> Result<u64, PdfError> {
-    let mut sink = TrackedWriter::new(BufWriter::with_capacity(1 << 20, File::create(output)?));
-    let written = write_document(document, &mut sink, encryption).and_then(|()| Ok(sink.flush()?));
-    if let Err(error) = written {
-        return Err(match sink.failure.take() {
-            Some(io) => PdfError::Io(io),
-            None => error,
-        });
-    }
-    let file = sink.inner.into_inner().map_err(|error| error.into_error())?;
-    Ok(file.metadata()?.len())
-}
+/// libdeflate's level for the object streams of a whole document that `rotate` or `decrypt`
+/// writes (`optimize` uses its best).
+const DOCUMENT_DEFLATE_LEVEL: i32 = 6;
 
 /// The names a content stream selects fonts (`Tf`) and draws XObjects (`Do`) with; `None` when
 /// it cannot be read to the end (an unterminated string or inline image).
