@@ -704,12 +704,13 @@ async fn sigterm_during_a_long_run_exits_in_time_and_still_delivers_what_is_read
     const GRACE: Duration = Duration::ZERO;
     let d = Docket::with_config(
         "shutdown_grace = \"0s\"\ndownload = 2\nprocess = 2",
-        "[limits]\ncloud_download = \"128 MiB\"",
+        "[limits]\ncloud_download = \"256 MiB\"",
     )
     .await;
-    d.fake.set_download_limit(128 * 1024 * 1024);
-    // About 90 MB of text: seconds of lopdf work.
-    let long = generated_pdf(6000, 15_000, 3);
+    d.fake.set_download_limit(256 * 1024 * 1024);
+    // About 180 MB of text: seconds of lopdf work, well past the short job's whole way to its
+    // upload (90 MB was not always, once optimize stopped syncing its result).
+    let long = generated_pdf(12_000, 15_000, 3);
     let long_file = d.fake.add_file(long.clone());
     d.fake.push_update(d.fake.document_update(LONG_CHAT, LONG_CHAT, &long_file, Some("long.pdf"), None));
     let short_file = d.fake.add_file(fixture("pdf/text-1page.pdf"));
