@@ -5,10 +5,10 @@
 //!
 //! Two things lopdf's writer does not do. It writes an encrypted document one object at a time
 //! (`Document::encrypt` drops the key before the writer could encrypt an object stream), which
-//! made an encrypted file `optimize` wrote bigger than qpdf's (1.015 × on owner-password-only
-//! files). And it writes a [`Document`] it owns: `split` and `pages` would have to copy every
-//! object a part needs into a new one first. Here an object can be written straight from the
-//! document it belongs to, its references renumbered as they are written ([`Item::renumbered`]).
+//! makes an encrypted file bigger than qpdf's (1.015 × on owner-password-only files). And it
+//! writes only a [`Document`] of its own, into which `split` and `pages` would have to copy
+//! every object a part needs. Here an object can be written straight from the document it
+//! belongs to, its references renumbered as they are written ([`Item::renumbered`]).
 //!
 //! ISO 32000-1, 7.5.7 and 7.6.1: an object stream is encrypted as a stream, with its own object
 //! number, and the objects inside it are not encrypted again; streams, objects of a generation
@@ -16,7 +16,8 @@
 //! encrypted.
 //!
 //! Owns only the file layout; it knows nothing about what the operations did to the objects.
-//! `optimize` and the page operations write every file they make through it.
+//! `optimize`, `split`, `pages`, `rotate` and `decrypt` write every file they make through it
+//! (`topdf` still saves with lopdf).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -268,7 +269,7 @@ fn write_indirect(
 /// `renumber` every reference is looked up in it (`null` where it has none), and a stream's
 /// `/Length` is the number of bytes it holds, whatever its dictionary says (an indirect length
 /// would refer to an object the file may not have).
-pub(crate) fn write_object(out: &mut Vec<u8>, object: &Object, renumber: Option<Renumber<'_>>) -> std::io::Result<()> {
+fn write_object(out: &mut Vec<u8>, object: &Object, renumber: Option<Renumber<'_>>) -> std::io::Result<()> {
     match object {
         Object::Array(items) => {
             out.push(b'[');

@@ -51,10 +51,10 @@
 //! and do not ask for one. A PDF encrypted with an owner password only (an empty user password,
 //! used to restrict printing or copying) opens without a password; it is optimized and then
 //! encrypted again with the same key, handler and permission flags, so the result opens, and
-//! restricts, exactly as the original did. Docket never strips an author's restrictions. lopdf
-//! writes an encrypted file one object at a time, so `optimize` writes it itself, its objects
-//! packed into encrypted object streams (`file_writer`); if it would not shrink, the
-//! original is kept as always. `split` and `pages` write encrypted parts the same way.
+//! restricts, exactly as the original did. Docket never strips an author's restrictions. Every
+//! operation here writes its result with docket's own writer (`file_writer`), which packs an
+//! encrypted file's objects into encrypted object streams as it does an unencrypted one's; if
+//! `optimize` would not shrink the file, the original is kept as always.
 
 use std::any::Any;
 use std::fs::File;
@@ -331,14 +331,14 @@ fn rewrite_on_this_thread(
         return Err(PdfError::NotPdf { found });
     }
 
-    let pages = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, output, max_inflate, transform)))
+    let (pages, rewritten) = catch_unwind(AssertUnwindSafe(|| rewrite(&bytes, max_inflate, transform)))
         .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??;
 
-    let written_bytes = std::fs::metadata(output)?.len();
-    let keep_original = if written_bytes >= input_bytes {
+    // Checked in memory, and only then written: one write of whichever is kept.
+    let keep_original = if rewritten.len() as u64 >= input_bytes {
         true
     } else {
-        match catch_unwind(AssertUnwindSafe(|| count_pages_of_file(output, max_inflate))) {
+        match catch_unwind(AssertUnwindSafe(|| count_pages(&load(&rewritten, max_inflate)?))) {
             Ok(Ok(reloaded)) if reloaded == pages => false,
             outcome => {
                 let detail = match outcome {
@@ -355,21 +355,17 @@ fn rewrite_on_this_thread(
             }
         }
     };
-    if keep_original {
-        write_file(output, &bytes)?;
-    }
-    let output_bytes = if keep_original { input_bytes } else { written_bytes };
-    Ok(OptimizeReport { pages, input_bytes, output_bytes })
+    let kept = if keep_original { bytes } else { rewritten };
+    write_file(output, &kept)?;
+    Ok(OptimizeReport { pages, input_bytes, output_bytes: kept.len() as u64 })
 }
 
-/// Loads the PDF in `bytes`, transforms and optimizes it and saves it to `output`; returns its
-/// page count.
+/// Loads the PDF in `bytes`, transforms and optimizes it; its page count and the new file.
 fn rewrite(
     bytes: &[u8],
-    output: &Path,
     max_inflate: usize,
     transform: impl FnOnce(&mut Document) -> Result<(), PdfError>,
-) -> Result<u32, PdfError> {
+) -> Result<(u32, Vec<u8>), PdfError> {
     let mut document = load(bytes, max_inflate)?;
     let pages = count_pages(&document)?;
 
@@ -382,11 +378,9 @@ fn rewrite(
     optimize::merge_identical_streams(&mut document);
     document.prune_objects();
     document.renumber_objects();
-    // Written into memory first (the result is smaller than the input, which is in memory
-    // already), then to the file in one write.
+    // In memory: the result is smaller than the input, which is in memory already.
     let saved = file_writer::save(&document, encryption.as_ref(), OBJECTS_PER_STREAM, optimize::BEST_LEVEL)?;
-    write_file(output, &saved)?;
-    Ok(pages)
+    Ok((pages, saved))
 }
 
 /// Sets every stream's `/Length` to the number of bytes it holds.
@@ -441,12 +435,6 @@ pub(crate) fn count_pages(document: &Document) -> Result<u32, PdfError> {
         Ok(pages) => Ok(pages),
         Err(_) => Err(PdfError::unreadable(format!("{pages} pages"))),
     }
-}
-
-/// Loads the PDF at `path` as [`optimize()`] does and counts its pages.
-fn count_pages_of_file(path: &Path, max_inflate: usize) -> Result<u32, PdfError> {
-    let bytes = std::fs::read(path)?;
-    count_pages(&load(&bytes, max_inflate)?)
 }
 
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
