@@ -22,7 +22,7 @@ use crate::domain::{
     FailureReason, IdempotencyKey, Job, JobState, MessageKind, NewMessage, Node, NodeName, Ticket, Timestamp,
 };
 use crate::janitor::{JanitorDeps, JanitorSettings};
-use crate::operations::{self, Availability, Limits, Outcome, Report, Request, Work};
+use crate::operations::{self, Availability, Failure, Limits, Outcome, Report, Request, Work};
 use crate::spool::Spool;
 use crate::store::{JobFilter, Store};
 use crate::telegram::BotToken;
@@ -138,6 +138,9 @@ pub enum Command {
         /// The child's inflate cap, in bytes.
         #[arg(long, hide = true, requires = "contained")]
         max_inflate: Option<u64>,
+        /// The largest file the child may write, in bytes.
+        #[arg(long, hide = true, requires = "contained")]
+        max_file: Option<u64>,
         /// The language of what the child writes for people into its result (`en`, `ru`).
         #[arg(long, hide = true, requires = "contained")]
         texts_lang: Option<String>,
@@ -431,6 +434,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         // An admin's own run: the lines it writes into a result are in English.
         texts_lang: texts::Lang::ENGLISH,
         shrink: operations::ShrinkSettings::from(&config.processing),
+        scratch: None,
     };
     let program = std::env::current_exe().context("while finding docket's own binary")?;
     let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
@@ -453,11 +457,15 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
                 texts::size(Lang::ENGLISH, output_bytes)
             ));
         }
+        Outcome::Reported(Report::Failed { failure: Failure::FileTooBig { limit }, .. }) => {
+            FailureReason::WroteTooMuch { limit }
+        }
         Outcome::Reported(Report::Failed { failure, detail }) => match failure.reason(&request.work) {
             Some(reason) => reason,
             None => anyhow::bail!("{} failed: {detail}", request.work.name()),
         },
         Outcome::OutOfMemory { limit } => FailureReason::NeedsTooMuchMemory { limit },
+        Outcome::FileTooBig { limit } | Outcome::WroteTooMuch { limit } => FailureReason::WroteTooMuch { limit },
         Outcome::TimedOut { limit } => FailureReason::TookTooLong { limit },
         Outcome::Crashed { .. } => FailureReason::Crashed,
         Outcome::KilledFromOutside { detail } => anyhow::bail!("{} was stopped: {detail}", request.work.name()),
@@ -508,6 +516,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         timeout_secs,
         texts_lang,
         max_inflate,
+        max_file,
         shrink_dpi,
         jpeg_quality,
         tool,
@@ -542,10 +551,14 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         memory: memory_limit.context("--memory-limit is required with --contained")?,
         timeout: std::time::Duration::from_secs(timeout_secs.context("--timeout-secs is required with --contained")?),
         max_inflate: max_inflate.context("--max-inflate is required with --contained")?,
+        max_file: max_file.context("--max-file is required with --contained")?,
+        // The parent watches what the run has on disk; the child only knows its file limit.
+        disk: u64::MAX,
     };
     let shrink = operations::ShrinkSettings { dpi: shrink_dpi, jpeg_quality };
     let texts_lang = texts_lang.as_deref().map_or(texts::Lang::ENGLISH, texts::Lang::from_code);
-    let request = Request { work, input: file, output, lang, limits, password: None, shrink, texts_lang };
+    let request =
+        Request { work, input: file, output, lang, limits, password: None, shrink, texts_lang, scratch: None };
     let report = operations::child::run_here(&request);
     out(&serde_json::to_string(&report).context("while writing the report")?)?;
     match report {

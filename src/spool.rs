@@ -185,7 +185,10 @@ fn remove_older(dir: &Path, token: i64, attempt_part: impl Fn(&str) -> Option<&s
         if written_by.is_some_and(|t| t >= token) {
             continue;
         }
-        match std::fs::remove_file(entry.path()) {
+        // A run's scratch folder is removed with all it holds.
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        let gone = if is_dir { std::fs::remove_dir_all(entry.path()) } else { std::fs::remove_file(entry.path()) };
+        match gone {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => removed += 1,
         }
@@ -320,5 +323,19 @@ mod tests {
         let left: Vec<bool> = files.iter().map(|f| f.exists()).collect();
         assert_eq!(left, [false, false, true, true, false, true, false, true]);
         assert!(work.is_dir() && results.is_dir(), "the folders stay");
+    }
+
+    #[test]
+    fn an_earlier_attempts_scratch_folder_goes_with_what_it_holds() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::open(&tmp.path().join("data")).expect("open");
+        let work = spool.work_dir(Ticket(3)).expect("work");
+        let (earlier, own) = (work.join("2-scratch-a"), work.join("6-scratch-b"));
+        for dir in [&earlier, &own] {
+            std::fs::create_dir_all(dir.join("nested")).expect("mkdir");
+            std::fs::write(dir.join("nested/tmp"), b"x").expect("write");
+        }
+        assert_eq!(spool.remove_earlier_output(Ticket(3), 6).expect("remove"), 1);
+        assert!(!earlier.exists() && own.join("nested/tmp").exists());
     }
 }

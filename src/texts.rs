@@ -470,6 +470,12 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
             "failure-result-too-big",
             &[name, size("size", *bytes), size("limit", *limit), s("hint", result_too_big_hint(lang, operation))],
         ),
+        FailureReason::ResultGrewTooBig { limit, operation } => render(
+            lang,
+            "failure-result-grew-too-big",
+            &[name, size("limit", *limit), s("hint", result_too_big_hint(lang, operation))],
+        ),
+        FailureReason::WroteTooMuch { limit } => render(lang, "failure-wrote-too-much", &[name, size("limit", *limit)]),
         FailureReason::WrongFormat { operation, accepts, found, found_label } if accepts == &["pdf"] => render(
             lang,
             "failure-wrong-format-pdf",
@@ -1233,6 +1239,8 @@ mod tests {
             FailureReason::Unreadable,
             FailureReason::NoPages,
             FailureReason::ResultTooBig { size: 2, limit: 1, operation: "shrink".into() },
+            FailureReason::ResultGrewTooBig { limit: 1, operation: "split".into() },
+            FailureReason::WroteTooMuch { limit: 1 << 30 },
             FailureReason::FileUnavailable,
             FailureReason::GaveUp { attempts: 5 },
             FailureReason::SourceKeptVanishing { times: 3 },

@@ -108,6 +108,8 @@ failure-encrypted = { $name } is protected by a password; please send a copy wit
 failure-unreadable = { $name } is damaged and cannot be read as a PDF
 failure-no-pages = { $name } has no pages
 failure-result-too-big = the result for { $name } is { $size }, over the { $limit } this bot can send{ $hint }
+failure-result-grew-too-big = the result for { $name } grew past the { $limit } this bot can send, so making it was stopped{ $hint }
+failure-wrote-too-much = processing { $name } needed more than { $limit } of disk space, more than one run may have, so it was stopped
 failure-file-unavailable = Telegram no longer has { $name }; please send it again
 failure-gave-up = { $name } could not be processed after { $attempts ->
     [one] { $attempts } attempt

@@ -105,6 +105,8 @@ failure-encrypted = { $name } защищён паролем; пришлите к
 failure-unreadable = { $name } повреждён и не читается как PDF
 failure-no-pages = в { $name } нет страниц
 failure-result-too-big = результат для { $name } весит { $size }, больше { $limit }, которые этот бот может отправить{ $hint }
+failure-result-grew-too-big = результат для { $name } превысил { $limit }, которые этот бот может отправить, поэтому работа над ним остановлена{ $hint }
+failure-wrote-too-much = обработке { $name } понадобилось больше { $limit } места на диске — больше, чем можно одной задаче, поэтому она остановлена
 failure-file-unavailable = у Telegram больше нет { $name }; пришлите его снова
 failure-gave-up = { $name } не удалось обработать за { $attempts } { $attempts ->
     [one] попытку

@@ -16,6 +16,8 @@ pub const DEFAULT_MEMORY_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// `max_inflate` when not set: 256 MiB.
 pub const DEFAULT_MAX_INFLATE: u64 = 256 * 1024 * 1024;
+/// `disk_limit` when not set: 4 GiB.
+pub const DEFAULT_DISK_LIMIT: u64 = 4 * 1024 * 1024 * 1024;
 /// The smallest `memory_limit` (and a tool's): the address space docket's own child takes before
 /// it reads anything (its binary, and the 64 MiB stack of the lopdf thread), with room to work.
 pub const MIN_MEMORY_LIMIT: u64 = 128 * 1024 * 1024;
@@ -34,6 +36,10 @@ pub struct ProcessingConfig {
     /// `max_inflate`: the largest size one stream of a PDF may inflate to.
     #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
     pub max_inflate: u64,
+    /// `disk_limit`: the most one run may write to the data folder, its result and its
+    /// scratch files together; never more than the free space above `[storage] min_free`.
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub disk_limit: u64,
     /// `shrink_dpi`: `shrink` downsamples images drawn at more than this resolution to it; 72
     /// to 600.
     #[serde(deserialize_with = "Between::<72, 600>::count")]
@@ -54,6 +60,7 @@ impl Default for ProcessingConfig {
             memory_limit: DEFAULT_MEMORY_LIMIT,
             timeout: DEFAULT_TIMEOUT,
             max_inflate: DEFAULT_MAX_INFLATE,
+            disk_limit: DEFAULT_DISK_LIMIT,
             shrink_dpi: ShrinkSettings::default().dpi,
             jpeg_quality: ShrinkSettings::default().jpeg_quality,
             external: BTreeMap::new(),

@@ -75,7 +75,14 @@ impl From<OutboxConfig> for SendLimits {
 
 impl From<&ProcessingConfig> for Limits {
     fn from(processing: &ProcessingConfig) -> Self {
-        Self { memory: processing.memory_limit, timeout: processing.timeout, max_inflate: processing.max_inflate }
+        Self {
+            memory: processing.memory_limit,
+            timeout: processing.timeout,
+            max_inflate: processing.max_inflate,
+            // Narrowed per run to what the run may write (`pipeline::process`).
+            max_file: processing.disk_limit,
+            disk: processing.disk_limit,
+        }
     }
 }
 

@@ -211,6 +211,19 @@ pub enum FailureReason {
         /// The operation that made it (the hint depends on it).
         operation: String,
     },
+    /// The result grew past the upload limit while it was being written, and its run was
+    /// stopped there.
+    ResultGrewTooBig {
+        /// The upload limit in force.
+        limit: u64,
+        /// The operation that made it (the hint depends on it).
+        operation: String,
+    },
+    /// The run wrote more to disk than one run may (`[processing] disk_limit`), and was stopped.
+    WroteTooMuch {
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// The operation does not take the file's format.
     WrongFormat {
         /// The operation's name.

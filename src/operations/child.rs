@@ -3,8 +3,11 @@
 //! [`run_here`] is what `docket process … --contained` does. The limits come first, before a
 //! byte of the input is read: `RLIMIT_AS` (so an allocation past the limit fails, and Rust
 //! aborts with "memory allocation of N bytes failed", which the parent recognises),
-//! `RLIMIT_CPU` (so a child whose parent is gone cannot spin for ever) and `RLIMIT_CORE` 0 (a
-//! hostile file must not fill the disk with core dumps). External programs inherit all three.
+//! `RLIMIT_CPU` (so a child whose parent is gone cannot spin for ever), `RLIMIT_FSIZE` (a write
+//! past [`Limits::max_file`] stops the writer with `SIGXFSZ`, before the disk is full) and
+//! `RLIMIT_CORE` 0 (a hostile file must not fill the disk with core dumps). External programs
+//! inherit them all. The child also asks to be killed when its parent dies, so a run never
+//! outlives the service that waits for it.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -35,7 +38,7 @@ pub fn run_here(request: &Request) -> Report {
         }
         Work::Tool(tool) => {
             let args = expand(&tool.command, &request.input, &request.output, &request.lang);
-            run_tool(&args, &request.output)
+            run_tool(&args, &request.output, &request.limits)
         }
     }
 }
@@ -56,7 +59,8 @@ fn pdf_failure(error: PdfError) -> Report {
 
 /// Runs an external program (`args[0]` with the rest) to completion. Its stdout goes to this
 /// process's stderr: stdout carries the report alone.
-fn run_tool(args: &[std::ffi::OsString], output: &Path) -> Report {
+fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits) -> Report {
+    use std::os::unix::process::ExitStatusExt;
     let Some((program, rest)) = args.split_first() else {
         return Report::Failed { failure: Failure::ToolFailed, detail: "the command is empty".into() };
     };
@@ -73,6 +77,10 @@ fn run_tool(args: &[std::ffi::OsString], output: &Path) -> Report {
             }
             Ok(_) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote an empty result") },
             Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote no result: {e}") },
+        },
+        Ok(status) if status.signal() == Some(super::contained::SIGXFSZ) => Report::Failed {
+            failure: Failure::FileTooBig { limit: limits.max_file },
+            detail: format!("{name} was stopped for writing a file over {} bytes", limits.max_file),
         },
         Ok(status) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} ended with {status}") },
         Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") },
@@ -108,9 +116,13 @@ pub fn cpu_seconds(limits: &Limits) -> u64 {
 
 #[cfg(target_os = "linux")]
 fn apply_limits(limits: &Limits) -> std::io::Result<()> {
-    use rustix::process::{Resource, Rlimit, setrlimit};
+    use rustix::process::{Resource, Rlimit, Signal, set_parent_process_death_signal, setrlimit};
+    // Sent when the thread that started this process ends: a runtime worker of the service's,
+    // which lives as long as the service does.
+    set_parent_process_death_signal(Some(Signal::KILL))?;
     let exactly = |n: u64| Rlimit { current: Some(n), maximum: Some(n) };
     setrlimit(Resource::Core, exactly(0))?;
+    setrlimit(Resource::Fsize, exactly(limits.max_file))?;
     let cpu = cpu_seconds(limits);
     // SIGXCPU at the soft limit, SIGKILL a little later if it is ignored.
     setrlimit(Resource::Cpu, Rlimit { current: Some(cpu), maximum: Some(cpu.saturating_add(5)) })?;

@@ -17,6 +17,17 @@ pub enum Outcome {
         /// The limit, in bytes.
         limit: u64,
     },
+    /// The child, or a program it started, was stopped for writing a file larger than
+    /// [`super::Limits::max_file`] (`SIGXFSZ`).
+    FileTooBig {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The run reached [`super::Limits::disk`] bytes on disk, and was killed.
+    WroteTooMuch {
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// The child used up its time (wall clock, or CPU).
     TimedOut {
         /// The wall-clock limit.
@@ -38,14 +49,30 @@ pub enum Outcome {
 /// How much of a dead child's stderr goes into a detail.
 const STDERR_TAIL_BYTES: usize = 2000;
 
+/// How much of the child's stdout and of its stderr the parent keeps: the end of each, since
+/// the report is the child's last line and a dying program's last words are what explain it. The
+/// rest is read and dropped, so a child that writes gigabytes costs the service nothing.
+const KEPT_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// How often the parent measures what a run has on disk against [`super::Limits::disk`].
+const DISK_CHECK_EVERY: Duration = Duration::from_millis(250);
+
+/// The filter the child logs with: errors only. lopdf warns once per bad entry of a damaged
+/// file, which is the document talking, not docket; what the parent needs is the report.
+const CHILD_LOG_FILTER: &str = "error";
+
 /// Runs `request` in a child: `program` (docket's own binary) with [`Request::child_args`], in a
-/// new process group, stdin closed (after the request's password, when it has one).
+/// new process group, stdin closed (after the request's password, when it has one), with an
+/// environment of its own that holds none of the service's (no token, no secrets, no
+/// `RUST_LOG`): `PATH`, a UTF-8 locale, and its scratch folder as `TMPDIR` and `HOME`.
 ///
-/// Returns when the child has ended, or when `request.limits.timeout` has passed, after killing
-/// it. Dropping the future (the lease was lost, the job was cancelled) kills the child's whole
-/// process group at once. A result the child reports is synced to disk before this returns; one
-/// it reports without having written it is [`Outcome::Crashed`]. Errors only when the child
-/// cannot be started or its result cannot be synced.
+/// Returns when the child has ended, or when `request.limits.timeout` has passed, or when the
+/// run has more than `request.limits.disk` on disk, after killing it. Only the last
+/// [`KEPT_OUTPUT_BYTES`] of its stdout and stderr are kept. Dropping the future (the lease was
+/// lost, the job was cancelled) kills the child's whole process group at once. A result the
+/// child reports is synced to disk before this returns; one it reports without having written it
+/// is [`Outcome::Crashed`]. Errors only when the child cannot be started or its result cannot be
+/// synced.
 pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result<Outcome> {
     let mut command = tokio::process::Command::new(program);
     command
@@ -53,12 +80,21 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
         .stdin(if request.password.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .env_clear()
         // glibc gives each thread an arena that reserves 64 MiB of address space: under
         // RLIMIT_AS that is memory the document cannot use. Two arenas are enough for lopdf.
         .env("MALLOC_ARENA_MAX", "2")
+        .env("RUST_LOG", CHILD_LOG_FILTER)
+        .env("LANG", "C.UTF-8")
         // Its own process group, so that the child and everything it starts die together.
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    if let Some(scratch) = &request.scratch {
+        command.env("TMPDIR", scratch).env("HOME", scratch);
+    }
     let mut child = command.spawn()?;
     let group = GroupKiller::of(&child);
     if let (Some(password), Some(mut stdin)) = (&request.password, child.stdin.take()) {
@@ -70,16 +106,36 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
         }
         drop(stdin);
     }
-    let waited = tokio::time::timeout(request.limits.timeout, child.wait_with_output()).await;
-    // Whatever happened, nothing the child started outlives it.
-    drop(group);
-    let outcome = match waited {
-        Err(_elapsed) => Outcome::TimedOut { limit: request.limits.timeout },
-        Ok(output) => {
-            let output = output?;
-            judge(output.status, &output.stdout, &output.stderr, request)
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let outcome = {
+        let ended = async {
+            let status = child.wait().await;
+            // Whatever happened, nothing the child started outlives it, nor holds its pipes open.
+            group.kill();
+            status
+        };
+        let run = tokio::time::timeout(request.limits.timeout, async {
+            tokio::join!(ended, keep_tail(stdout), keep_tail(stderr))
+        });
+        tokio::select! {
+            waited = run => match waited {
+                Err(_elapsed) => Outcome::TimedOut { limit: request.limits.timeout },
+                Ok((status, stdout, stderr)) => {
+                    if stderr.dropped > 0 {
+                        tracing::debug!(
+                            operation = request.work.name(),
+                            dropped_bytes = stderr.dropped,
+                            "the operation's process wrote more to stderr than is kept"
+                        );
+                    }
+                    judge(status?, &stdout.kept, &stderr.kept, request)
+                }
+            },
+            limit = watch_disk(request) => Outcome::WroteTooMuch { limit },
         }
     };
+    // Timed out, or over its disk limit: the run is killed here, with all it started.
+    drop(group);
     if let Outcome::Reported(Report::Done { .. }) = &outcome {
         // The child writes its result and leaves making it durable to here, the one place every
         // result passes, a built-in operation's and an external tool's alike: once the run is
@@ -99,6 +155,72 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
     Ok(outcome)
 }
 
+/// The end of what a child wrote to one pipe, and how much before it was dropped.
+#[derive(Debug, Default)]
+struct Tail {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+/// Reads `pipe` to its end, keeping its last [`KEPT_OUTPUT_BYTES`]. A read error ends the
+/// reading: what was kept still tells what it can.
+async fn keep_tail(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Tail {
+    use tokio::io::AsyncReadExt;
+    let mut tail = Tail::default();
+    let Some(mut pipe) = pipe else { return tail };
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.kept.extend_from_slice(&buffer[..n]);
+                // Trimmed in steps of at least the kept size, so each byte is moved about once.
+                if tail.kept.len() >= 2 * KEPT_OUTPUT_BYTES {
+                    let excess = tail.kept.len() - KEPT_OUTPUT_BYTES;
+                    tail.kept.drain(..excess);
+                    tail.dropped += excess as u64;
+                }
+            }
+        }
+    }
+    tail
+}
+
+/// Resolves, with the limit, once the run has `request.limits.disk` bytes on disk or more (its
+/// output and its scratch folder); never while it stays below. Reaching the limit is enough: a
+/// file the run writes cannot grow past it (`RLIMIT_FSIZE`), and a tool whose writer was stopped
+/// there may go on without it.
+async fn watch_disk(request: &Request) -> u64 {
+    let limit = request.limits.disk;
+    let (output, scratch) = (request.output.clone(), request.scratch.clone());
+    loop {
+        tokio::time::sleep(DISK_CHECK_EVERY).await;
+        let (output, scratch) = (output.clone(), scratch.clone());
+        let used = tokio::task::spawn_blocking(move || {
+            let output = std::fs::symlink_metadata(&output).map_or(0, |m| m.len());
+            output + scratch.as_deref().map_or(0, bytes_under)
+        })
+        .await
+        .unwrap_or(0);
+        if used >= limit {
+            return limit;
+        }
+    }
+}
+
+/// The bytes of the files under `dir`, its folders included, not following links.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => bytes_under(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// What an ended child's status, stdout and stderr mean.
 fn judge(status: ExitStatus, stdout: &[u8], stderr: &[u8], request: &Request) -> Outcome {
     use std::os::unix::process::ExitStatusExt;
@@ -115,6 +237,7 @@ fn judge(status: ExitStatus, stdout: &[u8], stderr: &[u8], request: &Request) ->
         None if out_of_memory => Outcome::OutOfMemory { limit: request.limits.memory },
         None => match status.signal() {
             Some(SIGXCPU) => Outcome::TimedOut { limit: request.limits.timeout },
+            Some(SIGXFSZ) => Outcome::FileTooBig { limit: request.limits.max_file },
             Some(SIGKILL) => Outcome::KilledFromOutside { detail: format!("the child was killed ({status})") },
             _ => Outcome::Crashed { detail: format!("the child ended with {status}: {}", tail(&stderr)) },
         },
@@ -123,6 +246,8 @@ fn judge(status: ExitStatus, stdout: &[u8], stderr: &[u8], request: &Request) ->
 
 const SIGKILL: i32 = 9;
 const SIGXCPU: i32 = 24;
+/// The signal a write past `RLIMIT_FSIZE` raises.
+pub(super) const SIGXFSZ: i32 = 25;
 
 /// Whether a child's stderr says an allocation failed: Rust's own message, C++'s, Python's and
 /// C's as tools print them.
@@ -153,15 +278,20 @@ impl GroupKiller {
             group: child.id().and_then(|id| i32::try_from(id).ok()).and_then(rustix::process::Pid::from_raw),
         }
     }
-}
 
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
+    /// Kills every process left in the group.
+    fn kill(&self) {
         // An empty group is already gone (ESRCH): nothing to do.
         #[cfg(target_os = "linux")]
         if let Some(group) = self.group {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -177,8 +307,15 @@ mod tests {
             input: "in.pdf".into(),
             output: "out.pdf".into(),
             lang: "eng".into(),
-            limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(60), max_inflate: 1 << 20 },
+            limits: Limits {
+                memory: 1 << 30,
+                timeout: Duration::from_secs(60),
+                max_inflate: 1 << 20,
+                max_file: 1 << 30,
+                disk: 1 << 30,
+            },
             password: None,
+            scratch: None,
             shrink: crate::operations::ShrinkSettings::default(),
             texts_lang: crate::texts::Lang::ENGLISH,
         }
@@ -196,6 +333,20 @@ mod tests {
         let stderr = b"memory allocation of 1073741824 bytes failed\n";
         let outcome = judge(ExitStatus::from_raw(6), b"", stderr, &request());
         assert_eq!(outcome, Outcome::OutOfMemory { limit: 1 << 30 });
+    }
+
+    #[tokio::test]
+    async fn only_the_end_of_a_pipe_is_kept_and_the_rest_is_counted() {
+        let written: Vec<u8> = (0..5 * KEPT_OUTPUT_BYTES + 7).map(|i| (i % 251) as u8).collect();
+        let tail = keep_tail(Some(&written[..])).await;
+        assert!(tail.kept.len() >= KEPT_OUTPUT_BYTES && tail.kept.len() < 2 * KEPT_OUTPUT_BYTES);
+        assert!(written.ends_with(&tail.kept));
+        assert_eq!(tail.dropped + tail.kept.len() as u64, written.len() as u64);
+    }
+
+    #[test]
+    fn a_write_past_the_file_limit_is_said_so() {
+        assert_eq!(judge(ExitStatus::from_raw(SIGXFSZ), b"", b"", &request()), Outcome::FileTooBig { limit: 1 << 30 });
     }
 
     #[test]

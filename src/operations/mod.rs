@@ -127,6 +127,14 @@ pub struct Limits {
     pub timeout: Duration,
     /// Largest size one stream may inflate to while a PDF is loaded.
     pub max_inflate: u64,
+    /// Largest file the child (and every program it starts) may write (`RLIMIT_FSIZE`): a
+    /// write past it kills the writer with `SIGXFSZ`, so a run stops when it reaches the limit
+    /// instead of after it filled the disk.
+    pub max_file: u64,
+    /// Most bytes one run may have on disk at once: its output and its scratch folder together.
+    /// The parent watches both while the run works ([`run_contained`]) and kills the run when it
+    /// reaches it.
+    pub disk: u64,
 }
 
 impl Limits {
@@ -160,6 +168,9 @@ pub struct Request {
     pub password: Option<Password>,
     /// What `shrink` aims at (`[processing] shrink_dpi`, `jpeg_quality`).
     pub shrink: ShrinkSettings,
+    /// The run's own folder for temporary files (the child's `TMPDIR` and `HOME`), counted with
+    /// the output against [`Limits::disk`]; `None`: the system's temporary folder, not counted.
+    pub scratch: Option<PathBuf>,
 }
 
 /// `{lang}` when no language is given.
@@ -184,6 +195,8 @@ impl Request {
             self.limits.timeout.as_secs().max(1).to_string().into(),
             "--max-inflate".into(),
             self.limits.max_inflate.to_string().into(),
+            "--max-file".into(),
+            self.limits.max_file.to_string().into(),
             "--shrink-dpi".into(),
             self.shrink.dpi.to_string().into(),
             "--jpeg-quality".into(),
@@ -237,6 +250,8 @@ impl Failure {
             Self::Unreadable => FailureReason::Unreadable,
             Self::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit: *limit },
             Self::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },
+            // What the limit was made of decides the reason (`pipeline::process`).
+            Self::FileTooBig { .. } => return None,
             Self::Io | Self::LimitsRefused => return None,
         })
     }
@@ -272,4 +287,9 @@ pub enum Failure {
     },
     /// The password given does not open the PDF.
     WrongPassword,
+    /// An external program was stopped for writing a file larger than [`Limits::max_file`].
+    FileTooBig {
+        /// The limit, in bytes.
+        limit: u64,
+    },
 }

@@ -108,7 +108,15 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .tempfile_in(&work_dir)
         .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
         .into_temp_path();
-    let output_bytes = run_contained(deps, work, &source, &work_file, lang, chat_lang).await?;
+    // The run's temporary files (an external tool's) stay in its own folder, where they are
+    // counted against its disk limit and go with the attempt.
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("{}scratch-", Spool::attempt_prefix(token)))
+        .tempdir_in(&work_dir)
+        .map_err(|e| StageError::retry(format!("creating the scratch folder: {e}")))?;
+    let files = RunFiles { input: &source, output: &work_file, scratch: scratch.path() };
+    let output_bytes = run_contained(deps, work, files, lang, chat_lang).await?;
+    drop(scratch);
 
     let limit = deps.settings.get().upload_limit;
     if output_bytes > limit {
@@ -313,33 +321,42 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
     Ok(())
 }
 
-/// Runs `work` on `input` into `output` in a child process, once its memory is reserved;
-/// returns the result's size. Dropping the future (a lost lease, shutdown) kills the child and
-/// gives the memory back.
+/// The paths of one run.
+struct RunFiles<'a> {
+    input: &'a Path,
+    output: &'a Path,
+    scratch: &'a Path,
+}
+
+/// Runs `work` on `files.input` into `files.output` in a child process, once its memory is
+/// reserved; returns the result's size. Dropping the future (a lost lease, shutdown) kills the
+/// child and gives the memory back.
 async fn run_contained(
     deps: &PipelineDeps,
     work: Work,
-    input: &Path,
-    output: &Path,
+    files: RunFiles<'_>,
     lang: String,
     texts_lang: crate::texts::Lang,
 ) -> Result<u64, StageError> {
     let settings = deps.settings.get();
-    let limits = work.limits(settings.limits);
-    let input_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let room = fs4::available_space(deps.spool.root()).ok().map(|free| free.saturating_sub(settings.min_free));
+    let disk = DiskBounds::of(&work, work.limits(settings.limits), settings.upload_limit, room);
+    let limits = disk.limits;
+    let input_bytes = std::fs::metadata(files.input).map(|m| m.len()).unwrap_or(0);
     let need = limits.reservation(&work, input_bytes);
     let _memory = deps.memory.reserve(need).await.map_err(|never| {
         StageError::fail(FailureReason::NeedsTooMuchMemory { limit: never.capacity }, never.to_string())
     })?;
     let request = Request {
         work: work.clone(),
-        input: input.to_path_buf(),
-        output: output.to_path_buf(),
+        input: files.input.to_path_buf(),
+        output: files.output.to_path_buf(),
         lang,
         limits,
         password: work.password(),
         texts_lang,
         shrink: settings.shrink,
+        scratch: Some(files.scratch.to_path_buf()),
     };
     let outcome = operations::run_contained(&settings.program, &request)
         .await
@@ -355,6 +372,15 @@ async fn run_contained(
             );
             Ok(output_bytes)
         }
+        Outcome::Reported(Report::Failed { failure: Failure::FileTooBig { limit }, detail }) => {
+            Err(disk.stopped_at(&work, limit, detail))
+        }
+        Outcome::FileTooBig { limit } => {
+            Err(disk.stopped_at(&work, limit, format!("the {} process wrote a file over {limit} bytes", work.name())))
+        }
+        Outcome::WroteTooMuch { limit } => {
+            Err(disk.stopped_at(&work, limit, format!("the {} run had more than {limit} bytes on disk", work.name())))
+        }
         Outcome::Reported(Report::Failed { failure, detail }) => Err(failure_error(&work, failure, detail)),
         Outcome::OutOfMemory { limit } => Err(StageError::fail(
             FailureReason::NeedsTooMuchMemory { limit },
@@ -369,6 +395,49 @@ async fn run_contained(
     }
 }
 
+/// What one run may write, and where each bound comes from: a built-in operation's one file, its
+/// result, may be no larger than the upload limit (a larger one could not be sent); all the run
+/// has on disk, no more than `[processing] disk_limit` nor the free space above `min_free`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DiskBounds {
+    /// The run's limits, `max_file` and `disk` narrowed as above.
+    limits: operations::Limits,
+    /// The upload limit in force.
+    upload_limit: u64,
+    /// Whether the free space, not the configured limit, is what bounds the run.
+    short_of_space: bool,
+}
+
+impl DiskBounds {
+    fn of(work: &Work, mut limits: operations::Limits, upload_limit: u64, room: Option<u64>) -> Self {
+        let configured = limits.disk;
+        limits.disk = room.map_or(configured, |room| room.min(configured));
+        limits.max_file = match work {
+            Work::Builtin(_) => upload_limit.min(limits.disk),
+            // A tool's intermediate files may well be larger than its result.
+            Work::Tool(_) => limits.disk,
+        };
+        Self { limits, upload_limit, short_of_space: limits.disk < configured }
+    }
+
+    /// The error of a run stopped at `limit`, one of these bounds: the result grew too big, the
+    /// run wrote too much, or the disk is nearly full (not the document's doing: worth another
+    /// attempt once space is back).
+    fn stopped_at(&self, work: &Work, limit: u64, detail: String) -> StageError {
+        if matches!(work, Work::Builtin(_)) && limit == self.upload_limit {
+            return StageError::fail(
+                FailureReason::ResultGrewTooBig { limit, operation: work.name().to_owned() },
+                detail,
+            );
+        }
+        if self.short_of_space {
+            tracing::warn!(limit, "a run was stopped: the data folder is nearly full");
+            return StageError::retry(format!("{detail}: the data folder is nearly full"));
+        }
+        StageError::fail(FailureReason::WroteTooMuch { limit }, detail)
+    }
+}
+
 fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
     match failure.reason(work) {
         Some(reason) => StageError::fail(reason, detail),
@@ -380,6 +449,46 @@ fn failure_error(work: &Work, failure: Failure, detail: String) -> StageError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limits(disk: u64) -> operations::Limits {
+        operations::Limits {
+            memory: 1 << 30,
+            timeout: std::time::Duration::from_secs(60),
+            max_inflate: 1 << 20,
+            max_file: disk,
+            disk,
+        }
+    }
+
+    #[test]
+    fn a_builtin_writes_one_file_up_to_the_upload_limit_and_a_tool_up_to_its_disk_limit() {
+        let builtin = Work::Builtin(Operation::Split { ranges: None });
+        let bounds = DiskBounds::of(&builtin, limits(4 << 30), 50 << 20, Some(100 << 30));
+        assert_eq!((bounds.limits.max_file, bounds.limits.disk), (50 << 20, 4 << 30));
+        assert!(!bounds.short_of_space);
+        let error = bounds.stopped_at(&builtin, 50 << 20, "over".into());
+        assert!(matches!(&error, StageError::Fail { reason: FailureReason::ResultGrewTooBig { .. }, .. }), "{error:?}");
+        let error = bounds.stopped_at(&builtin, 4 << 30, "over".into());
+        assert!(matches!(&error, StageError::Fail { reason: FailureReason::WroteTooMuch { .. }, .. }), "{error:?}");
+    }
+
+    #[test]
+    fn a_run_bounded_by_the_free_space_is_tried_again_not_failed() {
+        let tool = Work::Tool(operations::ExternalTool {
+            name: "ocr".into(),
+            command: vec!["ocrmypdf".into()],
+            accepts: vec!["pdf".into()],
+            output: "pdf".into(),
+            memory_limit: None,
+            timeout: None,
+            memory_factor: 1.0,
+        });
+        let bounds = DiskBounds::of(&tool, limits(4 << 30), 50 << 20, Some(1 << 30));
+        assert_eq!((bounds.limits.max_file, bounds.limits.disk), (1 << 30, 1 << 30));
+        assert!(bounds.short_of_space);
+        let error = bounds.stopped_at(&tool, 1 << 30, "over".into());
+        assert!(matches!(&error, StageError::Retry { .. }), "{error:?}");
+    }
 
     #[test]
     fn ocr_speaks_the_operations_languages_or_the_senders() {

@@ -18,7 +18,7 @@ use crate::support::child::{self, DocketProcess};
 use crate::support::{Backend, DEADLINE, TestApp, fixture, poll_until, test_options};
 
 /// Runs `scripts/hostile-pdfs` into a new temp folder.
-fn hostile_files() -> tempfile::TempDir {
+pub(crate) fn hostile_files() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hostile-pdfs");
     let status = std::process::Command::new("python3")
@@ -32,7 +32,7 @@ fn hostile_files() -> tempfile::TempDir {
 }
 
 /// Peak resident memory (`VmHWM`) of process `pid`, in bytes.
-fn peak_rss(pid: u32) -> u64 {
+pub(crate) fn peak_rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/<pid>/status");
     let kib: u64 = status
         .lines()

@@ -21,6 +21,7 @@ mod people;
 mod queue;
 mod recovery;
 mod retention;
+mod run_bounds;
 mod service;
 mod telegram_answers;
 mod webhook;

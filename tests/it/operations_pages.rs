@@ -154,7 +154,14 @@ fn request_in(dir: &Path, work: Work, output: &str) -> Request {
         input: dir.join("in.pdf"),
         output: dir.join(output),
         lang: operations::DEFAULT_LANG.into(),
-        limits: Limits { memory: 1 << 30, timeout: Duration::from_secs(30), max_inflate: 1 << 20 },
+        limits: Limits {
+            memory: 1 << 30,
+            timeout: Duration::from_secs(30),
+            max_inflate: 1 << 20,
+            max_file: 1 << 30,
+            disk: 1 << 30,
+        },
+        scratch: None,
         shrink: operations::ShrinkSettings::default(),
         texts_lang: docket::texts::Lang::ENGLISH,
     }

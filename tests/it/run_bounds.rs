@@ -1,0 +1,185 @@
+//! What one run may cost the service and the disk: whatever a child writes to its stdout and
+//! stderr, the service keeps only the end of it; a run stops when a file it writes passes its
+//! limit (a built-in's result the upload limit) or when it has more than `[processing]
+//! disk_limit` on disk; and a child sees none of the service's environment.
+
+use std::path::Path;
+use std::time::Duration;
+
+use docket::config::ExternalToolConfig;
+use docket::domain::{JobState, Ticket};
+use docket::store::{DatabaseUrl, Store};
+
+use crate::containment::{hostile_files, peak_rss};
+use crate::support::child::DocketProcess;
+use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
+
+/// The configuration of a `docket run` in `dir` with `extra` appended, and the store it uses.
+async fn service(dir: &Path, extra: &str) -> (String, Store) {
+    let db = dir.join("db").join("docket.db");
+    let toml = format!(
+        "[telegram]\npoll_timeout = \"1s\"\n\
+         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
+         [limits]\ncloud_download = \"64 MiB\"\n\
+         [workers]\nlease = \"3s\"\n\
+         [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n{extra}",
+        url = format!("sqlite://{}", db.display()),
+        data = dir.join("data"),
+    );
+    let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
+    (toml, store)
+}
+
+/// A stand-in external tool: runs `script` under `sh` with the input and output paths as `$1`
+/// and `$2`, configured as the `ocr` operation.
+fn tool_section(script: &str) -> String {
+    format!(
+        "[processing.external.ocr]\ncommand = [\"sh\", \"-c\", {script:?}, \"ocr\", \"{{input}}\", \"{{output}}\"]\n\
+         accepts = [\"pdf\"]\n"
+    )
+}
+
+/// One document through a real `docket run` (configured with `extra`, its environment with
+/// `env`): `bytes` sent as `name` with `caption`, until its job ends. Gives the process (still
+/// running, for its memory to be read) and the ended job.
+struct Sent {
+    docket: DocketProcess,
+    job: docket::domain::Job,
+    _fake: fake_bot_api::FakeTelegram,
+}
+
+async fn send_to_a_service(
+    extra: &str,
+    env: &[(&'static str, &str)],
+    bytes: Vec<u8>,
+    name: &str,
+    caption: &str,
+) -> Sent {
+    let fake = fake_bot_api::FakeTelegram::start().await;
+    fake.set_download_limit(64 * 1024 * 1024);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (toml, store) = service(dir.path(), extra).await;
+    let docket = env.iter().fold(DocketProcess::new(dir, &toml, &fake), |d, (k, v)| d.env(k, v));
+    docket.start();
+    let file = fake.add_file(bytes);
+    let mut update = fake.document_update(8401, 8401, &file, Some(name), Some("application/pdf"));
+    update["message"]["caption"] = serde_json::json!(caption);
+    fake.push_update(update);
+    let job = docket
+        .until("the job to end", DEADLINE, async || {
+            store.job(Ticket(1)).await.expect("read a job").filter(|j| j.state.is_terminal())
+        })
+        .await;
+    Sent { docket, job, _fake: fake }
+}
+
+/// lopdf warns once per bad entry of an object stream: 4.5 million times for a 100 KB file.
+/// The child logs errors only, so the service, which reads its child's stderr, holds none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_makes_the_pdf_reader_warn_millions_of_times_costs_the_service_nothing() {
+    let files = hostile_files();
+    let bytes = std::fs::read(files.path().join("log-flood.pdf")).expect("the hostile file");
+    let Sent { docket, job, .. } = send_to_a_service("", &[], bytes, "log-flood.pdf", "optimize").await;
+    assert_eq!(job.state, JobState::Ready, "the document's pages are fine: {job:#?}");
+    let peak = peak_rss(docket.pid());
+    assert!(peak < 200 * 1024 * 1024, "the service's peak RSS was {peak} bytes");
+}
+
+/// An external program that writes 400 MB to stderr (which its child passes on) and then its
+/// result: the run succeeds, and the service kept only the end of what it was told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_floods_its_stderr_costs_the_service_nothing() {
+    let flood = tool_section("head -c 400000000 /dev/zero | tr '\\000' x >&2; cp \"$1\" \"$2\"");
+    let Sent { docket, job, .. } =
+        send_to_a_service(&flood, &[], fixture("pdf/text-1page.pdf"), "loud.pdf", "ocr").await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    let peak = peak_rss(docket.pid());
+    assert!(peak < 200 * 1024 * 1024, "the service's peak RSS was {peak} bytes");
+}
+
+/// The child's environment is its own: not the token, not the service's secrets or log filter,
+/// and its temporary folder is the run's own, inside the data folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_sees_none_of_the_services_environment() {
+    let seen = tempfile::tempdir().expect("temp dir");
+    let seen = seen.path().join("seen-env");
+    let record = tool_section(&format!("env > {seen:?}; cp \"$1\" \"$2\""));
+    let secret = [("DOCKET_WEBHOOK_SECRET", "hush-hush-4411")];
+    let Sent { docket, job, .. } =
+        send_to_a_service(&record, &secret, fixture("pdf/text-1page.pdf"), "env.pdf", "ocr").await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    let env = std::fs::read_to_string(&seen).expect("the tool recorded its environment");
+    for secret in [fake_bot_api::TEST_TOKEN, "TELOXIDE", "hush-hush-4411", "RUST_LOG=info"] {
+        assert!(!env.contains(secret), "the child saw {secret:?}:\n{env}");
+    }
+    let tmpdir = env.lines().find_map(|l| l.strip_prefix("TMPDIR=")).expect("a TMPDIR of its own");
+    assert!(Path::new(tmpdir).starts_with(docket.dir().join("data").join("work")), "TMPDIR={tmpdir}");
+}
+
+/// `split` copies a shared page image into every part: a 1 MB file of 40 such pages would make
+/// a 42 MB ZIP. With an 8 MB upload limit the run is stopped when its result reaches 8 MB, not
+/// after it wrote all of it, and the person is told why.
+async fn a_result_that_grows_past_the_upload_limit_stops_its_run(backend: Backend) {
+    let files = hostile_files();
+    let app = TestApp::spawn_with(backend, |c| c.limits.cloud_upload = 8_000_000).await;
+    app.send_document_with_caption(
+        8404,
+        std::fs::read(files.path().join("shared-image.pdf")).expect("the hostile file"),
+        "shared-image.pdf",
+        "application/pdf",
+        Some("split"),
+        "en",
+    );
+    assert_stopped_at_its_first_attempt(
+        &app,
+        "the result for shared-image.pdf grew past the 8.0 MB this bot can send, so making it was stopped; try \
+         split with fewer pages per part, such as split 1-20,21-40",
+    )
+    .await;
+}
+
+/// A tool whose temporary files pass `[processing] disk_limit` is stopped at once and fails
+/// with the reason; its scratch folder goes with it.
+async fn a_run_with_more_than_its_disk_limit_on_disk_is_stopped(backend: Backend) {
+    let hog = "head -c 67108864 /dev/zero > \"$TMPDIR/big\"; sleep 30; cp \"$1\" \"$2\"";
+    let tool = ExternalToolConfig {
+        command: vec!["sh".into(), "-c".into(), hog.into(), "ocr".into(), "{input}".into(), "{output}".into()],
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor: 1.0,
+    };
+    let app = TestApp::spawn_with(backend, |c| {
+        c.processing.disk_limit = 8 * 1024 * 1024;
+        c.processing.timeout = Duration::from_secs(120);
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    app.send_document_with_caption(
+        8405,
+        fixture("pdf/text-1page.pdf"),
+        "hog.pdf",
+        "application/pdf",
+        Some("ocr"),
+        "en",
+    );
+    assert_stopped_at_its_first_attempt(
+        &app,
+        "processing hog.pdf needed more than 8.4 MB of disk space, more than one run may have, so it was stopped",
+    )
+    .await;
+}
+
+/// Ticket 1 failed with `reason` at its first attempt, and its run left nothing in `work/`.
+async fn assert_stopped_at_its_first_attempt(app: &TestApp, reason: &str) {
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!((job.state, job.error.as_deref(), job.attempts), (JobState::Failed, Some(reason), 1), "{job:#?}");
+    let left = files_under(&app.data_dir().join("work"));
+    assert!(left.is_empty(), "the stopped run left {left:?}");
+}
+
+crate::per_backend!(
+    a_result_that_grows_past_the_upload_limit_stops_its_run,
+    a_run_with_more_than_its_disk_limit_on_disk_is_stopped,
+);
