@@ -23,13 +23,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
 use crate::domain::{FailureReason, JobEvent, JobState, Lease, SharedClock, Timestamp};
-use crate::domain::{Job, Operation};
+use crate::domain::{Job, Operation, Ticket};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
-use crate::store::{AttemptRule, Completion, Release, Stage, Store};
+use crate::store::{AttemptRule, Completion, Release, Stage, Store, StoreResult};
 use crate::telegram::TelegramClient;
 use crate::texts::{Lang, Progress};
-use outcome::AfterError;
+use outcome::{AfterError, Recorded};
 
 /// What a stage reports when it did not finish its work.
 #[derive(Debug)]
@@ -384,8 +384,9 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
     let now = deps.clock.now();
     match produced {
         Produced::Fetched(f) => {
-            match deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await {
-                Ok(true) => {
+            let answer = deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await;
+            match recorded(deps, job.ticket, answer, JobState::Fetched, &f.path, Job::source_path).await {
+                Recorded::Yes => {
                     info!(size_bytes = f.size, "downloaded and verified");
                     // The real size is known now: a file Telegram did not size gives back the
                     // room it was assumed to need.
@@ -395,11 +396,12 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                     deps.wake.processing.notify_waiters();
                     report(deps, job, &Progress::WaitingToProcess, now).await;
                 }
-                outcome => {
-                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the download; discarding it");
+                Recorded::No => {
+                    warn!("the download was not recorded (the lease was lost); discarding it");
                     remove_quietly(deps, &f.path);
                     deps.budget.release_claim(job.ticket, lease.token);
                 }
+                Recorded::Unknown => deps.budget.release_claim(job.ticket, lease.token),
             }
         }
         Produced::Result(out) => {
@@ -421,8 +423,9 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                 out.message.as_deref(),
             );
             messages[1].buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
-            match deps.store.complete_job(job.ticket, lease, &done, &messages, now).await {
-                Ok(true) => {
+            let answer = deps.store.complete_job(job.ticket, lease, &done, &messages, now).await;
+            match recorded(deps, job.ticket, answer, JobState::Ready, &out.path, Job::result_path).await {
+                Recorded::Yes => {
                     info!(size_bytes = out.size, source_size_bytes = job.source.as_ref().map(|s| s.size), "ready");
                     metrics::counter!("docket_jobs_ready_total").increment(1);
                     deps.wake.outbox.notify_waiters();
@@ -435,10 +438,11 @@ async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produc
                     }
                     deps.budget.release(job.ticket);
                 }
-                outcome => {
-                    warn!(outcome = ?outcome.map_err(|e| e.to_string()), "could not record the result; discarding it");
+                Recorded::No => {
+                    warn!("the result was not recorded (the lease was lost); discarding it");
                     remove_quietly(deps, &out.path);
                 }
+                Recorded::Unknown => {}
             }
         }
     }
@@ -588,6 +592,30 @@ async fn chat_lang(deps: &PipelineDeps, job: &Job) -> Lang {
         Err(e) => {
             warn!(error = %e, "could not read the chat's language; writing in English");
             Lang::ENGLISH
+        }
+    }
+}
+
+/// Whether a write that records the file at `path` on job `ticket` (in `state`, where
+/// `recorded_path` reads it back) did: its answer, or, when it errored, the job read again
+/// ([`Recorded::after_error`]).
+async fn recorded(
+    deps: &PipelineDeps,
+    ticket: Ticket,
+    answer: StoreResult<bool>,
+    state: JobState,
+    path: &str,
+    recorded_path: fn(&Job) -> Option<&str>,
+) -> Recorded {
+    match answer {
+        Ok(true) => Recorded::Yes,
+        Ok(false) => Recorded::No,
+        Err(error) => {
+            let reread = deps.store.job(ticket).await;
+            let seen = reread.as_ref().ok().map(|job| job.as_ref().map(|job| (job.state, recorded_path(job))));
+            let found = Recorded::after_error(seen, state, path);
+            warn!(%error, ?found, "recording the stage's file failed; what the job holds decides whether it stays");
+            found
         }
     }
 }

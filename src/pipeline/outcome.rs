@@ -26,6 +26,38 @@ pub struct Rules {
     pub retry_base: Duration,
 }
 
+/// Whether a file a stage made is recorded on its job, once the write that records it has
+/// answered (`mark_fetched`, `complete_job`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// The job points at the file: it is the job's now.
+    Yes,
+    /// The job does not point at it (the lease was lost first): nobody's, to be deleted.
+    No,
+    /// The write failed and the job could not be read again: the file stays, and the janitor,
+    /// which judges files against the jobs, decides once the store answers.
+    Unknown,
+}
+
+impl Recorded {
+    /// What a failed write means for the file at `path`. An error does not say the write was
+    /// lost: the commit may have gone through with only its answer lost. So the job, read again
+    /// after the error (`reread`: its state and the path it holds for the stage; `None` when it
+    /// could not be read, `Some(None)` when there is no such job), decides: deleting a file the
+    /// job points at would leave a `ready` job with no result.
+    pub fn after_error(
+        reread: Option<Option<(crate::domain::JobState, Option<&str>)>>,
+        state: crate::domain::JobState,
+        path: &str,
+    ) -> Self {
+        match reread {
+            None => Self::Unknown,
+            Some(Some((found, recorded))) if found == state && recorded == Some(path) => Self::Yes,
+            Some(_) => Self::No,
+        }
+    }
+}
+
 /// What to do with a job whose stage did not finish.
 #[derive(Debug, Clone)]
 pub enum AfterError {
@@ -197,6 +229,20 @@ pub fn progress_edit(lang: Lang, job: &Job, step: &Progress) -> NewMessage {
 mod tests {
     use super::*;
     use crate::domain::{ChatRef, JobState, MessageId, SourceFile, Submission, Ticket, UpdateId};
+
+    #[test]
+    fn a_file_is_deleted_only_when_the_job_surely_does_not_point_at_it() {
+        let path = "/data/results/12/5-ab.pdf";
+        let after = |reread| Recorded::after_error(reread, JobState::Ready, path);
+        // The commit went through, its answer was lost: the file is the job's.
+        assert_eq!(after(Some(Some((JobState::Ready, Some(path))))), Recorded::Yes);
+        // It did not: the job is still processing, another result is recorded, or no such job.
+        assert_eq!(after(Some(Some((JobState::Processing, None)))), Recorded::No);
+        assert_eq!(after(Some(Some((JobState::Ready, Some("/data/results/12/7-cd.pdf"))))), Recorded::No);
+        assert_eq!(after(Some(None)), Recorded::No);
+        // Nobody can tell yet: keep it.
+        assert_eq!(after(None), Recorded::Unknown);
+    }
 
     #[test]
     fn queue_positions_are_shown_on_a_geometric_schedule() {
