@@ -436,7 +436,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         shrink: operations::ShrinkSettings::from(&config.processing),
         scratch: None,
     };
-    let program = std::env::current_exe().context("while finding docket's own binary")?;
+    let program = operations::this_binary();
     let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
     let name = file.display().to_string();
     let reason = match outcome {

@@ -57,7 +57,8 @@ pub struct Options {
     /// still unanswered then counts as lost (outcome unknown).
     pub answer_timeout: Duration,
     /// The program processing runs re-execute as their child (`docket process … --contained`):
-    /// this binary. Tests, whose own binary is not docket, name docket's.
+    /// this binary ([`crate::operations::this_binary`]). Tests, whose own binary is not docket,
+    /// name docket's.
     pub program: PathBuf,
     /// Where the secrets that keys name by environment variable are read
     /// (`[webhook] secret_token_env`, `[access] invite_tokens_env`).
@@ -103,7 +104,7 @@ impl Default for Options {
             idle_poll: Duration::from_secs(1),
             retry_base: Duration::from_secs(2),
             answer_timeout: Duration::from_secs(60),
-            program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("docket")),
+            program: crate::operations::this_binary(),
             environment: Environment::process(),
         }
     }

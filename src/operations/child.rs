@@ -6,8 +6,10 @@
 //! `RLIMIT_CPU` (so a child whose parent is gone cannot spin for ever), `RLIMIT_FSIZE` (a write
 //! past [`Limits::max_file`] stops the writer with `SIGXFSZ`, before the disk is full) and
 //! `RLIMIT_CORE` 0 (a hostile file must not fill the disk with core dumps). External programs
-//! inherit them all. The child also asks to be killed when its parent dies, so a run never
-//! outlives the service that waits for it.
+//! inherit them all. A run never outlives the service that waits for it: a built-in operation's
+//! child asks the kernel to kill it when its parent dies (`PR_SET_PDEATHSIG`); a tool's child,
+//! which must not die before the tool it started, watches its parent while it waits and kills
+//! its whole process group, the tool's processes and itself, once the parent is gone.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -20,7 +22,8 @@ use crate::pdf::{self, PdfError};
 /// Limits this process, runs `request` and returns what to report. Synchronous: it is the only
 /// work of its process.
 pub fn run_here(request: &Request) -> Report {
-    if let Err(e) = apply_limits(&request.limits) {
+    let parent = parent();
+    if let Err(e) = apply_limits(&request.limits, matches!(request.work, Work::Builtin(_))) {
         return Report::Failed { failure: Failure::LimitsRefused, detail: format!("setting the limits: {e}") };
     }
     match &request.work {
@@ -38,7 +41,7 @@ pub fn run_here(request: &Request) -> Report {
         }
         Work::Tool(tool) => {
             let args = expand(&tool.command, &request.input, &request.output, &request.lang);
-            run_tool(&args, &request.output, &request.limits)
+            run_tool(&args, &request.output, &request.limits, parent)
         }
     }
 }
@@ -59,7 +62,7 @@ fn pdf_failure(error: PdfError) -> Report {
 
 /// Runs an external program (`args[0]` with the rest) to completion. Its stdout goes to this
 /// process's stderr: stdout carries the report alone.
-fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits) -> Report {
+fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits, parent: Option<u32>) -> Report {
     use std::os::unix::process::ExitStatusExt;
     let Some((program, rest)) = args.split_first() else {
         return Report::Failed { failure: Failure::ToolFailed, detail: "the command is empty".into() };
@@ -68,7 +71,8 @@ fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits) -> Repo
         .args(rest)
         .stdin(Stdio::null())
         .stdout(Stdio::from(std::io::stderr()))
-        .status();
+        .spawn()
+        .and_then(|mut tool| wait_while_parent_lives(&mut tool, parent));
     let name = Path::new(program).display();
     match status {
         Ok(status) if status.success() => match std::fs::metadata(output) {
@@ -86,6 +90,45 @@ fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits) -> Repo
         Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") },
     }
 }
+
+/// How often a tool's child looks whether its parent is still there.
+const PARENT_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits for `tool` to end. Should this process's parent (the service) die first, kills this
+/// process group (the tool, what it started, and this process) rather than run on unwatched.
+fn wait_while_parent_lives(
+    tool: &mut std::process::Child,
+    parent: Option<u32>,
+) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        if let Some(status) = tool.try_wait()? {
+            return Ok(status);
+        }
+        if parent.is_some() && self::parent() != parent {
+            kill_own_group();
+        }
+        std::thread::sleep(PARENT_CHECK_EVERY);
+    }
+}
+
+/// This process's parent's id (a process whose parent died has been handed to a reaper).
+#[cfg(target_os = "linux")]
+fn parent() -> Option<u32> {
+    rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get().unsigned_abs())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn parent() -> Option<u32> {
+    None
+}
+
+#[cfg(target_os = "linux")]
+fn kill_own_group() {
+    let _ = rustix::process::kill_process_group(rustix::process::getpgrp(), rustix::process::Signal::KILL);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kill_own_group() {}
 
 /// The longest password read from stdin, in bytes.
 pub const MAX_PASSWORD_BYTES: u64 = 4096;
@@ -114,12 +157,15 @@ pub fn cpu_seconds(limits: &Limits) -> u64 {
     limits.timeout.as_secs().max(1).saturating_mul(cores)
 }
 
+/// Sets the limits; with `die_with_parent`, asks for SIGKILL when the parent dies.
 #[cfg(target_os = "linux")]
-fn apply_limits(limits: &Limits) -> std::io::Result<()> {
+fn apply_limits(limits: &Limits, die_with_parent: bool) -> std::io::Result<()> {
     use rustix::process::{Resource, Rlimit, Signal, set_parent_process_death_signal, setrlimit};
-    // Sent when the thread that started this process ends: a runtime worker of the service's,
-    // which lives as long as the service does.
-    set_parent_process_death_signal(Some(Signal::KILL))?;
+    if die_with_parent {
+        // Sent when the thread that started this process ends: a runtime worker of the
+        // service's, which lives as long as the service does.
+        set_parent_process_death_signal(Some(Signal::KILL))?;
+    }
     let exactly = |n: u64| Rlimit { current: Some(n), maximum: Some(n) };
     setrlimit(Resource::Core, exactly(0))?;
     setrlimit(Resource::Fsize, exactly(limits.max_file))?;
@@ -131,6 +177,6 @@ fn apply_limits(limits: &Limits) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn apply_limits(_limits: &Limits) -> std::io::Result<()> {
+fn apply_limits(_limits: &Limits, _die_with_parent: bool) -> std::io::Result<()> {
     Err(std::io::Error::other("process limits are implemented for Linux only"))
 }

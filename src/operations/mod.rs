@@ -61,6 +61,18 @@ pub const TOPDF_MEMORY_FACTOR: f64 = 30.0;
 /// allocator), added to every reservation. Measured by `benches/memory.rs`; see BENCHMARKS.md.
 pub const CHILD_BASE_MEMORY: u64 = 16 * 1024 * 1024;
 
+/// The program a run's child is: the very binary this process runs. On Linux that is
+/// `/proc/self/exe`, which the kernel resolves in the forked process to the image the service
+/// was started from, even after a package upgrade replaced the file at its path (a child of the
+/// new version would not speak the old parent's protocol). Elsewhere, the path it was started
+/// from.
+pub fn this_binary() -> PathBuf {
+    if cfg!(target_os = "linux") && std::path::Path::new("/proc/self/exe").exists() {
+        return PathBuf::from("/proc/self/exe");
+    }
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("docket"))
+}
+
 /// What a contained run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {

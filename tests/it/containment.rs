@@ -284,3 +284,70 @@ fn text_of(pdf: &Path) -> String {
         .expect("gs runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The tool's process id, once the stand-in tool has written it into `pid_file`, and its parent's
+/// (the run's child).
+async fn tool_and_child(pid_file: &Path) -> (u32, u32) {
+    let tool: u32 = poll_until(DEADLINE, async || {
+        std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse().ok()).ok_or(())
+    })
+    .await
+    .expect("the tool started and wrote its pid");
+    let stat = std::fs::read_to_string(format!("/proc/{tool}/stat")).expect("the tool runs");
+    let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
+    (tool, parent.expect("the tool's parent in /proc/<pid>/stat"))
+}
+
+/// A service killed outright (SIGKILL, the OOM killer) takes its runs with it: the run's child
+/// and the tool it started do not go on, unwatched, for the rest of their time limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_dies_with_its_service() {
+    let fake = fake_bot_api::FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("tool.pid");
+    let tool = format!("echo $$ > {tmp:?} && mv {tmp:?} {pid_file:?} && exec sleep 3600", tmp = dir.path().join("t"));
+    let (toml, _store) = crate::run_bounds::service(dir.path(), &crate::run_bounds::tool_section(&tool)).await;
+    let docket = DocketProcess::new(dir, &toml, &fake);
+    docket.start();
+    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
+    let mut update = fake.document_update(8501, 8501, &file, Some("long.pdf"), Some("application/pdf"));
+    update["message"]["caption"] = serde_json::json!("ocr");
+    fake.push_update(update);
+    let (tool, child) = tool_and_child(&pid_file).await;
+    assert!(!is_dead(tool) && !is_dead(child), "the run is under way");
+    docket.kill();
+    wait_dead(&[child, tool]).await;
+}
+
+/// A package upgrade replaces docket's binary while the service runs: its runs still start the
+/// binary the service runs (whose protocol they speak), not the new file at the old path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_replaced_on_disk_does_not_change_what_runs_start() {
+    let fake = fake_bot_api::FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("a folder for the binary");
+    let binary = bin.join("docket");
+    std::fs::copy(env!("CARGO_BIN_EXE_docket"), &binary).expect("copy docket's binary");
+    let (toml, store) = crate::run_bounds::service(dir.path(), "").await;
+    let marker = dir.path().join("the-new-binary-ran");
+    let docket = DocketProcess::new(dir, &toml, &fake).binary(binary.clone());
+    docket.start();
+    fake.wait_for_call("getUpdates", |_| true, DEADLINE).await;
+
+    // As a package manager does: the new file is written beside the old and renamed over it.
+    let upgraded = bin.join("docket.new");
+    std::fs::write(&upgraded, format!("#!/bin/sh\ntouch {marker:?}\nexit 3\n")).expect("write the new binary");
+    std::fs::set_permissions(&upgraded, std::fs::Permissions::from_mode(0o755)).expect("make it executable");
+    std::fs::rename(&upgraded, &binary).expect("replace the binary");
+
+    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
+    fake.push_update(fake.document_update(8502, 8502, &file, Some("after.pdf"), Some("application/pdf")));
+    let job = docket
+        .until("the job to end", DEADLINE, async || {
+            store.job(Ticket(1)).await.expect("read a job").filter(|j| j.state.is_terminal())
+        })
+        .await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    assert!(!marker.exists(), "a run started the replaced binary");
+}

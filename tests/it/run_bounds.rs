@@ -15,7 +15,7 @@ use crate::support::child::DocketProcess;
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
 /// The configuration of a `docket run` in `dir` with `extra` appended, and the store it uses.
-async fn service(dir: &Path, extra: &str) -> (String, Store) {
+pub(crate) async fn service(dir: &Path, extra: &str) -> (String, Store) {
     let db = dir.join("db").join("docket.db");
     let toml = format!(
         "[telegram]\npoll_timeout = \"1s\"\n\
@@ -32,7 +32,7 @@ async fn service(dir: &Path, extra: &str) -> (String, Store) {
 
 /// A stand-in external tool: runs `script` under `sh` with the input and output paths as `$1`
 /// and `$2`, configured as the `ocr` operation.
-fn tool_section(script: &str) -> String {
+pub(crate) fn tool_section(script: &str) -> String {
     format!(
         "[processing.external.ocr]\ncommand = [\"sh\", \"-c\", {script:?}, \"ocr\", \"{{input}}\", \"{{output}}\"]\n\
          accepts = [\"pdf\"]\n"

@@ -29,7 +29,12 @@ const LOG_TAIL: usize = 400;
 
 /// `docket`, with none of the variables that steer it set (a test sets what it means to).
 pub fn command() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docket"));
+    command_of(Path::new(env!("CARGO_BIN_EXE_docket")))
+}
+
+/// `program` (a docket binary), with none of the variables that steer it set.
+fn command_of(program: &Path) -> Command {
+    let mut cmd = Command::new(program);
     for var in STEERING {
         cmd.env_remove(var);
     }
@@ -63,6 +68,7 @@ pub struct DocketProcess {
     env: Vec<(&'static str, String)>,
     pipe_stderr: bool,
     log_stdout: bool,
+    binary: Option<PathBuf>,
     state: Mutex<ProcessState>,
 }
 
@@ -94,6 +100,7 @@ impl DocketProcess {
             ],
             pipe_stderr: false,
             log_stdout: false,
+            binary: None,
             state: Mutex::new(ProcessState::default()),
         }
     }
@@ -108,6 +115,13 @@ impl DocketProcess {
     /// Leaves one of the default variables unset.
     pub fn without_env(mut self, key: &'static str) -> Self {
         self.env.retain(|(k, _)| *k != key);
+        self
+    }
+
+    /// Starts each process from `binary` (a copy of docket's, which a test may replace while it
+    /// runs, as an upgrade does) instead of the one cargo built.
+    pub fn binary(mut self, binary: PathBuf) -> Self {
+        self.binary = Some(binary);
         self
     }
 
@@ -141,7 +155,7 @@ impl DocketProcess {
         state.runs += 1;
         let mut log = OpenOptions::new().create(true).append(true).open(&self.log).expect("open the log file");
         writeln!(log, "===== docket run #{} =====", state.runs).expect("write the log file");
-        let mut cmd = command();
+        let mut cmd = command_of(self.binary.as_deref().unwrap_or(Path::new(env!("CARGO_BIN_EXE_docket"))));
         cmd.arg("--config").arg(&self.config).arg("run").current_dir(self.dir.path());
         for (key, value) in &self.env {
             cmd.env(key, value);
