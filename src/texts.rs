@@ -823,9 +823,46 @@ pub fn result_too_big_hint(lang: Lang, operation: &str) -> String {
     }
 }
 
-/// The message of an `info` result: the document's name, then its facts.
+/// The message of an `info` result: the document's name, then its facts, clipped to what one
+/// Telegram message holds.
 pub fn info_message(lang: Lang, name: &str, facts: &str) -> String {
-    render(lang, "info-message", &[s("name", display_name(lang, name)), s("facts", facts)])
+    clip_message(render(lang, "info-message", &[s("name", display_name(lang, name)), s("facts", facts)]))
+}
+
+/// The longest text of one Telegram message, in the UTF-16 code units Telegram counts.
+pub const MAX_MESSAGE_UNITS: usize = 4096;
+
+/// The most fonts `info` names; the rest are counted.
+const INFO_FONTS_LISTED: usize = 30;
+
+/// The longest metadata value (title, author…) `info` shows, in characters.
+const INFO_VALUE_CHARS: usize = 200;
+
+/// `text`, cut at a character boundary with "…" when it is longer than one message may be.
+pub fn clip_message(text: String) -> String {
+    if text.encode_utf16().count() <= MAX_MESSAGE_UNITS {
+        return text;
+    }
+    let mut units = 0;
+    let mut clipped = String::new();
+    for c in text.chars() {
+        units += c.len_utf16();
+        // Room for the "…" (one unit).
+        if units > MAX_MESSAGE_UNITS - 1 {
+            break;
+        }
+        clipped.push(c);
+    }
+    clipped.push('…');
+    clipped
+}
+
+/// `value` shortened to [`INFO_VALUE_CHARS`] characters, with "…" when it was longer.
+fn clip_value(value: &str) -> String {
+    match value.char_indices().nth(INFO_VALUE_CHARS) {
+        Some((end, _)) => format!("{}…", &value[..end]),
+        None => value.to_owned(),
+    }
 }
 
 /// A run of OCR on a bot where no OCR program is configured.
@@ -916,7 +953,7 @@ pub fn document_info(lang: Lang, info: &crate::domain::DocumentInfo) -> String {
         ("info-producer", &info.producer),
     ] {
         if let Some(value) = value {
-            lines.push(render(lang, id, &[s("value", value.as_str())]));
+            lines.push(render(lang, id, &[s("value", clip_value(value))]));
         }
     }
     lines.push(plain(
@@ -936,6 +973,7 @@ pub fn document_info(lang: Lang, info: &crate::domain::DocumentInfo) -> String {
         let fonts: Vec<String> = info
             .fonts
             .iter()
+            .take(INFO_FONTS_LISTED)
             .map(|f| {
                 if f.embedded {
                     f.name.clone()
@@ -944,7 +982,11 @@ pub fn document_info(lang: Lang, info: &crate::domain::DocumentInfo) -> String {
                 }
             })
             .collect();
-        lines.push(render(lang, "info-fonts", &[s("fonts", fonts.join(", "))]));
+        let listed = fonts.join(", ");
+        let more = info.fonts.len().saturating_sub(INFO_FONTS_LISTED) as u64;
+        let fonts =
+            if more > 0 { render(lang, "info-fonts-and-more", &[s("fonts", listed), n("more", more)]) } else { listed };
+        lines.push(render(lang, "info-fonts", &[s("fonts", fonts)]));
     }
     lines.push(render(lang, "info-size", &[s("size", size(lang, info.file_bytes))]));
     lines.push(render(lang, "info-sha256", &[s("sha256", info.sha256.as_str())]));
@@ -959,6 +1001,38 @@ mod tests {
     use crate::domain::ResultFile;
 
     const E: Lang = Lang::ENGLISH;
+
+    #[test]
+    fn an_info_reply_fits_one_message_however_many_fonts_and_however_long_its_metadata() {
+        use crate::domain::{DocumentInfo, Encryption, FontFact};
+        let long = Some("Ж".repeat(10_000));
+        let info = DocumentInfo {
+            pages: Some(3),
+            page_size: None,
+            version: "1.7".into(),
+            producer: long.clone(),
+            creator: long.clone(),
+            title: long.clone(),
+            author: long,
+            encryption: Encryption::None,
+            images: Some(2),
+            fonts: (0..5_000)
+                .map(|i| FontFact { name: format!("Font-With-A-Long-Name-{i}"), embedded: i % 2 == 0 })
+                .collect(),
+            file_bytes: 1_000,
+            sha256: "ab".repeat(32),
+        };
+        for lang in [E, Lang::from_code("ru")] {
+            let message = info_message(lang, "report.pdf", &document_info(lang, &info));
+            assert!(message.encode_utf16().count() <= MAX_MESSAGE_UNITS, "{}", message.len());
+            assert!(message.contains("Font-With-A-Long-Name-29") && !message.contains("Font-With-A-Long-Name-30,"));
+            assert!(message.contains("4970"), "the fonts not listed are counted: {message}");
+        }
+        let emoji = "🙂".repeat(3_000);
+        let clipped = clip_message(emoji);
+        assert_eq!(clipped.encode_utf16().count(), MAX_MESSAGE_UNITS - 1);
+        assert!(clipped.ends_with("🙂…"));
+    }
 
     #[test]
     fn sizes_read_like_telegram_shows_them() {

@@ -290,6 +290,7 @@ info-encryption-user = Encryption: it needs a password to open
 info-images = Images: { $images }
 info-fonts-none = Fonts: none
 info-fonts = Fonts: { $fonts }
+info-fonts-and-more = { $fonts }, and { $more } more
 info-font-not-embedded = { $font } (not embedded)
 info-size = Size: { $size }
 info-sha256 = SHA-256: { $sha256 }

@@ -292,6 +292,7 @@ info-encryption-user = Шифрование: для открытия нужен 
 info-images = Картинок: { $images }
 info-fonts-none = Шрифты: нет
 info-fonts = Шрифты: { $fonts }
+info-fonts-and-more = { $fonts } и ещё { $more }
 info-font-not-embedded = { $font } (не встроен)
 info-size = Размер: { $size }
 info-sha256 = SHA-256: { $sha256 }
