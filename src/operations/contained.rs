@@ -68,7 +68,7 @@ const CHILD_LOG_FILTER: &str = "error";
 ///
 /// Returns when the child has ended, or when `request.limits.timeout` has passed, or when the
 /// run has more than `request.limits.disk` on disk, after killing it. Only the last
-/// [`KEPT_OUTPUT_BYTES`] of its stdout and stderr are kept. Dropping the future (the lease was
+/// 64 KiB of its stdout and stderr are kept. Dropping the future (the lease was
 /// lost, the job was cancelled) kills the child's whole process group at once. A result the
 /// child reports is synced to disk before this returns; one it reports without having written it
 /// is [`Outcome::Crashed`]. Errors only when the child cannot be started or its result cannot be
