@@ -239,9 +239,12 @@ pub fn result_file_name(declared: Option<&str>) -> String {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or(raw);
     let clean: String = base
         .chars()
-        .filter(|c| !c.is_control() && !matches!(c, '"' | '<' | '>' | '|' | ':' | '*' | '?'))
+        .filter(|c| crate::domain::names::shows(*c) && !matches!(c, '"' | '<' | '>' | '|' | ':' | '*' | '?'))
         .take(120)
         .collect();
+    // At most 200 bytes, cut at a character boundary: room for the suffix within the 255 bytes
+    // a file name may have wherever the person saves it.
+    let clean = &clean[..clean.floor_char_boundary(200)];
     let clean = clean.trim().trim_start_matches('.');
     let stem = if clean.is_empty() { "document" } else { clean };
     let lower = stem.to_ascii_lowercase();
@@ -257,6 +260,11 @@ mod tests {
         assert_eq!(result_file_name(Some("../../etc/passwd")), "passwd.pdf");
         assert_eq!(result_file_name(Some("C:\\x\\report.PDF")), "report.PDF");
         assert_eq!(result_file_name(Some("a\nb.pdf")), "ab.pdf");
+        assert_eq!(result_file_name(Some("a\u{0}b\u{202E}fdp.exe")), "abfdp.exe.pdf");
+        for long in ["я".repeat(300), "🦀".repeat(100), format!("a{}", "я".repeat(150))] {
+            let name = result_file_name(Some(&long));
+            assert!(name.len() <= 204 && name.ends_with(".pdf"), "{} bytes: {name}", name.len());
+        }
         assert_eq!(result_file_name(Some("...")), "document.pdf");
         assert_eq!(result_file_name(None), "document.pdf");
     }

@@ -44,6 +44,7 @@ use fluent_templates::{LanguageIdentifier, Loader as _};
 use humansize::{DECIMAL, FormatSizeOptions, format_size};
 use tracing::warn;
 
+use crate::domain::incoming::UnusableKind;
 use crate::domain::{ChatRef, FailureReason, Job, JobState, OutboxId, Ticket, Timestamp};
 
 // Every `locales/<language>/docket.ftl`, parsed into one bundle per language.
@@ -234,16 +235,11 @@ pub fn duration(lang: Lang, d: std::time::Duration) -> String {
 
 /// A user-supplied file name, shortened for display ("your file" in `lang` when nothing is left).
 pub fn display_name(lang: Lang, name: &str) -> String {
-    let clean: String = name.chars().filter(|c| !c.is_control()).collect();
-    let clean = clean.trim();
+    let clean = crate::domain::names::cleaned(name);
     if clean.is_empty() {
         return plain(lang, "your-file");
     }
-    if clean.chars().count() > 80 {
-        format!("{}…", clean.chars().take(79).collect::<String>())
-    } else {
-        clean.to_owned()
-    }
+    if clean.chars().count() > 80 { format!("{}…", clean.chars().take(79).collect::<String>()) } else { clean }
 }
 
 fn known_size(lang: Lang, bytes: Option<u64>) -> String {
@@ -396,6 +392,15 @@ pub fn not_allowed(lang: Lang, user_id: Option<i64>) -> String {
 /// The hint for a message that carries no document and no known command.
 pub fn send_a_document(lang: Lang) -> String {
     plain(lang, "send-a-document")
+}
+
+/// The answer to a message docket cannot work on: what it was, then what docket takes. Plain
+/// text gets the hint alone.
+pub fn cannot_use(lang: Lang, kind: UnusableKind) -> String {
+    match kind {
+        UnusableKind::Text => send_a_document(lang),
+        kind => render(lang, "cannot-use", &[s("kind", kind.as_str())]),
+    }
 }
 
 /// The caption of a delivered result.
@@ -1263,6 +1268,9 @@ mod tests {
             not_allowed(lang, Some(42)),
             not_allowed(lang, None),
             send_a_document(lang),
+            cannot_use(lang, UnusableKind::Sticker),
+            cannot_use(lang, UnusableKind::Unreadable),
+            cannot_use(lang, UnusableKind::OtherMessage),
             ready_caption(lang, &job),
             expired_early(lang, &job, now),
             delivery_alert(lang, OutboxId(5), ChatRef(7), Some(Ticket(1)), "blocked"),
@@ -1460,10 +1468,10 @@ mod tests {
             fn display_names_are_short_clean_prefixes(raw in name()) {
                 let shown = display_name(E, &raw);
                 prop_assert!(shown.chars().count() <= 80);
-                prop_assert!(!shown.chars().any(char::is_control));
-                let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
+                prop_assert!(shown.chars().all(crate::domain::names::shows));
+                let clean = crate::domain::names::cleaned(&raw);
                 let kept = shown.strip_suffix('…').unwrap_or(&shown);
-                prop_assert!(shown == "your file" || clean.trim().starts_with(kept), "{shown:?} from {raw:?}");
+                prop_assert!(shown == "your file" || clean.starts_with(kept), "{shown:?} from {raw:?}");
             }
 
             #[test]

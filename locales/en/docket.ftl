@@ -94,6 +94,16 @@ queue-full = { $name } was not queued: { $waiting ->
 not-allowed = Sorry, this bot is private.
 not-allowed-with-id = Sorry, this bot is private. Ask its admin to add your user id ({ $id }).
 send-a-document = Send me a PDF as a file (or an image, which becomes a PDF), with what to do as its caption: optimize, shrink, split, text… /help tells more.
+cannot-use = { $kind ->
+        [sticker] I cannot work on stickers.
+        [voice] I cannot work on voice messages.
+        [audio] I cannot work on audio.
+        [video] I cannot work on videos.
+        [location] I cannot work on locations.
+        [contact] I cannot work on contacts.
+        [unreadable] I could not read that message: your Telegram app may have sent something this bot does not know yet.
+       *[other] I cannot work on that kind of message.
+    } { send-a-document }
 
 ## Results and failures
 

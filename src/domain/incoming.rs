@@ -164,12 +164,60 @@ pub enum Incoming {
     Command(Origin, Command, Address),
     /// A press on one of docket's inline buttons.
     Button(Origin, ButtonPress),
-    /// A message docket has nothing to do with (text, photo, sticker…): answered with a hint.
-    Other(Origin),
-    /// An update that needs no answer (edits, member changes, service messages).
+    /// Something docket cannot work on: from a person (`Some`), answered with what docket takes;
+    /// counted and logged by kind either way.
+    Unusable(Option<Origin>, UnusableKind),
+    /// An update that needs no answer (edited texts, member changes, service messages).
     Ignored,
-    /// An update that could not be understood; recorded as rejected with the reason.
+    /// An update that could not be understood; recorded as rejected with the reason (which
+    /// describes its shape, never its content).
     Malformed(String),
+}
+
+/// What a message holds that docket cannot work on, or what kind of update it was: the words
+/// of the answer, the counter's `kind` label and the log line's. Never anything a person wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnusableKind {
+    /// Plain text that is no known command.
+    Text,
+    /// A sticker.
+    Sticker,
+    /// A voice note.
+    Voice,
+    /// Music or another audio file sent as audio.
+    Audio,
+    /// A video, a round video note or a GIF animation.
+    Video,
+    /// A location or a venue.
+    Location,
+    /// A shared contact.
+    Contact,
+    /// A poll, a dice, a game, a story, a giveaway…: anything else a person can send.
+    OtherMessage,
+    /// A message whose fields docket could not read (a newer Bot API, a broken client); its
+    /// chat was still found, so the person is answered.
+    Unreadable,
+    /// An update of a kind docket does not take (not a message or a button press), known to
+    /// the Bot API or newer than docket.
+    OtherUpdate,
+}
+
+impl UnusableKind {
+    /// The counter label and the catalog selector.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Sticker => "sticker",
+            Self::Voice => "voice",
+            Self::Audio => "audio",
+            Self::Video => "video",
+            Self::Location => "location",
+            Self::Contact => "contact",
+            Self::OtherMessage => "other_message",
+            Self::Unreadable => "unreadable",
+            Self::OtherUpdate => "other_update",
+        }
+    }
 }
 
 /// `[access] groups`: which messages docket takes in groups and supergroups. Private chats are

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod incoming;
 pub mod job;
 pub mod lease;
+pub mod names;
 pub mod node;
 pub mod operation;
 pub mod outbox;

@@ -18,9 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
-pub use crate::domain::incoming::{Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin};
+pub use crate::domain::incoming::{
+    Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin, UnusableKind,
+};
 use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
 use crate::domain::{Button, FailureReason, Job, NewMessage, Submission};
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
@@ -182,6 +184,7 @@ impl Intake {
     /// A group message that is not docket's (`[access] groups`) is recorded as ignored.
     pub async fn record(&self, update_id: UpdateId, incoming: Incoming) -> StoreResult<Recorded> {
         let incoming = self.screen(incoming);
+        let unusable = unusable_kind(&incoming);
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let (outcome, reason) = match &incoming {
@@ -220,10 +223,11 @@ impl Intake {
         let recorded = match incoming {
             Incoming::Malformed(_) => Recorded::Rejected,
             Incoming::Ignored => Recorded::Ignored,
-            Incoming::Other(origin) => {
-                self.reply(&mut tx, update_id, origin, texts::send_a_document(lang)).await?;
+            Incoming::Unusable(Some(origin), kind) => {
+                self.reply(&mut tx, update_id, origin, texts::cannot_use(lang, kind)).await?;
                 Recorded::Answered
             }
+            Incoming::Unusable(None, _) => Recorded::Ignored,
             // What concerns a person's own data stays theirs to ask about, allowed or not.
             Incoming::Command(origin, Command::Privacy, _) => {
                 self.reply(&mut tx, update_id, origin, texts::privacy(lang, &self.help_facts())).await?;
@@ -303,6 +307,16 @@ impl Intake {
         };
         tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
         tx.commit().await?;
+        if let Some(kind) = unusable {
+            // The kind only: what the update held may be anything a person wrote.
+            metrics::counter!("docket_updates_unusable_total", "kind" => kind).increment(1);
+            match kind {
+                "malformed" => {
+                    warn!(update.id = %update_id, kind, "an update docket cannot read; recorded as rejected")
+                }
+                _ => info!(update.id = %update_id, kind, "an update docket cannot use; recorded"),
+            }
+        }
         if matches!(recorded, Recorded::Submission(_) | Recorded::KnownFile(_) | Recorded::Pressed { .. }) {
             self.jobs_waiting.notify_waiters();
         }
@@ -323,10 +337,10 @@ impl Intake {
         let for_us = match &incoming {
             Incoming::Document(origin, _, address) => takes(mode, me, origin, Sort::Document, address),
             Incoming::Command(origin, _, address) => takes(mode, me, origin, Sort::Command, address),
-            Incoming::Other(origin) => takes(mode, me, origin, Sort::Other, &Address::default()),
+            Incoming::Unusable(Some(origin), _) => takes(mode, me, origin, Sort::Other, &Address::default()),
             // A button sits under one of docket's own messages.
             Incoming::Button(..) => true,
-            Incoming::Ignored | Incoming::Malformed(_) => true,
+            Incoming::Unusable(None, _) | Incoming::Ignored | Incoming::Malformed(_) => true,
         };
         if !for_us {
             debug!(chat.id = incoming_chat(&incoming), "a group message not addressed to docket; ignored");
@@ -950,17 +964,22 @@ fn takes(mode: GroupMode, me: Me<'_>, origin: &Origin, sort: Sort, address: &Add
 
 fn incoming_origin(incoming: &Incoming) -> Option<Origin> {
     match incoming {
-        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Other(o) | Incoming::Button(o, _) => Some(*o),
+        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Button(o, _) => Some(*o),
+        Incoming::Unusable(o, _) => *o,
         Incoming::Ignored | Incoming::Malformed(_) => None,
     }
 }
 
 fn incoming_chat(incoming: &Incoming) -> Option<i64> {
+    incoming_origin(incoming).map(|o| o.chat.0)
+}
+
+/// The `kind` label an update is counted and logged under when docket cannot use it.
+fn unusable_kind(incoming: &Incoming) -> Option<&'static str> {
     match incoming {
-        Incoming::Document(o, ..) | Incoming::Command(o, ..) | Incoming::Other(o) | Incoming::Button(o, _) => {
-            Some(o.chat.0)
-        }
-        Incoming::Ignored | Incoming::Malformed(_) => None,
+        Incoming::Unusable(_, kind) => Some(kind.as_str()),
+        Incoming::Malformed(_) => Some("malformed"),
+        _ => None,
     }
 }
 

@@ -125,6 +125,9 @@ impl Poller {
                             "another process is polling with the same token (409 Conflict): only one may poll at a \
                              time; retrying"
                         ),
+                        // A wrong `[telegram] api_url` (or a proxy in front that lost its way):
+                        // only a person can fix it, so it is said loudly, and polled again.
+                        e @ TelegramError::NotFound(_) => error!(error = %e, wait_ms, "getUpdates failed; retrying"),
                         e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
                     }
                     if sleep_or_cancel(wait, &cancel).await {

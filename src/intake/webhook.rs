@@ -18,14 +18,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use futures_util::FutureExt as _;
-use teloxide::types::Update;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument as _, error, info, info_span, warn};
 
 use super::polling::answer_press;
 use super::{Incoming, Intake};
-use crate::domain::UpdateId;
 use crate::telegram::TelegramClient;
 
 /// The header Telegram sends the secret token in.
@@ -97,17 +95,12 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
         warn!("refused a webhook request without the right secret token");
         return StatusCode::UNAUTHORIZED;
     }
-    let update: Update = match serde_json::from_slice(&body) {
-        Ok(update) => update,
-        Err(e) => {
-            // Without an update id there is nothing to register, and Telegram never sends one.
-            warn!(error = %e, "a webhook request that is not an update; refused");
-            return StatusCode::BAD_REQUEST;
-        }
+    let Some((update_id, incoming)) = crate::telegram::updates::read_update_body(&body) else {
+        // Without an update id there is nothing to register, and Telegram never sends one.
+        warn!("a webhook request that is not an update; refused");
+        return StatusCode::BAD_REQUEST;
     };
-    let update_id = UpdateId(i64::from(update.id.0));
     metrics::counter!("docket_updates_received_total").increment(1);
-    let incoming = crate::telegram::updates::classify_safely(&update);
     let span = info_span!("update", update.id = %update_id);
     let handled = AssertUnwindSafe(receiver.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
     let failure = match handled {

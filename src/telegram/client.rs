@@ -16,10 +16,10 @@ use teloxide::ApiError;
 use teloxide::Bot;
 use teloxide::RequestError;
 use teloxide::payloads::{
-    EditMessageTextSetters, GetUpdatesSetters, SendDocumentSetters, SendMessageSetters, SetMyCommandsSetters,
-    SetWebhookSetters,
+    EditMessageTextSetters, SendDocumentSetters, SendMessageSetters, SetMyCommandsSetters, SetWebhookSetters,
 };
 use teloxide::prelude::Requester;
+use teloxide::requests::JsonRequest;
 use teloxide::types::{
     AllowedUpdate, BotCommand, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardButton, InlineKeyboardMarkup,
     InputFile, MessageId as TelegramMessageId, ReplyParameters,
@@ -30,6 +30,29 @@ use crate::domain::Button;
 use crate::domain::incoming::Incoming;
 use crate::domain::{BotId, ChatRef, MessageId, UpdateId};
 use crate::telegram::BotToken;
+
+/// The updates docket asks Telegram for: messages, edited messages (a document replaced in a
+/// sent message is a new submission) and presses on its buttons.
+const TAKEN_UPDATES: [AllowedUpdate; 3] =
+    [AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery];
+
+/// getUpdates, answered as raw JSON: each update is read from what Telegram sent
+/// (`updates::read_update`), not only from what teloxide's types could read of it.
+#[derive(serde::Serialize)]
+struct RawGetUpdates {
+    offset: i32,
+    timeout: u32,
+    allowed_updates: [AllowedUpdate; 3],
+}
+
+impl teloxide::requests::Payload for RawGetUpdates {
+    type Output = Vec<serde_json::Value>;
+    const NAME: &'static str = "getUpdates";
+
+    fn timeout_hint(&self) -> Option<Duration> {
+        Some(Duration::from_secs(u64::from(self.timeout)))
+    }
+}
 
 /// What went wrong with a Bot API call, sorted by what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,10 +67,18 @@ pub enum TelegramError {
     /// request went out, a connection cut mid-answer).
     #[error("outcome unknown: {0}")]
     Lost(String),
-    /// The Bot API refused the token itself (401 Unauthorized; teloxide reports a 404 "Not
-    /// Found" for a malformed token the same way): nothing works until a person fixes it.
+    /// The Bot API refused the token itself (401 Unauthorized): nothing works until a person
+    /// fixes it.
     #[error("the Bot API refused the token (401 Unauthorized): check TELOXIDE_TOKEN / revoked?")]
     Unauthorized,
+    /// The Bot API answered 404 Not Found: the server at `[telegram] api_url` (its origin
+    /// given) is not a Bot API, or does not know the method. A configuration error, not a
+    /// revoked token.
+    #[error(
+        "the Bot API at {0} answered 404 Not Found: check [telegram] api_url (it must be the server's root, such \
+         as https://api.telegram.org)"
+    )]
+    NotFound(String),
     /// getUpdates while a webhook is set (409 Conflict): the webhook must be deleted first.
     #[error("a webhook is set, so getUpdates is refused (409 Conflict)")]
     WebhookActive,
@@ -141,6 +172,12 @@ impl TelegramError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::RetryAfter(_) | Self::Transient(_) | Self::Lost(_) | Self::OtherPoller)
     }
+}
+
+/// A URL's scheme, host and port: what may be said of the Bot API's address (a path may hold a
+/// secret).
+fn api_origin(url: &Url) -> String {
+    url.origin().ascii_serialization()
 }
 
 /// A description of a reqwest error, without the URL (which holds the token).
@@ -284,8 +321,33 @@ impl TelegramClient {
 
     /// Checks the token with getMe and returns the bot's username.
     pub async fn get_me(&self) -> Result<String, TelegramError> {
-        let me = self.bot.get_me().await.map_err(TelegramError::from_request)?;
-        Ok(me.user.username.clone().unwrap_or_default())
+        match self.bot.get_me().await.map_err(TelegramError::from_request) {
+            Ok(me) => Ok(me.user.username.clone().unwrap_or_default()),
+            Err(e) => Err(self.told_apart(e).await),
+        }
+    }
+
+    /// teloxide reads a 401 Unauthorized and a 404 Not Found as the same `InvalidToken`; for
+    /// an `Unauthorized`, asks getMe once more over plain HTTP to see which status it was. The
+    /// request's URL holds the token: it is never logged or put in an error.
+    async fn told_apart(&self, e: TelegramError) -> TelegramError {
+        if e != TelegramError::Unauthorized {
+            return e;
+        }
+        // Built as teloxide builds it: the base URL's path, then `bot<token>/getMe`.
+        let mut url = self.settings.api_url.clone();
+        match url.path_segments_mut() {
+            Ok(mut segments) => {
+                segments.push(&format!("bot{}", self.token.expose())).push("getMe");
+            }
+            Err(()) => return e,
+        }
+        match self.http.get(url).timeout(self.settings.answer_timeout).send().await {
+            Ok(answer) if answer.status() == reqwest::StatusCode::NOT_FOUND => {
+                TelegramError::NotFound(api_origin(&self.settings.api_url))
+            }
+            _ => e,
+        }
     }
 
     /// setMyCommands: the command list Telegram's apps offer, each command with its description,
@@ -309,19 +371,17 @@ impl TelegramClient {
     /// The next updates from `offset` on (getUpdates, long-polling up to the poll timeout), each
     /// with its id and what it means to docket. Telegram drops the updates before `offset`.
     pub async fn get_updates(&self, offset: i64) -> Result<Vec<(UpdateId, Incoming)>, TelegramError> {
-        let timeout = u32::try_from(self.settings.poll_timeout.as_secs()).unwrap_or(30);
-        let updates = self
-            .bot
-            .get_updates()
-            .offset(i32::try_from(offset).unwrap_or(i32::MAX))
-            .timeout(timeout)
-            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
-            .await
-            .map_err(TelegramError::from_request)?;
-        Ok(updates
-            .iter()
-            .map(|update| (UpdateId(i64::from(update.id.0)), super::updates::classify_safely(update)))
-            .collect())
+        let payload = RawGetUpdates {
+            offset: i32::try_from(offset).unwrap_or(i32::MAX),
+            timeout: u32::try_from(self.settings.poll_timeout.as_secs()).unwrap_or(30),
+            allowed_updates: TAKEN_UPDATES,
+        };
+        let updates = match JsonRequest::new(self.bot.clone(), payload).await.map_err(TelegramError::from_request) {
+            Ok(updates) => updates,
+            Err(e) => return Err(self.told_apart(e).await),
+        };
+        // Telegram gives every update an id; one without cannot be registered or confirmed.
+        Ok(updates.iter().filter_map(super::updates::read_update).collect())
     }
 
     /// The webhook Telegram delivers this bot's updates to, if one is set (getWebhookInfo).
@@ -333,13 +393,13 @@ impl TelegramClient {
 
     /// Sets the webhook (setWebhook): Telegram posts every update to `url` with `secret` in the
     /// `X-Telegram-Bot-Api-Secret-Token` header, over at most `max_connections` connections.
-    /// Messages and button presses only, as getUpdates asks for.
+    /// The same kinds of update as getUpdates asks for.
     pub async fn set_webhook(&self, url: &Url, secret: &str, max_connections: u32) -> Result<(), TelegramError> {
         self.bot
             .set_webhook(url.clone())
             .secret_token(secret)
             .max_connections(u8::try_from(max_connections).unwrap_or(100))
-            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
+            .allowed_updates(TAKEN_UPDATES)
             .await
             .map_err(TelegramError::from_request)?;
         Ok(())

@@ -19,6 +19,7 @@ mod operations_pages;
 mod outbox;
 mod people;
 mod queue;
+mod real_input;
 mod recovery;
 mod retention;
 mod run_bounds;

@@ -127,6 +127,13 @@ async fn on_postgres_one_docket_polls_and_another_takes_over_when_it_dies() {
 
 /// `docket run` as a child process against `fake`, with `token`.
 fn docket_run(fake: &FakeTelegram, token: &str) -> DocketProcess {
+    let process = docket_process(fake, token);
+    process.start();
+    process
+}
+
+/// `docket run` as a child process against `fake`, with `token`, not started yet.
+fn docket_process(fake: &FakeTelegram, token: &str) -> DocketProcess {
     let dir = tempfile::tempdir().expect("temp dir");
     let toml = format!(
         "[telegram]\npoll_timeout = \"1s\"\n\
@@ -135,9 +142,7 @@ fn docket_run(fake: &FakeTelegram, token: &str) -> DocketProcess {
         url = format!("sqlite://{}", dir.path().join("docket.db").display()),
         data = dir.path().join("data").display().to_string(),
     );
-    let process = DocketProcess::new(dir, &toml, fake).env("TELOXIDE_TOKEN", token);
-    process.start();
-    process
+    DocketProcess::new(dir, &toml, fake).env("TELOXIDE_TOKEN", token)
 }
 
 /// Waits for the process to end on its own; panics with its stderr after `timeout`.
@@ -156,6 +161,22 @@ async fn docket_run_with_a_wrong_token_exits_naming_the_token() {
     assert!(!status.success(), "{status}: {stderr}");
     assert!(stderr.contains(TOKEN_REFUSED), "{stderr}");
     assert!(!stderr.contains("WRONG-docket-token"), "the token was printed: {stderr}");
+}
+
+/// An `api_url` that is not the root of a Bot API server (a proxy location with a path, say):
+/// every call answers 404 Not Found, which is a wrong address, not a refused token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docket_run_against_a_wrong_api_url_exits_naming_the_key() {
+    let fake = FakeTelegram::start().await;
+    let wrong = fake.api_url().join("not-the-bot-api/").expect("a URL");
+    let docket = docket_process(&fake, TEST_TOKEN).env("TELOXIDE_API_URL", wrong.as_str());
+    docket.start();
+    let (status, stderr) = exit_status(&docket, DEADLINE).await;
+    assert!(!status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("answered 404 Not Found: check [telegram] api_url"), "{stderr}");
+    assert!(!stderr.contains(TOKEN_REFUSED), "a wrong address is no refused token: {stderr}");
+    let secret = TEST_TOKEN.split(':').nth(1).expect("token has a secret half");
+    assert!(!stderr.contains(secret), "the token was printed: {stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

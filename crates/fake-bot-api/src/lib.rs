@@ -44,7 +44,8 @@
 //! ```
 //!
 //! Not faked: delivering updates to a webhook, inline keyboards beyond echoing `reply_markup`
-//! and pressing a message's first button ([`FakeTelegram::press_button`]), entity parsing for `parse_mode`, and `allowed_updates` filtering.
+//! and pressing a message's first button ([`FakeTelegram::press_button`]), and entity parsing for `parse_mode`. `allowed_updates` of getUpdates is honoured: an update of
+//! a kind the bot did not ask for is dropped, as Telegram never delivers it.
 //!
 //! # Modules
 //!

@@ -18,11 +18,17 @@ pub(crate) struct UpdateQueue {
     queue: VecDeque<Value>,
     /// The `update_id` the next pushed update without one gets.
     next_id: i64,
+    /// The kinds of update the bot last asked for (`allowed_updates`); `None` or empty: every
+    /// kind but the three Telegram leaves out by default.
+    allowed: Option<Vec<String>>,
 }
+
+/// The kinds Telegram sends only to a bot that asks for them by name.
+const ONLY_WHEN_ASKED: [&str; 3] = ["chat_member", "message_reaction", "message_reaction_count"];
 
 impl Default for UpdateQueue {
     fn default() -> Self {
-        Self { queue: VecDeque::new(), next_id: 1 }
+        Self { queue: VecDeque::new(), next_id: 1, allowed: None }
     }
 }
 
@@ -35,6 +41,34 @@ impl UpdateQueue {
     /// Forgets every waiting update.
     pub(crate) fn clear(&mut self) {
         self.queue.clear();
+    }
+
+    /// Remembers `allowed_updates` when a request gives it (a JSON array, or one as text in a
+    /// form), as Telegram keeps it until the next request that does.
+    fn remember_allowed(&mut self, params: &Map<String, Value>) {
+        let list = match params.get("allowed_updates") {
+            Some(Value::Array(list)) => list.clone(),
+            Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_default(),
+            _ => return,
+        };
+        self.allowed = Some(list.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+    }
+
+    /// Drops the updates of kinds the bot did not ask for: Telegram never delivers them.
+    fn drop_undelivered(&mut self) {
+        let queue = std::mem::take(&mut self.queue);
+        self.queue = queue.into_iter().filter(|u| self.delivers(u)).collect();
+    }
+
+    /// Whether Telegram would deliver `update` to this bot.
+    fn delivers(&self, update: &Value) -> bool {
+        let Some(kind) = update.as_object().and_then(|u| u.keys().find(|k| k.as_str() != "update_id")) else {
+            return true;
+        };
+        match &self.allowed {
+            Some(allowed) if !allowed.is_empty() => allowed.iter().any(|a| a == kind),
+            _ => !ONLY_WHEN_ASKED.contains(&kind.as_str()),
+        }
     }
 }
 
@@ -173,6 +207,8 @@ pub(crate) async fn get_updates(shared: &Shared, params: &Map<String, Value>, at
     let mut pushed = shared.updates_seen.subscribe();
     let index = {
         let mut state = shared.state();
+        state.updates.remember_allowed(params);
+        state.updates.drop_undelivered();
         let updates = &mut state.updates.queue;
         match offset {
             // A negative offset keeps only the last |offset| updates.
@@ -204,11 +240,12 @@ pub(crate) async fn get_updates(shared: &Shared, params: &Map<String, Value>, at
         if tokio::time::timeout_at(deadline, pushed.changed()).await.is_err() {
             return ok(json!([]));
         }
-        let state = shared.state();
+        let mut state = shared.state();
         if state.polling.poll_generation != generation {
             drop(state);
             return shared.terminated_poll(index);
         }
+        state.updates.drop_undelivered();
         let batch = take_batch(&state.updates.queue, offset, limit);
         if !batch.is_empty() || state.stopped {
             return ok(Value::Array(batch));
