@@ -27,6 +27,8 @@ pub(super) struct Probe {
     /// The poller's heartbeat; `None` in webhook mode, where nothing polls.
     pub(super) poller: Option<Arc<Heartbeat>>,
     pub(super) poller_silence: Duration,
+    /// Whether Telegram took the webhook; `None` in polling mode.
+    pub(super) webhook: Option<Arc<super::WebhookStatus>>,
 }
 
 impl crate::telemetry::Probe for Probe {
@@ -91,6 +93,9 @@ impl crate::telemetry::Probe for Probe {
                     "the poller has had no answer from getUpdates for {}s (more than twice [telegram] poll_timeout)",
                     silent.as_secs()
                 ));
+            }
+            if let Some(Err(why)) = self.webhook.as_ref().map(|status| status.get()) {
+                problems.push(why);
             }
             problems
         })

@@ -23,7 +23,6 @@ use tracing::{debug, error, info, warn};
 use crate::config::{Config, UpdateMode};
 use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
-use crate::intake::webhook::WebhookSecret;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
 use crate::operations::Availability;
@@ -40,9 +39,11 @@ use crate::texts::{self, Lang};
 
 mod cluster;
 mod health;
+mod webhook;
 
 use cluster::{HeldRoles, ThisNode, poll_while_sole_poller, relay_changes};
 use health::Probe;
+use webhook::{WebhookStatus, WebhookStop};
 
 /// Knobs that are not configuration: time and polling pace (tests move them).
 #[derive(Debug, Clone)]
@@ -131,6 +132,10 @@ pub struct Running {
     /// Beats whenever getUpdates answers.
     /// The poller's heartbeat, for `/healthz`; `None` in webhook mode.
     poller: Option<Arc<Heartbeat>>,
+    /// Whether Telegram took the webhook, for `/healthz`; `None` in polling mode.
+    webhook_status: Option<Arc<WebhookStatus>>,
+    /// What a clean stop does with the webhook; `None` in polling mode.
+    webhook_stop: Option<WebhookStop>,
     spool: Spool,
     options: Options,
     /// Cancelled when `docket drain` asks this node to stop.
@@ -171,6 +176,10 @@ impl Running {
     /// has already released the job, and the process's exit does not wait for it.
     pub async fn stop(mut self) {
         let deadline = tokio::time::Instant::now() + self.grace;
+        // First, so Telegram keeps what comes meanwhile instead of posting to a closing listener.
+        if let Some(webhook) = &self.webhook_stop {
+            webhook.run().await;
+        }
         self.poll_stop.cancel();
         self.shutdown.stop.cancel();
         if tokio::time::timeout_at(deadline, drain(&mut self.workers)).await.is_err() {
@@ -238,6 +247,7 @@ impl Running {
             memory: Arc::clone(&self.memory),
             poller: self.poller.clone(),
             poller_silence: 2 * poll_timeout,
+            webhook: self.webhook_status.clone(),
         })
     }
 
@@ -291,6 +301,9 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             Some(name).filter(|n| !n.is_empty())
         }
         Err(e @ TelegramError::Unauthorized) => return Err(anyhow::Error::new(e).context("while checking the token")),
+        Err(e @ TelegramError::NotFound(_)) => {
+            return Err(anyhow::Error::new(e).context("while connecting to the Bot API (getMe)"));
+        }
         Err(TelegramError::Permanent(why)) => {
             anyhow::bail!("the Bot API refused the token ({why}); check TELOXIDE_TOKEN")
         }
@@ -311,16 +324,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     }
     let webhook = match config.telegram.mode {
         UpdateMode::Polling => None,
-        UpdateMode::Webhook => {
-            let hook = webhook_start(config, &options.environment).await?;
-            telegram
-                .set_webhook(&hook.url, hook.secret.expose(), config.webhook.max_connections)
-                .await
-                .map_err(|e| anyhow::Error::new(e).context("while setting the webhook (setWebhook)"))?;
-            // The host only: a URL's path may hold a secret of its own.
-            info!(host = hook.url.host_str().unwrap_or_default(), "the webhook is set");
-            Some(hook)
-        }
+        UpdateMode::Webhook => Some(webhook::webhook_start(config, &options.environment).await?),
     };
     let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
     let wake = pipeline.wake.clone();
@@ -383,6 +387,9 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     };
     // In webhook mode nothing polls: the heartbeat /healthz reads is beaten by the webhook.
     let poller_beat;
+    let mut webhook_status = None;
+    let webhook_stop =
+        webhook.as_ref().map(|_| WebhookStop { telegram: telegram.clone(), delete: config.webhook.delete_on_stop });
     match webhook {
         None => {
             let poller = Poller::new(telegram, store.clone(), intake);
@@ -397,6 +404,16 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         }
         Some(hook) => {
             poller_beat = None;
+            let status = Arc::new(WebhookStatus::default());
+            webhook_status = Some(Arc::clone(&status));
+            workers.spawn(webhook::keep_setting(
+                telegram.clone(),
+                hook.url.clone(),
+                hook.secret.clone(),
+                config.webhook.max_connections,
+                status,
+                poll_stop.clone(),
+            ));
             let server = crate::intake::webhook::serve(
                 hook.listener,
                 hook.url.path().to_owned(),
@@ -463,6 +480,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         fatal: Some(fatal),
         live,
         poller: poller_beat,
+        webhook_status,
+        webhook_stop,
         spool,
         options,
         drain,
@@ -753,31 +772,4 @@ fn invite_tokens(config: &Config, env: &Environment) -> anyhow::Result<crate::in
     }
     info!(tokens = tokens.len(), "invites are on");
     Ok(tokens)
-}
-
-/// Webhook mode's listener, path and secret, checked before anything starts.
-struct WebhookStart {
-    listener: tokio::net::TcpListener,
-    url: url::Url,
-    secret: WebhookSecret,
-}
-
-/// Reads the webhook's secret and binds its listener. The keys are there: the configuration
-/// checks that webhook mode has them.
-async fn webhook_start(config: &Config, env: &Environment) -> anyhow::Result<WebhookStart> {
-    let hook = &config.webhook;
-    let (Some(listen), Some(url), Some(name)) = (hook.listen, hook.public_url.clone(), &hook.secret_token_env) else {
-        anyhow::bail!("[telegram] mode = \"webhook\" needs [webhook] listen, public_url and secret_token_env");
-    };
-    let value = env.var(name).unwrap_or_default();
-    let Some(secret) = WebhookSecret::new(&value) else {
-        anyhow::bail!(
-            "[webhook] secret_token_env names {name}, which is not set or not a valid secret token \
-             (1 to 256 letters, digits, _ and -)"
-        );
-    };
-    let listener = crate::intake::webhook::bind(listen)
-        .await
-        .with_context(|| format!("while binding [webhook] listen = {listen}"))?;
-    Ok(WebhookStart { listener, url, secret })
 }

@@ -38,11 +38,21 @@ pub struct WebhookConfig {
     /// `max_connections`: how many connections Telegram may open at once; 1 to 100.
     #[serde(deserialize_with = "Between::<1, 100>::count")]
     pub max_connections: u32,
+    /// `delete_on_stop`: whether a clean stop deletes the webhook (deleteWebhook, keeping the
+    /// updates that wait), so Telegram stops posting to a listener that is gone. Off by default:
+    /// with several hosts behind one `public_url`, the others still take updates.
+    pub delete_on_stop: bool,
 }
 
 impl Default for WebhookConfig {
     fn default() -> Self {
-        Self { listen: None, public_url: None, secret_token_env: None, max_connections: DEFAULT_MAX_CONNECTIONS }
+        Self {
+            listen: None,
+            public_url: None,
+            secret_token_env: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            delete_on_stop: false,
+        }
     }
 }
 

@@ -15,6 +15,9 @@ use crate::support::{Backend, DEADLINE, TestApp, fixture, test_options};
 per_backend!(
     an_update_with_the_secret_is_recorded_before_the_200,
     a_wrong_or_missing_secret_gets_401_and_records_nothing,
+    updates_teloxide_cannot_read_are_recorded_and_answered,
+    a_refused_set_webhook_is_tried_again_while_docket_stays_up_and_not_ready,
+    a_clean_stop_deletes_the_webhook_only_when_configured,
 );
 
 const SECRET: &str = "w3bhook-Secret_0123456789";
@@ -23,6 +26,16 @@ const PUBLIC_URL: &str = "https://bot.example.test/docket/hook";
 
 /// docket in webhook mode on a free loopback port; returns it and its listener's address.
 async fn webhook_app(backend: Backend) -> (TestApp, SocketAddr) {
+    webhook_app_with(backend, |_| {}, |_| {}).await
+}
+
+/// Like [`webhook_app`], with `tune` applied to the configuration and `before` to the fake before
+/// docket starts.
+async fn webhook_app_with(
+    backend: Backend,
+    tune: impl FnOnce(&mut docket::config::Config),
+    before: impl FnOnce(&fake_bot_api::FakeTelegram),
+) -> (TestApp, SocketAddr) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let listen: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let mut app = TestApp::create(backend, |c| {
@@ -30,8 +43,10 @@ async fn webhook_app(backend: Backend) -> (TestApp, SocketAddr) {
         c.webhook.listen = Some(listen);
         c.webhook.public_url = Some(PUBLIC_URL.parse().expect("url"));
         c.webhook.secret_token_env = Some(SECRET_ENV.to_owned());
+        tune(c);
     })
     .await;
+    before(&app.fake);
     app.start_with(Options { environment: Environment::fixed(&[(SECRET_ENV, SECRET)]), ..test_options() }).await;
     (app, listen)
 }
@@ -46,6 +61,8 @@ async fn post(listen: SocketAddr, secret: Option<&str>, update: &serde_json::Val
 
 async fn an_update_with_the_secret_is_recorded_before_the_200(backend: Backend) {
     let (app, listen) = webhook_app(backend).await;
+    // Set once docket runs, and tried again until Telegram takes it.
+    app.fake.wait_for_call("setWebhook", |c| c.status == 200, DEADLINE).await;
     assert_eq!(app.fake.webhook().as_deref(), Some(PUBLIC_URL));
     assert_eq!(app.fake.webhook_secret().as_deref(), Some(SECRET));
     assert_eq!(app.fake.webhook_max_connections(), Some(40));
@@ -106,4 +123,76 @@ async fn an_update_that_cannot_be_recorded_gets_5xx() {
     assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "nothing was recorded");
     assert_eq!(post(listen, Some(SECRET), &update).await, 200);
     assert!(app.store.job(Ticket(1)).await.expect("read").is_some());
+}
+
+async fn updates_teloxide_cannot_read_are_recorded_and_answered(backend: Backend) {
+    let (app, listen) = webhook_app(backend).await;
+    let bot = BotId(app.fake.bot_id());
+    // A kind of update newer than docket: recorded, confirmed, nobody to answer.
+    let unknown = serde_json::json!({"update_id": 9_100, "reaction_of_2030": {"chat": {"id": 520}, "emoji": "+"}});
+    assert_eq!(post(listen, Some(SECRET), &unknown).await, 200);
+    let outcome = app.store.update_outcome(bot, UpdateId(9_100)).await.expect("read");
+    assert_eq!(outcome.map(|(o, _)| o), Some(UpdateOutcome::Recorded), "recorded, not rejected");
+
+    // A forwarded file with an empty MIME type: a ticket and a result like any other.
+    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let mut update = app.fake.document_update(521, 521, &file, Some("fwd.pdf"), Some(""));
+    update["update_id"] = serde_json::json!(9_101);
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    let job = app.store.job(Ticket(1)).await.expect("read").expect("a job for the forwarded file");
+    assert_eq!(job.submission.declared_mime, None);
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+
+    // A message whose content cannot be read, in a private chat: answered.
+    let mut broken = app.fake.text_update(522, 522, "x");
+    broken["message"]["text"] = serde_json::json!({"not": "text"});
+    broken["update_id"] = serde_json::json!(9_102);
+    assert_eq!(post(listen, Some(SECRET), &broken).await, 200);
+    let answer = app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(522), DEADLINE).await;
+    assert!(answer.params["text"].as_str().is_some_and(|t| t.contains("could not read that message")), "{answer:?}");
+}
+
+async fn a_refused_set_webhook_is_tried_again_while_docket_stays_up_and_not_ready(backend: Backend) {
+    let held = std::sync::OnceLock::new();
+    let (app, listen) = webhook_app_with(
+        backend,
+        |_| {},
+        |fake| {
+            fake.fail_next("setWebhook", fake_bot_api::Fault::ServerError(502));
+            held.set(fake.hold_next("setWebhook")).expect("set once");
+        },
+    )
+    .await;
+    let held = held.get().expect("a held setWebhook");
+    // docket started although Telegram refused the webhook, and tries again.
+    app.fake.wait_for_call("setWebhook", |c| c.status == 502, DEADLINE).await;
+    held.arrived(DEADLINE).await;
+    let problems = app.health_problems().await;
+    assert!(problems.iter().any(|p| p.starts_with("the webhook is not set")), "{problems:?}");
+
+    held.release();
+    crate::support::eventually(DEADLINE, async || {
+        let problems = app.health_problems().await;
+        if problems.is_empty() { Ok(()) } else { Err(format!("still not ready: {problems:?}")) }
+    })
+    .await;
+    let update =
+        serde_json::json!({ "update_id": 9_200, "message": app.fake.text_update(530, 530, "/help")["message"] });
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(530), DEADLINE).await;
+}
+
+async fn a_clean_stop_deletes_the_webhook_only_when_configured(backend: Backend) {
+    let (mut app, _) = webhook_app(backend).await;
+    app.fake.wait_for_call("setWebhook", |c| c.status == 200, DEADLINE).await;
+    app.stop().await;
+    assert_eq!(app.fake.webhook().as_deref(), Some(PUBLIC_URL), "kept by default");
+    assert!(app.fake.calls_to("deleteWebhook").is_empty());
+
+    let (mut app, _) = webhook_app_with(backend, |c| c.webhook.delete_on_stop = true, |_| {}).await;
+    app.fake.wait_for_call("setWebhook", |c| c.status == 200, DEADLINE).await;
+    app.stop().await;
+    let deleted = app.fake.wait_for_call("deleteWebhook", |c| c.status == 200, DEADLINE).await;
+    assert_ne!(deleted.params["drop_pending_updates"], true, "the waiting updates are kept");
+    assert_eq!(app.fake.webhook(), None);
 }

@@ -94,6 +94,14 @@ impl FakeTelegram {
         self.fail_next_for_chat(method, chat_id, Fault::Hold(hold.clone()));
         hold
     }
+
+    /// Like [`hold_next_for_chat`](Self::hold_next_for_chat), for the next call of `method`
+    /// whatever its chat (setWebhook, getMe…).
+    pub fn hold_next(&self, method: &str) -> Hold {
+        let hold = Hold { phase: Arc::new(watch::Sender::new(HoldPhase::Waiting)) };
+        self.fail_next(method, Fault::Hold(hold.clone()));
+        hold
+    }
 }
 
 impl Shared {

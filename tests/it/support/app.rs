@@ -94,6 +94,12 @@ impl TestApp {
         }
     }
 
+    /// What `/healthz` would report as wrong right now (nothing: ready).
+    pub async fn health_problems(&self) -> Vec<String> {
+        let running = self.running.as_ref().expect("docket is running");
+        running.probe(std::time::Duration::from_secs(2)).problems().await
+    }
+
     /// Starts docket (again) on the same database and data folder.
     pub async fn start(&mut self) {
         self.start_with(test_options()).await;
