@@ -760,8 +760,9 @@ pub fn caption_problem(lang: Lang, error: &crate::domain::operation::ParseError)
 }
 
 /// Added to the ticket reply of `decrypt PASSWORD`.
-pub fn delete_the_password(lang: Lang) -> String {
-    plain(lang, "delete-the-password")
+pub fn delete_the_password(lang: Lang, private: bool) -> String {
+    // In a private chat the bot may delete the person's message; in a group only as an admin.
+    plain(lang, if private { "password-message-deleted" } else { "delete-the-password" })
 }
 
 /// `/mode` without a word: the chat's default, and the choices.
@@ -1361,7 +1362,8 @@ mod tests {
             caption_problem(lang, &ParseError::Empty),
             caption_problem(lang, &ParseError::Unknown("please".into())),
             caption_problem(lang, &ParseError::Arguments { operation: "pages", problem: ArgumentProblem::Missing }),
-            delete_the_password(lang),
+            delete_the_password(lang, true),
+            delete_the_password(lang, false),
             mode_now(lang, &shrink, true),
             mode_now(lang, &shrink, false),
             mode_set(lang, &shrink),

@@ -256,6 +256,7 @@ caption-names-nothing = the caption names no operation
 caption-unknown-word = "{ $word }" is not an operation
 caption-bad-arguments = { $operation }: { $problem }
 delete-the-password = Your password is kept only until this job ends. Please delete the message that carries it.
+password-message-deleted = Your password is kept sealed only until this job ends, and I delete your message that carries it as soon as the job has read it.
 mode-now-own = Documents sent without a caption get { $operation } (this chat's choice). To change it: /mode followed by one of { $modes }.
 mode-now-default = Documents sent without a caption get { $operation } (the bot's default). To change it: /mode followed by one of { $modes }.
 mode-set = Done: documents sent here without a caption now get { $operation }.

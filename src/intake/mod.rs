@@ -524,7 +524,7 @@ impl Intake {
                 text = format!("{text}\n{}", texts::will_run(lang, &new_job.operation));
             }
             if asks_with_password {
-                text = format!("{text}\n{}", texts::delete_the_password(lang));
+                text = format!("{text}\n{}", texts::delete_the_password(lang, origin.chat_kind == ChatKind::Private));
             }
             self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
                 .await?;
@@ -666,7 +666,7 @@ impl Intake {
         let lang = chat_lang(tx, origin.chat).await?;
         let mut text = texts::run_reply(lang, first.ticket, &run.operation, ahead);
         if asks_with_password {
-            text = format!("{text}\n{}", texts::delete_the_password(lang));
+            text = format!("{text}\n{}", texts::delete_the_password(lang, origin.chat_kind == ChatKind::Private));
         }
         self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
             .await?;

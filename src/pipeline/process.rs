@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use tracing::info;
+use tracing::{debug, info};
 
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
@@ -84,6 +84,9 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             },
             format!("declared {:?}, content is {}", job.submission.declared_mime, format.label()),
         ));
+    }
+    if matches!(operation, Operation::Decrypt { .. }) {
+        delete_the_password_message(deps, job).await;
     }
     let note =
         declared_disagrees(job.submission.declared_name.as_deref(), job.submission.declared_mime.as_deref(), &format)
@@ -197,6 +200,18 @@ async fn fitting_default(
         .await
         .map_err(|e| StageError::retry(format!("switching the run's operation: {e}")))?;
     Ok(switched.then_some(fitting))
+}
+
+/// Deletes the person's message whose caption gave a decrypt its password, now that the run
+/// has the password (sealed in the database until the job ends). Best effort: in a group the
+/// bot may lack the right, and the ticket reply asked the person to delete it there. A retry
+/// finds the message gone, which is fine.
+async fn delete_the_password_message(deps: &PipelineDeps, job: &Job) {
+    let (chat, message) = (job.submission.chat, job.submission.message_id);
+    match deps.telegram.delete_message(chat, message).await {
+        Ok(()) => info!(ticket = %job.ticket, "deleted the message that carried the password"),
+        Err(e) => debug!(ticket = %job.ticket, error = %e, "could not delete the message that carried the password"),
+    }
 }
 
 /// Whether `accepts` (an operation's formats) has the detected `format`.

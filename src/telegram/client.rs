@@ -526,6 +526,14 @@ impl TelegramClient {
         Ok(())
     }
 
+    /// deleteMessage: removes `message` from `chat`. A bot may delete what people sent it in a
+    /// private chat within 48 hours, and in a group only as an admin with that right.
+    pub async fn delete_message(&self, chat: ChatRef, message: MessageId) -> Result<(), TelegramError> {
+        let id = TelegramMessageId(i32::try_from(message.0).unwrap_or(i32::MAX));
+        self.bot.delete_message(ChatId(chat.0), id).await.map_err(TelegramError::from_request)?;
+        Ok(())
+    }
+
     /// sendChatAction "upload_document": the person sees "sending a file…" while a result
     /// uploads. Telegram shows it for about 5 s, so the caller repeats it.
     pub async fn send_upload_action(&self, chat: ChatRef) -> Result<(), TelegramError> {

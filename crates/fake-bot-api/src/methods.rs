@@ -29,6 +29,7 @@ pub(crate) const METHODS: &[&str] = &[
     "setMyCommands",
     "getMyCommands",
     "answerCallbackQuery",
+    "deleteMessage",
     "deleteMyCommands",
     "close",
     "logOut",
@@ -179,6 +180,14 @@ pub(crate) fn perform(shared: &Shared, method: &str, params: &Map<String, Value>
             crate::commands::commands_method(&mut state, method, params)
         }
         "answerCallbackQuery" => crate::buttons::answer_callback_query(&mut state, params),
+        "deleteMessage" => {
+            let message_id = params.get("message_id").and_then(lenient_i64);
+            let removed = chat_id
+                .zip(message_id)
+                .and_then(|(chat, id)| state.chats.get_mut(&chat)?.messages.remove(&id))
+                .is_some();
+            if removed { ok(json!(true)) } else { bad_request("Bad Request: message to delete not found") }
+        }
         // sendChatAction, close, logOut.
         _ => ok(json!(true)),
     }
