@@ -12,7 +12,8 @@
 //! - Adapters: [`store`] (SQLite and PostgreSQL behind one interface), [`telegram`] (Bot API
 //!   client and update parsing), [`pdf`] (lopdf), [`operations`] (every operation in a child
 //!   process under limits; external tools), [`detect`] (format by signature), [`spool`] (files
-//!   on disk, named by job, never by user input).
+//!   on disk, named by job, never by user input), [`sealing`] (secrets kept in the database,
+//!   sealed).
 //! - Runtime and presentation: [`runtime`] (shutdown, wake-ups, worker pools, the lease
 //!   heartbeat), [`texts`] (every sentence a person reads).
 //! - Domain: [`domain`] (tickets, states, transitions, leases, what an update means, the records
@@ -30,6 +31,7 @@ pub mod outbox;
 pub mod pdf;
 pub mod pipeline;
 pub mod runtime;
+pub mod sealing;
 pub mod spool;
 pub mod store;
 pub mod telegram;

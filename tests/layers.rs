@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("domain", &["domain"]),
     ("runtime and presentation", &["runtime", "texts"]),
-    ("adapters", &["store", "telegram", "pdf", "detect", "spool", "operations"]),
+    ("adapters", &["store", "telegram", "pdf", "detect", "spool", "operations", "sealing"]),
     ("services", &["intake", "pipeline", "outbox", "janitor"]),
     ("wiring", &["app", "cli", "config", "telemetry"]),
 ];

@@ -162,8 +162,9 @@ fn pipeline_deps(store: &Store, spool: &Spool, api: &FileApi, files_url: Option<
     )?;
     config.telegram.local_files_url = files_url;
     let options = Options::default();
+    let sealing = app::sealing_key(&config, &options.environment, &BotToken::new(TOKEN))?;
     let telegram = app::telegram_client(&config, BotToken::new(TOKEN), &options);
-    Ok(app::pipeline_deps(&config, &options, store.clone(), spool.clone(), telegram))
+    Ok(app::pipeline_deps(&config, &options, store.clone(), spool.clone(), telegram, sealing))
 }
 
 /// A job in `accepted`, recorded and claimed as intake and a download worker would.

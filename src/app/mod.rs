@@ -31,6 +31,7 @@ use crate::pipeline::budget::Budget;
 use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
+use crate::sealing::SealingKey;
 use crate::spool::Spool;
 use crate::store::{JobFilter, Role, RunLock, Stage, Store};
 use crate::telegram::client::ClientSettings;
@@ -224,7 +225,16 @@ impl Running {
         let intake = self.live.intake.get();
         // Invite tokens come from the environment, which a reload does not re-read.
         let invites = intake.invites.clone();
-        self.live.intake.set(intake_settings(new, intake.bot_id, intake.bot_username.clone(), &self.budget, invites));
+        // So does the sealing key.
+        let sealing = intake.sealing.clone();
+        self.live.intake.set(intake_settings(
+            new,
+            intake.bot_id,
+            intake.bot_username.clone(),
+            &self.budget,
+            invites,
+            sealing,
+        ));
         self.live.outbox.set(outbox_settings(new, &self.options));
         self.live.pipeline.set(PipelineSettings::from_config(
             new,
@@ -292,6 +302,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         .await
         .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))?
         .for_node(node_name.clone());
+    let sealing = sealing_key(config, &options.environment, &token)?;
     let telegram = telegram_client(config, token, &options);
     let bot_username = match telegram.get_me().await {
         Ok(name) => {
@@ -326,7 +337,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         UpdateMode::Polling => None,
         UpdateMode::Webhook => Some(webhook::webhook_start(config, &options.environment).await?),
     };
-    let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone());
+    let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone(), sealing.clone());
     let wake = pipeline.wake.clone();
     let budget = Arc::clone(&pipeline.budget);
     let memory = Arc::clone(&pipeline.memory);
@@ -346,7 +357,14 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let intake = Intake::new(
         store.clone(),
         Arc::clone(&options.clock),
-        intake_settings(config, telegram.bot_id(), bot_username, &budget, invite_tokens(config, &options.environment)?),
+        intake_settings(
+            config,
+            telegram.bot_id(),
+            bot_username,
+            &budget,
+            invite_tokens(config, &options.environment)?,
+            sealing,
+        ),
         Arc::clone(&wake.downloads),
         Arc::clone(&wake.outbox),
         Arc::clone(&wake.ended),
@@ -496,6 +514,7 @@ fn intake_settings(
     bot_username: Option<String>,
     budget: &Budget,
     invites: crate::intake::InviteTokens,
+    sealing: SealingKey,
 ) -> IntakeSettings {
     IntakeSettings {
         bot_id,
@@ -509,6 +528,7 @@ fn intake_settings(
         budget_bytes: config.budget.bytes,
         invites,
         default_operation: config.processing.default_operation(),
+        sealing,
     }
 }
 
@@ -573,6 +593,7 @@ pub fn pipeline_deps(
     store: Store,
     spool: Spool,
     telegram: TelegramClient,
+    sealing: SealingKey,
 ) -> PipelineDeps {
     let wake = Wakeups::default();
     let budget = Arc::new(Budget::new(
@@ -596,6 +617,7 @@ pub fn pipeline_deps(
         )),
         wake,
         budget,
+        sealing,
     }
 }
 
@@ -764,6 +786,18 @@ async fn shutdown_signal() {
 
 /// The invite tokens from the environment variable `[access] invite_tokens_env` names (none
 /// without it). A named variable that is missing or empty is an error: the admin meant invites.
+/// The key that seals a decrypt's password in the database: derived from the secret in the
+/// variable `[storage] secret_key_env` names, or else from the bot token.
+pub fn sealing_key(config: &Config, env: &Environment, token: &BotToken) -> anyhow::Result<SealingKey> {
+    let Some(name) = &config.storage.secret_key_env else { return Ok(SealingKey::derive(token.expose().as_bytes())) };
+    match env.var(name).filter(|v| !v.is_empty()) {
+        Some(secret) => Ok(SealingKey::derive(secret.as_bytes())),
+        None => {
+            anyhow::bail!("[storage] secret_key_env names {name}, but that environment variable is not set or empty")
+        }
+    }
+}
+
 fn invite_tokens(config: &Config, env: &Environment) -> anyhow::Result<crate::intake::InviteTokens> {
     let Some(name) = &config.access.invite_tokens_env else { return Ok(crate::intake::InviteTokens::default()) };
     let tokens = env.var(name).map(|v| crate::intake::InviteTokens::parse(&v)).unwrap_or_default();

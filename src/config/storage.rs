@@ -28,6 +28,11 @@ pub struct StorageConfig {
     /// `min_free`: below this much free space on `data_dir`, no download starts.
     #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
     pub min_free: u64,
+    /// `secret_key_env`: the environment variable holding the secret that seals what jobs keep
+    /// for a while (a decrypt's password) in the database; not set: the bot token seals it. Every
+    /// host of one bot must have the same.
+    #[serde(deserialize_with = "value::env_name", skip_serializing_if = "Option::is_none")]
+    pub secret_key_env: Option<String>,
 }
 
 impl Default for StorageConfig {
@@ -36,6 +41,7 @@ impl Default for StorageConfig {
             database_url: DatabaseUrl::parse(DEFAULT_DATABASE_URL).expect("the default database URL is valid"),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             min_free: DEFAULT_MIN_FREE,
+            secret_key_env: None,
         }
     }
 }

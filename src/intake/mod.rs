@@ -24,7 +24,8 @@ pub use crate::domain::incoming::{
     Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin, UnusableKind,
 };
 use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
-use crate::domain::{Button, FailureReason, Job, NewMessage, Submission};
+use crate::domain::{Button, FailureReason, Job, NewMessage, Password, Submission};
+use crate::sealing::SealingKey;
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
 use crate::texts::{self, Lang};
 
@@ -145,6 +146,8 @@ pub struct IntakeSettings {
     /// What a document without a caption gets in a chat that chose nothing with `/mode`
     /// (`[processing] default_operation`).
     pub default_operation: Operation,
+    /// Seals a decrypt's password before the job is written.
+    pub sealing: SealingKey,
 }
 
 /// The intake service. Cheap to clone.
@@ -699,6 +702,12 @@ impl Intake {
                         problem: crate::domain::operation::ArgumentProblem::Missing,
                     },
                 )),
+                // A password is sealed before it is written anywhere (see `crate::sealing`).
+                Ok(Operation::Decrypt { password }) => {
+                    let binding = SealingKey::binding(chat, &facts.file_unique_id);
+                    let sealed = Password::new(settings.sealing.seal(password.expose(), &binding));
+                    Ok((Operation::Decrypt { password: sealed }, true))
+                }
                 parsed => parsed.map(|operation| (operation, true)).map_err(|e| texts::caption_problem(lang, &e)),
             });
         }

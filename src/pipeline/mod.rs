@@ -136,6 +136,8 @@ pub struct PipelineDeps {
     pub budget: Arc<budget::Budget>,
     /// The memory budget of this machine's processing runs.
     pub memory: Arc<memory::MemoryBudget>,
+    /// Opens a decrypt's password right before its run.
+    pub sealing: crate::sealing::SealingKey,
 }
 
 /// What a finished stage produced.

@@ -11,12 +11,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::{FailureReason, Job, Operation, Output as ResultKind};
+use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password};
 use crate::operations::{self, DEFAULT_LANG, Failure, Outcome, Report, Request, Work};
+use crate::sealing::SealingKey;
 use crate::spool::Spool;
 
 /// A result on disk, ready to be committed.
@@ -59,7 +60,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         .await
         .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
         .map_err(|e| StageError::SourceLost { detail: format!("reading the source: {e}") })?;
-    let mut operation = job.submission.operation.clone();
+    let mut operation = unsealed(deps, job);
     let (mut work, mut accepts) = work_for(&deps.settings.get().tools, &operation)?;
     if !takes(&accepts, &format)
         && let Some(fitting) = fitting_default(deps, job, &format).await?
@@ -200,6 +201,23 @@ async fn fitting_default(
         .await
         .map_err(|e| StageError::retry(format!("switching the run's operation: {e}")))?;
     Ok(switched.then_some(fitting))
+}
+
+/// The job's operation with a decrypt's password opened (intake sealed it; see
+/// `crate::sealing`). A password that does not open with this key is empty: the run then fails
+/// as with a wrong password.
+fn unsealed(deps: &PipelineDeps, job: &Job) -> Operation {
+    match &job.submission.operation {
+        Operation::Decrypt { password } => {
+            let binding = SealingKey::binding(job.submission.chat, &job.submission.file_unique_id);
+            let opened = deps.sealing.open(password.expose(), &binding);
+            if opened.is_none() {
+                warn!(ticket = %job.ticket, "the job's password does not open with this key ([storage] secret_key_env, or the token, changed?)");
+            }
+            Operation::Decrypt { password: Password::new(opened.unwrap_or_default()) }
+        }
+        other => other.clone(),
+    }
 }
 
 /// Deletes the person's message whose caption gave a decrypt its password, now that the run

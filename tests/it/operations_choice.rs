@@ -19,6 +19,7 @@ per_backend!(
     a_refusal_names_the_format_and_what_to_send_instead,
     ocr_runs_the_configured_program_in_the_persons_language,
     a_decrypt_password_is_erased_when_the_job_ends_and_never_logged,
+    a_decrypt_password_never_reaches_the_database_in_plain_text,
     a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it,
     mode_offers_its_choices_as_buttons,
     a_declaration_that_disagrees_with_the_content_is_shown,
@@ -233,8 +234,13 @@ async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend
         "en",
     );
     let reply = app.fake.wait_for_call("sendMessage", says(550, "ticket #1"), DEADLINE).await;
-    assert!(text_of(&reply).contains("Please delete the message that carries it."), "{}", text_of(&reply));
+    assert!(text_of(&reply).contains("I delete your message that carries it"), "{}", text_of(&reply));
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    // The run had the password: the person's message that carried it is gone.
+    let deleted =
+        app.fake.wait_for_call("deleteMessage", |c| c.params["chat_id"].as_i64() == Some(550), DEADLINE).await;
+    assert_eq!(deleted.status, 200);
+    assert_eq!(deleted.params["message_id"].as_i64(), Some(job.submission.message_id.0));
     assert_eq!(job.submission.operation.name(), "decrypt");
     assert!(!format!("{job:?}").contains(PASSWORD), "Debug never shows the password");
     assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 0, "erased when the job ended");
@@ -242,6 +248,52 @@ async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend
     let messages = app.store.messages(&MessageFilter::chat(ChatRef(550))).await.expect("read");
     assert!(messages.iter().all(|m| !m.body.contains(PASSWORD)), "never in the outbox: {messages:#?}");
     assert!(!crate::support::logs::captured().contains(PASSWORD), "never in the logs");
+}
+
+/// Every byte the database holds as it is on disk or would go into a backup: the SQLite file
+/// with its WAL and shared memory, or a `pg_dump` of the PostgreSQL database.
+fn database_bytes(app: &TestApp) -> Vec<u8> {
+    match &app.config.storage.database_url {
+        docket::store::DatabaseUrl::Sqlite(path) => {
+            let mut bytes = Vec::new();
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+                bytes.extend(std::fs::read(&file).unwrap_or_default());
+            }
+            assert!(!bytes.is_empty(), "no database file at {}", path.display());
+            bytes
+        }
+        docket::store::DatabaseUrl::Postgres(url) => {
+            let dump = std::process::Command::new("pg_dump").arg("--dbname").arg(url).output().expect("pg_dump runs");
+            assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
+            dump.stdout
+        }
+    }
+}
+
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+async fn a_decrypt_password_never_reaches_the_database_in_plain_text(backend: Backend) {
+    const PASSWORD: &str = "Zebra-Quartz-7734";
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    // The download waits on getFile: the job is recorded, with its password, and not yet run.
+    let held = app.fake.hold_next("getFile");
+    app.send_document_with_caption(
+        551,
+        fixture("pdf/aes256-userpw.pdf"),
+        "locked.pdf",
+        "application/pdf",
+        Some(&format!("decrypt {PASSWORD}")),
+        "en",
+    );
+    held.arrived(DEADLINE).await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 1, "kept, sealed");
+    assert!(!holds(&database_bytes(&app), PASSWORD), "the password is in the database in plain text");
+    held.release();
+    app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert!(!holds(&database_bytes(&app), PASSWORD), "the password is in the database in plain text");
 }
 
 /// The Telegram message id of run `ticket`'s status message (its ticket reply), once delivered.
