@@ -1,7 +1,7 @@
 //! The `dead_chats` table: chats that refused the bot for good (blocked it, or removed it from the
 //! group). Messages queued for them are stored `dead` without a call, until the chat writes again.
 
-use super::{Conn, QueryContext, StoreResult};
+use super::{Conn, QueryContext, StoreResult, Tx};
 use crate::domain::{ChatRef, Timestamp};
 
 /// Records that a chat refused the bot: $1 chat, $2 reason, $3 now. A known one takes the new
@@ -39,4 +39,11 @@ pub const DEAD_CHATS: &str = "SELECT COUNT(*) FROM dead_chats";
 pub(super) async fn dead_chats(c: &mut Conn<'_>) -> StoreResult<u64> {
     let n: i64 = dispatch!(c, |c| sqlx::query_scalar(DEAD_CHATS).fetch_one(c).await).context("counting dead chats")?;
     Ok(u64::try_from(n).unwrap_or(0))
+}
+
+impl Tx {
+    /// Forgets that `chat` was dead (it wrote to the bot again). `true` when it was.
+    pub async fn revive_chat(&mut self, chat: ChatRef) -> StoreResult<bool> {
+        revive(&mut self.conn(), chat).await
+    }
 }

@@ -2,7 +2,7 @@
 //! kept until the next one; until a chat has one, it follows the `language_code` Telegram reports
 //! for whoever wrote to docket there last.
 
-use super::{Conn, QueryContext, StoreResult};
+use super::{Conn, QueryContext, Store, StoreResult, Tx};
 use crate::domain::{ChatRef, Timestamp};
 
 /// Records the language a writer's Telegram app reports for a chat, unless the chat chose one:
@@ -60,4 +60,32 @@ pub(super) async fn choose(c: &mut Conn<'_>, chat: ChatRef, code: &str, now: Tim
 pub(super) async fn of_chat(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<Option<String>> {
     dispatch!(c, |c| sqlx::query_scalar(CHAT_LANGUAGE).bind(chat.0).fetch_optional(c).await)
         .context("reading a chat's language")
+}
+
+impl Store {
+    /// The language code `chat` is written to in (see [`Tx::note_language`]); `None` when
+    /// nothing is known of the chat.
+    pub async fn chat_language(&self, chat: ChatRef) -> StoreResult<Option<String>> {
+        of_chat(&mut self.acquire().await?.conn(), chat).await
+    }
+}
+
+impl Tx {
+    /// Records that someone whose Telegram app reports language `code` wrote in `chat`: the
+    /// chat's language becomes `code`, unless the chat chose one with `/lang`.
+    pub async fn note_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
+        note(&mut self.conn(), chat, code, now).await
+    }
+
+    /// Keeps `code` as `chat`'s language (a `/lang` choice) until the next choice; what writers'
+    /// apps report no longer changes it.
+    pub async fn choose_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
+        choose(&mut self.conn(), chat, code, now).await
+    }
+
+    /// The language code `chat` is written to in, inside the transaction; `None` when nothing
+    /// is known of the chat.
+    pub async fn chat_language(&mut self, chat: ChatRef) -> StoreResult<Option<String>> {
+        of_chat(&mut self.conn(), chat).await
+    }
 }

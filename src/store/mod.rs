@@ -64,7 +64,10 @@ pub use database_url::DatabaseUrl;
 use error::QueryContext;
 pub use error::{DatabaseError, StoreError, StoreResult};
 pub use nodes::Heartbeat;
+pub use outbox::MessageFilter;
+pub use retention::{History, Pruned};
 pub use run_lock::RunLock;
+pub use updates::UpdateOutcome;
 
 #[doc(hidden)]
 pub mod statements;
@@ -72,41 +75,14 @@ pub mod statements;
 use std::time::Duration;
 
 use crate::domain::{
-    BotId, ChatRef, FileOwner, Job, JobEvent, JobState, Lease, MessageId, NewMessage, Node, NodeBeat, NodeName,
-    OutboxId, OutboxMessage, OutboxState, Paced, Submission, Ticket, Timestamp, Transition, UpdateId, UserId,
+    ChatRef, Job, JobEvent, JobState, Lease, MessageId, NewMessage, NodeName, OutboxMessage, OutboxState, Submission,
+    Ticket, Timestamp, Transition,
 };
 
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
 /// `None` when the row is not leased.
 fn lease(owner: Option<String>, token: i64, until: Option<i64>) -> Option<Lease> {
     Some(Lease { owner: owner?, token, until: Timestamp::from_millis(until?) })
-}
-
-/// What became of an update Telegram delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpdateOutcome {
-    /// Handled: a job, a reply, or deliberately nothing.
-    Recorded,
-    /// Could not be handled (malformed or a bug); kept with its reason.
-    Rejected,
-}
-
-impl UpdateOutcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Recorded => "recorded",
-            Self::Rejected => "rejected",
-        }
-    }
-}
-
-/// The pipeline stages that claim jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// Claims `accepted` jobs.
-    Download,
-    /// Claims `fetched` jobs (and `processing` ones whose lease lapsed).
-    Process,
 }
 
 /// What [`Store::census`] counts.
@@ -122,25 +98,13 @@ pub struct Census {
     pub dead_chats: u64,
 }
 
-/// The history [`Store::prune`] forgets.
+/// The pipeline stages that claim jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct History {
-    /// Rows last changed before this are old enough.
-    pub older_than: Timestamp,
-    /// Whether ended jobs (failed, expired) go too, with their messages; otherwise jobs are kept
-    /// for good.
-    pub ended_jobs: bool,
-}
-
-/// Rows removed (or, in a dry run, that would be removed) by [`Store::prune`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pruned {
-    /// Registered update ids.
-    pub updates: u64,
-    /// Outbox rows.
-    pub messages: u64,
-    /// Job rows.
-    pub jobs: u64,
+pub enum Stage {
+    /// Claims `accepted` jobs.
+    Download,
+    /// Claims `fetched` jobs (and `processing` ones whose lease lapsed).
+    Process,
 }
 
 /// Which `accepted` jobs a download claim may take.
@@ -223,30 +187,6 @@ pub struct JobFilter {
     pub limit: i64,
 }
 
-/// Which outgoing messages to list: those of a chat, of a job, of both, or every one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MessageFilter {
-    /// Only this chat's.
-    pub chat: Option<ChatRef>,
-    /// Only this job's.
-    pub job: Option<Ticket>,
-}
-
-impl MessageFilter {
-    /// Every message.
-    pub const ALL: Self = Self { chat: None, job: None };
-
-    /// The messages to `chat`.
-    pub const fn chat(chat: ChatRef) -> Self {
-        Self { chat: Some(chat), job: None }
-    }
-
-    /// The messages about `job`.
-    pub const fn job(job: Ticket) -> Self {
-        Self { chat: None, job: Some(job) }
-    }
-}
-
 /// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
 ///
 /// A handle may speak for one host ([`Store::for_node`]): `docket run` uses such a handle, so
@@ -304,20 +244,7 @@ impl Store {
             }
         };
         let store = Self { pool, node: None };
-        let checked = match store.applied_migrations().await {
-            Err(e) => Err(e),
-            Ok(None) => Err(StoreError::NotDocket { url: url.redacted() }),
-            Ok(Some(applied)) => {
-                let known = store.known_migrations();
-                let missing = known.iter().filter(|v| !applied.contains(v)).count();
-                if missing == 0 {
-                    Ok(())
-                } else {
-                    Err(StoreError::Outdated { url: url.redacted(), missing, known: known.len() })
-                }
-            }
-        };
-        match checked {
+        match store.check_migrations(url).await {
             Ok(()) => Ok(store),
             Err(e) => {
                 store.close().await;
@@ -334,40 +261,6 @@ impl Store {
             Pool::Postgres(pool) => pool.acquire().await.map(Pooled::Postgres),
         }
         .context("acquiring a connection")
-    }
-
-    /// Applies pending migrations of the backend.
-    pub async fn migrate(&self) -> StoreResult<()> {
-        match &self.pool {
-            Pool::Sqlite(pool) => sqlite::MIGRATOR.run(pool).await,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => postgres::MIGRATOR.run(pool).await,
-        }
-        .map_err(|e| StoreError::Migrate(DatabaseError::from_migrate(e)))
-    }
-
-    /// The migrations applied to the database; `None` without a migrations table (docket never
-    /// ran on it).
-    async fn applied_migrations(&self) -> StoreResult<Option<Vec<i64>>> {
-        let present = match &self.pool {
-            Pool::Sqlite(pool) => sqlite::has_migrations_table(pool).await?,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => postgres::has_migrations_table(pool).await?,
-        };
-        if !present {
-            return Ok(None);
-        }
-        migrations::applied(&mut self.acquire().await?.conn()).await.map(Some)
-    }
-
-    /// The versions of the migrations of this build.
-    fn known_migrations(&self) -> Vec<i64> {
-        let migrator = match &self.pool {
-            Pool::Sqlite(_) => &sqlite::MIGRATOR,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => &postgres::MIGRATOR,
-        };
-        migrator.iter().map(|m| m.version).collect()
     }
 
     /// Starts a write transaction.
@@ -393,20 +286,6 @@ impl Store {
         self.node.as_ref()
     }
 
-    /// The getUpdates offset to continue from, if any was stored.
-    pub async fn poll_offset(&self, bot_id: BotId) -> StoreResult<Option<i64>> {
-        updates::poll_offset(&mut self.acquire().await?.conn(), bot_id).await
-    }
-
-    /// Whether an update was registered, and how.
-    pub async fn update_outcome(
-        &self,
-        bot_id: BotId,
-        update_id: UpdateId,
-    ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
-        updates::update_outcome(&mut self.acquire().await?.conn(), bot_id, update_id).await
-    }
-
     /// What the database holds right now, for the metrics: jobs by state, when the oldest waiting
     /// job came in, outbox rows by state, dead chats. Read from the database, so it is right
     /// after a restart and counts every host's work.
@@ -421,146 +300,6 @@ impl Store {
         })
     }
 
-    /// One job by ticket.
-    pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        jobs::job(&mut self.acquire().await?.conn(), ticket).await
-    }
-
-    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
-    pub async fn runs(&self, ticket: Ticket) -> StoreResult<Vec<Job>> {
-        jobs::runs(&mut self.acquire().await?.conn(), ticket).await
-    }
-
-    /// Jobs matching `filter`, newest first.
-    pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
-        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.since, filter.limit).await
-    }
-
-    /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
-    /// Processing takes only jobs whose source is on this handle's host (or on no host known).
-    pub async fn claim_job(
-        &self,
-        stage: Stage,
-        owner: &str,
-        now: Timestamp,
-        lease_len: Duration,
-    ) -> StoreResult<Option<Job>> {
-        let node = self.node.as_ref();
-        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, node, now, lease_len, &ClaimLimits::NONE).await
-    }
-
-    /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
-    pub async fn claim_download(
-        &self,
-        owner: &str,
-        now: Timestamp,
-        lease_len: Duration,
-        limits: &ClaimLimits,
-    ) -> StoreResult<Option<Job>> {
-        let node = self.node.as_ref();
-        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, node, now, lease_len, limits).await
-    }
-
-    /// Every `ready` job (each keeps a result on disk), oldest expiry first.
-    pub async fn kept_results(&self) -> StoreResult<Vec<Job>> {
-        retention::kept_results(&mut self.acquire().await?.conn()).await
-    }
-
-    /// The `ready` jobs whose result expired at `at`, oldest expiry first.
-    pub async fn results_due(&self, at: Timestamp) -> StoreResult<Vec<Job>> {
-        retention::results_due(&mut self.acquire().await?.conn(), at).await
-    }
-
-    /// `ready` → `expired` (expiry moved back to `at` if that is earlier), forgetting the result
-    /// file, and queues `notice` in the same transaction. The caller deletes the file after this
-    /// commits. `false`: the job was not `ready` any more.
-    pub async fn expire_job(
-        &self,
-        ticket: Ticket,
-        at: Timestamp,
-        notice: Option<&NewMessage>,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(JobState::Ready, JobEvent::Expired)?;
-        let mut tx = self.begin().await?;
-        if !retention::expire_job(&mut tx.conn(), ticket, step, at, now).await? {
-            return Ok(false);
-        }
-        if let Some(notice) = notice {
-            outbox::enqueue(&mut tx.conn(), notice, now).await?;
-        }
-        tx.commit_as("committing an expiry").await?;
-        Ok(true)
-    }
-
-    /// Every `ready` job past its `result_expires_at` becomes `expired`, forgetting its result
-    /// file, in one statement; returns their tickets. The caller deletes the files after this
-    /// returns (a crash in between leaves orphans the next pass removes).
-    pub async fn expire_due(&self, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        // One statement for every due job: its states are literals, so it is a range of the
-        // partial index `jobs_expiry` (a test checks they are the move `next` allows).
-        retention::expire_due(&mut self.acquire().await?.conn(), now).await
-    }
-
-    /// Every job that may own files on disk (`accepted` … `ready`), with only what the janitor
-    /// judges files by.
-    pub async fn file_owners(&self) -> StoreResult<Vec<FileOwner>> {
-        retention::file_owners(&mut self.acquire().await?.conn()).await
-    }
-
-    /// Queues one message in its own transaction (for messages not tied to a state change,
-    /// such as progress edits).
-    pub async fn enqueue(&self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        let mut tx = self.begin().await?;
-        let queued = tx.enqueue(message, now).await?;
-        tx.commit().await?;
-        Ok(queued)
-    }
-
-    /// The Telegram message id of job `ticket`'s status message (its latest delivered ticket
-    /// reply), which progress edits change.
-    pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<MessageId>> {
-        outbox::status_message(&mut self.acquire().await?.conn(), ticket).await
-    }
-
-    /// No call to `chat` before `not_before`; an existing later pause is kept. Shared by every
-    /// sender and kept across restarts.
-    pub async fn pace_chat(&self, chat: ChatRef, not_before: Timestamp, reason: &str) -> StoreResult<()> {
-        pacing::pace(&mut self.acquire().await?.conn(), Paced::Chat(chat), not_before, reason).await
-    }
-
-    /// No call to any chat before `not_before` (the bot as a whole is limited); an existing later
-    /// pause is kept.
-    pub async fn pause_whole_bot(&self, not_before: Timestamp, reason: &str) -> StoreResult<()> {
-        pacing::pace(&mut self.acquire().await?.conn(), Paced::WholeBot, not_before, reason).await
-    }
-
-    /// Reserves the next moment a call to Telegram may be made under the global rate limit, for
-    /// every docket on this database together: `spacing` after the last slot reserved, or `now`
-    /// if that is later. The caller waits until the returned moment, then calls. Kept as
-    /// [`Paced::SendSlots`].
-    pub async fn reserve_send_slot(&self, now: Timestamp, spacing: Duration) -> StoreResult<Timestamp> {
-        pacing::reserve_send_slot(&mut self.acquire().await?.conn(), now, spacing).await
-    }
-
-    /// What is paced or paused beyond `now`, with until when and why: chats, the bot as a whole,
-    /// and the send slots while the last reserved one is ahead of `now`.
-    pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(Paced, Timestamp, String)>> {
-        pacing::pacing(&mut self.acquire().await?.conn(), now).await
-    }
-
-    /// The earliest time a `pending` message may become claimable, counting its own
-    /// `not_before` and its chat's and the bot's pacing; `None` with nothing pending.
-    pub async fn next_message_due(&self) -> StoreResult<Option<Timestamp>> {
-        outbox::next_message_due(&mut self.acquire().await?.conn()).await
-    }
-
-    /// `sending` rows whose lease lapsed (their sender died mid-call) become `unknown`; they are
-    /// returned so the sender can apply each kind's rule.
-    pub async fn lapse_messages(&self, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
-        outbox::lapse_messages(&mut self.acquire().await?.conn(), now).await
-    }
-
     /// A group became a supergroup: its open messages (reply links dropped), its jobs and its
     /// language move to the new chat id. Returns how many messages moved.
     pub async fn migrate_chat(&self, from: ChatRef, to: ChatRef, now: Timestamp) -> StoreResult<u64> {
@@ -573,88 +312,6 @@ impl Store {
         languages::move_chat(&mut tx.conn(), from, to).await?;
         tx.commit_as("committing a chat migration").await?;
         Ok(moved)
-    }
-
-    /// Deletes the rows of `history`: registered updates, delivered/dead/failed messages and,
-    /// when asked, ended jobs with their messages, all older than its bound.
-    pub async fn prune(&self, history: &History) -> StoreResult<Pruned> {
-        let mut tx = self.begin().await?;
-        let pruned = retention::prune(&mut tx.conn(), history, false).await?;
-        tx.commit_as("committing the pruning").await?;
-        Ok(pruned)
-    }
-
-    /// How many rows [`prune`](Self::prune) would delete, deleting nothing.
-    pub async fn count_prunable(&self, history: &History) -> StoreResult<Pruned> {
-        retention::prune(&mut self.acquire().await?.conn(), history, true).await
-    }
-
-    /// The job a download claim would take next if nothing limited it (head of the queue).
-    pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
-        jobs::next_waiting_download(&mut self.acquire().await?.conn(), now).await
-    }
-
-    /// The jobs that may hold files of this machine, and so a place in its byte budget: every
-    /// `fetched` or `processing` job of this handle's host (or of no host known), and the `accepted` ones under a live lease whose owner
-    /// starts with `owner_prefix` (this process's downloads).
-    pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, self.node.as_ref(), now).await
-    }
-
-    /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
-    pub async fn renew_job_lease(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        jobs::renew_lease(&mut self.acquire().await?.conn(), ticket, lease, until, now).await
-    }
-
-    /// Switches a `processing` run whose operation no caption chose to `operation` (one without a
-    /// secret), as the lease holder. `false`: the lease was lost, the operation was chosen on
-    /// purpose, or the ticket has a run of `operation` already.
-    pub async fn switch_operation(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        operation: &crate::domain::Operation,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        jobs::switch_operation(&mut self.acquire().await?.conn(), ticket, lease, operation, now).await
-    }
-
-    /// The chat's own default operation (`/mode`), if it set one.
-    pub async fn chat_mode(&self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
-        modes::chat_mode(&mut self.acquire().await?.conn(), chat).await
-    }
-
-    /// `accepted` → `fetched` with the verified source, as the lease holder.
-    pub async fn mark_fetched(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        path: &str,
-        size: i64,
-        sha256: &str,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(JobState::Accepted, JobEvent::Fetched)?;
-        let source = jobs::Fetched { path, size, sha256, node: self.node.as_ref() };
-        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, step, lease, &source, now).await
-    }
-
-    /// Gives a job back to be tried again later, as the lease holder.
-    pub async fn release_job(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        release: &Release,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(release.from, release.event)?;
-        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, step, now).await
     }
 
     /// Fails a job (as the lease holder when `lease` is given) and queues the notices (the
@@ -704,26 +361,6 @@ impl Store {
         Ok(true)
     }
 
-    /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
-    /// A result waits while its job is being produced (again), and goes from disk only by the
-    /// host that holds it; one with a stored Telegram file_id goes from any host.
-    pub async fn claim_message(
-        &self,
-        owner: &str,
-        now: Timestamp,
-        lease_len: Duration,
-    ) -> StoreResult<Option<OutboxMessage>> {
-        match &self.pool {
-            // SQLite's single writer serialises the claims already.
-            Pool::Sqlite(_) => {
-                outbox::claim_message(&mut self.acquire().await?.conn(), owner, self.node.as_ref(), now, lease_len)
-                    .await
-            }
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => postgres::claim_message(pool, owner, self.node.as_ref(), now, lease_len).await,
-        }
-    }
-
     /// Records a delivery (and, for a result, the document's file_id on the job).
     pub async fn mark_message_sent(
         &self,
@@ -743,42 +380,6 @@ impl Store {
         Ok(sent)
     }
 
-    /// Extends a sender's lease on a message (long uploads). `false`: the lease was lost.
-    pub async fn renew_message_lease(
-        &self,
-        id: OutboxId,
-        lease: &Lease,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        outbox::renew_lease(&mut self.acquire().await?.conn(), id, lease, until, now).await
-    }
-
-    /// Puts a message back to `pending`, not before `not_before`.
-    pub async fn retry_message(
-        &self,
-        id: OutboxId,
-        lease: &Lease,
-        not_before: Timestamp,
-        error: &str,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let mut c = self.acquire().await?;
-        outbox::set_message_state(&mut c.conn(), id, lease, OutboxState::Pending, Some(not_before), error, now).await
-    }
-
-    /// Ends a message in `state` (`dead`, `failed` or `unknown`) with the error.
-    pub async fn close_message(
-        &self,
-        id: OutboxId,
-        lease: &Lease,
-        state: OutboxState,
-        error: &str,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        outbox::set_message_state(&mut self.acquire().await?.conn(), id, lease, state, None, error, now).await
-    }
-
     /// Records that `chat` refused the bot for good and ends its queued messages as `dead`, in one
     /// transaction; messages queued for it later are stored `dead` without a call, until a new
     /// message from the chat revives it. Returns how many queued messages were ended.
@@ -788,134 +389,6 @@ impl Store {
         let closed = outbox::close_dead_chat_messages(&mut tx.conn(), chat, reason, now).await?;
         tx.commit_as("committing a dead chat").await?;
         Ok(closed)
-    }
-
-    /// Sends an `unknown` message again: back to `pending`, with `note` saying why.
-    pub async fn requeue_unknown(
-        &self,
-        id: OutboxId,
-        not_before: Timestamp,
-        note: &str,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        outbox::requeue_unknown(&mut self.acquire().await?.conn(), id, not_before, note, now).await
-    }
-
-    /// Gives up on an `unknown` message that has no attempts left: `failed`, with `error`.
-    /// `false` when the row is not `unknown` (any more).
-    pub async fn fail_unknown(&self, id: OutboxId, error: &str, now: Timestamp) -> StoreResult<bool> {
-        outbox::fail_unknown(&mut self.acquire().await?.conn(), id, error, now).await
-    }
-
-    /// The messages `filter` selects, oldest first (status pages, tests).
-    pub async fn messages(&self, filter: &MessageFilter) -> StoreResult<Vec<OutboxMessage>> {
-        outbox::messages(&mut self.acquire().await?.conn(), filter).await
-    }
-
-    /// Forgets the stored file_id of a result Telegram refused to resend.
-    pub async fn forget_result_file_id(&self, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
-        jobs::forget_result_file_id(&mut self.acquire().await?.conn(), ticket, now).await
-    }
-
-    /// Sends a failed job back to `accepted` (`docket retry N`) and queues `notice`, atomically.
-    /// `false` when the job is not `failed`.
-    pub async fn retry_job(&self, ticket: Ticket, notice: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        let step = Transition::of(JobState::Failed, JobEvent::Retried)?;
-        let mut tx = self.begin().await?;
-        if !people::retry_job(&mut tx.conn(), ticket, step, now).await? {
-            return Ok(false);
-        }
-        outbox::enqueue(&mut tx.conn(), notice, now).await?;
-        tx.commit_as("committing a retry").await?;
-        Ok(true)
-    }
-
-    /// The jobs that ended (`failed` or `expired`) at or after `since`, whose files may still be
-    /// on disk.
-    pub async fn ended_since(&self, since: Timestamp) -> StoreResult<Vec<Ticket>> {
-        people::ended_since(&mut self.acquire().await?.conn(), since).await
-    }
-
-    /// The first `limit` jobs waiting for their download at `now`, in the order claims take them.
-    pub async fn queue_head(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<Job>> {
-        people::queue_head(&mut self.acquire().await?.conn(), now, limit).await
-    }
-
-    /// Records a 429 Telegram answered a call to `chat` with (for `/stats`).
-    pub async fn record_flood_wait(&self, chat: ChatRef, wait: Duration, now: Timestamp) -> StoreResult<()> {
-        let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
-        people::record_flood_wait(&mut self.acquire().await?.conn(), chat.0, wait_ms, now).await
-    }
-
-    /// The language code `chat` is written to in (see [`Tx::note_language`]); `None` when
-    /// nothing is known of the chat.
-    pub async fn chat_language(&self, chat: ChatRef) -> StoreResult<Option<String>> {
-        languages::of_chat(&mut self.acquire().await?.conn(), chat).await
-    }
-
-    /// The figures of `/stats` at `now`.
-    pub async fn stats(&self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
-        people::stats(&mut self.acquire().await?.conn(), now).await
-    }
-
-    /// Registers this process as the node `beat.name`, or takes that node's row back after a
-    /// restart. `Ok(Some(node))` when another process holds the name and still beats (its
-    /// heartbeat is newer than `dead_after`): two live processes must not share a name.
-    pub async fn register_node(
-        &self,
-        beat: &NodeBeat,
-        dead_after: Duration,
-        now: Timestamp,
-    ) -> StoreResult<Option<Node>> {
-        nodes::register(&mut self.acquire().await?.conn(), beat, dead_after, now).await
-    }
-
-    /// Records this node's heartbeat, and says whether a drain was asked for.
-    pub async fn node_heartbeat(&self, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
-        nodes::heartbeat(&mut self.acquire().await?.conn(), beat, now).await
-    }
-
-    /// Asks the running node `name` to drain (stop claiming, finish or release its work, hand
-    /// its roles over, stop) at its next heartbeat; `false` when no running node has that name,
-    /// or it was asked already.
-    pub async fn request_drain(&self, name: &NodeName, now: Timestamp) -> StoreResult<bool> {
-        nodes::request_drain(&mut self.acquire().await?.conn(), name, now).await
-    }
-
-    /// Records a clean stop of the node `name` run by `process`.
-    pub async fn stop_node(&self, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
-        nodes::stop(&mut self.acquire().await?.conn(), name, process, now).await
-    }
-
-    /// Hands the jobs of every lost node back to the queue: a node whose heartbeat is older than
-    /// `dead_after`, or that was drained and stopped, other than this handle's. Its downloads,
-    /// and the results it never delivered (those without a Telegram file_id), were on its disk:
-    /// those jobs go back to `accepted`, to be downloaded again by file_id by any host. Returns,
-    /// per node, the jobs handed back.
-    pub async fn hand_back_lost_nodes(
-        &self,
-        dead_after: Duration,
-        now: Timestamp,
-    ) -> StoreResult<Vec<(NodeName, Vec<Ticket>)>> {
-        let lost = nodes::lost(&mut self.acquire().await?.conn(), self.node.as_ref(), now.minus(dead_after)).await?;
-        let mut handed = Vec::new();
-        for node in lost {
-            let detail = format!("its host {node} was lost; downloaded again");
-            let mut tx = self.begin().await?;
-            let mut tickets = Vec::new();
-            for from in [JobState::Fetched, JobState::Processing, JobState::Ready] {
-                let step = Transition::of(from, JobEvent::HostLost)?;
-                tickets.extend(nodes::hand_back(&mut tx.conn(), &node, step, &detail, now).await?);
-            }
-            tx.commit_as("committing a lost node's hand-back").await?;
-            handed.push((node, tickets));
-        }
-        Ok(handed)
-    }
-
-    /// Every node that ever ran on this database, by name.
-    pub async fn nodes(&self) -> StoreResult<Vec<Node>> {
-        nodes::all(&mut self.acquire().await?.conn()).await
     }
 
     /// Closes the pool.
@@ -928,52 +401,117 @@ impl Store {
     }
 }
 
-/// A write transaction on either backend. Dropped without [`Tx::commit`], it rolls back.
-pub struct Tx {
-    tx: Transaction,
-}
+impl Store {
+    /// One job by ticket.
+    pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
+        jobs::job(&mut self.acquire().await?.conn(), ticket).await
+    }
 
-/// The transaction of a [`Tx`], on its backend.
-enum Transaction {
-    /// SQLite.
-    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
-    /// PostgreSQL.
-    #[cfg(feature = "postgres")]
-    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
+    pub async fn runs(&self, ticket: Ticket) -> StoreResult<Vec<Job>> {
+        jobs::runs(&mut self.acquire().await?.conn(), ticket).await
+    }
+
+    /// Jobs matching `filter`, newest first.
+    pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
+        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.since, filter.limit).await
+    }
+
+    /// The job a download claim would take next if nothing limited it (head of the queue).
+    pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
+        jobs::next_waiting_download(&mut self.acquire().await?.conn(), now).await
+    }
+
+    /// The jobs that may hold files of this machine, and so a place in its byte budget: every
+    /// `fetched` or `processing` job of this handle's host (or of no host known), and the `accepted` ones under a live lease whose owner
+    /// starts with `owner_prefix` (this process's downloads).
+    pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
+        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, self.node.as_ref(), now).await
+    }
+
+    /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
+    /// Processing takes only jobs whose source is on this handle's host (or on no host known).
+    pub async fn claim_job(
+        &self,
+        stage: Stage,
+        owner: &str,
+        now: Timestamp,
+        lease_len: Duration,
+    ) -> StoreResult<Option<Job>> {
+        let node = self.node.as_ref();
+        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, node, now, lease_len, &ClaimLimits::NONE).await
+    }
+
+    /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
+    pub async fn claim_download(
+        &self,
+        owner: &str,
+        now: Timestamp,
+        lease_len: Duration,
+        limits: &ClaimLimits,
+    ) -> StoreResult<Option<Job>> {
+        let node = self.node.as_ref();
+        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, node, now, lease_len, limits).await
+    }
+
+    /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
+    pub async fn renew_job_lease(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        jobs::renew_lease(&mut self.acquire().await?.conn(), ticket, lease, until, now).await
+    }
+
+    /// Switches a `processing` run whose operation no caption chose to `operation` (one without a
+    /// secret), as the lease holder. `false`: the lease was lost, the operation was chosen on
+    /// purpose, or the ticket has a run of `operation` already.
+    pub async fn switch_operation(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        operation: &crate::domain::Operation,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        jobs::switch_operation(&mut self.acquire().await?.conn(), ticket, lease, operation, now).await
+    }
+
+    /// `accepted` → `fetched` with the verified source, as the lease holder.
+    pub async fn mark_fetched(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        path: &str,
+        size: i64,
+        sha256: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let step = Transition::of(JobState::Accepted, JobEvent::Fetched)?;
+        let source = jobs::Fetched { path, size, sha256, node: self.node.as_ref() };
+        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, step, lease, &source, now).await
+    }
+
+    /// Gives a job back to be tried again later, as the lease holder.
+    pub async fn release_job(
+        &self,
+        ticket: Ticket,
+        lease: &Lease,
+        release: &Release,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let step = Transition::of(release.from, release.event)?;
+        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, step, now).await
+    }
+
+    /// Forgets the stored file_id of a result Telegram refused to resend.
+    pub async fn forget_result_file_id(&self, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
+        jobs::forget_result_file_id(&mut self.acquire().await?.conn(), ticket, now).await
+    }
 }
 
 impl Tx {
-    /// The transaction's connection, for a statement.
-    fn conn(&mut self) -> Conn<'_> {
-        match &mut self.tx {
-            Transaction::Sqlite(t) => Conn::Sqlite(t),
-            #[cfg(feature = "postgres")]
-            Transaction::Postgres(t) => Conn::Postgres(t),
-        }
-    }
-
-    /// Registers an update once. `false`: it was registered before (a repeat).
-    pub async fn register_update(
-        &mut self,
-        bot_id: BotId,
-        update_id: UpdateId,
-        outcome: UpdateOutcome,
-        reason: Option<&str>,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        updates::register_update(&mut self.conn(), bot_id, update_id, outcome, reason, now).await
-    }
-
-    /// Forgets that `chat` was dead (it wrote to the bot again). `true` when it was.
-    pub async fn revive_chat(&mut self, chat: ChatRef) -> StoreResult<bool> {
-        chats::revive(&mut self.conn(), chat).await
-    }
-
-    /// Moves the stored poll offset forward to `next_offset` (never back).
-    pub async fn advance_offset(&mut self, bot_id: BotId, next_offset: i64, now: Timestamp) -> StoreResult<()> {
-        updates::advance_offset(&mut self.conn(), bot_id, next_offset, now).await
-    }
-
     /// The chat's job for a file, by the unique key.
     pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
         jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
@@ -1039,70 +577,30 @@ impl Tx {
         let step = Transition::of(from, JobEvent::Cancelled)?;
         jobs::fail_job(&mut self.conn(), ticket, step, None, reason, detail, now).await
     }
+}
 
-    /// Forgets everything of `user`'s jobs (names, results, sources; their messages' texts): a
-    /// `ready` job becomes `expired`, an unfinished one `failed` with `reason`. Returns how many
-    /// jobs were forgotten. Their files are the reaper's to delete once this commits.
-    pub async fn forget_person(&mut self, user: UserId, reason: &str, now: Timestamp) -> StoreResult<u64> {
-        // The statement applies these moves to every job of the person at once.
-        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
-        for from in [JobState::Accepted, JobState::Fetched, JobState::Processing] {
-            crate::domain::job::next(from, JobEvent::Cancelled)?;
+/// A write transaction on either backend. Dropped without [`Tx::commit`], it rolls back.
+pub struct Tx {
+    tx: Transaction,
+}
+
+/// The transaction of a [`Tx`], on its backend.
+enum Transaction {
+    /// SQLite.
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Tx {
+    /// The transaction's connection, for a statement.
+    fn conn(&mut self) -> Conn<'_> {
+        match &mut self.tx {
+            Transaction::Sqlite(t) => Conn::Sqlite(t),
+            #[cfg(feature = "postgres")]
+            Transaction::Postgres(t) => Conn::Postgres(t),
         }
-        people::forget_person(&mut self.conn(), user.0, reason, now).await
-    }
-
-    /// The chat's own default operation (`/mode`), if it set one.
-    pub async fn chat_mode(&mut self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
-        modes::chat_mode(&mut self.conn(), chat).await
-    }
-
-    /// Sets the chat's default operation (one without arguments).
-    pub async fn set_chat_mode(
-        &mut self,
-        chat: ChatRef,
-        operation: &crate::domain::Operation,
-        now: Timestamp,
-    ) -> StoreResult<()> {
-        modes::set_chat_mode(&mut self.conn(), chat, operation, now).await
-    }
-
-    /// Lets `user` in (an invite token was valid).
-    pub async fn invite(&mut self, user: UserId, now: Timestamp) -> StoreResult<()> {
-        people::invite(&mut self.conn(), user.0, now).await
-    }
-
-    /// Whether `user` was let in by an invite.
-    pub async fn is_invited(&mut self, user: UserId) -> StoreResult<bool> {
-        people::is_invited(&mut self.conn(), user.0).await
-    }
-
-    /// Records that someone whose Telegram app reports language `code` wrote in `chat`: the
-    /// chat's language becomes `code`, unless the chat chose one with `/lang`.
-    pub async fn note_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
-        languages::note(&mut self.conn(), chat, code, now).await
-    }
-
-    /// Keeps `code` as `chat`'s language (a `/lang` choice) until the next choice; what writers'
-    /// apps report no longer changes it.
-    pub async fn choose_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
-        languages::choose(&mut self.conn(), chat, code, now).await
-    }
-
-    /// The language code `chat` is written to in, inside the transaction; `None` when nothing
-    /// is known of the chat.
-    pub async fn chat_language(&mut self, chat: ChatRef) -> StoreResult<Option<String>> {
-        languages::of_chat(&mut self.conn(), chat).await
-    }
-
-    /// The figures of `/stats` at `now`, inside the transaction.
-    pub async fn stats(&mut self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
-        people::stats(&mut self.conn(), now).await
-    }
-
-    /// Queues a message; `false` when its idempotency key was queued before.
-    pub async fn enqueue(&mut self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
-        outbox::enqueue(&mut self.conn(), message, now).await
     }
 
     /// Commits.

@@ -1,7 +1,7 @@
 //! The `chat_modes` table: a chat's own default operation, set with `/mode`, for documents sent
 //! without a caption.
 
-use super::{Conn, QueryContext, StoreError, StoreResult};
+use super::{Conn, QueryContext, Store, StoreError, StoreResult, Tx};
 use crate::domain::{ChatRef, Operation, Timestamp};
 
 /// A chat's default operation: $1 chat.
@@ -36,4 +36,28 @@ pub(super) async fn set_chat_mode(
         .await
         .map(drop))
     .context("setting a chat's mode")
+}
+
+impl Store {
+    /// The chat's own default operation (`/mode`), if it set one.
+    pub async fn chat_mode(&self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
+        chat_mode(&mut self.acquire().await?.conn(), chat).await
+    }
+}
+
+impl Tx {
+    /// The chat's own default operation (`/mode`), if it set one.
+    pub async fn chat_mode(&mut self, chat: ChatRef) -> StoreResult<Option<crate::domain::Operation>> {
+        chat_mode(&mut self.conn(), chat).await
+    }
+
+    /// Sets the chat's default operation (one without arguments).
+    pub async fn set_chat_mode(
+        &mut self,
+        chat: ChatRef,
+        operation: &crate::domain::Operation,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        set_chat_mode(&mut self.conn(), chat, operation, now).await
+    }
 }

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::{Conn, QueryContext, StoreError, StoreResult};
-use crate::domain::{Node, NodeBeat, NodeName, Ticket, Timestamp, Transition};
+use super::{Conn, QueryContext, Store, StoreError, StoreResult};
+use crate::domain::{JobEvent, JobState, Node, NodeBeat, NodeName, Ticket, Timestamp, Transition};
 
 /// Registers a node, or takes its row back: $1 name, $2 process, $3 now, $4 roles, $5–$8 the
 /// budgets, $9 the heartbeat older than which a process counts as dead. A row whose process is
@@ -235,4 +235,66 @@ pub(super) async fn hand_back(
 pub(super) async fn all(c: &mut Conn<'_>) -> StoreResult<Vec<Node>> {
     let rows: Vec<NodeRow> = dispatch!(c, |c| sqlx::query_as(NODES).fetch_all(c).await).context("reading the nodes")?;
     rows.into_iter().map(NodeRow::into_node).collect()
+}
+
+impl Store {
+    /// Registers this process as the node `beat.name`, or takes that node's row back after a
+    /// restart. `Ok(Some(node))` when another process holds the name and still beats (its
+    /// heartbeat is newer than `dead_after`): two live processes must not share a name.
+    pub async fn register_node(
+        &self,
+        beat: &NodeBeat,
+        dead_after: Duration,
+        now: Timestamp,
+    ) -> StoreResult<Option<Node>> {
+        register(&mut self.acquire().await?.conn(), beat, dead_after, now).await
+    }
+
+    /// Records this node's heartbeat, and says whether a drain was asked for.
+    pub async fn node_heartbeat(&self, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
+        heartbeat(&mut self.acquire().await?.conn(), beat, now).await
+    }
+
+    /// Asks the running node `name` to drain (stop claiming, finish or release its work, hand
+    /// its roles over, stop) at its next heartbeat; `false` when no running node has that name,
+    /// or it was asked already.
+    pub async fn request_drain(&self, name: &NodeName, now: Timestamp) -> StoreResult<bool> {
+        request_drain(&mut self.acquire().await?.conn(), name, now).await
+    }
+
+    /// Records a clean stop of the node `name` run by `process`.
+    pub async fn stop_node(&self, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
+        stop(&mut self.acquire().await?.conn(), name, process, now).await
+    }
+
+    /// Hands the jobs of every lost node back to the queue: a node whose heartbeat is older than
+    /// `dead_after`, or that was drained and stopped, other than this handle's. Its downloads,
+    /// and the results it never delivered (those without a Telegram file_id), were on its disk:
+    /// those jobs go back to `accepted`, to be downloaded again by file_id by any host. Returns,
+    /// per node, the jobs handed back.
+    pub async fn hand_back_lost_nodes(
+        &self,
+        dead_after: Duration,
+        now: Timestamp,
+    ) -> StoreResult<Vec<(NodeName, Vec<Ticket>)>> {
+        let lost = lost(&mut self.acquire().await?.conn(), self.node.as_ref(), now.minus(dead_after)).await?;
+        let mut handed = Vec::new();
+        for node in lost {
+            let detail = format!("its host {node} was lost; downloaded again");
+            let mut tx = self.begin().await?;
+            let mut tickets = Vec::new();
+            for from in [JobState::Fetched, JobState::Processing, JobState::Ready] {
+                let step = Transition::of(from, JobEvent::HostLost)?;
+                tickets.extend(hand_back(&mut tx.conn(), &node, step, &detail, now).await?);
+            }
+            tx.commit_as("committing a lost node's hand-back").await?;
+            handed.push((node, tickets));
+        }
+        Ok(handed)
+    }
+
+    /// Every node that ever ran on this database, by name.
+    pub async fn nodes(&self) -> StoreResult<Vec<Node>> {
+        all(&mut self.acquire().await?.conn()).await
+    }
 }

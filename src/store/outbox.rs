@@ -7,11 +7,37 @@
 
 use std::time::Duration;
 
-use super::{Conn, MessageFilter, QueryContext, StoreResult, lease};
+#[cfg(feature = "postgres")]
+use super::postgres;
+use super::{Conn, Pool, QueryContext, Store, StoreResult, Tx, lease};
 use crate::domain::{
     Button, ChatRef, IdempotencyKey, Lease, MessageId, MessageKind, NewMessage, NodeName, OutboxId, OutboxMessage,
     OutboxState, PROGRESS_SETTLE, Ticket, Timestamp,
 };
+
+/// Which outgoing messages to list: those of a chat, of a job, of both, or every one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageFilter {
+    /// Only this chat's.
+    pub chat: Option<ChatRef>,
+    /// Only this job's.
+    pub job: Option<Ticket>,
+}
+
+impl MessageFilter {
+    /// Every message.
+    pub const ALL: Self = Self { chat: None, job: None };
+
+    /// The messages to `chat`.
+    pub const fn chat(chat: ChatRef) -> Self {
+        Self { chat: Some(chat), job: None }
+    }
+
+    /// The messages about `job`.
+    pub const fn job(job: Ticket) -> Self {
+        Self { chat: None, job: Some(job) }
+    }
+}
 
 /// Queues a message: $1 idempotency key, $2 job, $3 chat, $4 kind, $5 priority, $6 body, $7 the
 /// message it answers, $8 now, $9 and $10 the label and data of its inline button (NULL: none).
@@ -441,4 +467,117 @@ pub(super) async fn fail_unknown(c: &mut Conn<'_>, id: OutboxId, error: &str, no
         .map(|done| done.rows_affected()))
     .context("giving up on a message")?;
     Ok(failed == 1)
+}
+
+impl Store {
+    /// Queues one message in its own transaction (for messages not tied to a state change,
+    /// such as progress edits).
+    pub async fn enqueue(&self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        let mut tx = self.begin().await?;
+        let queued = tx.enqueue(message, now).await?;
+        tx.commit().await?;
+        Ok(queued)
+    }
+
+    /// The Telegram message id of job `ticket`'s status message (its latest delivered ticket
+    /// reply), which progress edits change.
+    pub async fn status_message(&self, ticket: Ticket) -> StoreResult<Option<MessageId>> {
+        status_message(&mut self.acquire().await?.conn(), ticket).await
+    }
+
+    /// The earliest time a `pending` message may become claimable, counting its own
+    /// `not_before` and its chat's and the bot's pacing; `None` with nothing pending.
+    pub async fn next_message_due(&self) -> StoreResult<Option<Timestamp>> {
+        next_message_due(&mut self.acquire().await?.conn()).await
+    }
+
+    /// `sending` rows whose lease lapsed (their sender died mid-call) become `unknown`; they are
+    /// returned so the sender can apply each kind's rule.
+    pub async fn lapse_messages(&self, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
+        lapse_messages(&mut self.acquire().await?.conn(), now).await
+    }
+
+    /// Claims the next deliverable outgoing message: the oldest open one of its chat, by priority.
+    /// A result waits while its job is being produced (again), and goes from disk only by the
+    /// host that holds it; one with a stored Telegram file_id goes from any host.
+    pub async fn claim_message(
+        &self,
+        owner: &str,
+        now: Timestamp,
+        lease_len: Duration,
+    ) -> StoreResult<Option<OutboxMessage>> {
+        match &self.pool {
+            // SQLite's single writer serialises the claims already.
+            Pool::Sqlite(_) => {
+                claim_message(&mut self.acquire().await?.conn(), owner, self.node.as_ref(), now, lease_len).await
+            }
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => postgres::claim_message(pool, owner, self.node.as_ref(), now, lease_len).await,
+        }
+    }
+
+    /// Extends a sender's lease on a message (long uploads). `false`: the lease was lost.
+    pub async fn renew_message_lease(
+        &self,
+        id: OutboxId,
+        lease: &Lease,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        renew_lease(&mut self.acquire().await?.conn(), id, lease, until, now).await
+    }
+
+    /// Puts a message back to `pending`, not before `not_before`.
+    pub async fn retry_message(
+        &self,
+        id: OutboxId,
+        lease: &Lease,
+        not_before: Timestamp,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut c = self.acquire().await?;
+        set_message_state(&mut c.conn(), id, lease, OutboxState::Pending, Some(not_before), error, now).await
+    }
+
+    /// Ends a message in `state` (`dead`, `failed` or `unknown`) with the error.
+    pub async fn close_message(
+        &self,
+        id: OutboxId,
+        lease: &Lease,
+        state: OutboxState,
+        error: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        set_message_state(&mut self.acquire().await?.conn(), id, lease, state, None, error, now).await
+    }
+
+    /// Sends an `unknown` message again: back to `pending`, with `note` saying why.
+    pub async fn requeue_unknown(
+        &self,
+        id: OutboxId,
+        not_before: Timestamp,
+        note: &str,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        requeue_unknown(&mut self.acquire().await?.conn(), id, not_before, note, now).await
+    }
+
+    /// Gives up on an `unknown` message that has no attempts left: `failed`, with `error`.
+    /// `false` when the row is not `unknown` (any more).
+    pub async fn fail_unknown(&self, id: OutboxId, error: &str, now: Timestamp) -> StoreResult<bool> {
+        fail_unknown(&mut self.acquire().await?.conn(), id, error, now).await
+    }
+
+    /// The messages `filter` selects, oldest first (status pages, tests).
+    pub async fn messages(&self, filter: &MessageFilter) -> StoreResult<Vec<OutboxMessage>> {
+        messages(&mut self.acquire().await?.conn(), filter).await
+    }
+}
+
+impl Tx {
+    /// Queues a message; `false` when its idempotency key was queued before.
+    pub async fn enqueue(&mut self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        enqueue(&mut self.conn(), message, now).await
+    }
 }

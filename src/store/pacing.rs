@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{Conn, QueryContext, StoreError, StoreResult};
+use super::{Conn, QueryContext, Store, StoreError, StoreResult};
 use crate::domain::{ChatRef, Paced, Timestamp};
 
 /// The row of [`Paced::WholeBot`]. The claim statements name it as the literal `0`.
@@ -91,4 +91,32 @@ pub(super) async fn pacing(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<
         dispatch!(c, |c| sqlx::query_as(PACING).bind(now.as_millis()).fetch_all(c).await)
             .context("reading chat pacing")?;
     Ok(rows.into_iter().map(|(chat, until, reason)| (paced(chat), Timestamp::from_millis(until), reason)).collect())
+}
+
+impl Store {
+    /// No call to `chat` before `not_before`; an existing later pause is kept. Shared by every
+    /// sender and kept across restarts.
+    pub async fn pace_chat(&self, chat: ChatRef, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+        pace(&mut self.acquire().await?.conn(), Paced::Chat(chat), not_before, reason).await
+    }
+
+    /// No call to any chat before `not_before` (the bot as a whole is limited); an existing later
+    /// pause is kept.
+    pub async fn pause_whole_bot(&self, not_before: Timestamp, reason: &str) -> StoreResult<()> {
+        pace(&mut self.acquire().await?.conn(), Paced::WholeBot, not_before, reason).await
+    }
+
+    /// Reserves the next moment a call to Telegram may be made under the global rate limit, for
+    /// every docket on this database together: `spacing` after the last slot reserved, or `now`
+    /// if that is later. The caller waits until the returned moment, then calls. Kept as
+    /// [`Paced::SendSlots`].
+    pub async fn reserve_send_slot(&self, now: Timestamp, spacing: Duration) -> StoreResult<Timestamp> {
+        reserve_send_slot(&mut self.acquire().await?.conn(), now, spacing).await
+    }
+
+    /// What is paced or paused beyond `now`, with until when and why: chats, the bot as a whole,
+    /// and the send slots while the last reserved one is ahead of `now`.
+    pub async fn pacing(&self, now: Timestamp) -> StoreResult<Vec<(Paced, Timestamp, String)>> {
+        pacing(&mut self.acquire().await?.conn(), now).await
+    }
 }

@@ -4,8 +4,12 @@
 //! The statements touch `jobs`, `outbox`, `invited_users`, `dead_chats` and `flood_waits`; they
 //! live together because each serves one of those requests, not one table.
 
-use super::{Conn, QueryContext, StoreResult};
-use crate::domain::{BotStats as Stats, JobState, Ticket, Timestamp, Transition};
+use std::time::Duration;
+
+use super::{Conn, QueryContext, Store, StoreResult, Tx, outbox};
+use crate::domain::{
+    BotStats as Stats, ChatRef, Job, JobEvent, JobState, NewMessage, Ticket, Timestamp, Transition, UserId,
+};
 
 /// Sends a failed job back to the queue, due now, with its attempts and its last run forgotten:
 /// $1 ticket, $2 now, $3 the state it takes and $4 the state it must be in (of
@@ -196,4 +200,70 @@ pub(super) async fn stats(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Stats
         flood_waits_last_hour,
         hosts,
     })
+}
+
+impl Store {
+    /// Sends a failed job back to `accepted` (`docket retry N`) and queues `notice`, atomically.
+    /// `false` when the job is not `failed`.
+    pub async fn retry_job(&self, ticket: Ticket, notice: &NewMessage, now: Timestamp) -> StoreResult<bool> {
+        let step = Transition::of(JobState::Failed, JobEvent::Retried)?;
+        let mut tx = self.begin().await?;
+        if !retry_job(&mut tx.conn(), ticket, step, now).await? {
+            return Ok(false);
+        }
+        outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        tx.commit_as("committing a retry").await?;
+        Ok(true)
+    }
+
+    /// The jobs that ended (`failed` or `expired`) at or after `since`, whose files may still be
+    /// on disk.
+    pub async fn ended_since(&self, since: Timestamp) -> StoreResult<Vec<Ticket>> {
+        ended_since(&mut self.acquire().await?.conn(), since).await
+    }
+
+    /// The first `limit` jobs waiting for their download at `now`, in the order claims take them.
+    pub async fn queue_head(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<Job>> {
+        queue_head(&mut self.acquire().await?.conn(), now, limit).await
+    }
+
+    /// Records a 429 Telegram answered a call to `chat` with (for `/stats`).
+    pub async fn record_flood_wait(&self, chat: ChatRef, wait: Duration, now: Timestamp) -> StoreResult<()> {
+        let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+        record_flood_wait(&mut self.acquire().await?.conn(), chat.0, wait_ms, now).await
+    }
+
+    /// The figures of `/stats` at `now`.
+    pub async fn stats(&self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
+        stats(&mut self.acquire().await?.conn(), now).await
+    }
+}
+
+impl Tx {
+    /// Forgets everything of `user`'s jobs (names, results, sources; their messages' texts): a
+    /// `ready` job becomes `expired`, an unfinished one `failed` with `reason`. Returns how many
+    /// jobs were forgotten. Their files are the reaper's to delete once this commits.
+    pub async fn forget_person(&mut self, user: UserId, reason: &str, now: Timestamp) -> StoreResult<u64> {
+        // The statement applies these moves to every job of the person at once.
+        crate::domain::job::next(JobState::Ready, JobEvent::Expired)?;
+        for from in [JobState::Accepted, JobState::Fetched, JobState::Processing] {
+            crate::domain::job::next(from, JobEvent::Cancelled)?;
+        }
+        forget_person(&mut self.conn(), user.0, reason, now).await
+    }
+
+    /// Lets `user` in (an invite token was valid).
+    pub async fn invite(&mut self, user: UserId, now: Timestamp) -> StoreResult<()> {
+        invite(&mut self.conn(), user.0, now).await
+    }
+
+    /// Whether `user` was let in by an invite.
+    pub async fn is_invited(&mut self, user: UserId) -> StoreResult<bool> {
+        is_invited(&mut self.conn(), user.0).await
+    }
+
+    /// The figures of `/stats` at `now`, inside the transaction.
+    pub async fn stats(&mut self, now: Timestamp) -> StoreResult<crate::domain::BotStats> {
+        stats(&mut self.conn(), now).await
+    }
 }

@@ -5,8 +5,29 @@
 //! after the change that forgot it committed (a crash in between leaves an orphan the next pass
 //! removes).
 
-use super::{Conn, History, Pruned, QueryContext, StoreResult, jobs::JobRow, lease};
-use crate::domain::{FileOwner, Job, Ticket, Timestamp, Transition};
+use super::{Conn, QueryContext, Store, StoreResult, jobs::JobRow, lease, outbox};
+use crate::domain::{FileOwner, Job, JobEvent, JobState, NewMessage, Ticket, Timestamp, Transition};
+
+/// The history [`Store::prune`] forgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct History {
+    /// Rows last changed before this are old enough.
+    pub older_than: Timestamp,
+    /// Whether ended jobs (failed, expired) go too, with their messages; otherwise jobs are kept
+    /// for good.
+    pub ended_jobs: bool,
+}
+
+/// Rows removed (or, in a dry run, that would be removed) by [`Store::prune`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Registered update ids.
+    pub updates: u64,
+    /// Outbox rows.
+    pub messages: u64,
+    /// Job rows.
+    pub jobs: u64,
+}
 
 /// Every `ready` job, oldest expiry first.
 pub const KEPT_RESULTS: &str = "SELECT * FROM jobs WHERE status = 'ready' ORDER BY result_expires_at, id";
@@ -191,4 +212,67 @@ pub(super) async fn prune(c: &mut Conn<'_>, history: &History, dry_run: bool) ->
             .context("pruning old pacing")?;
     }
     Ok(Pruned { updates: counts[UPDATES], messages: counts[MESSAGES], jobs: counts[JOBS] })
+}
+
+impl Store {
+    /// Every `ready` job (each keeps a result on disk), oldest expiry first.
+    pub async fn kept_results(&self) -> StoreResult<Vec<Job>> {
+        kept_results(&mut self.acquire().await?.conn()).await
+    }
+
+    /// The `ready` jobs whose result expired at `at`, oldest expiry first.
+    pub async fn results_due(&self, at: Timestamp) -> StoreResult<Vec<Job>> {
+        results_due(&mut self.acquire().await?.conn(), at).await
+    }
+
+    /// `ready` → `expired` (expiry moved back to `at` if that is earlier), forgetting the result
+    /// file, and queues `notice` in the same transaction. The caller deletes the file after this
+    /// commits. `false`: the job was not `ready` any more.
+    pub async fn expire_job(
+        &self,
+        ticket: Ticket,
+        at: Timestamp,
+        notice: Option<&NewMessage>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let step = Transition::of(JobState::Ready, JobEvent::Expired)?;
+        let mut tx = self.begin().await?;
+        if !expire_job(&mut tx.conn(), ticket, step, at, now).await? {
+            return Ok(false);
+        }
+        if let Some(notice) = notice {
+            outbox::enqueue(&mut tx.conn(), notice, now).await?;
+        }
+        tx.commit_as("committing an expiry").await?;
+        Ok(true)
+    }
+
+    /// Every `ready` job past its `result_expires_at` becomes `expired`, forgetting its result
+    /// file, in one statement; returns their tickets. The caller deletes the files after this
+    /// returns (a crash in between leaves orphans the next pass removes).
+    pub async fn expire_due(&self, now: Timestamp) -> StoreResult<Vec<Ticket>> {
+        // One statement for every due job: its states are literals, so it is a range of the
+        // partial index `jobs_expiry` (a test checks they are the move `next` allows).
+        expire_due(&mut self.acquire().await?.conn(), now).await
+    }
+
+    /// Every job that may own files on disk (`accepted` … `ready`), with only what the janitor
+    /// judges files by.
+    pub async fn file_owners(&self) -> StoreResult<Vec<FileOwner>> {
+        file_owners(&mut self.acquire().await?.conn()).await
+    }
+
+    /// Deletes the rows of `history`: registered updates, delivered/dead/failed messages and,
+    /// when asked, ended jobs with their messages, all older than its bound.
+    pub async fn prune(&self, history: &History) -> StoreResult<Pruned> {
+        let mut tx = self.begin().await?;
+        let pruned = prune(&mut tx.conn(), history, false).await?;
+        tx.commit_as("committing the pruning").await?;
+        Ok(pruned)
+    }
+
+    /// How many rows [`prune`](Self::prune) would delete, deleting nothing.
+    pub async fn count_prunable(&self, history: &History) -> StoreResult<Pruned> {
+        prune(&mut self.acquire().await?.conn(), history, true).await
+    }
 }

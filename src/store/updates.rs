@@ -1,8 +1,26 @@
 //! The `updates` and `poll_offsets` tables: which updates docket has handled (so a redelivered
 //! one changes nothing), and the getUpdates offset polling continues from.
 
-use super::{Conn, QueryContext, StoreResult, UpdateOutcome};
+use super::{Conn, QueryContext, Store, StoreResult, Tx};
 use crate::domain::{BotId, Timestamp, UpdateId};
+
+/// What became of an update Telegram delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateOutcome {
+    /// Handled: a job, a reply, or deliberately nothing.
+    Recorded,
+    /// Could not be handled (malformed or a bug); kept with its reason.
+    Rejected,
+}
+
+impl UpdateOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Recorded => "recorded",
+            Self::Rejected => "rejected",
+        }
+    }
+}
 
 /// Registers an update, once per bot and update id: $1 bot, $2 update id, $3 outcome, $4 reason,
 /// $5 now. A repeat inserts nothing.
@@ -80,4 +98,39 @@ pub(super) async fn advance_offset(
 pub(super) async fn poll_offset(c: &mut Conn<'_>, bot_id: BotId) -> StoreResult<Option<i64>> {
     dispatch!(c, |c| sqlx::query_scalar(POLL_OFFSET).bind(bot_id.0).fetch_optional(c).await)
         .context("reading the poll offset")
+}
+
+impl Store {
+    /// The getUpdates offset to continue from, if any was stored.
+    pub async fn poll_offset(&self, bot_id: BotId) -> StoreResult<Option<i64>> {
+        poll_offset(&mut self.acquire().await?.conn(), bot_id).await
+    }
+
+    /// Whether an update was registered, and how.
+    pub async fn update_outcome(
+        &self,
+        bot_id: BotId,
+        update_id: UpdateId,
+    ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
+        update_outcome(&mut self.acquire().await?.conn(), bot_id, update_id).await
+    }
+}
+
+impl Tx {
+    /// Registers an update once. `false`: it was registered before (a repeat).
+    pub async fn register_update(
+        &mut self,
+        bot_id: BotId,
+        update_id: UpdateId,
+        outcome: UpdateOutcome,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        register_update(&mut self.conn(), bot_id, update_id, outcome, reason, now).await
+    }
+
+    /// Moves the stored poll offset forward to `next_offset` (never back).
+    pub async fn advance_offset(&mut self, bot_id: BotId, next_offset: i64, now: Timestamp) -> StoreResult<()> {
+        advance_offset(&mut self.conn(), bot_id, next_offset, now).await
+    }
 }
