@@ -2,20 +2,23 @@
 //!
 //! The backend follows from the scheme of `[storage] database_url`. Each statement is written
 //! once, as a `const` beside the one function that runs it, in the module of its table
-//! (`updates`, `jobs`, `outbox`, `chats`, `modes`, `pacing`, `migrations`; `retention` for what the
-//! janitor reads and removes). sqlx binds `$N` placeholders by number on SQLite as on
-//! PostgreSQL, so one small macro, `dispatch!`, runs the same expression on either. What really
-//! differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction
-//! starts, and the claim statements (PostgreSQL locks the claimed row with `FOR UPDATE SKIP
-//! LOCKED` and serialises message claims with an advisory lock; SQLite relies on its single
-//! writer). This file holds the API: [`Store`] and [`Tx`] run those functions, and compose the
-//! transactions that span tables.
+//! (`updates`, `jobs`, `outbox`, `chats`, `modes`, `pacing`, `languages`, `nodes`, `migrations`;
+//! `retention` for what the janitor reads and removes, `people` for people's and admins'
+//! requests), which also holds its parameter types and the [`Store`] and [`Tx`] methods over
+//! its functions. sqlx binds `$N` placeholders by number on SQLite as on PostgreSQL, so one
+//! small macro, `dispatch!`, runs the same expression on either. What really differs stays in
+//! `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction starts, and the
+//! claim statements (PostgreSQL locks the claimed row with `FOR UPDATE SKIP LOCKED` and
+//! serialises message claims with an advisory lock; SQLite relies on its single writer). This
+//! file holds the [`Store`] and [`Tx`] types, the switch between backends, and the transactions
+//! that span tables (but for a request of `people` or `retention`, which stays there).
 //!
 //! Every state change is a conditional `UPDATE … WHERE id = $1 AND status = <expected> [AND
 //! lease_token = <held>]`; zero rows changed means someone else moved the row first, which
 //! callers treat as "not mine any more", never as an error.
 //!
-//! sqlx types stop here: callers see domain types such as [`Job`] and [`OutboxMessage`].
+//! sqlx types stop here: callers see domain types such as [`Job`](crate::domain::Job) and
+//! [`OutboxMessage`].
 
 /// Runs one expression on whichever backend a [`Conn`] is connected to, with `$c` bound to that
 /// backend's own connection (`&mut SqliteConnection` or `&mut PgConnection`): written like a
@@ -63,6 +66,7 @@ pub use cluster::{Change, ChangeFeed, Role, RoleLock};
 pub use database_url::DatabaseUrl;
 use error::QueryContext;
 pub use error::{DatabaseError, StoreError, StoreResult};
+pub use jobs::{AttemptRule, ClaimLimits, Completion, JobFilter, Release, Stage};
 pub use nodes::Heartbeat;
 pub use outbox::MessageFilter;
 pub use retention::{History, Pruned};
@@ -72,11 +76,9 @@ pub use updates::UpdateOutcome;
 #[doc(hidden)]
 pub mod statements;
 
-use std::time::Duration;
-
 use crate::domain::{
-    ChatRef, Job, JobEvent, JobState, Lease, MessageId, NewMessage, NodeName, OutboxMessage, OutboxState, Submission,
-    Ticket, Timestamp, Transition,
+    ChatRef, JobEvent, JobState, Lease, MessageId, NewMessage, NodeName, OutboxMessage, OutboxState, Ticket, Timestamp,
+    Transition,
 };
 
 /// The lease held on a row, from its `lease_owner`, `lease_token` and `lease_until` columns;
@@ -96,95 +98,6 @@ pub struct Census {
     pub messages: Vec<(OutboxState, u64)>,
     /// Chats that refused the bot for good.
     pub dead_chats: u64,
-}
-
-/// The pipeline stages that claim jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// Claims `accepted` jobs.
-    Download,
-    /// Claims `fetched` jobs (and `processing` ones whose lease lapsed).
-    Process,
-}
-
-/// Which `accepted` jobs a download claim may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClaimLimits {
-    /// The size assumed for a job whose size Telegram did not declare.
-    pub unknown_size: i64,
-    /// The largest (declared or assumed) size that fits the byte budget now.
-    pub max_size: i64,
-    /// How many jobs of one chat may be in flight (leased downloads, fetched, processing).
-    pub per_chat: i64,
-}
-
-impl ClaimLimits {
-    /// No limits.
-    pub const NONE: Self = Self { unknown_size: 0, max_size: i64::MAX, per_chat: i64::MAX };
-}
-
-/// How a holder gives a job back without finishing it.
-#[derive(Debug, Clone)]
-pub struct Release {
-    /// The state the job must be in now.
-    pub from: JobState,
-    /// What happened; decides the next state.
-    pub event: JobEvent,
-    /// Not claimable before this.
-    pub not_before: Timestamp,
-    /// Detail for admins (the error that caused it).
-    pub detail: Option<String>,
-    /// What the release does to the attempt counter.
-    pub attempts: AttemptRule,
-}
-
-/// What a release does to the job's attempt counter (a claim counts one attempt in advance).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptRule {
-    /// The attempt failed through the job's own fault (or a passing error): it counts.
-    Spent,
-    /// Not the job's fault (a graceful release at shutdown, a flood wait): the claim's attempt
-    /// is given back.
-    Refunded,
-    /// A new stage begins (the source was lost): the counter starts again.
-    Restarted,
-}
-
-impl AttemptRule {
-    /// The code the release statement binds.
-    pub(crate) const fn code(self) -> i32 {
-        match self {
-            Self::Spent => 0,
-            Self::Refunded => 1,
-            Self::Restarted => 2,
-        }
-    }
-}
-
-/// The facts recorded when a job turns `ready`.
-#[derive(Debug, Clone)]
-pub struct Completion {
-    /// Result file.
-    pub result_path: String,
-    /// Result size.
-    pub result_size: i64,
-    /// Detected source format.
-    pub detected_format: String,
-    /// When the result is deleted.
-    pub expires_at: Timestamp,
-}
-
-/// Which jobs to list.
-#[derive(Debug, Clone, Default)]
-pub struct JobFilter {
-    /// Only this chat.
-    pub chat: Option<ChatRef>,
-    /// Only this state.
-    pub state: Option<JobState>,
-    /// Only jobs last changed at or after this moment.
-    pub since: Option<Timestamp>,
-    /// At most this many, newest first.
-    pub limit: i64,
 }
 
 /// The storage handle, on SQLite or PostgreSQL. Cheap to clone (a pool inside).
@@ -398,184 +311,6 @@ impl Store {
             #[cfg(feature = "postgres")]
             Pool::Postgres(pool) => pool.close().await,
         }
-    }
-}
-
-impl Store {
-    /// One job by ticket.
-    pub async fn job(&self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        jobs::job(&mut self.acquire().await?.conn(), ticket).await
-    }
-
-    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
-    pub async fn runs(&self, ticket: Ticket) -> StoreResult<Vec<Job>> {
-        jobs::runs(&mut self.acquire().await?.conn(), ticket).await
-    }
-
-    /// Jobs matching `filter`, newest first.
-    pub async fn jobs(&self, filter: &JobFilter) -> StoreResult<Vec<Job>> {
-        jobs::jobs(&mut self.acquire().await?.conn(), filter.chat, filter.state, filter.since, filter.limit).await
-    }
-
-    /// The job a download claim would take next if nothing limited it (head of the queue).
-    pub async fn next_waiting_download(&self, now: Timestamp) -> StoreResult<Option<Job>> {
-        jobs::next_waiting_download(&mut self.acquire().await?.conn(), now).await
-    }
-
-    /// The jobs that may hold files of this machine, and so a place in its byte budget: every
-    /// `fetched` or `processing` job of this handle's host (or of no host known), and the `accepted` ones under a live lease whose owner
-    /// starts with `owner_prefix` (this process's downloads).
-    pub async fn jobs_holding_files(&self, owner_prefix: &str, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-        jobs::jobs_holding_files(&mut self.acquire().await?.conn(), owner_prefix, self.node.as_ref(), now).await
-    }
-
-    /// Claims the next job of `stage` for `owner` with a lease of `lease_len`, counting an attempt.
-    /// Processing takes only jobs whose source is on this handle's host (or on no host known).
-    pub async fn claim_job(
-        &self,
-        stage: Stage,
-        owner: &str,
-        now: Timestamp,
-        lease_len: Duration,
-    ) -> StoreResult<Option<Job>> {
-        let node = self.node.as_ref();
-        jobs::claim_job(&mut self.acquire().await?.conn(), stage, owner, node, now, lease_len, &ClaimLimits::NONE).await
-    }
-
-    /// Claims the oldest `accepted` job that fits `limits` (byte budget, per-chat bound).
-    pub async fn claim_download(
-        &self,
-        owner: &str,
-        now: Timestamp,
-        lease_len: Duration,
-        limits: &ClaimLimits,
-    ) -> StoreResult<Option<Job>> {
-        let node = self.node.as_ref();
-        jobs::claim_job(&mut self.acquire().await?.conn(), Stage::Download, owner, node, now, lease_len, limits).await
-    }
-
-    /// Extends a held lease. `false`: the lease was lost (someone else holds the job now).
-    pub async fn renew_job_lease(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        until: Timestamp,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        jobs::renew_lease(&mut self.acquire().await?.conn(), ticket, lease, until, now).await
-    }
-
-    /// Switches a `processing` run whose operation no caption chose to `operation` (one without a
-    /// secret), as the lease holder. `false`: the lease was lost, the operation was chosen on
-    /// purpose, or the ticket has a run of `operation` already.
-    pub async fn switch_operation(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        operation: &crate::domain::Operation,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        jobs::switch_operation(&mut self.acquire().await?.conn(), ticket, lease, operation, now).await
-    }
-
-    /// `accepted` → `fetched` with the verified source, as the lease holder.
-    pub async fn mark_fetched(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        path: &str,
-        size: i64,
-        sha256: &str,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(JobState::Accepted, JobEvent::Fetched)?;
-        let source = jobs::Fetched { path, size, sha256, node: self.node.as_ref() };
-        jobs::mark_fetched(&mut self.acquire().await?.conn(), ticket, step, lease, &source, now).await
-    }
-
-    /// Gives a job back to be tried again later, as the lease holder.
-    pub async fn release_job(
-        &self,
-        ticket: Ticket,
-        lease: &Lease,
-        release: &Release,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(release.from, release.event)?;
-        jobs::release_job(&mut self.acquire().await?.conn(), ticket, lease, release, step, now).await
-    }
-
-    /// Forgets the stored file_id of a result Telegram refused to resend.
-    pub async fn forget_result_file_id(&self, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
-        jobs::forget_result_file_id(&mut self.acquire().await?.conn(), ticket, now).await
-    }
-}
-
-impl Tx {
-    /// The chat's job for a file, by the unique key.
-    pub async fn job_by_file(&mut self, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
-        jobs::job_by_file(&mut self.conn(), chat, file_unique_id).await
-    }
-
-    /// Every run of `ticket` (the ticket's first run first); empty when there is no such ticket.
-    pub async fn runs(&mut self, ticket: Ticket) -> StoreResult<Vec<Job>> {
-        jobs::runs(&mut self.conn(), ticket).await
-    }
-
-    /// One job by ticket, inside the transaction.
-    pub async fn job(&mut self, ticket: Ticket) -> StoreResult<Option<Job>> {
-        jobs::job(&mut self.conn(), ticket).await
-    }
-
-    /// How many unfinished jobs came before `ticket` (its place in the queue), counted up to
-    /// `cap` + 1 at most, so the cost stays bounded however long the queue is.
-    pub async fn jobs_ahead(&mut self, ticket: Ticket, cap: u64) -> StoreResult<u64> {
-        let cap = i64::try_from(cap).unwrap_or(i64::MAX - 1);
-        Ok(u64::try_from(jobs::jobs_ahead(&mut self.conn(), ticket, cap).await?).unwrap_or(0))
-    }
-
-    /// The chat's latest jobs, newest first.
-    pub async fn chat_jobs(&mut self, chat: ChatRef, limit: i64) -> StoreResult<Vec<Job>> {
-        jobs::jobs(&mut self.conn(), Some(chat), None, None, limit).await
-    }
-
-    /// How many of `chat`'s jobs wait in `accepted` without a live download lease at `now`
-    /// (queued, not downloading), counted up to `cap` at most.
-    pub async fn waiting_in_chat(&mut self, chat: ChatRef, now: Timestamp, cap: u64) -> StoreResult<u64> {
-        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-        Ok(u64::try_from(jobs::waiting_in_chat(&mut self.conn(), chat, now, cap).await?).unwrap_or(0))
-    }
-
-    /// Inserts a new `accepted` job and returns its ticket.
-    pub async fn insert_job(&mut self, job: &Submission, now: Timestamp) -> StoreResult<Ticket> {
-        jobs::insert_job(&mut self.conn(), job, now).await
-    }
-
-    /// Starts an ended job again (`expired`/`failed` → `accepted`) with the new update's file_id.
-    pub async fn resubmit_job(
-        &mut self,
-        ticket: Ticket,
-        from: JobState,
-        job: &Submission,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(from, JobEvent::Resubmitted)?;
-        jobs::resubmit_job(&mut self.conn(), ticket, step, job, now).await
-    }
-
-    /// Cancels an unfinished job in state `from`, whoever holds it: it becomes `failed` with
-    /// `reason`, its lease ends (its holder's next renewal fails, and the holder stops) and its
-    /// source is forgotten. `false` when the job was not in `from` any more.
-    pub async fn cancel_job(
-        &mut self,
-        ticket: Ticket,
-        from: JobState,
-        reason: &str,
-        detail: &str,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let step = Transition::of(from, JobEvent::Cancelled)?;
-        jobs::fail_job(&mut self.conn(), ticket, step, None, reason, detail, now).await
     }
 }
 
