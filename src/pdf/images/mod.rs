@@ -1,12 +1,13 @@
-//! `topdf`: a picture as a PDF, one page per image: JPEG, PNG, TIFF (every page) and WebP. The
-//! format is the content's ([`crate::detect`]), whatever the file's name says. One file per
-//! format:
+//! `topdf`: a picture as a PDF, one page per image: JPEG, PNG, TIFF (every page), WebP and GIF
+//! (its first frame). The format is the content's ([`crate::detect`]), whatever the file's name
+//! says. One file per format:
 //!
 //! - [`jpeg`](mod@jpeg): embedded byte for byte (`DCTDecode`), nothing re-encoded.
-//! - [`png`](mod@png), [`tiff`](mod@tiff) (a page per frame) and [`webp`](mod@webp): decoded and
-//!   their samples deflated losslessly (Flate, 8 or 16 bits per component as in the file); an
-//!   alpha channel becomes the image's `/SMask`. A bilevel TIFF frame (a fax, a black-and-white
-//!   scan) becomes a CCITT Group 4 image instead, as small as a fax's own data.
+//! - [`png`](mod@png), [`tiff`](mod@tiff) (a page per frame), [`webp`](mod@webp) and
+//!   [`gif`](mod@gif): decoded and their samples deflated losslessly (Flate, 8 or 16 bits per
+//!   component as in the file); an alpha channel becomes the image's `/SMask`. A bilevel TIFF
+//!   frame (a fax, a black-and-white scan) becomes a CCITT Group 4 image instead, as small as a
+//!   fax's own data.
 //!
 //! **Upright.** A phone photo taken sideways says so in its EXIF orientation (a JPEG's APP1, a
 //! PNG's `eXIf`, a WebP's `EXIF`, a TIFF's `Orientation` tag). The page takes the shape the
@@ -23,6 +24,7 @@
 //! take more than `max_inflate` bytes fails with [`PdfError::InflatesTooMuch`]. A picture that
 //! cannot be decoded fails with [`PdfError::Unreadable`] and the decoder's reason.
 
+mod gif;
 mod jpeg;
 mod orientation;
 mod png;
@@ -91,6 +93,7 @@ fn pages_of(_input: &Path, bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>
         "png" => Ok(vec![png::page(bytes, max_inflate, true)?]),
         "tiff" => tiff::pages(bytes, max_inflate),
         "webp" => Ok(vec![webp::page(bytes, max_inflate)?]),
+        "gif" => Ok(vec![gif::page(bytes, max_inflate)?]),
         _ => Err(PdfError::unreadable(format!("{} is not an image topdf reads", found.describe()))),
     }
 }

@@ -178,6 +178,62 @@ fn something_else_is_unreadable() {
     assert!(matches!(result, Err(PdfError::Unreadable { .. })), "{result:?}");
 }
 
+// ---- GIF --------------------------------------------------------------------------------
+
+/// A GIF of `frames` (RGBA, each `width` × `height`), as the image crate writes one.
+fn gif(width: u32, height: u32, frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = image::codecs::gif::GifEncoder::new(&mut out);
+        for rgba in frames {
+            let buffer = image::RgbaImage::from_raw(width, height, rgba.clone()).unwrap();
+            encoder.encode_frame(image::Frame::new(buffer)).unwrap();
+        }
+    }
+    out
+}
+
+/// RGBA in four colours (a GIF's palette holds them exactly), `shift` moving the pattern.
+fn four_colours(width: u32, height: u32, shift: u32) -> Vec<u8> {
+    let colours = [[200, 30, 30, 255], [30, 200, 30, 255], [30, 30, 200, 255], [240, 240, 240, 255]];
+    (0..height).flat_map(|y| (0..width).flat_map(move |x| colours[((x / 5 + y / 3 + shift) % 4) as usize])).collect()
+}
+
+#[test]
+fn a_gif_becomes_its_first_frame_losslessly() {
+    let (w, h) = (40, 30);
+    let first = four_colours(w, h, 0);
+    let bytes = gif(w, h, &[first.clone(), four_colours(w, h, 1)]);
+    let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+    assert_eq!(result.unwrap().pages, 1, "the first frame only");
+    let document = Document::load(&output).unwrap();
+    let image = first_image(&document, 1);
+    assert_eq!(image.dict.get(b"Filter").unwrap().as_name().unwrap(), b"FlateDecode");
+    let rgb: Vec<u8> = first.chunks(4).flat_map(|p| p[..3].to_vec()).collect();
+    assert_eq!(image.decompressed_content().unwrap(), rgb, "lossless");
+    assert!(!image.dict.has(b"SMask"), "opaque");
+    let page = document.get_dictionary(document.get_pages()[&1]).unwrap();
+    assert_eq!(page.get(b"MediaBox").unwrap().as_array().unwrap()[2].as_float().unwrap(), 40.0, "72 dpi");
+}
+
+#[test]
+fn a_gif_larger_than_the_cap_is_refused_before_decoding() {
+    let bytes = gif(100, 100, &[four_colours(100, 100, 0)]);
+    let (_dir, result, _) = convert(&bytes, 100 * 100 * 4 - 1);
+    assert!(matches!(result, Err(PdfError::InflatesTooMuch { .. })), "{result:?}");
+}
+
+#[test]
+fn a_damaged_gif_fails_with_a_reason() {
+    let mut bytes = gif(40, 30, &[four_colours(40, 30, 0)]);
+    bytes.truncate(20);
+    let (_dir, result, _) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+    assert!(
+        matches!(&result, Err(PdfError::Unreadable { detail }) if detail.contains("reading the GIF")),
+        "{result:?}"
+    );
+}
+
 // ---- Orientation ------------------------------------------------------------------------
 
 /// An EXIF block (a big-endian TIFF structure) holding only `orientation`.
