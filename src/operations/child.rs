@@ -56,6 +56,9 @@ fn pdf_failure(error: PdfError) -> Report {
         PdfError::NoSuchPage { page, page_count } => Failure::NoSuchPage { page, page_count },
         PdfError::WrongPassword => Failure::WrongPassword,
         PdfError::Unreadable { .. } | PdfError::NotPdf { .. } => Failure::Unreadable,
+        // The person is told the operation could not process the file; the detail, in the log,
+        // names the package to install.
+        PdfError::ToolMissing { .. } => Failure::ToolFailed,
     };
     Report::Failed { failure, detail }
 }

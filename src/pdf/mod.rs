@@ -191,8 +191,9 @@ impl OptimizeReport {
     }
 }
 
-/// Why [`optimize()`] failed. Every variant except [`PdfError::Io`] is a property of the input and
-/// will not change on retry.
+/// Why [`optimize()`] failed. Every variant except [`PdfError::Io`] and
+/// [`PdfError::ToolMissing`] (the machine's) is a property of the input and will not change on
+/// retry.
 #[derive(Debug, thiserror::Error)]
 pub enum PdfError {
     /// The PDF is encrypted with a user password, which we do not have, or with a security
@@ -233,6 +234,15 @@ pub enum PdfError {
     /// `decrypt` was given a password that does not open the PDF.
     #[error("the password does not open the PDF")]
     WrongPassword,
+    /// A program the operation needs for this input is not installed on this machine
+    /// (`heif-convert` for a HEIC photo): its setup is at fault, not the document.
+    #[error("{program} is not installed: install the Debian package {package}")]
+    ToolMissing {
+        /// The program.
+        program: &'static str,
+        /// The package that has it.
+        package: &'static str,
+    },
     /// Reading the input or writing the output failed, disk full included. The only variant
     /// worth retrying.
     #[error("reading the input or writing the output failed")]

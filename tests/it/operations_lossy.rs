@@ -274,3 +274,34 @@ fn process_shrinks_a_cmyk_scan_to_an_image_readers_show_in_its_colours() {
         assert!(mean < 6.0, "{reader}: mean difference {mean:.1} levels");
     }
 }
+
+/// An iPhone's HEIC photo (`fixtures/images/marker-64x48.heic`) becomes a PDF page through
+/// libheif's heif-convert, run inside the contained child.
+#[test]
+fn process_turns_a_heic_photo_into_a_pdf() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (input, output) = (dir.path().join("IMG_0001.HEIC"), dir.path().join("IMG_0001.pdf"));
+    std::fs::write(&input, crate::support::fixture("images/marker-64x48.heic")).expect("write");
+    let out = process(&input, "topdf", &output);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = Document::load(&output).expect("the output is a PDF");
+    assert_eq!(doc.get_pages().len(), 1);
+    assert_eq!(first_image(&doc).dict.get(b"Width").and_then(Object::as_i64).expect("width"), 64);
+}
+
+/// On a machine without heif-convert a HEIC photo fails as the operation's, not as a damaged
+/// file.
+#[test]
+fn process_without_heif_convert_says_topdf_could_not_process_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (input, output) = (dir.path().join("IMG_0001.HEIC"), dir.path().join("IMG_0001.pdf"));
+    std::fs::write(&input, crate::support::fixture("images/marker-64x48.heic")).expect("write");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = child::command()
+        .args(["process", input.to_str().expect("utf8"), "--op", "topdf", "-o", output.to_str().expect("utf8")])
+        .env("PATH", empty.path())
+        .output()
+        .expect("the docket binary runs");
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("topdf could not process"), "{}", stderr(&out));
+}

@@ -1,6 +1,7 @@
-//! `topdf`: a picture as a PDF, one page per image: JPEG, PNG, TIFF (every page), WebP and GIF
-//! (its first frame). The format is the content's ([`crate::detect`]), whatever the file's name
-//! says. One file per format:
+//! `topdf`: a picture as a PDF, one page per image, in every form people send one: JPEG, PNG,
+//! TIFF (every page), WebP, GIF (its first frame), and HEIF/HEIC (iPhone photos) or AVIF. The
+//! format is the content's ([`crate::detect`]), whatever the file's name says. One file per
+//! format:
 //!
 //! - [`jpeg`](mod@jpeg): embedded byte for byte (`DCTDecode`), nothing re-encoded.
 //! - [`png`](mod@png), [`tiff`](mod@tiff) (a page per frame), [`webp`](mod@webp) and
@@ -8,12 +9,14 @@
 //!   component as in the file); an alpha channel becomes the image's `/SMask`. A bilevel TIFF
 //!   frame (a fax, a black-and-white scan) becomes a CCITT Group 4 image instead, as small as a
 //!   fax's own data.
+//! - [`heif`](mod@heif): decoded by libheif's `heif-convert` (Debian package
+//!   `libheif-examples`), then read as a lossless PNG.
 //!
 //! **Upright.** A phone photo taken sideways says so in its EXIF orientation (a JPEG's APP1, a
-//! PNG's `eXIf`, a WebP's `EXIF`, a TIFF's `Orientation` tag). The page takes the shape the
-//! picture is seen in and its content stream's `cm` matrix turns or mirrors the image onto it
-//! ([`orientation`](mod@orientation)), all eight orientations, so the JPEG's bytes stay
-//! untouched and no pixel is moved.
+//! PNG's `eXIf`, a WebP's `EXIF`, a TIFF's `Orientation` tag; HEIF's own `irot`/`imir`, which
+//! libheif applies). The page takes the shape the picture is seen in and its content stream's
+//! `cm` matrix turns or mirrors the image onto it ([`orientation`](mod@orientation)), all eight
+//! orientations, so the JPEG's bytes stay untouched and no pixel is moved.
 //!
 //! **Page size.** Each page is the image at its own resolution: the one its file states (JFIF
 //! density, PNG `pHYs`, TIFF `XResolution`/`YResolution`); without one, 72 dpi, except that an
@@ -25,6 +28,7 @@
 //! cannot be decoded fails with [`PdfError::Unreadable`] and the decoder's reason.
 
 mod gif;
+pub mod heif;
 mod jpeg;
 mod orientation;
 mod png;
@@ -52,6 +56,8 @@ const A4_LONG_SIDE_INCHES: f64 = 11.69;
 ///
 /// - [`PdfError::Unreadable`] if it is not a picture `topdf` reads, or it cannot be decoded;
 /// - [`PdfError::InflatesTooMuch`] if its pixels would take more than `max_inflate` bytes;
+/// - [`PdfError::ToolMissing`] if it is a HEIF or AVIF image and `heif-convert` is not
+///   installed;
 /// - [`PdfError::Io`] if reading or writing fails.
 #[tracing::instrument(name = "pdf_topdf", skip_all)]
 pub fn to_pdf(input: &Path, output: &Path, settings: &Settings) -> Result<OptimizeReport, PdfError> {
@@ -86,7 +92,7 @@ struct Page {
 }
 
 /// The pages of the picture at `input`, whose content is `bytes`.
-fn pages_of(_input: &Path, bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
+fn pages_of(input: &Path, bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>, PdfError> {
     let found = crate::detect::detect_bytes(bytes);
     match found.label() {
         "jpeg" => Ok(vec![jpeg::page(bytes)?]),
@@ -94,6 +100,7 @@ fn pages_of(_input: &Path, bytes: &[u8], max_inflate: usize) -> Result<Vec<Page>
         "tiff" => tiff::pages(bytes, max_inflate),
         "webp" => Ok(vec![webp::page(bytes, max_inflate)?]),
         "gif" => Ok(vec![gif::page(bytes, max_inflate)?]),
+        "heif" | "avif" => heif::pages(input, bytes, max_inflate),
         _ => Err(PdfError::unreadable(format!("{} is not an image topdf reads", found.describe()))),
     }
 }

@@ -364,3 +364,65 @@ fn a_png_tiff_and_webp_are_seen_upright() {
         assert_seen_as(&output, &stored, orientation);
     }
 }
+
+// ---- HEIF -------------------------------------------------------------------------------
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/images").join(name)).unwrap()
+}
+
+/// `fixtures/images/marker-64x48.*`: white, a red block in the top-left 16 × 12 pixels.
+fn assert_the_marker(pdf: &Path) {
+    let document = Document::load(pdf).unwrap();
+    let image = first_image(&document, 1);
+    assert_eq!(image.dict.get(b"Width").unwrap().as_i64().unwrap(), 64);
+    assert_eq!(image.dict.get(b"Height").unwrap().as_i64().unwrap(), 48);
+    let seen = render(pdf);
+    assert_eq!(seen.dimensions(), (64, 48));
+    let [r, g, b] = seen.get_pixel(4, 4).0;
+    assert!(r > 180 && g < 90 && b < 90, "red at the top left: {r} {g} {b}");
+    let [r, g, b] = seen.get_pixel(60, 44).0;
+    assert!(r > 200 && g > 200 && b > 200, "white at the bottom right: {r} {g} {b}");
+}
+
+#[test]
+fn a_heic_photo_becomes_a_page_of_its_pixels() {
+    let bytes = fixture("marker-64x48.heic");
+    assert_eq!(crate::detect::detect_bytes(&bytes).label(), "heif");
+    let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+    assert_eq!(result.unwrap().pages, 1);
+    assert_the_marker(&output);
+}
+
+#[test]
+fn an_avif_image_becomes_a_page_of_its_pixels() {
+    let bytes = fixture("marker-64x48.avif");
+    assert_eq!(crate::detect::detect_bytes(&bytes).label(), "avif");
+    let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
+    assert_eq!(result.unwrap().pages, 1);
+    assert_the_marker(&output);
+}
+
+#[test]
+fn a_heic_larger_than_the_cap_is_refused_before_decoding() {
+    let bytes = fixture("marker-64x48.heic");
+    // heif-enc stores the 64 × 48 picture as a grid of one 64 × 64 tile: the tile is the
+    // largest image libheif decodes.
+    assert_eq!(heif::largest_extent(&bytes), Some((64, 64)));
+    let (_dir, result, _) = convert(&bytes, 64 * 64 * 4 - 1);
+    assert!(matches!(result, Err(PdfError::InflatesTooMuch { .. })), "{result:?}");
+}
+
+#[test]
+fn a_damaged_heic_fails_with_a_reason() {
+    let bytes = fixture("marker-64x48.heic");
+    // The boxes that say what the image is, without its coded data.
+    let (_dir, result, _) = convert(&bytes[..bytes.len() - 120], DEFAULT_MAX_INFLATE_BYTES);
+    assert!(
+        matches!(&result, Err(PdfError::Unreadable { detail }) if detail.contains("heif-convert could not decode it")),
+        "{result:?}"
+    );
+    // Not even those.
+    let (_dir, result, _) = convert(&bytes[..40], DEFAULT_MAX_INFLATE_BYTES);
+    assert!(matches!(&result, Err(PdfError::Unreadable { .. })), "{result:?}");
+}
