@@ -50,7 +50,7 @@ pub enum Operation {
         /// Tesseract languages (`rus+eng`); `None`: the person's language.
         languages: Option<Languages>,
     },
-    /// An image (JPEG, PNG, TIFF, WebP) as a one-page-per-image PDF.
+    /// A picture (JPEG, PNG, TIFF, WebP, GIF, HEIF/HEIC, AVIF) as a one-page-per-image PDF.
     ImageToPdf,
 }
 
@@ -128,7 +128,7 @@ impl Operation {
     /// The formats it takes, as detected (labels of the detection table: `pdf`, `jpeg`, …).
     pub const fn accepts(&self) -> &'static [&'static str] {
         match self {
-            Self::ImageToPdf => &["jpeg", "png", "tiff", "webp"],
+            Self::ImageToPdf => &["jpeg", "png", "tiff", "webp", "gif", "heif", "avif"],
             _ => &["pdf"],
         }
     }

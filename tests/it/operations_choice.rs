@@ -25,6 +25,7 @@ per_backend!(
     a_declaration_that_disagrees_with_the_content_is_shown,
     a_further_run_cut_by_a_crash_finishes_after_the_restart,
     cancel_stops_the_unfinished_runs_of_a_ticket,
+    a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs,
 );
 
 fn text_of(call: &Call) -> String {
@@ -148,7 +149,7 @@ async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
     let notice = app.fake.wait_for_call("sendMessage", says(531, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
-        "#2 failed: a.pdf was not processed: topdf takes jpeg, png, tiff, webp; this is a PDF document: send it \
+        "#2 failed: a.pdf was not processed: topdf takes jpeg, png, tiff, webp, gif, heif, avif; this is a PDF document: send it \
          with a caption such as optimize or shrink."
     );
 }
@@ -429,7 +430,7 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
     app.send_document_with_caption(584, fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg", Some("topdf"), "en");
     let notice = app.fake.wait_for_call("sendMessage", says(584, "failed"), DEADLINE).await;
     assert!(
-        text_of(&notice).ends_with("topdf takes jpeg, png, tiff, webp; this is a PDF document: send it with a caption such as optimize or shrink."),
+        text_of(&notice).ends_with("topdf takes jpeg, png, tiff, webp, gif, heif, avif; this is a PDF document: send it with a caption such as optimize or shrink."),
         "{}",
         text_of(&notice)
     );
@@ -514,4 +515,31 @@ async fn cancel_stops_the_unfinished_runs_of_a_ticket(backend: Backend) {
     // Nothing left to cancel: it says where the ticket is.
     app.send_text(600, "/cancel 1");
     app.fake.wait_for_call("sendMessage", says(600, "#1 is ready"), DEADLINE).await;
+}
+
+/// A GIF and an iPhone's HEIC photo, sent as files without a caption, each come back as a PDF of
+/// one page: the content, not the declared type, made the run topdf.
+async fn a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let mut gif = Vec::new();
+    {
+        let frame = image::RgbaImage::from_fn(30, 20, |x, y| image::Rgba([(x * 8) as u8, (y * 12) as u8, 90, 255]));
+        let mut encoder = image::codecs::gif::GifEncoder::new(&mut gif);
+        encoder.encode_frame(image::Frame::new(frame)).expect("encodes");
+    }
+    let photos = [
+        (590, gif, "anim.gif", "image/gif"),
+        (591, fixture("images/marker-64x48.heic"), "IMG_0001.HEIC", "image/heic"),
+    ];
+    for (ticket, (chat, bytes, name, mime)) in photos.into_iter().enumerate() {
+        app.send_document(chat, bytes, name, mime);
+        let job = app.wait_for_job(Ticket(ticket as i64 + 1), |j| j.state.is_terminal()).await;
+        assert_eq!(job.state, JobState::Ready, "{name}: {:?}", job.error);
+        assert_eq!(job.submission.operation, Operation::ImageToPdf, "{name}");
+        let sent =
+            app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(chat), DEADLINE).await;
+        let upload = sent.upload.expect("the PDF is uploaded");
+        let pdf = lopdf::Document::load_mem(&upload.bytes).expect("a PDF");
+        assert_eq!(pdf.get_pages().len(), 1, "{name}");
+    }
 }
