@@ -358,7 +358,15 @@ fn a_png_tiff_and_webp_are_seen_upright() {
         frame.encoder().write_tag(::tiff::tags::Tag::Orientation, 7u16).unwrap();
         frame.write_data(stored.as_raw()).unwrap();
     }
-    for (name, bytes, orientation) in [("PNG", png_bytes, 8), ("TIFF", tiff_bytes, 7)] {
+    // A lossless WebP whose EXIF chunk says 3 (upside down).
+    let mut webp_bytes = Vec::new();
+    {
+        use image::ImageEncoder;
+        let mut encoder = image::codecs::webp::WebPEncoder::new_lossless(&mut webp_bytes);
+        encoder.set_exif_metadata(exif(3)).unwrap();
+        encoder.write_image(stored.as_raw(), w, h, image::ExtendedColorType::Rgb8).unwrap();
+    }
+    for (name, bytes, orientation) in [("PNG", png_bytes, 8), ("TIFF", tiff_bytes, 7), ("WebP", webp_bytes, 3)] {
         let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
         result.unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_seen_as(&output, &stored, orientation);
