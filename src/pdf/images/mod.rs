@@ -3,20 +3,19 @@
 //! format is the content's ([`crate::detect`]), whatever the file's name says. One file per
 //! format:
 //!
-//! - [`jpeg`](mod@jpeg): embedded byte for byte (`DCTDecode`), nothing re-encoded.
-//! - [`png`](mod@png), [`tiff`](mod@tiff) (a page per frame), [`webp`](mod@webp) and
-//!   [`gif`](mod@gif): decoded and their samples deflated losslessly (Flate, 8 or 16 bits per
-//!   component as in the file); an alpha channel becomes the image's `/SMask`. A bilevel TIFF
-//!   frame (a fax, a black-and-white scan) becomes a CCITT Group 4 image instead, as small as a
-//!   fax's own data.
+//! - `jpeg.rs`: embedded byte for byte (`DCTDecode`), nothing re-encoded.
+//! - `png.rs`, `tiff.rs` (a page per frame), `webp.rs` and `gif.rs`: decoded and their samples
+//!   deflated losslessly (Flate, 8 or 16 bits per component as in the file); an alpha channel
+//!   becomes the image's `/SMask`. A bilevel TIFF frame (a fax, a black-and-white scan) becomes
+//!   a CCITT Group 4 image instead, as small as a fax's own data.
 //! - [`heif`](mod@heif): decoded by libheif's `heif-convert` (Debian package
 //!   `libheif-examples`), then read as a lossless PNG.
 //!
 //! **Upright.** A phone photo taken sideways says so in its EXIF orientation (a JPEG's APP1, a
 //! PNG's `eXIf`, a WebP's `EXIF`, a TIFF's `Orientation` tag; HEIF's own `irot`/`imir`, which
 //! libheif applies). The page takes the shape the picture is seen in and its content stream's
-//! `cm` matrix turns or mirrors the image onto it ([`orientation`](mod@orientation)), all eight
-//! orientations, so the JPEG's bytes stay untouched and no pixel is moved.
+//! `cm` matrix turns or mirrors the image onto it (`orientation.rs`), all eight orientations,
+//! so the JPEG's bytes stay untouched and no pixel is moved.
 //!
 //! **Page size.** Each page is the image at its own resolution: the one its file states (JFIF
 //! density, PNG `pHYs`, TIFF `XResolution`/`YResolution`); without one, 72 dpi, except that an
