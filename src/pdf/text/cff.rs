@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::GlyphName;
+use super::font::GlyphName;
 
 /// The `(code, glyph name)` pairs of the program's custom encoding; `None` when it uses the
 /// standard or expert encoding, is CID-keyed, or does not parse.
