@@ -43,6 +43,11 @@ const COLUMN_GAP_EM: f64 = 1.0;
 /// `maxLineSpacingDelta`.
 const LINE_SPACING_EM: f64 = 1.5;
 
+/// A gap between two runs of a line that were not shown one right after the other wider than
+/// this fraction of the font size is a space: pdftotext parts such words at its
+/// `maxCharSpacing` (LilyPond's lyric hyphens stand 0.06 em after their syllables).
+const APART_SPACE_EM: f64 = 0.03;
+
 /// How far a run's baseline may be from its line's main baseline, in ems of the larger
 /// (pdftotext's `maxIntraLineDelta`): super- and subscripts sit within it.
 const INTRA_LINE_EM: f64 = 0.5;
@@ -383,19 +388,24 @@ fn lay_out(runs: &[Run], members: &[usize], frame: usize, text: &str, out: &mut 
     }
 }
 
-/// Appends a segment's runs, parted by a space where the gap says.
+/// Appends a segment's runs, parted by a space where the gap says: wider than [`SPACE_EM`] of
+/// an em between a run and the one shown right after it, wider than [`APART_SPACE_EM`] between
+/// runs shown apart (or in fonts of other sizes), which pdftotext holds for separate words.
 fn write_segment(segment: &Segment, placed: &[Placed], runs: &[Run], text: &str, out: &mut String) {
-    let mut previous: Option<(f64, f64)> = None;
+    let mut previous: Option<(f64, f64, usize)> = None;
     for current in &placed[segment.runs.clone()] {
-        if let Some((end, size)) = previous {
+        let run = &runs[current.run];
+        if let Some((end, size, before)) = previous {
             let em = size.max(current.size);
             let gap = current.start - end;
-            if gap > SPACE_EM * em || gap < -em {
+            let shown_next = runs[before].text.end == run.text.start && (size - current.size).abs() <= 0.01 * em;
+            let threshold = if shown_next { SPACE_EM } else { APART_SPACE_EM };
+            if gap > threshold * em || gap < -em {
                 space(out);
             }
         }
-        out.push_str(&text[runs[current.run].text.clone()]);
-        previous = Some((previous.map_or(current.end, |(end, _)| end.max(current.end)), current.size));
+        out.push_str(&text[run.text.clone()]);
+        previous = Some((previous.map_or(current.end, |(end, ..)| end.max(current.end)), current.size, current.run));
     }
 }
 

@@ -605,6 +605,16 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn strings_shown_apart_are_words_at_a_smaller_gap() {
+        // As LilyPond places a lyric's hyphens after its syllables: "tum" and the hyphen come
+        // 0.05 em after what they follow on the line, but were not shown right after it, so
+        // (as pdftotext sees it) they are words of their own; at 0.02 em they touch.
+        let page = "BT /F1 10 Tf 1 0 0 1 92.5 700 Tm (tum)Tj 1 0 0 1 72 700 Tm (fruc)Tj \
+                    1 0 0 1 87.2 680 Tm (lo)Tj 1 0 0 1 72 680 Tm (Hel)Tj ET";
+        assert_eq!(texts(&[page]), ["fruc tum\nHello\n"]);
+    }
+
+    #[test]
     fn a_new_baseline_is_a_new_line() {
         let page = "BT /F1 10 Tf 12 TL 72 700 Td (first line)Tj T* (second)Tj (line)' ET";
         assert_eq!(texts(&[page]), ["first line\nsecond\nline\n"]);
