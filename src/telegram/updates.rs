@@ -2,7 +2,7 @@
 //!
 //! Everything in an update is untrusted. A missing field, an absurd size or a name with any
 //! characters becomes a well-defined value here. An update teloxide's types could not read is
-//! read again from its raw JSON ([`super::reread`]); only one without a chat to answer becomes
+//! read again from its raw JSON (`telegram/reread.rs`); only one without a chat to answer becomes
 //! [`Incoming::Malformed`], so it is recorded and never blocks the offset.
 
 use teloxide::types::{CallbackQuery, MediaKind, Message, MessageKind, Update, UpdateKind};
@@ -21,7 +21,7 @@ pub fn read_update_body(body: &[u8]) -> Option<(crate::domain::UpdateId, Incomin
 /// One update as the Bot API sent it: its id, and what it means. The raw JSON is the record:
 /// teloxide's types read it first, and when they could not (an update of a kind they do not
 /// know, or a message they could read only as an empty one because a field did not fit) it is
-/// read again from the JSON ([`super::reread`]). `None` without an `update_id`.
+/// read again from the JSON (`telegram/reread.rs`). `None` without an `update_id`.
 pub fn read_update(raw: &serde_json::Value) -> Option<(crate::domain::UpdateId, Incoming)> {
     let id = raw.get("update_id")?.as_i64()?;
     // From text, as teloxide reads it: its update visitor wants borrowed keys.
