@@ -118,6 +118,7 @@ fn docket(op: &str, input: &Path, output: &Path) -> Run {
         .arg(output)
         .args(["--contained", "--memory-limit", &(16u64 << 30).to_string(), "--timeout-secs", "3600"])
         .args(["--max-inflate", &(1u64 << 30).to_string()])
+        .args(["--max-file", &u64::MAX.to_string()])
         .env("MALLOC_ARENA_MAX", "2")
         .stderr(Stdio::null())
         .output();

@@ -101,6 +101,7 @@ fn child_peak(input: &Path, output: &Path) -> anyhow::Result<u64> {
         .arg(output)
         .args(["--contained", "--memory-limit", &(64u64 << 30).to_string(), "--timeout-secs", "3600"])
         .args(["--max-inflate", &(256u64 << 20).to_string()])
+        .args(["--max-file", &u64::MAX.to_string()])
         .env("MALLOC_ARENA_MAX", "2")
         .stderr(Stdio::null())
         .output()?;

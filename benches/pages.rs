@@ -90,6 +90,7 @@ fn docket(input: &Path, op: &str, output: &Path, runs: usize) -> (Timed, Option<
         .arg(output)
         .args(["--contained", "--memory-limit", &(64u64 << 30).to_string(), "--timeout-secs", "3600"])
         .args(["--max-inflate", &(256u64 << 20).to_string()])
+        .args(["--max-file", &u64::MAX.to_string()])
         .env("MALLOC_ARENA_MAX", "2");
     let timed = run(&mut command, runs);
     let peak = serde_json::from_slice::<serde_json::Value>(&timed.stdout)
