@@ -278,9 +278,14 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     // whose lease cannot be kept is dropped, not continued beside another sender's.
     let result = tokio::select! {
         res = call => res,
-        lost = runtime::keep_lease(deps.settings.get().lease, Arc::clone(&deps.clock), lease.until, |until, now| {
-            deps.store.renew_message_lease(message.id, &lease, until, now)
-        }) => {
+        // A send is not fenced once it left: two senders would deliver it twice.
+        lost = runtime::keep_lease(
+            deps.settings.get().lease,
+            Arc::clone(&deps.clock),
+            lease.until,
+            runtime::WhenUnreachable::Stop,
+            |until, now| deps.store.renew_message_lease(message.id, &lease, until, now),
+        ) => {
             warn!(reason = ?lost, "abandoned the call: the send lease could not be kept; nothing is written for it");
             return;
         }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument as _, error, warn};
+use tracing::{Instrument as _, error, info, warn};
 
 use crate::domain::retry::backoff_jittered;
 use crate::domain::{SharedClock, Timestamp};
@@ -254,36 +254,77 @@ pub enum LeaseLost {
     Lapsed,
 }
 
+/// What a lease holder does when the database cannot be reached until its lease runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenUnreachable {
+    /// Stop ([`LeaseLost::Lapsed`]): for work that must never run twice at once, such as a send,
+    /// whose second copy would reach the person.
+    Stop,
+    /// Work on and keep trying to renew: for work whose every write is fenced by the lease token
+    /// (a download, a processing run), so that an outage longer than the lease does not throw
+    /// away a 2 GB download or a long OCR run. Only a renewal that answers that the lease is
+    /// someone else's stops it.
+    WorkOn,
+}
+
+/// How often a renewal is tried again once the lease has run out and the holder works on.
+const RENEW_AFTER_OUTAGE_EVERY: Duration = Duration::from_millis(500);
+
 /// Renews a lease of length `lease` every third of it with `renew` (which returns whether the
 /// lease is still held, given the new deadline and now), until the lease is lost; then returns
 /// why. Run it beside the work it protects and drop the work when it returns. `until` is the
 /// lease's current deadline. A renewal that fails is tried again while the last good deadline
 /// has not passed; one that hangs is given up on at that deadline (with half a second's grace
-/// for a renewal that only starts then, e.g. after waiting for a send slot).
-pub async fn keep_lease<F, Fut, E>(lease: Duration, clock: SharedClock, mut until: Timestamp, mut renew: F) -> LeaseLost
+/// for a renewal that only starts then, e.g. after waiting for a send slot). Past the deadline,
+/// `unreachable` says whether to stop or to work on, renewing every half second until the
+/// database answers.
+pub async fn keep_lease<F, Fut, E>(
+    lease: Duration,
+    clock: SharedClock,
+    mut until: Timestamp,
+    unreachable: WhenUnreachable,
+    mut renew: F,
+) -> LeaseLost
 where
     F: FnMut(Timestamp, Timestamp) -> Fut,
     Fut: Future<Output = Result<bool, E>>,
     E: std::fmt::Display,
 {
+    let mut working_on = false;
     loop {
         // A third of a lease after the last renewal, or when the lease ends if that is sooner.
-        tokio::time::sleep((lease / 3).min(clock.now().until(until))).await;
+        let wait = (lease / 3).min(clock.now().until(until));
+        tokio::time::sleep(if working_on { RENEW_AFTER_OUTAGE_EVERY } else { wait }).await;
         let now = clock.now();
         let patience = now.until(until).max(Duration::from_millis(500));
-        match tokio::time::timeout(patience, renew(now.plus(lease), now)).await {
-            Ok(Ok(true)) => until = now.plus(lease),
+        let error = match tokio::time::timeout(patience, renew(now.plus(lease), now)).await {
+            Ok(Ok(true)) => {
+                if working_on {
+                    info!("renewed the lease after the database came back; the work went on meanwhile");
+                    working_on = false;
+                }
+                until = now.plus(lease);
+                continue;
+            }
             Ok(Ok(false)) => return LeaseLost::TakenOver,
-            Ok(Err(e)) if clock.now() < until => warn!(error = %e, "could not renew the lease; will try again"),
-            Ok(Err(e)) => {
-                // Past our deadline someone else may hold it: stop before we collide.
-                warn!(error = %e, "the lease ran out while the database was unreachable");
+            Ok(Err(e)) if clock.now() < until => {
+                warn!(error = %e, "could not renew the lease; will try again");
+                continue;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no answer in time".to_owned(),
+        };
+        match unreachable {
+            // Past our deadline someone else may hold it: stop before we collide.
+            WhenUnreachable::Stop => {
+                warn!(error, "the lease ran out while the database was unreachable");
                 return LeaseLost::Lapsed;
             }
-            Err(_) => {
-                warn!("the lease ran out before the database took a renewal");
-                return LeaseLost::Lapsed;
+            WhenUnreachable::WorkOn if !working_on => {
+                warn!(error, "the lease ran out while the database was unreachable; working on until it answers");
+                working_on = true;
             }
+            WhenUnreachable::WorkOn => {}
         }
     }
 }
@@ -307,11 +348,12 @@ mod tests {
     async fn a_lease_is_kept_until_the_store_says_it_is_taken() {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
         let renewals = AtomicU32::new(0);
-        let lost = keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), |_, _| {
-            let n = renewals.fetch_add(1, Ordering::SeqCst);
-            async move { Ok::<_, String>(n < 2) }
-        })
-        .await;
+        let lost =
+            keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), WhenUnreachable::Stop, |_, _| {
+                let n = renewals.fetch_add(1, Ordering::SeqCst);
+                async move { Ok::<_, String>(n < 2) }
+            })
+            .await;
         assert_eq!((lost, renewals.load(Ordering::SeqCst)), (LeaseLost::TakenOver, 3));
     }
 
@@ -319,12 +361,18 @@ mod tests {
     async fn store_errors_are_retried_until_the_lease_runs_out() {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
         let attempts = AtomicU32::new(0);
-        let lost = keep_lease(Duration::from_secs(3), clock.clone(), Timestamp::from_millis(3_000), |_, _| {
-            attempts.fetch_add(1, Ordering::SeqCst);
-            // The store is down; time passes.
-            clock.advance(Duration::from_secs(1));
-            async { Err::<bool, _>("database unreachable") }
-        })
+        let lost = keep_lease(
+            Duration::from_secs(3),
+            clock.clone(),
+            Timestamp::from_millis(3_000),
+            WhenUnreachable::Stop,
+            |_, _| {
+                attempts.fetch_add(1, Ordering::SeqCst);
+                // The store is down; time passes.
+                clock.advance(Duration::from_secs(1));
+                async { Err::<bool, _>("database unreachable") }
+            },
+        )
         .await;
         assert_eq!(lost, LeaseLost::Lapsed);
         assert_eq!(attempts.load(Ordering::SeqCst), 3, "tried at 0, 1 and 2 s; the lease ended at 3 s");
@@ -333,10 +381,61 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_renewal_that_hangs_past_the_deadline_loses_the_lease() {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
-        let lost = keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), |_, _| {
-            std::future::pending::<Result<bool, String>>()
-        })
-        .await;
+        let lost =
+            keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), WhenUnreachable::Stop, |_, _| {
+                std::future::pending::<Result<bool, String>>()
+            })
+            .await;
         assert_eq!(lost, LeaseLost::Lapsed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_fenced_by_its_lease_goes_on_through_an_outage_until_the_lease_is_someone_elses() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let attempts = AtomicU32::new(0);
+        let lost = keep_lease(
+            Duration::from_secs(3),
+            clock.clone(),
+            Timestamp::from_millis(3_000),
+            WhenUnreachable::WorkOn,
+            |_, _| {
+                let n = attempts.fetch_add(1, Ordering::SeqCst);
+                clock.advance(Duration::from_secs(1));
+                async move {
+                    match n {
+                        // Ten seconds without a database: over three times the lease.
+                        0..10 => Err("database unreachable"),
+                        // It is back, and the lease is still this holder's; then it is not.
+                        10..12 => Ok(true),
+                        _ => Ok(false),
+                    }
+                }
+            },
+        )
+        .await;
+        assert_eq!(lost, LeaseLost::TakenOver);
+        assert_eq!(attempts.load(Ordering::SeqCst), 13);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_fenced_by_its_lease_goes_on_while_renewals_hang() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let attempts = AtomicU32::new(0);
+        let kept = tokio::time::timeout(
+            Duration::from_secs(60),
+            keep_lease(
+                Duration::from_secs(3),
+                clock,
+                Timestamp::from_millis(3_000),
+                WhenUnreachable::WorkOn,
+                |_, _| {
+                    attempts.fetch_add(1, Ordering::SeqCst);
+                    std::future::pending::<Result<bool, String>>()
+                },
+            ),
+        )
+        .await;
+        assert!(kept.is_err(), "still working after a minute of silence: {kept:?}");
+        assert!(attempts.load(Ordering::SeqCst) > 10, "and still trying to renew");
     }
 }

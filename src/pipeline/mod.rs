@@ -304,9 +304,15 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
         let reporter = (stage == Stage::Download)
             .then(|| tokio::spawn(report_download(deps.clone(), job.clone(), Arc::clone(&received))));
         let heartbeat =
-            runtime::keep_lease(deps.settings.get().lease, Arc::clone(&deps.clock), lease.until, |until, now| {
-                deps.store.renew_job_lease(job.ticket, &lease, until, now)
-            });
+            // Every write of a stage is fenced by its lease token: through an outage longer than
+            // the lease, the stage works on, and stops only if another worker took the job.
+            runtime::keep_lease(
+                deps.settings.get().lease,
+                Arc::clone(&deps.clock),
+                lease.until,
+                runtime::WhenUnreachable::WorkOn,
+                |until, now| deps.store.renew_job_lease(job.ticket, &lease, until, now),
+            );
         let started = std::time::Instant::now();
         let outcome = tokio::select! {
             res = run_stage(stage, deps, &job, &received) => Ok(res),

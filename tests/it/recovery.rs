@@ -16,7 +16,97 @@ per_backend!(
     a_source_whose_bytes_were_lost_is_downloaded_again,
     a_source_lost_again_and_again_fails_with_a_reason,
     a_download_longer_than_announced_stops_soon_after_the_announced_size,
+    a_database_outage_longer_than_the_lease_does_not_restart_a_running_stage,
 );
+
+/// The database stops answering (its jobs table locked by another session) for longer than the
+/// lease while a run works: the run goes on, fenced by its lease token, renews its lease once the
+/// database is back, and its result is recorded from the same, single run of the tool.
+async fn a_database_outage_longer_than_the_lease_does_not_restart_a_running_stage(backend: Backend) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (runs, go) = (dir.path().join("runs"), dir.path().join("go"));
+    let tool = docket::config::ExternalToolConfig {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "echo run >> \"$3\"; while [ ! -e \"$4\" ]; do sleep 0.1; done; cp \"$1\" \"$2\"".into(),
+            "ocr".into(),
+            "{input}".into(),
+            "{output}".into(),
+            runs.display().to_string(),
+            go.display().to_string(),
+        ],
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor: 1.0,
+    };
+    // One processing worker: nobody else in this process could claim the job meanwhile.
+    let app = TestApp::spawn_with(backend, |c| {
+        c.workers.process = 1;
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await;
+    app.send_document_with_caption(70, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf", Some("ocr"), "en");
+    eventually(DEADLINE, async || if runs.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
+        .await;
+
+    let outage = hold_the_jobs_table(&app).await;
+    eventually(DEADLINE, async || {
+        let logs = crate::support::logs::captured();
+        if logs.contains("the lease ran out while the database was unreachable; working on until it answers") {
+            Ok(())
+        } else {
+            Err("the lease has not run out yet".to_owned())
+        }
+    })
+    .await;
+    outage.end().await;
+    std::fs::write(&go, b"").expect("let the tool finish");
+
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!((job.state, job.attempts), (JobState::Ready, 1), "{job:#?}");
+    let started = std::fs::read_to_string(&runs).expect("the runs");
+    assert_eq!(started.lines().count(), 1, "the tool ran once: {started:?}");
+}
+
+/// Another session holding the jobs table, so that no statement on it gets through.
+enum Outage {
+    Sqlite(sqlx::SqliteConnection),
+    #[cfg(feature = "postgres-tests")]
+    Postgres(sqlx::PgConnection),
+}
+
+async fn hold_the_jobs_table(app: &TestApp) -> Outage {
+    match app.config.storage.database_url.clone() {
+        docket::store::DatabaseUrl::Sqlite(path) => {
+            let mut c =
+                sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.expect("connect");
+            sqlx::query("BEGIN EXCLUSIVE").execute(&mut c).await.expect("lock");
+            Outage::Sqlite(c)
+        }
+        #[cfg(feature = "postgres-tests")]
+        docket::store::DatabaseUrl::Postgres(url) => {
+            let mut c = sqlx::PgConnection::connect(&url).await.expect("connect");
+            sqlx::query("BEGIN").execute(&mut c).await.expect("begin");
+            sqlx::query("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE").execute(&mut c).await.expect("lock");
+            Outage::Postgres(c)
+        }
+        #[cfg(not(feature = "postgres-tests"))]
+        docket::store::DatabaseUrl::Postgres(_) => panic!("PostgreSQL tests are not built"),
+    }
+}
+
+impl Outage {
+    async fn end(self) {
+        match self {
+            Self::Sqlite(mut c) => sqlx::query("ROLLBACK").execute(&mut c).await.map(drop).expect("unlock"),
+            #[cfg(feature = "postgres-tests")]
+            Self::Postgres(mut c) => sqlx::query("ROLLBACK").execute(&mut c).await.map(drop).expect("unlock"),
+        }
+    }
+}
 
 /// Stop the bot between receiving an update and recording it; on restart the update is polled
 /// again from the stored offset and recorded once.
