@@ -6,7 +6,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tracing::warn;
 
-use crate::domain::{Clock as _, SystemClock};
+use crate::domain::{Clock as _, SharedClock, SystemClock, Timestamp};
 use crate::pipeline::PipelineSettings;
 use crate::pipeline::budget::Budget;
 use crate::pipeline::memory::MemoryBudget;
@@ -16,6 +16,12 @@ use crate::store::Store;
 /// How long `/healthz` and `/metrics` wait for the database: a monitor's check must get an answer
 /// (503) even while a database call would hang until the pool's own 30 s timeout.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How far this host's clock may be from the database's before `/healthz` says so. Every
+/// lease and heartbeat is written in this host's time and read in the others': NTP keeps
+/// clocks within milliseconds, and a skew of seconds makes another host take a lease early or
+/// count a live host as dead.
+pub const CLOCK_SKEW_LIMIT: Duration = Duration::from_secs(1);
 
 /// What `/healthz` checks and what `/metrics` reads from the database.
 pub(super) struct Probe {
@@ -29,6 +35,21 @@ pub(super) struct Probe {
     pub(super) poller_silence: Duration,
     /// Whether Telegram took the webhook; `None` in polling mode.
     pub(super) webhook: Option<Arc<super::WebhookStatus>>,
+    /// The clock leases and heartbeats are written with.
+    pub(super) clock: SharedClock,
+}
+
+impl Probe {
+    /// How far this host's clock is ahead of the database server's (behind: negative), in
+    /// seconds, with the query's round trip halved; `None` on SQLite (one machine, one clock)
+    /// or when the database does not answer in time.
+    async fn clock_skew(&self) -> Option<f64> {
+        let before = self.clock.now();
+        let database = tokio::time::timeout(PROBE_TIMEOUT, self.store.database_time()).await.ok()?.ok()??;
+        let after = self.clock.now();
+        let here = Timestamp::from_millis(before.as_millis() + (after.as_millis() - before.as_millis()) / 2);
+        Some((here.as_millis() - database.as_millis()) as f64 / 1000.0)
+    }
 }
 
 impl crate::telemetry::Probe for Probe {
@@ -59,6 +80,9 @@ impl crate::telemetry::Probe for Probe {
                 metrics::gauge!("docket_outbox_messages", "state" => state.as_str()).set(n as f64);
             }
             metrics::gauge!("docket_dead_chats").set(census.dead_chats as f64);
+            if let Some(skew) = self.clock_skew().await {
+                metrics::gauge!("docket_clock_skew_seconds").set(skew);
+            }
             let now = SystemClock.now();
             let age = census.oldest_waiting.map_or(Duration::ZERO, |since| since.until(now));
             metrics::gauge!("docket_oldest_waiting_job_seconds").set(age.as_secs_f64());
@@ -95,6 +119,18 @@ impl crate::telemetry::Probe for Probe {
                 ));
             }
             if let Some(Err(why)) = self.webhook.as_ref().map(|status| status.get()) {
+                problems.push(why);
+            }
+            if let Some(skew) = self.clock_skew().await
+                && skew.abs() > CLOCK_SKEW_LIMIT.as_secs_f64()
+            {
+                let why = format!(
+                    "this host's clock is {:.1}s {} the database's: leases and heartbeats are written in this \
+                     host's time and read in the others' (keep the clocks in step with NTP)",
+                    skew.abs(),
+                    if skew > 0.0 { "ahead of" } else { "behind" }
+                );
+                warn!(skew_s = skew, "{why}");
                 problems.push(why);
             }
             problems

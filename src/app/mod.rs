@@ -258,6 +258,7 @@ impl Running {
             poller: self.poller.clone(),
             poller_silence: 2 * poll_timeout,
             webhook: self.webhook_status.clone(),
+            clock: Arc::clone(&self.options.clock),
         })
     }
 

@@ -27,6 +27,11 @@ pub const NODE_HEARTBEAT: &str = "UPDATE nodes SET last_seen = $3, roles = $4, b
     WHERE name = $1 AND process = $2 AND stopped_at IS NULL
     RETURNING drain_requested_at";
 
+/// The PostgreSQL server's clock, in milliseconds since the epoch (`clock_timestamp()`, not the
+/// transaction's start).
+#[cfg(feature = "postgres")]
+const DATABASE_TIME: &str = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+
 /// Asks a running node to drain: $1 name, $2 now. A node that stopped is left as it is.
 pub const REQUEST_DRAIN: &str =
     "UPDATE nodes SET drain_requested_at = $2 WHERE name = $1 AND stopped_at IS NULL AND drain_requested_at IS NULL";
@@ -248,6 +253,23 @@ impl Store {
         now: Timestamp,
     ) -> StoreResult<Option<Node>> {
         register(&mut self.acquire().await?.conn(), beat, dead_after, now).await
+    }
+
+    /// The database server's clock now, for comparing with this host's ([`crate::domain::Clock`]
+    /// times every lease and heartbeat). `None` on SQLite, whose clock is this machine's own.
+    pub async fn database_time(&self) -> StoreResult<Option<Timestamp>> {
+        let mut conn = self.acquire().await?;
+        match conn.conn() {
+            Conn::Sqlite(_) => Ok(None),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(c) => {
+                let millis: i64 = sqlx::query_scalar(DATABASE_TIME)
+                    .fetch_one(&mut *c)
+                    .await
+                    .context("reading the database's clock")?;
+                Ok(Some(Timestamp::from_millis(millis)))
+            }
+        }
     }
 
     /// Records this node's heartbeat, and says whether a drain was asked for.

@@ -237,3 +237,39 @@ async fn three_hosts_share_the_work_and_take_over_a_killed_ones() {
         }
     }
 }
+
+/// A clock `ahead` of the real one (behind, when negative), as a host whose NTP is broken has.
+#[derive(Debug)]
+struct SkewedClock(i64);
+
+impl docket::domain::Clock for SkewedClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(chrono::Utc::now().timestamp_millis() + self.0)
+    }
+}
+
+/// Every lease and heartbeat is written in its host's time and read in the others': a host whose
+/// clock is off from the database's says so in `/healthz`, ahead or behind, and one in step says
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_clock_is_off_from_the_databases_says_so() {
+    let mut app = TestApp::create(Backend::Postgres, |_| {}).await;
+    for (skew_ms, said) in [(30_000, Some("30.0s ahead of")), (-12_000, Some("12.0s behind")), (0, None)] {
+        app.start_with(docket::app::Options {
+            clock: std::sync::Arc::new(SkewedClock(skew_ms)),
+            ..crate::support::test_options()
+        })
+        .await;
+        let problems = app.health_problems().await;
+        let about_the_clock: Vec<&String> = problems.iter().filter(|p| p.contains("clock")).collect();
+        match said {
+            Some(said) => assert!(
+                about_the_clock.len() == 1
+                    && about_the_clock[0].contains(&format!("this host's clock is {said} the database's")),
+                "{problems:?}"
+            ),
+            None => assert!(about_the_clock.is_empty(), "{problems:?}"),
+        }
+        app.stop().await;
+    }
+}
