@@ -178,9 +178,9 @@ async fn main() -> anyhow::Result<()> {
         println!("| {label} | {:.1} | {:.1} | {factor:.1} |", size / MIB, peak / MIB);
     }
     println!(
-        "\nWorst factor {worst:.1}; the budget reserves {} × input + {} MiB (`OPTIMIZE_MEMORY_FACTOR`, `CHILD_BASE_MEMORY`).\n",
+        "\nWorst factor {worst:.1}; a run's address-space limit, and its reservation, is {} × input + {} MiB (`OPTIMIZE_MEMORY_FACTOR`, `CHILD_BASE_ADDRESS_SPACE`).\n",
         docket::operations::OPTIMIZE_MEMORY_FACTOR,
-        docket::operations::CHILD_BASE_MEMORY >> 20
+        docket::operations::CHILD_BASE_ADDRESS_SPACE >> 20
     );
 
     budget_holds(dir).await
@@ -194,7 +194,7 @@ async fn budget_holds(dir: &Path) -> anyhow::Result<()> {
     let bytes = std::fs::read(&input)?;
     let work = docket::operations::Work::Builtin(docket::domain::Operation::Optimize);
     let limits = docket::operations::Limits::from(&docket::config::ProcessingConfig::default());
-    let reservation = limits.reservation(&work, bytes.len() as u64);
+    let reservation = limits.sized_for(&work, bytes.len() as u64).memory;
 
     let fake = FakeTelegram::start().await;
     let run_dir = dir.join("run");

@@ -42,6 +42,7 @@ pub struct Cli {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
+#[expect(clippy::large_enum_variant, reason = "parsed once per process; boxing would only add noise")]
 pub enum Command {
     /// Run the bot (token from TELOXIDE_TOKEN, else $CREDENTIALS_DIRECTORY/telegram-token)
     /// until SIGTERM or Ctrl-C.
@@ -141,6 +142,9 @@ pub enum Command {
         /// The largest file the child may write, in bytes.
         #[arg(long, hide = true, requires = "contained")]
         max_file: Option<u64>,
+        /// The threads the child may keep busy (default: the machine's cores).
+        #[arg(long, hide = true, requires = "contained")]
+        threads: Option<usize>,
         /// The language of what the child writes for people into its result (`en`, `ru`).
         #[arg(long, hide = true, requires = "contained")]
         texts_lang: Option<String>,
@@ -517,6 +521,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         texts_lang,
         max_inflate,
         max_file,
+        threads,
         shrink_dpi,
         jpeg_quality,
         tool,
@@ -554,6 +559,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         max_file: max_file.context("--max-file is required with --contained")?,
         // The parent watches what the run has on disk; the child only knows its file limit.
         disk: u64::MAX,
+        threads: threads.unwrap_or_else(crate::config::workers::default_process),
     };
     let shrink = operations::ShrinkSettings { dpi: shrink_dpi, jpeg_quality };
     let texts_lang = texts_lang.as_deref().map_or(texts::Lang::ENGLISH, texts::Lang::from_code);

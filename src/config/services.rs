@@ -82,6 +82,8 @@ impl From<&ProcessingConfig> for Limits {
             // Narrowed per run to what the run may write (`pipeline::process`).
             max_file: processing.disk_limit,
             disk: processing.disk_limit,
+            // Narrowed per run to its share of the memory budget (`pipeline::memory`).
+            threads: super::workers::default_process(),
         }
     }
 }

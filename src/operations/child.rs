@@ -3,7 +3,8 @@
 //! [`run_here`] is what `docket process … --contained` does. The limits come first, before a
 //! byte of the input is read: `RLIMIT_AS` (so an allocation past the limit fails, and Rust
 //! aborts with "memory allocation of N bytes failed", which the parent recognises),
-//! `RLIMIT_CPU` (so a child whose parent is gone cannot spin for ever), `RLIMIT_FSIZE` (a write
+//! `RLIMIT_CPU` (its time limit on each of its threads, so a child whose parent is gone cannot
+//! spin for ever), `RLIMIT_FSIZE` (a write
 //! past [`Limits::max_file`] stops the writer with `SIGXFSZ`, before the disk is full) and
 //! `RLIMIT_CORE` 0 (a hostile file must not fill the disk with core dumps). External programs
 //! inherit them all. A run never outlives the service that waits for it: a built-in operation's
@@ -28,6 +29,15 @@ pub fn run_here(request: &Request) -> Report {
     }
     match &request.work {
         Work::Builtin(operation) => {
+            // The pool lopdf and the operations parallelise on: as wide as the run's share of the
+            // cores, not the machine's.
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(request.limits.threads.max(1)).build_global();
+            if let Err(e) = pool {
+                return Report::Failed {
+                    failure: Failure::LimitsRefused,
+                    detail: format!("sizing the thread pool: {e}"),
+                };
+            }
             let max_inflate = usize::try_from(request.limits.max_inflate).unwrap_or(usize::MAX);
             let settings = pdf::Settings { max_inflate, shrink: request.shrink, lang: request.texts_lang };
             match pdf::run(operation, &request.input, &request.output, &settings) {
@@ -40,7 +50,7 @@ pub fn run_here(request: &Request) -> Report {
             }
         }
         Work::Tool(tool) => {
-            let args = expand(&tool.command, &request.input, &request.output, &request.lang);
+            let args = expand(&tool.command, &request.input, &request.output, &request.lang, request.limits.threads);
             run_tool(&args, &request.output, &request.limits, parent)
         }
     }
@@ -154,10 +164,9 @@ pub fn peak_rss() -> Option<u64> {
     kib.ok().map(|kib| kib * 1024)
 }
 
-/// CPU seconds a run may use: its wall-clock limit on every core.
+/// CPU seconds a run may use: its wall-clock limit on each of the threads it may keep busy.
 pub fn cpu_seconds(limits: &Limits) -> u64 {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
-    limits.timeout.as_secs().max(1).saturating_mul(cores)
+    limits.timeout.as_secs().max(1).saturating_mul(limits.threads.max(1) as u64)
 }
 
 /// Sets the limits; with `die_with_parent`, asks for SIGKILL when the parent dies.

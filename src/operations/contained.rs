@@ -85,6 +85,9 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
         // RLIMIT_AS that is memory the document cannot use. Two arenas are enough for lopdf.
         .env("MALLOC_ARENA_MAX", "2")
         .env("RUST_LOG", CHILD_LOG_FILTER)
+        // The run's share of the cores, for the thread pools of the programs a tool starts.
+        .env("RAYON_NUM_THREADS", request.limits.threads.to_string())
+        .env("OMP_THREAD_LIMIT", request.limits.threads.to_string())
         .env("LANG", "C.UTF-8")
         // Its own process group, so that the child and everything it starts die together.
         .process_group(0)
@@ -313,6 +316,7 @@ mod tests {
                 max_inflate: 1 << 20,
                 max_file: 1 << 30,
                 disk: 1 << 30,
+                threads: 1,
             },
             password: None,
             scratch: None,

@@ -1,7 +1,8 @@
 //! External programs as operations: `[processing.external.<name>]`.
 //!
-//! A tool is an argument list, never a shell command line: `{input}`, `{output}` and `{lang}`
-//! are replaced inside the arguments, and nothing else is interpreted, so a file name or a
+//! A tool is an argument list, never a shell command line: `{input}`, `{output}`, `{lang}` and
+//! `{threads}` (the threads the run may keep busy, for a tool's `--jobs`) are replaced inside the
+//! arguments, and nothing else is interpreted, so a file name or a
 //! language can never become a command. Whether the program exists is checked once, when docket
 //! starts ([`ExternalTool::availability`]); a missing one makes its operation unavailable with
 //! a message, not a failure per run.
@@ -64,7 +65,7 @@ impl ExternalTool {
 }
 
 /// The arguments of `command` with its placeholders replaced.
-pub fn expand(command: &[String], input: &Path, output: &Path, lang: &str) -> Vec<OsString> {
+pub fn expand(command: &[String], input: &Path, output: &Path, lang: &str, threads: usize) -> Vec<OsString> {
     command
         .iter()
         .map(|arg| match arg.as_str() {
@@ -75,6 +76,7 @@ pub fn expand(command: &[String], input: &Path, output: &Path, lang: &str) -> Ve
                 .replace("{input}", &input.to_string_lossy())
                 .replace("{output}", &output.to_string_lossy())
                 .replace("{lang}", lang)
+                .replace("{threads}", &threads.to_string())
                 .into(),
         })
         .collect()
@@ -119,14 +121,16 @@ mod tests {
                 "{lang}".into(),
                 "{input}".into(),
                 "--out={output}".into(),
+                "--jobs={threads}".into(),
                 "$HOME;".into(),
             ],
             Path::new("/in dir/a b.pdf"),
             Path::new("/out/r.pdf"),
             "eng+rus",
+            3,
         );
         let args: Vec<_> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(args, ["ocrmypdf", "-l", "eng+rus", "/in dir/a b.pdf", "--out=/out/r.pdf", "$HOME;"]);
+        assert_eq!(args, ["ocrmypdf", "-l", "eng+rus", "/in dir/a b.pdf", "--out=/out/r.pdf", "--jobs=3", "$HOME;"]);
     }
 
     #[test]

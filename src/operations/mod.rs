@@ -58,8 +58,23 @@ pub const SHRINK_MEMORY_FACTOR: f64 = 30.0;
 pub const TOPDF_MEMORY_FACTOR: f64 = 30.0;
 
 /// Peak resident memory of a child that has not read anything yet (the binary, its runtime and
-/// allocator), added to every reservation. Measured by `benches/memory.rs`; see BENCHMARKS.md.
+/// allocator): what `benches/memory.rs` takes off a run's peak before it divides by the input to
+/// measure a factor; see BENCHMARKS.md.
 pub const CHILD_BASE_MEMORY: u64 = 16 * 1024 * 1024;
+
+/// Address space docket's own child maps before its input counts, with room to spare: its
+/// binary, the 64 MiB stack of the lopdf thread, a malloc arena per thread (two at most, 64 MiB
+/// each) and the stacks of its pool. A debug build's child peaks at 300–434 MiB of address space
+/// (`VmPeak`) on a 20-page PDF with one or two threads, while its resident memory stays near
+/// 22 MiB. What a built-in run's address-space limit, and so its reservation, starts from; the
+/// input's factor comes on top. Below it, running out shows as a thread that cannot start, not
+/// as an allocation that fails.
+pub const CHILD_BASE_ADDRESS_SPACE: u64 = 512 * 1024 * 1024;
+
+/// Address space an external program is given however small its input: interpreters and the
+/// programs they start (ocrmypdf's Python, Tesseract with its OpenMP threads, Ghostscript,
+/// LibreOffice) map far more than they touch; ocrmypdf peaks at 320 MiB on a two-page scan.
+pub const TOOL_BASE_ADDRESS_SPACE: u64 = 1024 * 1024 * 1024;
 
 /// The program a run's child is: the very binary this process runs. On Linux that is
 /// `/proc/self/exe`, which the kernel resolves in the forked process to the image the service
@@ -120,6 +135,14 @@ impl Work {
     }
 }
 
+/// Address space a run of `work` maps before its input counts.
+fn base_address_space(work: &Work) -> u64 {
+    match work {
+        Work::Builtin(_) => CHILD_BASE_ADDRESS_SPACE,
+        Work::Tool(_) => TOOL_BASE_ADDRESS_SPACE,
+    }
+}
+
 /// Peak resident memory per byte of input of a built-in operation, at worst.
 fn builtin_memory_factor(operation: &Operation) -> f64 {
     match operation {
@@ -132,11 +155,16 @@ fn builtin_memory_factor(operation: &Operation) -> f64 {
 /// What bounds one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Address space of the child, in bytes (`RLIMIT_AS`); reaching it is "out of memory".
+    /// Address space of the child, in bytes (`RLIMIT_AS`); reaching it is "out of memory". Sized
+    /// for one run by [`Limits::sized_for`], and then exactly what that run reserves from the
+    /// memory budget.
     pub memory: u64,
     /// Wall-clock time from start to report; the child is killed when it is up. CPU time is
-    /// capped at this times the machine's cores, so a child cannot spin on after a lost parent.
+    /// capped at this times [`Limits::threads`], so a child cannot spin on after a lost parent.
     pub timeout: Duration,
+    /// Threads the run may keep busy: a built-in's thread pool, `RAYON_NUM_THREADS` and
+    /// `OMP_THREAD_LIMIT` for a tool and what it starts, and `{threads}` in a tool's command.
+    pub threads: usize,
     /// Largest size one stream may inflate to while a PDF is loaded.
     pub max_inflate: u64,
     /// Largest file the child (and every program it starts) may write (`RLIMIT_FSIZE`): a
@@ -150,11 +178,14 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The memory one run of `work` on `input_bytes` reserves from the memory budget: its base
-    /// plus its worst-case factor, but never more than its address-space limit allows it to use.
-    pub fn reservation(&self, work: &Work, input_bytes: u64) -> u64 {
-        let worst = CHILD_BASE_MEMORY as f64 + input_bytes as f64 * work.memory_factor();
-        (worst.ceil() as u64).min(self.memory)
+    /// These limits for one run of `work` on `input_bytes`: its address space is what the run
+    /// reserves from the memory budget, the one number for both, so no child can use more than
+    /// was set aside for it. It is the run's base plus its input times its worst-case factor, at
+    /// most the configured limit (`self.memory`).
+    #[must_use]
+    pub fn sized_for(self, work: &Work, input_bytes: u64) -> Self {
+        let worst = base_address_space(work) as f64 + input_bytes as f64 * work.memory_factor();
+        Self { memory: (worst.ceil() as u64).min(self.memory), ..self }
     }
 }
 
@@ -209,6 +240,8 @@ impl Request {
             self.limits.max_inflate.to_string().into(),
             "--max-file".into(),
             self.limits.max_file.to_string().into(),
+            "--threads".into(),
+            self.limits.threads.to_string().into(),
             "--shrink-dpi".into(),
             self.shrink.dpi.to_string().into(),
             "--jpeg-quality".into(),
@@ -304,4 +337,36 @@ pub enum Failure {
         /// The limit, in bytes.
         limit: u64,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_address_space_is_its_base_and_its_inputs_factor_up_to_the_configured_limit() {
+        let configured = Limits {
+            memory: 2 << 30,
+            timeout: Duration::from_secs(60),
+            max_inflate: 1,
+            max_file: 1,
+            disk: 1,
+            threads: 4,
+        };
+        let optimize = Work::Builtin(Operation::Optimize);
+        let small = configured.sized_for(&optimize, 1_000_000);
+        assert_eq!(small.memory, CHILD_BASE_ADDRESS_SPACE + 60_000_000);
+        assert_eq!(Limits { memory: configured.memory, ..small }, configured, "only the memory is sized");
+        assert_eq!(configured.sized_for(&optimize, 1 << 30).memory, 2 << 30, "never past the configured limit");
+        let tool = Work::Tool(ExternalTool {
+            name: "ocr".into(),
+            command: vec!["ocrmypdf".into()],
+            accepts: vec!["pdf".into()],
+            output: "pdf".into(),
+            memory_limit: None,
+            timeout: None,
+            memory_factor: 10.0,
+        });
+        assert_eq!(configured.sized_for(&tool, 1000).memory, TOOL_BASE_ADDRESS_SPACE + 10_000);
+    }
 }

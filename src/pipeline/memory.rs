@@ -1,14 +1,19 @@
 //! The memory budget: processing runs are bounded by the memory they may take together, not
 //! by a count of cores.
 //!
-//! Before its child starts, a run reserves [`Limits::reservation`](crate::operations::Limits)
-//! (its input's size × its operation's measured factor, plus a base, at most its memory limit)
-//! and waits until that fits in `[budget] memory`. The reservation is a guard: every way the
-//! run ends — a result, a failure, a lost lease, shutdown, a panic — drops it and gives the
-//! memory back. Since no child can use more than its address-space limit, and none starts
-//! without its reservation, the children of this machine together stay within the budget
-//! whatever the documents are. A run that needs more than the whole budget can never start,
-//! and fails with that reason instead of waiting for ever.
+//! Before its child starts, a run reserves its address-space limit
+//! ([`Limits::sized_for`](crate::operations::Limits::sized_for): its input's size × its
+//! operation's measured factor, plus a base, at most the configured memory limit) and waits
+//! until that fits in `[budget] memory`. The reservation is a guard: every way the run ends — a
+//! result, a failure, a lost lease, shutdown, a panic — drops it and gives the memory back.
+//! Since a child's address-space limit is the very number it reserved, and none starts without
+//! its reservation, the children of this machine together stay within the budget whatever the
+//! documents are. A run that needs more than the whole budget can never start, and fails with
+//! that reason instead of waiting for ever.
+//!
+//! The cores are shared the same way: a run may keep busy its share of them, the share of the
+//! budget it holds ([`MemoryReservation::threads`]), so the runs of a machine together start
+//! about as many threads as it has cores instead of a pool as wide as the machine each.
 
 use std::sync::{Arc, Mutex};
 
@@ -97,6 +102,15 @@ impl MemoryReservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// The threads a run holding this reservation may keep busy, out of `cores`: its share of
+    /// the budget, rounded up, at least one. Runs that hold the whole budget between them use
+    /// the cores between them, give or take one each for rounding.
+    pub fn threads(&self, cores: usize) -> usize {
+        let capacity = self.budget.capacity.max(1) as u128;
+        let share = (cores as u128 * self.bytes as u128).div_ceil(capacity);
+        usize::try_from(share).unwrap_or(cores).clamp(1, cores.max(1))
+    }
 }
 
 impl Drop for MemoryReservation {
@@ -130,6 +144,19 @@ mod tests {
         let got = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("admitted").expect("joins");
         assert_eq!(got, Ok(40));
         assert_eq!(budget.in_use(), 0, "the waiting run's guard was dropped with its task");
+    }
+
+    #[tokio::test]
+    async fn a_run_keeps_busy_its_share_of_the_cores() {
+        let budget = Arc::new(MemoryBudget::new(1000));
+        let half = budget.reserve(500).await.expect("fits");
+        assert_eq!(half.threads(8), 4);
+        let small = budget.reserve(10).await.expect("fits");
+        assert_eq!(small.threads(8), 1, "at least one, rounded up");
+        drop((half, small));
+        let whole = budget.reserve(1000).await.expect("fits");
+        assert_eq!(whole.threads(8), 8);
+        assert_eq!(whole.threads(1), 1);
     }
 
     #[tokio::test]

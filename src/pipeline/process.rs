@@ -15,8 +15,8 @@ use tracing::{debug, info, warn};
 
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password};
-use crate::operations::{self, DEFAULT_LANG, Failure, Outcome, Report, Request, Work};
+use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password, Ticket};
+use crate::operations::{self, DEFAULT_LANG, Failure, Limits, Outcome, Report, Request, Work};
 use crate::sealing::SealingKey;
 use crate::spool::Spool;
 
@@ -97,30 +97,15 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             });
     let lang = tesseract_languages(operation, job.submission.language_code.as_deref());
 
-    // Output of an attempt that died is invalid: remove what earlier attempts left (and only
-    // that: a stalled former holder must not touch what a later one wrote).
+    let spool = deps.spool.clone();
+    let ticket = job.ticket;
     let token = job.lease.as_ref().map_or(0, |l| l.token);
-    deps.spool
-        .remove_earlier_output(job.ticket, token)
-        .map_err(|e| StageError::retry(format!("cleaning up earlier attempts: {e}")))?;
-    // Intermediate output lives in work/<ticket>/ and vanishes if this attempt ends early.
-    let work_dir =
-        deps.spool.work_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
-    let work_file = tempfile::Builder::new()
-        .prefix(&format!("{}{}-", Spool::attempt_prefix(token), operation.name()))
-        .suffix(&format!(".{}", operation.output().extension()))
-        .tempfile_in(&work_dir)
-        .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
-        .into_temp_path();
-    // The run's temporary files (an external tool's) stay in its own folder, where they are
-    // counted against its disk limit and go with the attempt.
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("{}scratch-", Spool::attempt_prefix(token)))
-        .tempdir_in(&work_dir)
-        .map_err(|e| StageError::retry(format!("creating the scratch folder: {e}")))?;
-    let files = RunFiles { input: &source, output: &work_file, scratch: scratch.path() };
+    let name = operation.name().to_owned();
+    let extension = operation.output().extension();
+    let attempt =
+        blocking("preparing the run", move || Attempt::prepare(&spool, ticket, token, &name, extension)).await?;
+    let files = RunFiles { input: &source, output: &attempt.output, scratch: attempt.scratch.path() };
     let output_bytes = run_contained(deps, work, files, lang, chat_lang).await?;
-    drop(scratch);
 
     let limit = deps.settings.get().upload_limit;
     if output_bytes > limit {
@@ -129,33 +114,21 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             format!("result of {} bytes over the upload limit", output_bytes),
         ));
     }
-    let result_dir =
-        deps.spool.result_dir(job.ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
     let message = match operation.output() {
         // The child writes the facts (`DocumentInfo` as JSON); the message is written here, in
         // words, so the child needs no texts.
         ResultKind::Message => {
-            let facts = std::fs::read(&work_file).map_err(|e| StageError::retry(format!("reading the facts: {e}")))?;
+            let facts = tokio::fs::read(&attempt.output)
+                .await
+                .map_err(|e| StageError::retry(format!("reading the facts: {e}")))?;
             let info: crate::domain::DocumentInfo = serde_json::from_slice(&facts)
                 .map_err(|e| StageError::retry(format!("the facts the child wrote do not read: {e}")))?;
             Some(crate::texts::info_message(chat_lang, job.name(), &crate::texts::document_info(chat_lang, &info)))
         }
         _ => None,
     };
-    let result = result_dir.join(format!(
-        "{}{:016x}.{}",
-        Spool::attempt_prefix(token),
-        rand::random::<u64>(),
-        operation.output().extension()
-    ));
-    work_file.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
-    // The file's bytes are synced (`operations::run_contained`); its name in `results/<ticket>/`, and that folder's
-    // in `results/`, must survive a power cut too, since `ready` deletes the source.
-    for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
-        std::fs::File::open(dir)
-            .and_then(|dir| dir.sync_all())
-            .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
-    }
+    let spool = deps.spool.clone();
+    let result = blocking("placing the result", move || attempt.place_result(&spool, ticket, token, extension)).await?;
     Ok(Output {
         operation: operation.clone(),
         path: result.to_string_lossy().into_owned(),
@@ -354,6 +327,73 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
     Ok(())
 }
 
+/// Runs blocking file work (`what`) off the async runtime: deleting a former attempt's files,
+/// creating, moving and syncing files can each take long on a busy disk.
+async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    work: impl FnOnce() -> Result<T, StageError> + Send + 'static,
+) -> Result<T, StageError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| StageError::retry(format!("{what} panicked: {e}")))?
+}
+
+/// The files of one attempt at a run, in `work/<ticket>/`: its output, and the folder for its
+/// temporary files. Both vanish if the attempt ends before its result is placed.
+struct Attempt {
+    output: tempfile::TempPath,
+    scratch: tempfile::TempDir,
+}
+
+impl Attempt {
+    /// Removes what earlier attempts left (and only that: a stalled former holder must not touch
+    /// what a later one wrote, so the lease `token` names what is this attempt's), then creates
+    /// this attempt's files. The run's temporary files (an external tool's) stay in its own
+    /// folder, where they are counted against its disk limit and go with the attempt.
+    fn prepare(
+        spool: &Spool,
+        ticket: Ticket,
+        token: i64,
+        operation: &str,
+        extension: &str,
+    ) -> Result<Self, StageError> {
+        spool
+            .remove_earlier_output(ticket, token)
+            .map_err(|e| StageError::retry(format!("cleaning up earlier attempts: {e}")))?;
+        let work_dir =
+            spool.work_dir(ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
+        let output = tempfile::Builder::new()
+            .prefix(&format!("{}{operation}-", Spool::attempt_prefix(token)))
+            .suffix(&format!(".{extension}"))
+            .tempfile_in(&work_dir)
+            .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
+            .into_temp_path();
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("{}scratch-", Spool::attempt_prefix(token)))
+            .tempdir_in(&work_dir)
+            .map_err(|e| StageError::retry(format!("creating the scratch folder: {e}")))?;
+        Ok(Self { output, scratch })
+    }
+
+    /// Moves the output into `results/<ticket>/` under a name of its own and makes that durable;
+    /// the scratch folder goes. Returns the result's path.
+    fn place_result(self, spool: &Spool, ticket: Ticket, token: i64, extension: &str) -> Result<PathBuf, StageError> {
+        drop(self.scratch);
+        let result_dir =
+            spool.result_dir(ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
+        let result =
+            result_dir.join(format!("{}{:016x}.{extension}", Spool::attempt_prefix(token), rand::random::<u64>(),));
+        self.output.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
+        // The file's bytes are synced (`operations::run_contained`); its name in
+        // `results/<ticket>/`, and that folder's in `results/`, must survive a power cut too,
+        // since `ready` deletes the source.
+        for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
+            std::fs::File::open(dir)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
+        }
+        Ok(result)
+    }
+}
+
 /// The paths of one run.
 struct RunFiles<'a> {
     input: &'a Path,
@@ -364,6 +404,12 @@ struct RunFiles<'a> {
 /// Runs `work` on `files.input` into `files.output` in a child process, once its memory is
 /// reserved; returns the result's size. Dropping the future (a lost lease, shutdown) kills the
 /// child and gives the memory back.
+///
+/// The child's address space is exactly what it reserved: its input's size times its factor
+/// ([`operations::Limits::sized_for`]), and its threads are its share of the budget
+/// ([`MemoryReservation::threads`](super::memory::MemoryReservation::threads)). A run that
+/// reaches a sized limit below the configured one is given one more try at the configured limit
+/// (the factor is a measured worst case, not a promise), reserving that much.
 async fn run_contained(
     deps: &PipelineDeps,
     work: Work,
@@ -374,47 +420,86 @@ async fn run_contained(
     let settings = deps.settings.get();
     let room = fs4::available_space(deps.spool.root()).ok().map(|free| free.saturating_sub(settings.min_free));
     let disk = DiskBounds::of(&work, work.limits(settings.limits), settings.upload_limit, room);
-    let limits = disk.limits;
-    let input_bytes = std::fs::metadata(files.input).map(|m| m.len()).unwrap_or(0);
-    let need = limits.reservation(&work, input_bytes);
-    let _memory = deps.memory.reserve(need).await.map_err(|never| {
+    let input_bytes = tokio::fs::metadata(files.input).await.map(|m| m.len()).unwrap_or(0);
+    let configured = disk.limits;
+    let mut limits = configured.sized_for(&work, input_bytes);
+    loop {
+        let outcome = run_reserved(deps, &work, &files, limits, &lang, texts_lang).await?;
+        match outcome {
+            Outcome::OutOfMemory { limit } if limit < configured.memory => {
+                tracing::info!(
+                    operation = work.name(),
+                    input_bytes,
+                    limit,
+                    configured = configured.memory,
+                    "the run reached the memory it reserved; trying once more at the configured limit"
+                );
+                limits = Limits { memory: configured.memory, ..limits };
+            }
+            outcome => return judge_outcome(&work, &disk, input_bytes, limits.memory, outcome),
+        }
+    }
+}
+
+/// Reserves `limits.memory` from the memory budget, then runs `work` under `limits` with the
+/// threads its share of the budget allows.
+async fn run_reserved(
+    deps: &PipelineDeps,
+    work: &Work,
+    files: &RunFiles<'_>,
+    limits: Limits,
+    lang: &str,
+    texts_lang: crate::texts::Lang,
+) -> Result<Outcome, StageError> {
+    let settings = deps.settings.get();
+    let memory = deps.memory.reserve(limits.memory).await.map_err(|never| {
         StageError::fail(FailureReason::NeedsTooMuchMemory { limit: never.capacity }, never.to_string())
     })?;
     let request = Request {
         work: work.clone(),
         input: files.input.to_path_buf(),
         output: files.output.to_path_buf(),
-        lang,
-        limits,
+        lang: lang.to_owned(),
+        limits: Limits { threads: memory.threads(limits.threads), ..limits },
         password: work.password(),
         texts_lang,
         shrink: settings.shrink,
         scratch: Some(files.scratch.to_path_buf()),
     };
-    let outcome = operations::run_contained(&settings.program, &request)
+    operations::run_contained(&settings.program, &request)
         .await
-        .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))?;
+        .map_err(|e| StageError::retry(format!("starting the operation's process: {e}")))
+}
+
+/// What a run's outcome means for its job.
+fn judge_outcome(
+    work: &Work,
+    disk: &DiskBounds,
+    input_bytes: u64,
+    reserved: u64,
+    outcome: Outcome,
+) -> Result<u64, StageError> {
     match outcome {
         Outcome::Reported(Report::Done { output_bytes, peak_rss_bytes, .. }) => {
             tracing::debug!(
                 operation = work.name(),
                 input_bytes,
-                reserved_bytes = need,
+                reserved_bytes = reserved,
                 peak_rss_bytes,
                 "the operation's process finished"
             );
             Ok(output_bytes)
         }
         Outcome::Reported(Report::Failed { failure: Failure::FileTooBig { limit }, detail }) => {
-            Err(disk.stopped_at(&work, limit, detail))
+            Err(disk.stopped_at(work, limit, detail))
         }
         Outcome::FileTooBig { limit } => {
-            Err(disk.stopped_at(&work, limit, format!("the {} process wrote a file over {limit} bytes", work.name())))
+            Err(disk.stopped_at(work, limit, format!("the {} process wrote a file over {limit} bytes", work.name())))
         }
         Outcome::WroteTooMuch { limit } => {
-            Err(disk.stopped_at(&work, limit, format!("the {} run had more than {limit} bytes on disk", work.name())))
+            Err(disk.stopped_at(work, limit, format!("the {} run had more than {limit} bytes on disk", work.name())))
         }
-        Outcome::Reported(Report::Failed { failure, detail }) => Err(failure_error(&work, failure, detail)),
+        Outcome::Reported(Report::Failed { failure, detail }) => Err(failure_error(work, failure, detail)),
         Outcome::OutOfMemory { limit } => Err(StageError::fail(
             FailureReason::NeedsTooMuchMemory { limit },
             format!("the {} process reached its memory limit of {limit} bytes", work.name()),
@@ -490,6 +575,7 @@ mod tests {
             max_inflate: 1 << 20,
             max_file: disk,
             disk,
+            threads: 2,
         }
     }
 

@@ -160,6 +160,7 @@ fn request_in(dir: &Path, work: Work, output: &str) -> Request {
             max_inflate: 1 << 20,
             max_file: 1 << 30,
             disk: 1 << 30,
+            threads: 1,
         },
         scratch: None,
         shrink: operations::ShrinkSettings::default(),

@@ -97,6 +97,42 @@ async fn a_tool_that_floods_its_stderr_costs_the_service_nothing() {
     assert!(peak < 200 * 1024 * 1024, "the service's peak RSS was {peak} bytes");
 }
 
+/// A run's limits are sized for it: its address space is exactly what it reserved from the
+/// memory budget (here far below the tool's configured 3 GiB), and its threads and CPU time are
+/// its share of the budget, as a tool sees them in its limits, its environment and `{threads}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_gets_the_memory_it_reserved_and_its_share_of_the_cores() {
+    let seen = tempfile::tempdir().expect("temp dir");
+    let seen = seen.path().join("seen-limits");
+    let script = format!(
+        "echo \"$(ulimit -v) $(ulimit -t) $RAYON_NUM_THREADS $OMP_THREAD_LIMIT $3\" > {seen:?}; cp \"$1\" \"$2\""
+    );
+    let tool = format!(
+        "[processing.external.ocr]\ncommand = [\"sh\", \"-c\", {script:?}, \"ocr\", \"{{input}}\", \"{{output}}\", \"{{threads}}\"]\n\
+         accepts = [\"pdf\"]\nmemory_limit = \"3 GiB\"\n[budget]\nmemory = \"4 GiB\"\n"
+    );
+    let input = fixture("pdf/text-1page.pdf");
+    let input_bytes = input.len() as u64;
+    let Sent { job, .. } = send_to_a_service(&tool, &[], input, "limits.pdf", "ocr").await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    let seen = std::fs::read_to_string(&seen).expect("the tool recorded its limits");
+    let reserved = docket::operations::TOOL_BASE_ADDRESS_SPACE
+        + (input_bytes as f64 * docket::operations::external::DEFAULT_TOOL_MEMORY_FACTOR).ceil() as u64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let threads = (cores * reserved).div_ceil(4 << 30).clamp(1, cores);
+    assert_eq!(
+        seen.split_whitespace().collect::<Vec<_>>(),
+        [
+            (reserved / 1024).to_string(),
+            (60 * threads).to_string(),
+            threads.to_string(),
+            threads.to_string(),
+            threads.to_string()
+        ],
+        "address space (KiB), CPU seconds, RAYON_NUM_THREADS, OMP_THREAD_LIMIT, {{threads}}"
+    );
+}
+
 /// The child's environment is its own: not the token, not the service's secrets or log filter,
 /// and its temporary folder is the run's own, inside the data folder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
