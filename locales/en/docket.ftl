@@ -1,5 +1,5 @@
 # docket's messages in English: the reference catalog. Every other language's file has the same
-# message ids with the same variables (a test in src/texts.rs checks it). Messages are sent as
+# message ids with the same variables (a test in src/texts/catalog.rs checks it). Messages are sent as
 # plain text, without a parse mode. Variables named $name are file names; $ticket is "#4812";
 # sizes, dates and durations arrive already formatted by the messages below.
 

@@ -1,0 +1,189 @@
+//! The ticket reply and the status message it becomes: the first answer to a document (with
+//! what will be done to it, and the reminder to delete a password), each step of its job as the
+//! status message is edited, a further run's reply, and the answers to a file the chat sent
+//! before. The catalog's section "The ticket reply and the status message it becomes", and the
+//! first answers of "Answers to a document".
+
+use super::catalog::{Lang, n, plain, render, s};
+use super::values::{display_name, known_size, run_label, size, state_words};
+use crate::domain::{Job, JobState, Ticket, Timestamp};
+
+/// The queue is counted up to this many jobs ahead; beyond it the ticket reply says "more than".
+pub const QUEUE_COUNT_CAP: u64 = 1000;
+
+/// The first words of a job's status message: what arrived, and its ticket.
+fn ticket_line(lang: Lang, name: &str, declared_size: Option<u64>, ticket: &dyn std::fmt::Display) -> String {
+    render(
+        lang,
+        "ticket-line",
+        &[
+            s("name", display_name(lang, name)),
+            s("size", known_size(lang, declared_size)),
+            s("ticket", ticket.to_string()),
+        ],
+    )
+}
+
+/// The immediate answer to a new document, with how many jobs are ahead of it (counted up to
+/// [`QUEUE_COUNT_CAP`]). It becomes the job's status message, which [`progress`] edits as the
+/// job moves.
+pub fn ticket_reply(lang: Lang, name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
+    let line = ticket_line(lang, name, declared_size, &ticket);
+    if ahead > QUEUE_COUNT_CAP {
+        return render(lang, "ticket-reply-crowded", &[s("line", line), n("cap", QUEUE_COUNT_CAP)]);
+    }
+    render(lang, "ticket-reply", &[s("line", line), n("ahead", ahead)])
+}
+
+/// Where a job is, for its status message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Waiting for its download: `position` in line (1: next).
+    Queued {
+        /// Place in the download queue.
+        position: u64,
+    },
+    /// Bytes received so far, of the size Telegram announced when it did.
+    Downloading {
+        /// Received.
+        done: u64,
+        /// Announced.
+        total: Option<u64>,
+    },
+    /// Downloaded and checked; no processing slot free yet.
+    WaitingToProcess,
+    /// The operation runs.
+    Processing,
+    /// An attempt failed for a passing reason; another follows.
+    WaitingToRetry,
+    /// The result went out (as a document below the status message).
+    Ready {
+        /// Kept until.
+        until: Timestamp,
+    },
+    /// The person (or an admin) cancelled the job.
+    Cancelled,
+    /// The job ended without a result.
+    Failed {
+        /// Why, as [`failure_reason`](crate::texts::failure_reason) words it (in the chat's language).
+        reason: String,
+    },
+}
+
+/// A job's status message: the ticket line, then where the job is now.
+pub fn progress(lang: Lang, job: &Job, step: &Progress) -> String {
+    let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
+    let header = ticket_line(lang, job.name(), declared, &run_label(job));
+    let line = match step {
+        Progress::Queued { position } => render(lang, "progress-queued", &[n("position", *position)]),
+        Progress::Downloading { done: 0, .. } => plain(lang, "progress-downloading-started"),
+        Progress::Downloading { done, total: Some(total) } if *total > 0 => render(
+            lang,
+            "progress-downloading",
+            &[
+                n("percent", done.saturating_mul(100) / total),
+                s("done", size(lang, *done)),
+                s("total", size(lang, *total)),
+            ],
+        ),
+        Progress::Downloading { done, .. } => {
+            render(lang, "progress-downloading-unknown-total", &[s("done", size(lang, *done))])
+        }
+        Progress::WaitingToProcess => plain(lang, "progress-waiting-to-process"),
+        Progress::Processing => plain(lang, "progress-processing"),
+        Progress::WaitingToRetry => plain(lang, "progress-waiting-to-retry"),
+        Progress::Ready { until } => render(lang, "progress-ready", &[s("until", until.date_utc())]),
+        Progress::Cancelled => plain(lang, "progress-cancelled"),
+        Progress::Failed { reason } => render(lang, "progress-failed", &[s("reason", reason.as_str())]),
+    };
+    render(lang, "status-message", &[s("header", header), s("line", line)])
+}
+
+/// The answer to a file this chat already sent, while its job is still running (or failed and
+/// is being tried again).
+pub fn already_ticket(lang: Lang, name: &str, ticket: Ticket, state: JobState) -> String {
+    render(
+        lang,
+        "already-ticket",
+        &[s("name", display_name(lang, name)), s("ticket", ticket.to_string()), s("state", state_words(lang, state))],
+    )
+}
+
+/// The answer to a file whose result expired: it is processed again under the same ticket.
+pub fn processing_again_after_expiry(lang: Lang, ticket: Ticket, expired_at: Timestamp) -> String {
+    render(lang, "expired-processing-again", &[s("ticket", ticket.to_string()), s("date", expired_at.date_utc())])
+}
+
+/// The answer to a file whose earlier attempt failed: it is tried again under the same ticket.
+pub fn trying_again_after_failure(lang: Lang, name: &str, ticket: Ticket) -> String {
+    render(lang, "failed-trying-again", &[s("name", display_name(lang, name)), s("ticket", ticket.to_string())])
+}
+
+/// Added to the ticket reply of `decrypt PASSWORD`.
+pub fn delete_the_password(lang: Lang, private: bool) -> String {
+    // In a private chat the bot may delete the person's message; in a group only as an admin.
+    plain(lang, if private { "password-message-deleted" } else { "delete-the-password" })
+}
+
+/// Added to the ticket reply when the operation is not the plain optimize: what will be done.
+pub fn will_run(lang: Lang, operation: &crate::domain::Operation) -> String {
+    render(lang, "will-run", &[s("operation", operation.to_string())])
+}
+
+/// The status message of a further run of a ticket: "#4812 shrink: queued."
+pub fn run_reply(lang: Lang, ticket: Ticket, operation: &crate::domain::Operation, ahead: u64) -> String {
+    let args = [s("ticket", ticket.to_string()), s("operation", operation.to_string())];
+    if ahead > QUEUE_COUNT_CAP {
+        let mut args = args.to_vec();
+        args.push(n("cap", QUEUE_COUNT_CAP));
+        return render(lang, "run-reply-many", &args);
+    }
+    let mut args = args.to_vec();
+    args.push(n("ahead", ahead));
+    render(lang, "run-reply", &args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::texts::tests::{E, job};
+
+    #[test]
+    fn the_ticket_reply_has_name_size_and_ticket() {
+        assert_eq!(
+            ticket_reply(E, "report.pdf", Some(12_300_000), Ticket(4812), 0),
+            "Got report.pdf (12.3 MB) — ticket #4812, queued."
+        );
+        assert_eq!(
+            ticket_reply(E, "", None, Ticket(1), 1),
+            "Got your file (size unknown) — ticket #1, queued, 1 job ahead of it."
+        );
+        assert_eq!(
+            ticket_reply(E, "a.pdf", None, Ticket(9), 7),
+            "Got a.pdf (size unknown) — ticket #9, queued, 7 jobs ahead of it."
+        );
+        assert_eq!(
+            ticket_reply(E, "a.pdf", None, Ticket(9), QUEUE_COUNT_CAP + 1),
+            "Got a.pdf (size unknown) — ticket #9, queued, more than 1000 jobs ahead of it."
+        );
+    }
+    #[test]
+    fn the_status_message_shows_where_the_job_is() {
+        let job = job(4812, "contract.pdf", Some(182_000_000));
+        let line = |step: Progress| progress(E, &job, &step).lines().nth(1).unwrap_or_default().to_owned();
+        assert!(progress(E, &job, &Progress::Processing).starts_with("Got contract.pdf (182.0 MB) — ticket #4812.\n"));
+        assert_eq!(line(Progress::Downloading { done: 0, total: Some(182_000_000) }), "Downloading…");
+        assert_eq!(
+            line(Progress::Downloading { done: 81_900_000, total: Some(182_000_000) }),
+            "Downloading: 45% (81.9 MB of 182.0 MB)."
+        );
+        assert_eq!(line(Progress::Downloading { done: 5_000_000, total: None }), "Downloading: 5.0 MB so far.");
+        assert_eq!(line(Progress::WaitingToProcess), "Downloaded; waiting for a free processing slot.");
+        let until = Timestamp::from_millis(1_796_601_600_000);
+        assert_eq!(
+            line(Progress::Ready { until }),
+            format!("Ready: the result is below, kept until {}.", until.date_utc())
+        );
+        assert_eq!(line(Progress::Failed { reason: "x is damaged".into() }), "Failed: x is damaged.");
+    }
+}
