@@ -145,6 +145,9 @@ pub enum Command {
         /// The threads the child may keep busy (default: the machine's cores).
         #[arg(long, hide = true, requires = "contained")]
         threads: Option<usize>,
+        /// A path the external program may reach besides its own files (repeated).
+        #[arg(long, hide = true, requires = "contained")]
+        reach: Vec<PathBuf>,
         /// The language of what the child writes for people into its result (`en`, `ru`).
         #[arg(long, hide = true, requires = "contained")]
         texts_lang: Option<String>,
@@ -428,6 +431,12 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
             format.describe()
         );
     }
+    // The run's temporary files go beside its output, the one folder it may write to.
+    let output_dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let scratch = tempfile::Builder::new()
+        .prefix(".docket-scratch-")
+        .tempdir_in(output_dir)
+        .with_context(|| format!("while creating a temporary folder in {}", output_dir.display()))?;
     let request = Request {
         limits: work.limits(Limits::from(&config.processing)),
         password: work.password(),
@@ -438,7 +447,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
         // An admin's own run: the lines it writes into a result are in English.
         texts_lang: texts::Lang::ENGLISH,
         shrink: operations::ShrinkSettings::from(&config.processing),
-        scratch: None,
+        scratch: Some(scratch.path().to_owned()),
     };
     let program = operations::this_binary();
     let outcome = operations::run_contained(&program, &request).await.context("while starting the operation")?;
@@ -522,6 +531,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         max_inflate,
         max_file,
         threads,
+        reach,
         shrink_dpi,
         jpeg_quality,
         tool,
@@ -547,6 +557,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
             memory_limit: None,
             timeout: None,
             memory_factor: 1.0,
+            reach,
         }
         .to_tool(&op);
         external.accepts.clear();

@@ -102,6 +102,11 @@ pub struct ExternalToolConfig {
     /// 1000. Default: 10.
     #[serde(default = "default_memory_factor", deserialize_with = "Between::<1, 1000>::ratio")]
     pub memory_factor: f64,
+    /// `reach`: folders or files the program may read and write besides its own input, output
+    /// and temporary folder and the system's programs and libraries (a wrapper's own folder
+    /// under /opt, say). Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reach: Vec<std::path::PathBuf>,
 }
 
 fn pdf() -> String {

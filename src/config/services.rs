@@ -112,6 +112,7 @@ impl ExternalToolConfig {
             memory_limit: self.memory_limit,
             timeout: self.timeout,
             memory_factor: self.memory_factor,
+            reach: self.reach.clone(),
         }
     }
 }

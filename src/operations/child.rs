@@ -6,7 +6,8 @@
 //! `RLIMIT_CPU` (its time limit on each of its threads, so a child whose parent is gone cannot
 //! spin for ever), `RLIMIT_FSIZE` (a write
 //! past [`Limits::max_file`] stops the writer with `SIGXFSZ`, before the disk is full) and
-//! `RLIMIT_CORE` 0 (a hostile file must not fill the disk with core dumps). External programs
+//! `RLIMIT_CORE` 0 (a hostile file must not fill the disk with core dumps); then it confines
+//! itself to the run's own files, with no network ([`super::confine`]). External programs
 //! inherit them all. A run never outlives the service that waits for it: a built-in operation's
 //! child asks the kernel to kill it when its parent dies (`PR_SET_PDEATHSIG`); a tool's child,
 //! which must not die before the tool it started, watches its parent while it waits and kills
@@ -15,6 +16,7 @@
 use std::path::Path;
 use std::process::Stdio;
 
+use super::confine::{Reach, confine};
 use super::external::expand;
 use super::{Failure, Limits, Report, Request, Work};
 use crate::domain::Password;
@@ -26,6 +28,15 @@ pub fn run_here(request: &Request) -> Report {
     let parent = parent();
     if let Err(e) = apply_limits(&request.limits, matches!(request.work, Work::Builtin(_))) {
         return Report::Failed { failure: Failure::LimitsRefused, detail: format!("setting the limits: {e}") };
+    }
+    // Before any other thread starts (each inherits it from the thread that starts it) and
+    // before a byte of the input is read.
+    let extra = match &request.work {
+        Work::Tool(tool) => tool.reach.as_slice(),
+        Work::Builtin(_) => &[],
+    };
+    if let Err(e) = confine(&Reach::of(&request.input, &request.output, extra)) {
+        return Report::Failed { failure: Failure::LimitsRefused, detail: format!("confining the run: {e}") };
     }
     match &request.work {
         Work::Builtin(operation) => {

@@ -31,6 +31,9 @@ pub struct ExternalTool {
     pub timeout: Option<Duration>,
     /// Peak resident memory per byte of input, for the memory budget.
     pub memory_factor: f64,
+    /// Paths it may read and write beyond its own files and the system's (see
+    /// [`super::confine`]).
+    pub reach: Vec<PathBuf>,
 }
 
 // The factor is a measured ratio, never NaN.
@@ -109,6 +112,7 @@ mod tests {
             memory_limit: None,
             timeout: None,
             memory_factor: DEFAULT_TOOL_MEMORY_FACTOR,
+            reach: Vec::new(),
         }
     }
 

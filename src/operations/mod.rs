@@ -19,6 +19,7 @@
 //! sections into [`Limits`] and [`ExternalTool`]s).
 
 pub mod child;
+pub mod confine;
 pub mod contained;
 pub mod external;
 
@@ -252,6 +253,9 @@ impl Request {
             self.texts_lang.code().into(),
         ]);
         if let Work::Tool(tool) = &self.work {
+            for path in &tool.reach {
+                args.extend(["--reach".into(), path.clone().into_os_string()]);
+            }
             args.push("--".into());
             args.extend(tool.command.iter().map(OsString::from));
         }
@@ -366,6 +370,7 @@ mod tests {
             memory_limit: None,
             timeout: None,
             memory_factor: 10.0,
+            reach: Vec::new(),
         });
         assert_eq!(configured.sized_for(&tool, 1000).memory, TOOL_BASE_ADDRESS_SPACE + 10_000);
     }

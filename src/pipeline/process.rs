@@ -601,6 +601,7 @@ mod tests {
             memory_limit: None,
             timeout: None,
             memory_factor: 1.0,
+            reach: Vec::new(),
         });
         let bounds = DiskBounds::of(&tool, limits(4 << 30), 50 << 20, Some(1 << 30));
         assert_eq!((bounds.limits.max_file, bounds.limits.disk), (1 << 30, 1 << 30));

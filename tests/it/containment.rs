@@ -306,7 +306,8 @@ async fn a_run_dies_with_its_service() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pid_file = dir.path().join("tool.pid");
     let tool = format!("echo $$ > {tmp:?} && mv {tmp:?} {pid_file:?} && exec sleep 3600", tmp = dir.path().join("t"));
-    let (toml, _store) = crate::run_bounds::service(dir.path(), &crate::run_bounds::tool_section(&tool)).await;
+    let (toml, _store) =
+        crate::run_bounds::service(dir.path(), &crate::run_bounds::tool_section(&tool, &[dir.path()])).await;
     let docket = DocketProcess::new(dir, &toml, &fake);
     docket.start();
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));

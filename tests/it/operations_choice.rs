@@ -173,6 +173,8 @@ fn recording_ocr(lang_file: &std::path::Path) -> ExternalToolConfig {
         memory_limit: None,
         timeout: None,
         memory_factor: 1.0,
+        // Where it records the languages it was given.
+        reach: lang_file.parent().map(std::path::Path::to_owned).into_iter().collect(),
     }
 }
 

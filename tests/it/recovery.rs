@@ -41,6 +41,7 @@ async fn a_database_outage_longer_than_the_lease_does_not_restart_a_running_stag
         memory_limit: None,
         timeout: None,
         memory_factor: 1.0,
+        reach: vec![dir.path().to_owned()],
     };
     // One processing worker: nobody else in this process could claim the job meanwhile.
     let app = TestApp::spawn_with(backend, |c| {

@@ -31,11 +31,11 @@ pub(crate) async fn service(dir: &Path, extra: &str) -> (String, Store) {
 }
 
 /// A stand-in external tool: runs `script` under `sh` with the input and output paths as `$1`
-/// and `$2`, configured as the `ocr` operation.
-pub(crate) fn tool_section(script: &str) -> String {
+/// and `$2`, configured as the `ocr` operation, which may reach the paths of `reach` too.
+pub(crate) fn tool_section(script: &str, reach: &[&Path]) -> String {
     format!(
         "[processing.external.ocr]\ncommand = [\"sh\", \"-c\", {script:?}, \"ocr\", \"{{input}}\", \"{{output}}\"]\n\
-         accepts = [\"pdf\"]\n"
+         accepts = [\"pdf\"]\nreach = {reach:?}\n"
     )
 }
 
@@ -89,7 +89,7 @@ async fn a_file_that_makes_the_pdf_reader_warn_millions_of_times_costs_the_servi
 /// result: the run succeeds, and the service kept only the end of what it was told.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_that_floods_its_stderr_costs_the_service_nothing() {
-    let flood = tool_section("head -c 400000000 /dev/zero | tr '\\000' x >&2; cp \"$1\" \"$2\"");
+    let flood = tool_section("head -c 400000000 /dev/zero | tr '\\000' x >&2; cp \"$1\" \"$2\"", &[]);
     let Sent { docket, job, .. } =
         send_to_a_service(&flood, &[], fixture("pdf/text-1page.pdf"), "loud.pdf", "ocr").await;
     assert_eq!(job.state, JobState::Ready, "{job:#?}");
@@ -102,14 +102,15 @@ async fn a_tool_that_floods_its_stderr_costs_the_service_nothing() {
 /// its share of the budget, as a tool sees them in its limits, its environment and `{threads}`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_gets_the_memory_it_reserved_and_its_share_of_the_cores() {
-    let seen = tempfile::tempdir().expect("temp dir");
-    let seen = seen.path().join("seen-limits");
+    let seen_dir = tempfile::tempdir().expect("temp dir");
+    let seen = seen_dir.path().join("seen-limits");
     let script = format!(
         "echo \"$(ulimit -v) $(ulimit -t) $RAYON_NUM_THREADS $OMP_THREAD_LIMIT $3\" > {seen:?}; cp \"$1\" \"$2\""
     );
     let tool = format!(
         "[processing.external.ocr]\ncommand = [\"sh\", \"-c\", {script:?}, \"ocr\", \"{{input}}\", \"{{output}}\", \"{{threads}}\"]\n\
-         accepts = [\"pdf\"]\nmemory_limit = \"3 GiB\"\n[budget]\nmemory = \"4 GiB\"\n"
+         accepts = [\"pdf\"]\nmemory_limit = \"3 GiB\"\nreach = [{reach:?}]\n[budget]\nmemory = \"4 GiB\"\n",
+        reach = seen_dir.path()
     );
     let input = fixture("pdf/text-1page.pdf");
     let input_bytes = input.len() as u64;
@@ -133,13 +134,82 @@ async fn a_run_gets_the_memory_it_reserved_and_its_share_of_the_cores() {
     );
 }
 
+/// A run reaches only its own files: a tool that tries the service's configuration, its
+/// database, the downloads folder of every job, the service's environment (which holds the
+/// token), a file outside, and a TCP connection is refused each, while its input, its output
+/// and its own `reach` folder work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_reaches_only_its_own_files_and_no_network() {
+    let confinement = docket::operations::confine::probe();
+    let seen_dir = tempfile::tempdir().expect("temp dir");
+    let seen = seen_dir.path().join("probes");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to call");
+    let port = listener.local_addr().expect("its address").port();
+    let outside = std::env::temp_dir().join(format!("docket-escape-{}", std::process::id()));
+    // The script finds the service as its parent's parent, through /proc; `$DOCKET_DIR` is the
+    // service's folder.
+    let script = format!(
+        "try() {{ if eval \"$2\" >/dev/null 2>&1; then echo \"$1 reached\"; else echo \"$1 refused\"; fi; }}
+         input=\"$1\"
+         service=$(cut -d' ' -f4 /proc/$PPID/stat)
+         {{
+           try input 'cat \"$input\"'
+           try config 'cat \"$DOCKET_DIR/docket.toml\"'
+           try database 'cat \"$DOCKET_DIR/db/docket.db\"'
+           try downloads 'ls \"$DOCKET_DIR/data/downloads\"'
+           try environment 'cat /proc/$service/environ'
+           try outside 'touch {outside:?}'
+           try network 'python3 -c \"import socket; socket.create_connection((\\\"127.0.0.1\\\", {port}), 2)\"'
+         }} > {seen:?}
+         cp \"$1\" \"$2\""
+    );
+    let _ = std::fs::remove_file(&outside);
+    let fake = fake_bot_api::FakeTelegram::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let service_dir = dir.path().to_owned();
+    let script = script.replace("$DOCKET_DIR", &service_dir.display().to_string());
+    let (toml, store) = service(dir.path(), &tool_section(&script, &[seen_dir.path()])).await;
+    let docket = DocketProcess::new(dir, &toml, &fake);
+    docket.start();
+    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
+    let mut update = fake.document_update(8406, 8406, &file, Some("probe.pdf"), Some("application/pdf"));
+    update["message"]["caption"] = serde_json::json!("ocr");
+    fake.push_update(update);
+    let job = docket
+        .until("the job to end", DEADLINE, async || {
+            store.job(Ticket(1)).await.expect("read a job").filter(|j| j.state.is_terminal())
+        })
+        .await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    let probes = std::fs::read_to_string(&seen).expect("the tool recorded its probes");
+    if confinement == docket::operations::confine::Confinement::None {
+        assert!(docket.log_text().contains("this kernel has no Landlock"), "{}", docket.log_text());
+        return;
+    }
+    assert_eq!(
+        probes.lines().collect::<Vec<_>>(),
+        [
+            "input reached",
+            "config refused",
+            "database refused",
+            "downloads refused",
+            "environment refused",
+            "outside refused",
+            "network refused"
+        ],
+        "{probes}"
+    );
+    assert!(!outside.exists());
+    drop(listener);
+}
+
 /// The child's environment is its own: not the token, not the service's secrets or log filter,
 /// and its temporary folder is the run's own, inside the data folder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_sees_none_of_the_services_environment() {
-    let seen = tempfile::tempdir().expect("temp dir");
-    let seen = seen.path().join("seen-env");
-    let record = tool_section(&format!("env > {seen:?}; cp \"$1\" \"$2\""));
+    let seen_dir = tempfile::tempdir().expect("temp dir");
+    let seen = seen_dir.path().join("seen-env");
+    let record = tool_section(&format!("env > {seen:?}; cp \"$1\" \"$2\""), &[seen_dir.path()]);
     let secret = [("DOCKET_WEBHOOK_SECRET", "hush-hush-4411")];
     let Sent { docket, job, .. } =
         send_to_a_service(&record, &secret, fixture("pdf/text-1page.pdf"), "env.pdf", "ocr").await;
@@ -185,6 +255,7 @@ async fn a_run_with_more_than_its_disk_limit_on_disk_is_stopped(backend: Backend
         memory_limit: None,
         timeout: None,
         memory_factor: 1.0,
+        reach: Vec::new(),
     };
     let app = TestApp::spawn_with(backend, |c| {
         c.processing.disk_limit = 8 * 1024 * 1024;
