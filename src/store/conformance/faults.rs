@@ -1,10 +1,21 @@
 //! Faults of the database itself: what it answers when it cannot do the work now (a full disk, a
 //! read-only file or server, too many connections, a shutdown, a lock or statement timeout) is
-//! transient, and what will fail the same way again is not.
+//! transient, and what will fail the same way again is not; and, on PostgreSQL, a session that
+//! went silent in the middle of a transaction holds the others up only briefly.
 
+#[cfg(feature = "postgres")]
+use std::time::{Duration, Instant};
+
+#[cfg(feature = "postgres")]
+use super::{CHAT, T0, enqueue, message};
+#[cfg(feature = "postgres")]
+use crate::domain::MessageKind;
 use crate::store::{Pool, QueryContext, Store, StoreError};
 
-conformance!(what_the_database_cannot_do_now_is_transient);
+conformance!(
+    what_the_database_cannot_do_now_is_transient,
+    a_transaction_gone_silent_holds_message_claims_up_only_briefly
+);
 
 /// Runs `sql` on a connection of its own and returns its error as the store would report it.
 #[cfg(feature = "postgres")]
@@ -109,4 +120,37 @@ async fn what_the_database_cannot_do_now_is_transient(store: Store) {
             assert!(slow.is_transient());
         }
     }
+}
+
+/// How long a silent transaction may hold the message claims up, with margin for a busy machine.
+#[cfg(feature = "postgres")]
+const SILENT_BOUND: Duration = Duration::from_secs(30);
+
+async fn a_transaction_gone_silent_holds_message_claims_up_only_briefly(store: Store) {
+    #[cfg(feature = "postgres")]
+    if let Pool::Postgres(pool) = &store.pool {
+        assert!(enqueue(&store, &message("m1", CHAT, MessageKind::Reply, None), T0).await);
+        // A host froze (or was cut off) in the middle of a message claim: it holds the claims'
+        // lock, and its kernel keeps the connection open.
+        let mut frozen = pool.begin().await.unwrap();
+        sqlx::query(crate::store::postgres::LOCK_MESSAGE_CLAIMS).execute(&mut *frozen).await.unwrap();
+        let started = Instant::now();
+        let mut waits = Vec::new();
+        let claimed = loop {
+            assert!(started.elapsed() < SILENT_BOUND, "the claims are still held up: {waits:?}");
+            let claiming = tokio::time::timeout(SILENT_BOUND, store.claim_message("sender", T0, super::LEASE));
+            match claiming.await.expect("a claim waits for the silent transaction's lock without end") {
+                Ok(claimed) => break claimed,
+                Err(e) => {
+                    assert!(e.is_transient(), "waiting for a lock is worth trying again: {e:?}");
+                    waits.push(e.to_string());
+                }
+            }
+        };
+        assert_eq!(claimed.map(|m| m.idempotency_key.as_str().to_owned()).as_deref(), Some("m1"));
+        // The server ended the silent session: its transaction is gone.
+        assert!(frozen.commit().await.is_err(), "the silent transaction was ended by the server");
+        return;
+    }
+    let _ = store;
 }
