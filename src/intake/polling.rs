@@ -91,6 +91,9 @@ impl Poller {
         }
         info!(offset, "polling for updates");
         let mut errors = 0u32;
+        // Counted apart from `errors`: getUpdates answering says nothing about the database, so
+        // the backoff keeps growing for as long as updates cannot be recorded.
+        let mut store_failures = 0u32;
         let mut failures_at: Option<(UpdateId, u32)> = None;
         loop {
             let request = self.client.get_updates(offset);
@@ -146,9 +149,12 @@ impl Poller {
                         None
                     }
                     Ok(Err(e)) if e.is_transient() => {
-                        // The database is busy or away: never reject an update for that; wait.
-                        errors += 1;
-                        let wait = backoff_jittered(errors, Duration::from_millis(200), Duration::from_secs(10));
+                        // The database is busy, away, full or read-only: never reject an update
+                        // for that. It stays unconfirmed (the offset stays before it), and is
+                        // polled again after a growing wait.
+                        store_failures += 1;
+                        let wait =
+                            backoff_jittered(store_failures, Duration::from_millis(200), Duration::from_secs(10));
                         warn!(update.id = %update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
                         if sleep_or_cancel(wait, &cancel).await {
                             return Ok(());
@@ -161,6 +167,7 @@ impl Poller {
                 let Some(failure) = failure else {
                     offset = update_id.next_offset();
                     failures_at = None;
+                    store_failures = 0;
                     continue;
                 };
                 let count = match failures_at {

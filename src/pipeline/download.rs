@@ -377,8 +377,9 @@ fn transfer_error(e: TelegramError) -> StageError {
 }
 
 fn disk_error(what: &str, e: &io::Error) -> StageError {
-    // A full disk is transient: the janitor frees space, and the job must wait, not fail.
-    StageError::retry(format!("{what}: {e}"))
+    // A full disk is not the document's doing: the janitor frees space, and the job waits
+    // without spending attempts.
+    StageError::io(what, e)
 }
 
 #[cfg(test)]
@@ -467,9 +468,17 @@ mod tests {
     fn other_copy_errors_are_reported_as_disk_errors() {
         let dir = tempfile::tempdir().unwrap();
         let (src, _) = source(dir.path(), 1000);
-        let (result, _) = copy_into(&src, dir.path(), u64::MAX, |_, _, _, _| Err(Errno::NOSPC.into()));
+        let (result, _) = copy_into(&src, dir.path(), u64::MAX, |_, _, _, _| Err(Errno::IO.into()));
         match result {
             Err(StageError::Retry { detail, .. }) => assert!(detail.starts_with("writing the download: "), "{detail}"),
+            other => panic!("{other:?}"),
+        }
+        // A full disk is not the document's doing: its attempt is given back.
+        let (result, _) = copy_into(&src, dir.path(), u64::MAX, |_, _, _, _| Err(Errno::NOSPC.into()));
+        match result {
+            Err(StageError::Unavailable { detail, .. }) => {
+                assert!(detail.starts_with("writing the download: "), "{detail}");
+            }
             other => panic!("{other:?}"),
         }
     }

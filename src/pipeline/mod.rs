@@ -34,9 +34,16 @@ use outcome::{AfterError, Recorded};
 /// What a stage reports when it did not finish its work.
 #[derive(Debug)]
 pub enum StageError {
-    /// Worth another attempt later (network, 5xx, a cut download, a full disk): the attempt
-    /// counts, and the job backs off.
+    /// Worth another attempt later (network, 5xx, a cut download): the attempt counts, and the
+    /// job backs off.
     Retry {
+        /// What happened, for admins.
+        detail: String,
+    },
+    /// This host or the database cannot do the work now (the data folder's disk is full, the
+    /// database is away, full or read-only): not the document's doing, so the attempt is given
+    /// back, and the job waits longer than after a [`Retry`](Self::Retry).
+    Unavailable {
         /// What happened, for admins.
         detail: String,
     },
@@ -71,6 +78,24 @@ impl StageError {
     /// A permanent failure.
     pub fn fail(reason: FailureReason, detail: impl Into<String>) -> Self {
         Self::Fail { reason, detail: detail.into() }
+    }
+
+    /// A file operation that failed while `what`: [`Unavailable`](Self::Unavailable) when the
+    /// disk is full (or the quota used up), a [`Retry`](Self::Retry) otherwise.
+    pub fn io(what: &str, e: &std::io::Error) -> Self {
+        let detail = format!("{what}: {e}");
+        match e.kind() {
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Self::Unavailable { detail },
+            _ => Self::Retry { detail },
+        }
+    }
+
+    /// A store call that failed while `what`: [`Unavailable`](Self::Unavailable) when the
+    /// database cannot do it now ([`StoreError::is_transient`](crate::store::StoreError::is_transient)),
+    /// a [`Retry`](Self::Retry) otherwise.
+    pub fn store(what: &str, e: &crate::store::StoreError) -> Self {
+        let detail = format!("{what}: {e}");
+        if e.is_transient() { Self::Unavailable { detail } } else { Self::Retry { detail } }
     }
 }
 

@@ -15,6 +15,11 @@ use crate::texts::{self, Lang, Progress};
 /// The longest a failing job backs off between attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(600);
 
+/// How many doublings longer than after a failed attempt a job waits when this host or the
+/// database could not do its work ([`StageError::Unavailable`]): 8 × `retry_base` (16 s by
+/// default) at least.
+const UNAVAILABLE_STEPS: u32 = 3;
+
 /// The limits the decisions follow.
 #[derive(Debug, Clone, Copy)]
 pub struct Rules {
@@ -108,6 +113,15 @@ pub fn after_error(job: &Job, err: StageError, rules: &Rules, now: Timestamp, ji
             }
             let wait = backoff(attempts, rules.retry_base, MAX_BACKOFF, jitter);
             AfterError::Retry { release: release(JobEvent::RetryLater, wait, &detail, AttemptRule::Spent), wait }
+        }
+        StageError::Unavailable { detail } => {
+            // Not the document's doing: the attempt is given back, so a long outage (a full
+            // disk, a database failing over) cannot use up the job's attempts. The wait is that
+            // of a few failures more than the job has had, since a retry soon would find the
+            // same.
+            let attempts = u32::try_from(job.attempts).unwrap_or(u32::MAX);
+            let wait = backoff(attempts.saturating_add(UNAVAILABLE_STEPS), rules.retry_base, MAX_BACKOFF, jitter);
+            AfterError::Retry { release: release(JobEvent::RetryLater, wait, &detail, AttemptRule::Refunded), wait }
         }
         StageError::SourceLost { detail } => {
             let losses = u32::try_from(job.source_losses).unwrap_or(u32::MAX).saturating_add(1);
@@ -302,6 +316,25 @@ mod tests {
             AfterError::Fail { reason: FailureReason::GaveUp { attempts: 3 }, detail } => assert_eq!(detail, "disk"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Issue 29, point 7: a full disk or a database away is not the document's doing.
+    #[test]
+    fn a_host_or_database_that_cannot_work_now_spends_no_attempt_even_on_the_last_one() {
+        let full = StageError::io("writing the download", &std::io::Error::from(std::io::ErrorKind::StorageFull));
+        let away = StageError::Unavailable { detail: "completing a job: connection refused".into() };
+        for err in [full, away] {
+            let AfterError::Retry { release, wait } =
+                after_error(&job(JobState::Processing, 3, 0), err, &RULES, NOW, 1.0)
+            else {
+                panic!("not a retry")
+            };
+            assert_eq!((release.event, release.attempts), (JobEvent::RetryLater, AttemptRule::Refunded));
+            assert_eq!(wait, Duration::from_secs(2 * 32), "longer than after a failed attempt (base · 2^(3+3-1))");
+        }
+        // Any other file error still counts.
+        let other = StageError::io("reading", &std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert!(matches!(other, StageError::Retry { .. }), "{other:?}");
     }
 
     #[test]

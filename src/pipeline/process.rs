@@ -160,7 +160,7 @@ async fn fitting_default(
             .store
             .chat_mode(job.submission.chat)
             .await
-            .map_err(|e| StageError::retry(format!("reading the chat's mode: {e}")))?;
+            .map_err(|e| StageError::store("reading the chat's mode", &e))?;
         mode.unwrap_or_else(|| deps.settings.get().default_operation.clone())
     };
     // The run's own operation does not take the format, so neither does it as the fitting one.
@@ -172,7 +172,7 @@ async fn fitting_default(
         .store
         .switch_operation(job.ticket, lease, &fitting, deps.clock.now())
         .await
-        .map_err(|e| StageError::retry(format!("switching the run's operation: {e}")))?;
+        .map_err(|e| StageError::store("switching the run's operation", &e))?;
     Ok(switched.then_some(fitting))
 }
 
@@ -355,21 +355,18 @@ impl Attempt {
         operation: &str,
         extension: &str,
     ) -> Result<Self, StageError> {
-        spool
-            .remove_earlier_output(ticket, token)
-            .map_err(|e| StageError::retry(format!("cleaning up earlier attempts: {e}")))?;
-        let work_dir =
-            spool.work_dir(ticket).map_err(|e| StageError::retry(format!("creating the work folder: {e}")))?;
+        spool.remove_earlier_output(ticket, token).map_err(|e| StageError::io("cleaning up earlier attempts", &e))?;
+        let work_dir = spool.work_dir(ticket).map_err(|e| StageError::io("creating the work folder", &e))?;
         let output = tempfile::Builder::new()
             .prefix(&format!("{}{operation}-", Spool::attempt_prefix(token)))
             .suffix(&format!(".{extension}"))
             .tempfile_in(&work_dir)
-            .map_err(|e| StageError::retry(format!("creating the output file: {e}")))?
+            .map_err(|e| StageError::io("creating the output file", &e))?
             .into_temp_path();
         let scratch = tempfile::Builder::new()
             .prefix(&format!("{}scratch-", Spool::attempt_prefix(token)))
             .tempdir_in(&work_dir)
-            .map_err(|e| StageError::retry(format!("creating the scratch folder: {e}")))?;
+            .map_err(|e| StageError::io("creating the scratch folder", &e))?;
         Ok(Self { output, scratch })
     }
 
@@ -377,18 +374,17 @@ impl Attempt {
     /// the scratch folder goes. Returns the result's path.
     fn place_result(self, spool: &Spool, ticket: Ticket, token: i64, extension: &str) -> Result<PathBuf, StageError> {
         drop(self.scratch);
-        let result_dir =
-            spool.result_dir(ticket).map_err(|e| StageError::retry(format!("creating the result folder: {e}")))?;
+        let result_dir = spool.result_dir(ticket).map_err(|e| StageError::io("creating the result folder", &e))?;
         let result =
             result_dir.join(format!("{}{:016x}.{extension}", Spool::attempt_prefix(token), rand::random::<u64>(),));
-        self.output.persist(&result).map_err(|e| StageError::retry(format!("moving the result: {}", e.error)))?;
+        self.output.persist(&result).map_err(|e| StageError::io("moving the result", &e.error))?;
         // The file's bytes are synced (`operations::run_contained`); its name in
         // `results/<ticket>/`, and that folder's in `results/`, must survive a power cut too,
         // since `ready` deletes the source.
         for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
             std::fs::File::open(dir)
                 .and_then(|dir| dir.sync_all())
-                .map_err(|e| StageError::retry(format!("syncing the result folder: {e}")))?;
+                .map_err(|e| StageError::io("syncing the result folder", &e))?;
         }
         Ok(result)
     }
@@ -550,7 +546,7 @@ impl DiskBounds {
         }
         if self.short_of_space {
             tracing::warn!(limit, "a run was stopped: the data folder is nearly full");
-            return StageError::retry(format!("{detail}: the data folder is nearly full"));
+            return StageError::Unavailable { detail: format!("{detail}: the data folder is nearly full") };
         }
         StageError::fail(FailureReason::WroteTooMuch { limit }, detail)
     }
@@ -607,7 +603,7 @@ mod tests {
         assert_eq!((bounds.limits.max_file, bounds.limits.disk), (1 << 30, 1 << 30));
         assert!(bounds.short_of_space);
         let error = bounds.stopped_at(&tool, 1 << 30, "over".into());
-        assert!(matches!(&error, StageError::Retry { .. }), "{error:?}");
+        assert!(matches!(&error, StageError::Unavailable { .. }), "not the document's doing: {error:?}");
     }
 
     #[test]

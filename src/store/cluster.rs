@@ -78,30 +78,29 @@ pub struct RoleLock {
 }
 
 impl RoleLock {
-    /// How often a held role checks that its database session is still there.
+    /// How often a held role checks that its database session is still there. On PostgreSQL a
+    /// task of its own checks, whatever the holder is busy with, so the session never idles long
+    /// enough for the server to end it (15 s of silence) while the holder lives.
     pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-    /// Whether the role is still held: its database session is still there. Always, on SQLite.
+    /// Whether the role is still held: its database session was there at the last check. Always,
+    /// on SQLite.
     pub async fn is_held(&mut self) -> bool {
         #[cfg(feature = "postgres")]
-        if let Some(connection) = &mut self.connection {
-            return connection.still_held().await;
+        if let Some(connection) = &self.connection {
+            return connection.still_held();
         }
         true
     }
 
     /// Resolves when the role is no longer held: its database session ended (the connection was
-    /// cut, the server restarted), so another process may hold it now. Never, on SQLite, where
-    /// the one `docket run` holds every role.
+    /// cut, the server restarted, the session was silent too long) or a check went unanswered,
+    /// so another process may hold it now. Never, on SQLite, where the one `docket run` holds
+    /// every role.
     pub async fn lost(&mut self) {
         #[cfg(feature = "postgres")]
         if let Some(connection) = &mut self.connection {
-            loop {
-                tokio::time::sleep(Self::CHECK_EVERY).await;
-                if !connection.still_held().await {
-                    return;
-                }
-            }
+            return connection.lost().await;
         }
         std::future::pending::<()>().await;
     }

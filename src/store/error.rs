@@ -95,34 +95,21 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether the failure is about the database being unavailable or busy (worth waiting for),
-    /// as opposed to a statement that will fail the same way again.
+    /// Whether the failure is about the database being unavailable, busy or short of something
+    /// (worth waiting for), as opposed to a statement that will fail the same way again. This is
+    /// the one rule every caller follows: intake then leaves the update unconfirmed (polling polls
+    /// it again, webhook mode answers 503), and the pipeline gives the attempt back.
+    ///
+    /// Transient: the connection or the pool failing, no answer in time, and what the database
+    /// answers when it cannot do the work now rather than never: busy or locked, out of disk or
+    /// memory, read-only (a replica after a failover, a read-only file), too many connections,
+    /// shutting down or starting up, a serialization failure or deadlock, a lock or statement
+    /// timeout. The codes are listed in `store/error.rs`, and in OPERATING.md.
     pub fn is_transient(&self) -> bool {
-        let source = match self {
-            Self::Query { source, .. } | Self::Open { source, .. } => source,
-            _ => return false,
-        };
-        if let Some(code) = source.code() {
-            // SQLite: BUSY (5), LOCKED (6) and their extended codes; PostgreSQL: connection
-            // errors (08…), serialization failures and deadlocks (40…), shutdown (57P…).
-            return code == "5"
-                || code == "6"
-                || code == "517"
-                || code == "261"
-                || code.starts_with("08")
-                || code.starts_with("40")
-                || code.starts_with("57P");
+        match self {
+            Self::Query { source, .. } | Self::Open { source, .. } => source.is_transient(),
+            _ => false,
         }
-        matches!(
-            source.0,
-            Cause::Sqlx(
-                sqlx::Error::Io(_)
-                    | sqlx::Error::PoolTimedOut
-                    | sqlx::Error::PoolClosed
-                    | sqlx::Error::Tls(_)
-                    | sqlx::Error::WorkerCrashed
-            )
-        )
     }
 }
 
@@ -145,7 +132,28 @@ enum Cause {
     Sqlx(sqlx::Error),
     /// Applying migrations failed.
     Migrate(sqlx::migrate::MigrateError),
+    /// The database did not answer within this long (a cut connection that the kernel has not
+    /// noticed yet answers nothing at all).
+    TimedOut(std::time::Duration),
 }
+
+/// SQLite's primary result codes that say the database cannot do the work *now*: `SQLITE_BUSY`
+/// (5) and `SQLITE_LOCKED` (6), another connection holds the lock; `SQLITE_NOMEM` (7);
+/// `SQLITE_READONLY` (8), the file or its folder cannot be written (permissions, a read-only
+/// mount); `SQLITE_IOERR` (10), the disk failed a read or write; `SQLITE_FULL` (13), the disk
+/// is full; `SQLITE_CANTOPEN` (14); `SQLITE_PROTOCOL` (15), a WAL locking race. Each with all its
+/// extended codes (the low byte is the primary code).
+const SQLITE_TRANSIENT: [i32; 8] = [5, 6, 7, 8, 10, 13, 14, 15];
+
+/// PostgreSQL's SQLSTATE classes and codes that say the same: class 08 (connection exception),
+/// 25006 (`read_only_sql_transaction`: a standby, or a primary demoted by a failover), 25P03
+/// (`idle_in_transaction_session_timeout`), class 40 (serialization failure, deadlock), class 53
+/// (insufficient resources: `disk_full` 53100, `out_of_memory` 53200, `too_many_connections`
+/// 53300), 55P03 (`lock_not_available`: `lock_timeout`), 57014 (`query_canceled`:
+/// `statement_timeout`), class 57P (`admin_shutdown`, `crash_shutdown`, `cannot_connect_now`,
+/// `idle_session_timeout`), 58000 and 58030 (`system_error`, `io_error`). A code is matched by
+/// its prefix.
+const POSTGRES_TRANSIENT: [&str; 10] = ["08", "25006", "25P03", "40", "53", "55P03", "57014", "57P", "58000", "58030"];
 
 impl DatabaseError {
     /// Wraps a failure of a statement, a connection or the pool.
@@ -158,12 +166,44 @@ impl DatabaseError {
         Self(Cause::Migrate(e))
     }
 
-    /// The code the database answered with (SQLSTATE on PostgreSQL, the result code on SQLite),
-    /// if it answered.
+    /// No answer from the database within `waited`.
+    #[cfg_attr(not(feature = "postgres"), expect(dead_code, reason = "only PostgreSQL's role checks wait"))]
+    pub(super) fn timed_out(waited: std::time::Duration) -> Self {
+        Self(Cause::TimedOut(waited))
+    }
+
+    /// The code the database answered with (SQLSTATE on PostgreSQL, the extended result code
+    /// on SQLite), if it answered.
     pub(super) fn code(&self) -> Option<Cow<'_, str>> {
         match &self.0 {
             Cause::Sqlx(sqlx::Error::Database(db)) => db.code(),
             _ => None,
+        }
+    }
+
+    /// Whether the database (or the way to it) cannot do the work now but may later: the rule
+    /// behind [`StoreError::is_transient`], by the codes of [`SQLITE_TRANSIENT`] and
+    /// [`POSTGRES_TRANSIENT`], or a connection, pool or time-out failure.
+    pub(super) fn is_transient(&self) -> bool {
+        let e = match &self.0 {
+            Cause::Sqlx(e) => e,
+            Cause::Migrate(_) => return false,
+            Cause::TimedOut(_) => return true,
+        };
+        match e {
+            sqlx::Error::Database(db) => {
+                let Some(code) = db.code() else { return false };
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    return code.parse::<i32>().is_ok_and(|c| SQLITE_TRANSIENT.contains(&(c & 0xff)));
+                }
+                POSTGRES_TRANSIENT.iter().any(|prefix| code.starts_with(prefix))
+            }
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => true,
+            _ => false,
         }
     }
 }
@@ -173,6 +213,7 @@ impl fmt::Display for DatabaseError {
         match &self.0 {
             Cause::Sqlx(e) => e.fmt(f),
             Cause::Migrate(e) => e.fmt(f),
+            Cause::TimedOut(waited) => write!(f, "no answer within {} s", waited.as_secs_f32()),
         }
     }
 }
@@ -182,6 +223,7 @@ impl fmt::Debug for DatabaseError {
         match &self.0 {
             Cause::Sqlx(e) => e.fmt(f),
             Cause::Migrate(e) => e.fmt(f),
+            Cause::TimedOut(waited) => f.debug_tuple("TimedOut").field(waited).finish(),
         }
     }
 }
@@ -192,6 +234,7 @@ impl std::error::Error for DatabaseError {
         match &self.0 {
             Cause::Sqlx(e) => e.source(),
             Cause::Migrate(e) => e.source(),
+            Cause::TimedOut(_) => None,
         }
     }
 }

@@ -22,7 +22,7 @@ impl Store {
         match &self.pool {
             Pool::Sqlite(pool) => sqlite::MIGRATOR.run(pool).await,
             #[cfg(feature = "postgres")]
-            Pool::Postgres(pool) => postgres::MIGRATOR.run(pool).await,
+            Pool::Postgres(pool) => postgres::migrate(pool).await,
         }
         .map_err(|e| StoreError::Migrate(DatabaseError::from_migrate(e)))
     }

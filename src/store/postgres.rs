@@ -74,10 +74,68 @@ pub const LOCK_MESSAGE_CLAIMS: &str = "SELECT pg_advisory_xact_lock(7246001)";
 /// Whether the database has the table sqlx records migrations in.
 pub const MIGRATIONS_TABLE: &str = "SELECT to_regclass('_sqlx_migrations') IS NOT NULL";
 
+/// The bounds docket sets on every PostgreSQL session it opens, as startup options (`-c
+/// name=value`), so that a host that froze, lost power or was cut off cannot hold anything the
+/// others need for longer than these: its sessions end, and with them its locks and roles. A
+/// setting that the URL's own `options` parameter names is left to the URL. Constants, not
+/// configuration: each bounds something docket itself never does for that long, so no
+/// deployment needs another value for docket to work, and the URL can still override one.
+pub const SESSION_SETTINGS: [(&str, &str); 7] = [
+    // The server probes a connection silent for 10 s, every 5 s, and drops it after 3 probes
+    // without an answer: a host that lost power or its network is seen gone in about 25 s
+    // instead of the kernel's default of 2 h 11 min. (sqlx sets no keepalive on its own end.)
+    ("tcp_keepalives_idle", "10"),
+    ("tcp_keepalives_interval", "5"),
+    ("tcp_keepalives_count", "3"),
+    // Data the server sent that stays unacknowledged for 30 s ends the connection too (Linux
+    // servers), where keepalives do not apply because the connection is not idle.
+    ("tcp_user_timeout", "30000"),
+    // docket never leaves a transaction waiting for itself: one idle for 10 s belongs to a
+    // process that froze (SIGSTOP, a VM paused, swap) or was cut off in the middle, and it holds
+    // row locks or the message claims' lock that every host waits for.
+    ("idle_in_transaction_session_timeout", "10s"),
+    // A statement that waits 10 s for a lock gives up with 55P03, which is transient: the
+    // caller tries again later instead of queueing behind a holder that may never come back.
+    ("lock_timeout", "10s"),
+    // The longest statement docket runs (a janitor pass after days of downtime) takes seconds;
+    // one that runs for 2 minutes is stuck. Migrations run without it (see `migrate`).
+    ("statement_timeout", "2min"),
+];
+
+/// How long the session of a role may stay silent before the server ends it
+/// (`idle_session_timeout`, set on role sessions only: pooled connections and the change
+/// listener may idle for as long as they like). The holder's keeper asks every
+/// [`RoleLock::CHECK_EVERY`](super::RoleLock::CHECK_EVERY); a process frozen longer than this
+/// loses the role, and another host takes it over.
+pub const ROLE_IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long a role's check (`SELECT 1`) or its taking may wait for an answer. A check that does
+/// not answer counts as the role lost: the server, which hears nothing from this session either,
+/// gives the role away after [`ROLE_IDLE_TIMEOUT`], and the holder must have stopped before.
+pub const ROLE_ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The connect options for `url`, with [`SESSION_SETTINGS`] added where the URL's `options`
+/// does not set them.
+pub(super) fn connect_options(url: &str) -> Result<PgConnectOptions, sqlx::Error> {
+    let options = PgConnectOptions::from_str(url)?;
+    let own = options.get_options().unwrap_or_default().to_owned();
+    let missing: Vec<(&str, &str)> = SESSION_SETTINGS.iter().copied().filter(|(name, _)| !sets(&own, name)).collect();
+    Ok(if missing.is_empty() { options } else { options.options(missing) })
+}
+
+/// Whether the startup options `options` (`-c name=value …`, `-cname=value` or
+/// `--name=value`, as libpq takes them) set `name`.
+fn sets(options: &str, name: &str) -> bool {
+    options.split_whitespace().filter_map(|token| token.split_once('=')).any(|(key, _)| {
+        let key = key.strip_prefix("--").or_else(|| key.strip_prefix("-c")).unwrap_or(key);
+        key.replace('-', "_").eq_ignore_ascii_case(name)
+    })
+}
+
 /// Connects to `url`.
 pub(super) async fn open(url: &str) -> StoreResult<PgPool> {
     let redacted = DatabaseUrl::Postgres(url.to_owned()).redacted();
-    let options = PgConnectOptions::from_str(url)
+    let options = connect_options(url)
         .map_err(|source| StoreError::Open { url: redacted.clone(), source: DatabaseError::from_sqlx(source) })?;
     PgPoolOptions::new()
         .max_connections(16)
@@ -85,6 +143,18 @@ pub(super) async fn open(url: &str) -> StoreResult<PgPool> {
         .connect_with(options)
         .await
         .map_err(|source| StoreError::Open { url: redacted, source: DatabaseError::from_sqlx(source) })
+}
+
+/// Applies the pending migrations on a connection of its own, without the statement and lock
+/// bounds of [`SESSION_SETTINGS`]: an index built on a big table may take long, and a host
+/// waiting for another's migrations (sqlx serialises them with an advisory lock) must wait.
+pub(super) async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
+    use sqlx::Connection as _;
+    let mut conn = pool.acquire().await?.detach();
+    sqlx::raw_sql("SET statement_timeout = 0; SET lock_timeout = 0").execute(&mut conn).await?;
+    let migrated = MIGRATOR.run(&mut conn).await;
+    let _ = conn.close().await;
+    migrated
 }
 
 /// Connects to `url` only if the database exists; creates nothing.
@@ -100,32 +170,96 @@ pub(super) async fn open_existing(url: &str) -> StoreResult<PgPool> {
 
 /// A bot-wide role held by this process: a session-level advisory lock on a connection of its
 /// own, taken out of the pool so nothing else runs on it or recycles it. The server releases the
-/// lock when the session ends, so a dead or cut-off holder frees the role by itself.
+/// lock when the session ends, so a dead or cut-off holder frees the role by itself, and a frozen
+/// one once its session was silent for [`ROLE_IDLE_TIMEOUT`]. A keeper task owns the connection
+/// and asks the server every [`RoleLock::CHECK_EVERY`](super::RoleLock::CHECK_EVERY), however
+/// busy the holder is; the role counts as lost from the first check that fails or goes
+/// unanswered for [`ROLE_ANSWER_TIMEOUT`]. Dropping the handle ends the keeper and closes the
+/// session, which frees the role at once.
 #[derive(Debug)]
-pub(super) struct RoleConnection(sqlx::PgConnection);
+pub(super) struct RoleConnection {
+    /// `true` while the keeper's checks succeed; `false`, or the keeper gone, once one failed.
+    held: tokio::sync::watch::Receiver<bool>,
+}
 
-/// Takes the advisory lock `(class, object)` if nobody holds it.
+/// Takes the advisory lock `(class, object)` if nobody holds it, within
+/// [`ROLE_ANSWER_TIMEOUT`] (after the pool's own wait for a connection).
 pub(super) async fn try_take_role(pool: &PgPool, class: i32, object: i32) -> StoreResult<Option<RoleConnection>> {
+    use sqlx::Connection as _;
     let mut conn = pool.acquire().await.context("connecting for a role")?.detach();
-    let taken: bool = sqlx::query_scalar(TRY_TAKE_ROLE)
-        .bind(class)
-        .bind(object)
-        .fetch_one(&mut conn)
-        .await
-        .context("taking a role")?;
-    if taken {
-        Ok(Some(RoleConnection(conn)))
-    } else {
-        use sqlx::Connection as _;
-        let _ = conn.close().await;
-        Ok(None)
+    let asking = async {
+        // Before the lock: a session that holds a role must never idle for long unnoticed.
+        let bounded =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SET idle_session_timeout = {}", ROLE_IDLE_TIMEOUT.as_millis())))
+                .execute(&mut conn)
+                .await
+                .context("bounding a role's session");
+        match bounded {
+            Ok(_) => {}
+            // 42704 undefined_object: a server older than PostgreSQL 14 has no such setting. The
+            // role still works, but a frozen holder keeps it until it thaws.
+            Err(StoreError::Query { source, .. }) if source.code().as_deref() == Some("42704") => {
+                tracing::warn!(
+                    "the PostgreSQL server has no idle_session_timeout (14 or newer has): a frozen host keeps its role until it thaws"
+                );
+            }
+            Err(e) => return Err(e),
+        }
+        sqlx::query_scalar::<_, bool>(TRY_TAKE_ROLE)
+            .bind(class)
+            .bind(object)
+            .fetch_one(&mut conn)
+            .await
+            .context("taking a role")
+    };
+    let taken = match tokio::time::timeout(ROLE_ANSWER_TIMEOUT, asking).await {
+        Ok(taken) => taken,
+        Err(_) => {
+            Err(StoreError::Query { action: "taking a role", source: DatabaseError::timed_out(ROLE_ANSWER_TIMEOUT) })
+        }
+    };
+    match taken {
+        Ok(true) => {
+            let (tell, held) = tokio::sync::watch::channel(true);
+            tokio::spawn(keep_role(conn, tell));
+            Ok(Some(RoleConnection { held }))
+        }
+        Ok(false) => {
+            let _ = conn.close().await;
+            Ok(None)
+        }
+        // A session that may hold the lock after all (the answer was lost) is dropped, not
+        // closed politely: the server frees whatever it held.
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks the role's session every [`RoleLock::CHECK_EVERY`](super::RoleLock::CHECK_EVERY)
+/// until a check fails (then says so on `tell`) or the holder drops its handle; the connection
+/// goes with this task.
+async fn keep_role(mut conn: sqlx::PgConnection, tell: tokio::sync::watch::Sender<bool>) {
+    loop {
+        tokio::select! {
+            () = tell.closed() => return,
+            () = tokio::time::sleep(super::RoleLock::CHECK_EVERY) => {}
+        }
+        let check = tokio::time::timeout(ROLE_ANSWER_TIMEOUT, sqlx::query("SELECT 1").execute(&mut conn)).await;
+        if !matches!(check, Ok(Ok(_))) {
+            tell.send_replace(false);
+            return;
+        }
     }
 }
 
 impl RoleConnection {
-    /// Whether the session (and so the lock) is still there.
-    pub(super) async fn still_held(&mut self) -> bool {
-        sqlx::query("SELECT 1").execute(&mut self.0).await.is_ok()
+    /// Whether the session (and so the lock) was still there at the last check.
+    pub(super) fn still_held(&self) -> bool {
+        *self.held.borrow() && self.held.has_changed().is_ok()
+    }
+
+    /// Resolves once a check found the session gone (or unanswering).
+    pub(super) async fn lost(&mut self) {
+        let _ = self.held.wait_for(|held| !held).await;
     }
 }
 
@@ -188,7 +322,26 @@ pub(super) async fn claim_message(
 
 #[cfg(test)]
 mod tests {
-    use super::CLAIMS;
+    use super::{CLAIMS, SESSION_SETTINGS, connect_options, sets};
+
+    /// docket's session bounds go into every connection's startup options, except those the
+    /// URL's own `options` sets: the operator's value wins.
+    #[test]
+    fn sessions_are_bounded_unless_the_url_says_otherwise() {
+        let plain = connect_options("postgres://docket@db.internal/docket").expect("a valid URL");
+        let options = plain.get_options().expect("startup options");
+        for (name, value) in SESSION_SETTINGS {
+            assert!(options.contains(&format!("-c {name}={value}")), "{name} in {options}");
+        }
+        let url = "postgres://docket@db.internal/docket?options=-c%20statement_timeout%3D10min%20--lock-timeout%3D1s";
+        let tuned = connect_options(url).expect("a valid URL");
+        let options = tuned.get_options().expect("startup options");
+        assert_eq!(options.matches("statement_timeout").count(), 1, "{options}");
+        assert!(options.contains("statement_timeout=10min") && !options.contains("lock_timeout"), "{options}");
+        assert!(options.contains("-c idle_in_transaction_session_timeout=10s"), "{options}");
+        assert!(sets("-clock_timeout=5s", "lock_timeout"));
+        assert!(!sets("-c statement_timeout=5s", "lock_timeout"));
+    }
 
     /// The claims are written out once per backend; they must not drift apart.
     #[test]

@@ -1,6 +1,7 @@
 //! Several hosts on one PostgreSQL database: each registers as a node with a heartbeat, the
-//! bot-wide roles (poller, janitor) show on the node that holds them and move when it dies, two live processes
-//! cannot share a node name, and three hosts share the work and take over a killed one's.
+//! bot-wide roles (poller, janitor) show on the node that holds them and move when it dies or
+//! freezes, two live processes cannot share a node name, and three hosts share the work and take
+//! over a killed one's.
 
 #![cfg(feature = "postgres-tests")]
 
@@ -17,7 +18,12 @@ const DEAD_AFTER: Duration = Duration::from_secs(10);
 
 /// The roles of each node, by name, once every node in `expected` shows them.
 async fn wait_for_roles(app: &TestApp, expected: &[(&str, &[&str])]) {
-    eventually(DEADLINE + DEAD_AFTER, async || {
+    wait_for_roles_within(app, expected, DEADLINE + DEAD_AFTER).await;
+}
+
+/// [`wait_for_roles`], waiting up to `deadline`.
+async fn wait_for_roles_within(app: &TestApp, expected: &[(&str, &[&str])], deadline: Duration) {
+    eventually(deadline, async || {
         let nodes = app.store.nodes().await.map_err(|e| e.to_string())?;
         let seen: Vec<(String, Vec<String>)> =
             nodes.iter().map(|n| (n.beat.name.to_string(), n.beat.roles.clone())).collect();
@@ -53,6 +59,45 @@ async fn the_roles_show_on_their_node_and_move_when_that_node_dies() {
     let nodes = app.store.nodes().await.expect("nodes");
     let second = nodes.iter().find(|n| n.beat.name.as_str() == "second").expect("second is listed");
     assert!(second.stopped_at.is_some() && second.beat.roles.is_empty(), "{second:?}");
+}
+
+/// Issue 29, point 6: a host frozen while it holds both roles (SIGSTOP; a VM paused, a host
+/// swapping) keeps its connections open, since its kernel still answers for them, so only the
+/// bounds docket puts on its sessions end them. Another host takes both roles over within those
+/// bounds and polls; the frozen one, thawed, finds its sessions gone and holds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_host_loses_its_roles_to_another() {
+    let mut app = TestApp::create(Backend::Postgres, |c| {
+        c.node.name = docket::domain::NodeName::new("second");
+        c.node.dead_after = DEAD_AFTER;
+    })
+    .await;
+    let docket::store::DatabaseUrl::Postgres(url) = &app.config.storage.database_url else { unreachable!() };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = format!(
+        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
+         [node]\nname = \"frozen\"\ndead_after = \"10s\"\n",
+        data = dir.path().join("data").display().to_string(),
+    );
+    let frozen = DocketProcess::new(dir, &toml, &app.fake);
+    frozen.start();
+    wait_for_roles(&app, &[("frozen", &["janitor", "poller"])]).await;
+    app.start().await;
+    wait_for_roles(&app, &[("frozen", &["janitor", "poller"]), ("second", &[])]).await;
+
+    frozen.signal("STOP");
+    // The role sessions end after 15 s of silence; the janitor role is tried for every 5 s and
+    // heartbeats go every 2.5 s. Margin for a loaded machine on top.
+    wait_for_roles_within(&app, &[("second", &["janitor", "poller"])], Duration::from_secs(60)).await;
+    let (update_id, _) = app.send_document(7_000, fixture("pdf/text-1page.pdf"), "thawed.pdf", "application/pdf");
+    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    assert_eq!(job.submission.update_id.0, update_id, "the new poller took the document in");
+
+    frozen.signal("CONT");
+    wait_for_roles(&app, &[("frozen", &[]), ("second", &["janitor", "poller"])]).await;
+    frozen.terminate();
+    assert!(frozen.exit_status(DEADLINE).await.success(), "{}", frozen.log_text());
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -148,6 +148,47 @@ async fn an_update_interrupted_before_recording_is_recorded_once_after_restart()
     assert!(app.store.job(Ticket(2)).await.expect("read").is_none());
 }
 
+/// Issue 29, point 7: a database that cannot take a document for a while (here its disk is full,
+/// SQLSTATE 53100, for the job's row, while the rest of it works) never makes polling give the
+/// update up: it stays unconfirmed and is polled again with a growing wait, for longer than
+/// polling once allowed (5 tries, about 3 s), and once the fault clears the document gets its
+/// one ticket.
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_the_database_cannot_take_now_is_taken_once_it_can() {
+    use crate::support::postgres::{CLEAR_FAULT, FAULT_HITS, refuse_jobs};
+    let app = TestApp::spawn_with(Backend::Postgres, |_| {}).await;
+    let bot = docket::domain::BotId(app.fake.bot_id());
+    app.execute(&refuse_jobs("53100")).await;
+    let (update_id, _) = app.send_document(61, fixture("pdf/text-1page.pdf"), "full.pdf", "application/pdf");
+    eventually(std::time::Duration::from_secs(60), async || {
+        let outcome = app.store.update_outcome(bot, docket::domain::UpdateId(update_id)).await.expect("read");
+        assert_eq!(outcome, None, "the update was given up while the database could not take it");
+        let hits = app.count(FAULT_HITS).await;
+        if hits >= 7 { Ok(()) } else { Err(format!("the document was refused {hits} times so far")) }
+    })
+    .await;
+    assert_eq!(app.store.poll_offset(bot).await.expect("read"), None, "the update is not confirmed");
+    // Growing waits, not a retry per getUpdates answer.
+    let polls = app.fake.calls_to("getUpdates").len();
+    assert!(polls < 40, "{polls} polls for 7 refusals");
+
+    app.execute(CLEAR_FAULT).await;
+    // One ticket. (Its number is not 1: each refused insert took a number from the sequence.)
+    let jobs = eventually(DEADLINE, async || {
+        let jobs = app.store.jobs(&docket::store::JobFilter { limit: 10, ..Default::default() }).await.expect("read");
+        if jobs.is_empty() { Err("no job yet".to_owned()) } else { Ok(jobs) }
+    })
+    .await;
+    assert_eq!(jobs.len(), 1, "one ticket: {jobs:?}");
+    let job = app.wait_for_job(jobs[0].ticket, |j| j.state == JobState::Ready).await;
+    assert_eq!(job.submission.update_id.0, update_id);
+    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(61), DEADLINE).await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs").await, 1, "one ticket");
+    let outcome = app.store.update_outcome(bot, docket::domain::UpdateId(update_id)).await.expect("read");
+    assert_eq!(outcome.map(|(o, _)| o), Some(docket::store::UpdateOutcome::Recorded));
+}
+
 async fn a_cut_download_is_retried_with_a_fresh_get_file(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     app.fake.fail_downloads(DownloadFault::CutAfter(1000), Some(1));

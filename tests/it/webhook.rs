@@ -125,6 +125,36 @@ async fn an_update_that_cannot_be_recorded_gets_5xx() {
     assert!(app.store.job(Ticket(1)).await.expect("read").is_some());
 }
 
+/// Issue 29, point 7: a database that cannot take an update for a while — read-only after a
+/// failover (25006), out of connections (53300), its disk full (53100), each for the job's row
+/// while the rest of it works — gets 503 every time, never the 200 that would make Telegram drop
+/// it; Telegram's next delivery after the fault cleared is recorded, once.
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_cannot_take_an_update_now_gets_503_until_it_can() {
+    use crate::support::postgres::{CLEAR_FAULT, FAULT_HITS, refuse_jobs};
+    let (app, listen) = webhook_app(Backend::Postgres).await;
+    let bot = BotId(app.fake.bot_id());
+    let file = app.fake.add_file(fixture("pdf/text-1page.pdf"));
+    let mut update = app.fake.document_update(530, 530, &file, Some("failover.pdf"), Some("application/pdf"));
+    update["update_id"] = serde_json::json!(4_343);
+    for code in ["25006", "53300", "53100"] {
+        app.execute(&refuse_jobs(code)).await;
+        assert_eq!(post(listen, Some(SECRET), &update).await, 503, "SQLSTATE {code}");
+        assert_eq!(app.store.update_outcome(bot, UpdateId(4_343)).await.expect("read"), None, "{code}");
+        app.execute(CLEAR_FAULT).await;
+    }
+    assert_eq!(app.count(FAULT_HITS).await, 3);
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200);
+    assert_eq!(post(listen, Some(SECRET), &update).await, 200, "a repeat");
+    let outcome = app.store.update_outcome(bot, UpdateId(4_343)).await.expect("read");
+    assert_eq!(outcome.map(|(o, _)| o), Some(UpdateOutcome::Recorded));
+    // One ticket. (Its number is not 1: each refused insert took a number from the sequence.)
+    let jobs = app.store.jobs(&docket::store::JobFilter { limit: 10, ..Default::default() }).await.expect("read");
+    assert_eq!(jobs.len(), 1, "one ticket: {jobs:?}");
+    app.wait_for_job(jobs[0].ticket, |j| j.state == JobState::Ready).await;
+}
+
 async fn updates_teloxide_cannot_read_are_recorded_and_answered(backend: Backend) {
     let (app, listen) = webhook_app(backend).await;
     let bot = BotId(app.fake.bot_id());

@@ -42,6 +42,7 @@ macro_rules! cases {
 }
 
 mod changes;
+mod faults;
 mod hosts;
 mod jobs;
 mod languages;

@@ -52,3 +52,27 @@ impl Drop for TestDatabase {
         .join();
     }
 }
+
+/// Makes every insert into `jobs` fail with SQLSTATE `code`, as the server itself answers when it
+/// cannot take a row now (53100 `disk_full`, 25006 `read_only_sql_transaction`, 53300
+/// `too_many_connections`), while the rest of the database goes on working: an update that makes
+/// no job can still be recorded. Each refusal is counted in a sequence, which a rollback does not
+/// undo ([`FAULT_HITS`]). [`CLEAR_FAULT`] ends it.
+pub fn refuse_jobs(code: &str) -> String {
+    format!(
+        "CREATE SEQUENCE IF NOT EXISTS simulated_fault_hits;
+         CREATE OR REPLACE FUNCTION simulated_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+             PERFORM nextval('simulated_fault_hits');
+             RAISE EXCEPTION 'simulated fault' USING ERRCODE = TG_ARGV[0];
+           END $$;
+         DROP TRIGGER IF EXISTS simulated_fault ON jobs;
+         CREATE TRIGGER simulated_fault BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION simulated_fault('{code}');"
+    )
+}
+
+/// How often [`refuse_jobs`] refused an insert.
+pub const FAULT_HITS: &str = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM simulated_fault_hits";
+
+/// Ends what [`refuse_jobs`] started.
+pub const CLEAR_FAULT: &str = "DROP TRIGGER simulated_fault ON jobs";
