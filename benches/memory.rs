@@ -189,7 +189,7 @@ async fn main() -> anyhow::Result<()> {
 /// Part 2: 20 runs through a memory budget smaller than their sum.
 async fn budget_holds(dir: &Path) -> anyhow::Result<()> {
     const JOBS: i64 = 20;
-    const BUDGET_MIB: u64 = 768;
+    const BUDGET_MIB: u64 = 2048;
     let input = many_objects(dir, 60_000)?;
     let bytes = std::fs::read(&input)?;
     let work = docket::operations::Work::Builtin(docket::domain::Operation::Optimize);

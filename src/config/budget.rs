@@ -72,7 +72,8 @@ pub struct BudgetConfig {
     #[serde(deserialize_with = "Between::<0, DAY>::duration", serialize_with = "value::write_duration")]
     pub max_wait: Duration,
     /// `memory`: memory the processing runs of this machine may take together; each reserves
-    /// its input's size × its operation's factor (at most its `memory_limit`) before it starts.
+    /// its address-space limit before it starts (a base plus its input's size × its
+    /// operation's factor, at most its `memory_limit`: `operations::Limits::sized_for`).
     #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
     pub memory: u64,
 }

@@ -94,6 +94,22 @@ pub fn find_program(program: &str, path: Option<OsString>) -> Option<PathBuf> {
     std::env::split_paths(&path?).map(|dir| dir.join(program)).find(|p| is_executable(p))
 }
 
+/// A tool named `ocr` running `command`, with no limits of its own and `memory_factor`, for unit
+/// tests.
+#[cfg(test)]
+pub(crate) fn stand_in(command: &[&str], memory_factor: f64) -> ExternalTool {
+    ExternalTool {
+        name: "ocr".into(),
+        command: command.iter().map(|s| (*s).to_owned()).collect(),
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor,
+        reach: Vec::new(),
+    }
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -104,16 +120,7 @@ mod tests {
     use super::*;
 
     fn tool(command: &[&str]) -> ExternalTool {
-        ExternalTool {
-            name: "t".into(),
-            command: command.iter().map(|s| (*s).to_owned()).collect(),
-            accepts: vec!["pdf".into()],
-            output: "pdf".into(),
-            memory_limit: None,
-            timeout: None,
-            memory_factor: DEFAULT_TOOL_MEMORY_FACTOR,
-            reach: Vec::new(),
-        }
+        stand_in(command, DEFAULT_TOOL_MEMORY_FACTOR)
     }
 
     #[test]
@@ -143,7 +150,7 @@ mod tests {
         match missing {
             Availability::Unavailable(why) => {
                 assert!(why.contains("\"docket-no-such-tool-3f9a\" is not installed"), "{why}");
-                assert!(why.contains("operation \"t\""), "{why}");
+                assert!(why.contains("operation \"ocr\""), "{why}");
             }
             other => panic!("{other:?}"),
         }

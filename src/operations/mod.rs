@@ -362,16 +362,7 @@ mod tests {
         assert_eq!(small.memory, CHILD_BASE_ADDRESS_SPACE + 60_000_000);
         assert_eq!(Limits { memory: configured.memory, ..small }, configured, "only the memory is sized");
         assert_eq!(configured.sized_for(&optimize, 1 << 30).memory, 2 << 30, "never past the configured limit");
-        let tool = Work::Tool(ExternalTool {
-            name: "ocr".into(),
-            command: vec!["ocrmypdf".into()],
-            accepts: vec!["pdf".into()],
-            output: "pdf".into(),
-            memory_limit: None,
-            timeout: None,
-            memory_factor: 10.0,
-            reach: Vec::new(),
-        });
+        let tool = Work::Tool(external::stand_in(&["ocrmypdf"], 10.0));
         assert_eq!(configured.sized_for(&tool, 1000).memory, TOOL_BASE_ADDRESS_SPACE + 10_000);
     }
 }

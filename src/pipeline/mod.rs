@@ -7,6 +7,7 @@
 //! stops pointing at them is committed, so a crash leaves at worst an orphan file, never a row
 //! that points at nothing.
 
+mod attempt;
 pub mod budget;
 pub mod download;
 pub mod memory;

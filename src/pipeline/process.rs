@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
+use super::attempt::{self, Attempt};
 use super::{PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password, Ticket};
+use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password};
 use crate::operations::{self, DEFAULT_LANG, Failure, Limits, Outcome, Report, Request, Work};
 use crate::sealing::SealingKey;
-use crate::spool::Spool;
 
 /// A result on disk, ready to be committed.
 #[derive(Debug)]
@@ -103,7 +103,8 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     let name = operation.name().to_owned();
     let extension = operation.output().extension();
     let attempt =
-        blocking("preparing the run", move || Attempt::prepare(&spool, ticket, token, &name, extension)).await?;
+        attempt::blocking("preparing the run", move || Attempt::prepare(&spool, ticket, token, &name, extension))
+            .await?;
     let files = RunFiles { input: &source, output: &attempt.output, scratch: attempt.scratch.path() };
     let output_bytes = run_contained(deps, work, files, lang, chat_lang).await?;
 
@@ -128,7 +129,8 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         _ => None,
     };
     let spool = deps.spool.clone();
-    let result = blocking("placing the result", move || attempt.place_result(&spool, ticket, token, extension)).await?;
+    let result =
+        attempt::blocking("placing the result", move || attempt.place_result(&spool, ticket, token, extension)).await?;
     Ok(Output {
         operation: operation.clone(),
         path: result.to_string_lossy().into_owned(),
@@ -325,69 +327,6 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
         return Err(lost("source does not match its recorded sha256".into()));
     }
     Ok(())
-}
-
-/// Runs blocking file work (`what`) off the async runtime: deleting a former attempt's files,
-/// creating, moving and syncing files can each take long on a busy disk.
-async fn blocking<T: Send + 'static>(
-    what: &'static str,
-    work: impl FnOnce() -> Result<T, StageError> + Send + 'static,
-) -> Result<T, StageError> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| StageError::retry(format!("{what} panicked: {e}")))?
-}
-
-/// The files of one attempt at a run, in `work/<ticket>/`: its output, and the folder for its
-/// temporary files. Both vanish if the attempt ends before its result is placed.
-struct Attempt {
-    output: tempfile::TempPath,
-    scratch: tempfile::TempDir,
-}
-
-impl Attempt {
-    /// Removes what earlier attempts left (and only that: a stalled former holder must not touch
-    /// what a later one wrote, so the lease `token` names what is this attempt's), then creates
-    /// this attempt's files. The run's temporary files (an external tool's) stay in its own
-    /// folder, where they are counted against its disk limit and go with the attempt.
-    fn prepare(
-        spool: &Spool,
-        ticket: Ticket,
-        token: i64,
-        operation: &str,
-        extension: &str,
-    ) -> Result<Self, StageError> {
-        spool.remove_earlier_output(ticket, token).map_err(|e| StageError::io("cleaning up earlier attempts", &e))?;
-        let work_dir = spool.work_dir(ticket).map_err(|e| StageError::io("creating the work folder", &e))?;
-        let output = tempfile::Builder::new()
-            .prefix(&format!("{}{operation}-", Spool::attempt_prefix(token)))
-            .suffix(&format!(".{extension}"))
-            .tempfile_in(&work_dir)
-            .map_err(|e| StageError::io("creating the output file", &e))?
-            .into_temp_path();
-        let scratch = tempfile::Builder::new()
-            .prefix(&format!("{}scratch-", Spool::attempt_prefix(token)))
-            .tempdir_in(&work_dir)
-            .map_err(|e| StageError::io("creating the scratch folder", &e))?;
-        Ok(Self { output, scratch })
-    }
-
-    /// Moves the output into `results/<ticket>/` under a name of its own and makes that durable;
-    /// the scratch folder goes. Returns the result's path.
-    fn place_result(self, spool: &Spool, ticket: Ticket, token: i64, extension: &str) -> Result<PathBuf, StageError> {
-        drop(self.scratch);
-        let result_dir = spool.result_dir(ticket).map_err(|e| StageError::io("creating the result folder", &e))?;
-        let result =
-            result_dir.join(format!("{}{:016x}.{extension}", Spool::attempt_prefix(token), rand::random::<u64>(),));
-        self.output.persist(&result).map_err(|e| StageError::io("moving the result", &e.error))?;
-        // The file's bytes are synced (`operations::run_contained`); its name in
-        // `results/<ticket>/`, and that folder's in `results/`, must survive a power cut too,
-        // since `ready` deletes the source.
-        for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
-            std::fs::File::open(dir)
-                .and_then(|dir| dir.sync_all())
-                .map_err(|e| StageError::io("syncing the result folder", &e))?;
-        }
-        Ok(result)
-    }
 }
 
 /// The paths of one run.
@@ -589,16 +528,7 @@ mod tests {
 
     #[test]
     fn a_run_bounded_by_the_free_space_is_tried_again_not_failed() {
-        let tool = Work::Tool(operations::ExternalTool {
-            name: "ocr".into(),
-            command: vec!["ocrmypdf".into()],
-            accepts: vec!["pdf".into()],
-            output: "pdf".into(),
-            memory_limit: None,
-            timeout: None,
-            memory_factor: 1.0,
-            reach: Vec::new(),
-        });
+        let tool = Work::Tool(operations::external::stand_in(&["ocrmypdf"], 1.0));
         let bounds = DiskBounds::of(&tool, limits(4 << 30), 50 << 20, Some(1 << 30));
         assert_eq!((bounds.limits.max_file, bounds.limits.disk), (1 << 30, 1 << 30));
         assert!(bounds.short_of_space);
