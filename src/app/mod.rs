@@ -334,19 +334,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
             Availability::Unavailable(why) => warn!(operation = %tool.name, "{why}"),
         }
     }
-    match crate::operations::confine::probe() {
-        crate::operations::confine::Confinement::Full => {
-            info!("runs are confined to their own files, with no network (Landlock)")
-        }
-        crate::operations::confine::Confinement::Partial => warn!(
-            "this kernel's Landlock lacks some rules: runs are confined in part (files, network and signals \
-             need Landlock ABI 6, Linux 6.12)"
-        ),
-        crate::operations::confine::Confinement::None => warn!(
-            "this kernel has no Landlock: a run can read every file docket can and use the network; only its \
-             limits and its clean environment contain it"
-        ),
-    }
+    crate::operations::confine::announce();
     let webhook = match config.telegram.mode {
         UpdateMode::Polling => None,
         UpdateMode::Webhook => Some(webhook::webhook_start(config, &options.environment).await?),

@@ -125,3 +125,18 @@ pub fn probe() -> Confinement {
     let reach = Reach { input: scratch.clone(), output_dir: scratch, extra: Vec::new() };
     std::thread::spawn(move || confine(&reach).unwrap_or(Confinement::None)).join().unwrap_or(Confinement::None)
 }
+
+/// Says in the log, once at start, how far this kernel confines runs ([`probe`]).
+pub fn announce() {
+    match probe() {
+        Confinement::Full => tracing::info!("runs are confined to their own files, with no network (Landlock)"),
+        Confinement::Partial => tracing::warn!(
+            "this kernel's Landlock lacks some rules: runs are confined in part (files, network and signals \
+             need Landlock ABI 6, Linux 6.12)"
+        ),
+        Confinement::None => tracing::warn!(
+            "this kernel has no Landlock: a run can read every file docket can and use the network; only its \
+             limits and its clean environment contain it"
+        ),
+    }
+}
