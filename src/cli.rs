@@ -145,6 +145,9 @@ pub enum Command {
         /// The threads the child may keep busy (default: the machine's cores).
         #[arg(long, hide = true, requires = "contained")]
         threads: Option<usize>,
+        /// LibreOffice's program, for `topdf` of an office document.
+        #[arg(long, hide = true, requires = "contained")]
+        office: Option<PathBuf>,
         /// A path the external program may reach besides its own files (repeated).
         #[arg(long, hide = true, requires = "contained")]
         reach: Vec<PathBuf>,
@@ -421,6 +424,7 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
     let accepts: Vec<&str> = match &work {
         Work::Builtin(operation) => operation.accepts().to_vec(),
         Work::Tool(tool) => tool.accepts.iter().map(String::as_str).collect(),
+        Work::Office(_) => operations::office::FORMATS.to_vec(),
     };
     if !accepts.contains(&format.label()) {
         anyhow::bail!(
@@ -431,6 +435,13 @@ async fn process(config: &Config, file: PathBuf, op: &str, output: PathBuf, lang
             format.describe()
         );
     }
+    let soffice = &config.processing.soffice;
+    let Some(work) = work.for_content(format.label(), operations::Office::available(soffice).as_ref()) else {
+        match operations::Office::find(soffice) {
+            Availability::Unavailable(why) => anyhow::bail!("{why}"),
+            Availability::Available(_) => anyhow::bail!("LibreOffice ({soffice}) vanished while docket looked"),
+        }
+    };
     // The run's temporary files go beside its output, the one folder it may write to.
     let output_dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let scratch = tempfile::Builder::new()
@@ -535,13 +546,16 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         shrink_dpi,
         jpeg_quality,
         tool,
+        office,
         ..
     } = command
     else {
         unreachable!("called for `process --contained` only");
     };
     let op = op.join(" ");
-    let work = if tool.is_empty() {
+    let work = if let Some(program) = office {
+        Work::Office(operations::Office { program })
+    } else if tool.is_empty() {
         match Operation::parse(&op).with_context(|| format!("operation {op:?} needs its command after `--`"))? {
             // The password comes on stdin, never on the command line (see `Request::password`).
             Operation::Decrypt { .. } => Work::Builtin(Operation::Decrypt {
@@ -597,7 +611,14 @@ fn tool_availability(config: &Config) -> String {
             Availability::Unavailable(why) => format!("# {why}"),
         })
         .collect();
-    if lines.is_empty() { "# no external operations configured".to_owned() } else { lines.join("\n") }
+    let tools = if lines.is_empty() { "# no external operations configured".to_owned() } else { lines.join("\n") };
+    let office = match operations::Office::find(&config.processing.soffice) {
+        Availability::Available(path) => {
+            format!("# office conversion (topdf): available, LibreOffice at {}", path.display())
+        }
+        Availability::Unavailable(why) => format!("# {why}"),
+    };
+    format!("{tools}\n{office}")
 }
 
 fn size_of(bytes: Option<i64>) -> String {

@@ -224,7 +224,7 @@ pub fn result_file_name_for(declared: Option<&str>, operation: &crate::domain::O
     };
     let extension = operation.output().extension();
     match operation {
-        Operation::Optimize | Operation::ImageToPdf | Operation::Text | Operation::Info => {
+        Operation::Optimize | Operation::ToPdf | Operation::Text | Operation::Info => {
             format!("{stem}.{extension}")
         }
         Operation::Split { .. } => format!("{stem}-pages.{extension}"),

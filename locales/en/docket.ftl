@@ -134,6 +134,7 @@ failure-took-too-long = processing { $name } took longer than { $limit }
 failure-inflates-too-much = { $name } holds compressed data that unpacks to more than { $limit }, more than this bot processes
 failure-crashed = { $name } made the processing crash, so it cannot be processed
 failure-tool-failed = { $tool } could not process { $name }
+failure-office-unavailable = { $name } was not converted: this bot cannot convert office files (Word, Excel, PowerPoint, OpenDocument); please send it as a PDF
 failure-cancelled = { $name } was cancelled
 failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
     [one] { $pages } page
@@ -249,7 +250,7 @@ operation-info = info — pages, size, version, fonts and images, as a message
 operation-rotate = rotate 90 — turn every page; rotate 180 2,4 — only pages 2 and 4
 operation-decrypt = decrypt PASSWORD — open a password-protected PDF and save it without the password
 operation-ocr = ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages
-operation-topdf = topdf — an image (JPEG, PNG, TIFF, WebP) as a PDF
+operation-topdf = topdf — a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF) as a PDF
 caption-not-understood = I did not start anything: { $problem }. Send the file again with one of these as its caption (or without a caption for your default, see /mode):
     { $operations }
 caption-names-nothing = the caption names no operation
@@ -262,6 +263,7 @@ mode-now-default = Documents sent without a caption get { $operation } (the bot'
 mode-set = Done: documents sent here without a caption now get { $operation }.
 mode-unknown = "{ $word }" cannot be a default. Choose one of { $modes }.
 takes-a-pdf = a PDF
+takes-what-topdf-takes = a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF)
 wrong-format = { $operation } takes { $takes }; this is { $found }
 wrong-format-send-topdf = { $operation } takes { $takes }; this is { $found }: send it with the caption topdf, or without a caption
 wrong-format-send-caption = { $operation } takes { $takes }; this is { $found }: send it with a caption such as optimize or shrink

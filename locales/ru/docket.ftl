@@ -133,6 +133,7 @@ failure-took-too-long = обработка { $name } заняла больше {
 failure-inflates-too-much = в { $name } есть сжатые данные, которые распаковываются больше чем в { $limit } — больше, чем обрабатывает этот бот
 failure-crashed = { $name } вызвал сбой обработки, поэтому его нельзя обработать
 failure-tool-failed = { $tool } не смог обработать { $name }
+failure-office-unavailable = { $name } не преобразован: этот бот не умеет преобразовывать офисные файлы (Word, Excel, PowerPoint, OpenDocument); пришлите его в PDF
 failure-cancelled = { $name } отменён
 failure-no-such-page = в { $name } нет страницы { $page }: в нём { $pages ->
     [one] { $pages } страница
@@ -250,7 +251,7 @@ operation-info = info — страницы, размер, версия, шриф
 operation-rotate = rotate 90 — повернуть все страницы; rotate 180 2,4 — только страницы 2 и 4
 operation-decrypt = decrypt ПАРОЛЬ — открыть PDF с паролем и сохранить без пароля
 operation-ocr = ocr — добавить к скану слой текста для поиска; ocr rus+eng — на этих языках
-operation-topdf = topdf — картинка (JPEG, PNG, TIFF, WebP) в PDF
+operation-topdf = topdf — картинка (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) или офисный документ (Word, Excel, PowerPoint, OpenDocument, RTF) в PDF
 caption-not-understood = Я ничего не начал: { $problem }. Пришлите файл ещё раз с одной из этих подписей (или без подписи — тогда по умолчанию, см. /mode):
     { $operations }
 caption-names-nothing = в подписи нет операции
@@ -263,6 +264,7 @@ mode-now-default = Документы без подписи получают { $
 mode-set = Готово: документы без подписи здесь теперь получают { $operation }.
 mode-unknown = «{ $word }» не может быть по умолчанию. Выберите одно из: { $modes }.
 takes-a-pdf = PDF
+takes-what-topdf-takes = картинку (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) или офисный документ (Word, Excel, PowerPoint, OpenDocument, RTF)
 wrong-format = { $operation } принимает { $takes }; а это { $found }
 wrong-format-send-topdf = { $operation } принимает { $takes }; а это { $found }: пришлите его с подписью topdf или без подписи
 wrong-format-send-caption = { $operation } принимает { $takes }; а это { $found }: пришлите его с подписью, например optimize или shrink

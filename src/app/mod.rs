@@ -25,7 +25,6 @@ use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
-use crate::operations::Availability;
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::budget::Budget;
 use crate::pipeline::memory::MemoryBudget;
@@ -326,14 +325,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         }
     };
 
-    for tool in config.processing.tools() {
-        match tool.availability() {
-            Availability::Available(path) => {
-                info!(operation = %tool.name, program = %path.display(), "external operation available")
-            }
-            Availability::Unavailable(why) => warn!(operation = %tool.name, "{why}"),
-        }
-    }
+    crate::operations::announce_programs(&config.processing.tools(), &config.processing.soffice);
     crate::operations::confine::announce();
     let webhook = match config.telegram.mode {
         UpdateMode::Polling => None,

@@ -52,6 +52,10 @@ pub struct ProcessingConfig {
     /// `default_operation`: what a document sent without a caption gets, in a chat that chose
     /// none with `/mode`; one of the operations without arguments. Default: "optimize".
     pub default_operation: String,
+    /// `soffice`: LibreOffice's program, which `topdf` converts office documents with: a path,
+    /// or a name looked up in `PATH`. Without it, office files are refused with a reason.
+    /// Default: "soffice".
+    pub soffice: String,
 }
 
 impl Default for ProcessingConfig {
@@ -65,6 +69,7 @@ impl Default for ProcessingConfig {
             jpeg_quality: ShrinkSettings::default().jpeg_quality,
             external: BTreeMap::new(),
             default_operation: crate::operations::OPTIMIZE.to_owned(),
+            soffice: crate::operations::office::DEFAULT_PROGRAM.to_owned(),
         }
     }
 }

@@ -35,6 +35,7 @@ impl PipelineSettings {
             shrink: ShrinkSettings::from(&config.processing),
             program,
             tools: config.processing.tools(),
+            office: crate::operations::Office::available(&config.processing.soffice),
             default_operation: config.processing.default_operation(),
         }
     }

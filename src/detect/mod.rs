@@ -31,17 +31,20 @@
 //! `kinds.rs`, the table of every format docket names (MIME type, stored label, words for
 //! people); `signatures.rs`, infer's verdict mapped into that table and the signatures infer
 //! lacks; `containers.rs`, ZIP and OLE files told apart by their entries (OpenDocument, Office);
-//! `text.rs`, HTML, SVG and plain text recognised by their text.
+//! `text.rs`, HTML, SVG and plain text recognised by their text; `declared.rs`, the format a
+//! declared name or MIME type claims, a hint for choosing before the content is there.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+pub use self::declared::declared_label;
 use self::kinds::{Kind, fallback_label, kind_by_mime};
 use self::signatures::{detect_extra_signature, from_infer};
 use self::text::detect_text;
 
 mod containers;
+mod declared;
 mod kinds;
 mod signatures;
 mod text;

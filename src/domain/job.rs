@@ -288,6 +288,8 @@ pub enum FailureReason {
     },
     /// `decrypt` was given a password that does not open the document.
     WrongPassword,
+    /// `topdf` of an office document, on a host without LibreOffice.
+    OfficeUnavailable,
 }
 
 #[cfg(test)]

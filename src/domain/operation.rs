@@ -50,8 +50,9 @@ pub enum Operation {
         /// Tesseract languages (`rus+eng`); `None`: the person's language.
         languages: Option<Languages>,
     },
-    /// A picture (JPEG, PNG, TIFF, WebP, GIF, HEIF/HEIC, AVIF) as a one-page-per-image PDF.
-    ImageToPdf,
+    /// A picture (JPEG, PNG, TIFF, WebP, GIF, HEIF/HEIC, AVIF) as a one-page-per-image PDF, or an
+    /// office document (Word, Excel, PowerPoint, OpenDocument, RTF) converted by LibreOffice.
+    ToPdf,
 }
 
 /// What an operation gives back.
@@ -95,7 +96,7 @@ impl Operation {
             Self::Rotate { .. } => "rotate",
             Self::Decrypt { .. } => "decrypt",
             Self::Ocr { .. } => "ocr",
-            Self::ImageToPdf => "topdf",
+            Self::ToPdf => "topdf",
         }
     }
 
@@ -104,7 +105,7 @@ impl Operation {
     /// gives the operation back (for a decrypt, with an empty password).
     pub fn arguments(&self) -> String {
         match self {
-            Self::Optimize | Self::Shrink | Self::Text | Self::Info | Self::ImageToPdf | Self::Decrypt { .. } => {
+            Self::Optimize | Self::Shrink | Self::Text | Self::Info | Self::ToPdf | Self::Decrypt { .. } => {
                 String::new()
             }
             Self::Split { ranges } => ranges.as_ref().map(ToString::to_string).unwrap_or_default(),
@@ -128,7 +129,10 @@ impl Operation {
     /// The formats it takes, as detected (labels of the detection table: `pdf`, `jpeg`, …).
     pub const fn accepts(&self) -> &'static [&'static str] {
         match self {
-            Self::ImageToPdf => &["jpeg", "png", "tiff", "webp", "gif", "heif", "avif"],
+            Self::ToPdf => &[
+                "jpeg", "png", "tiff", "webp", "gif", "heif", "avif", "doc", "docx", "odt", "rtf", "xls", "xlsx",
+                "ods", "ppt", "pptx", "odp",
+            ],
             _ => &["pdf"],
         }
     }
@@ -153,7 +157,7 @@ impl Operation {
             "shrink" => no_arguments(Self::Shrink),
             "text" => no_arguments(Self::Text),
             "info" => no_arguments(Self::Info),
-            "topdf" => no_arguments(Self::ImageToPdf),
+            "topdf" => no_arguments(Self::ToPdf),
             "split" => match rest.as_slice() {
                 [] => Ok(Self::Split { ranges: None }),
                 [ranges] => Ok(Self::Split { ranges: Some(ranges.parse().map_err(|p| bad("split", p))?) }),
@@ -495,7 +499,7 @@ mod tests {
         assert_eq!(parse("text").output(), Output::Text);
         assert_eq!(parse("info").output(), Output::Message);
         assert_eq!(parse("split").output(), Output::Zip);
-        assert_eq!(parse("topdf"), Operation::ImageToPdf);
+        assert_eq!(parse("topdf"), Operation::ToPdf);
     }
 
     #[test]

@@ -679,7 +679,7 @@ impl Intake {
     }
 
     /// The operation a document asks for: its caption's first word (the bot's own @mentions left
-    /// out) with its arguments; without one, an image becomes a PDF, and anything else gets the
+    /// out) with its arguments; without one, an image or an office document becomes a PDF, and anything else gets the
     /// chat's `/mode` or the bot's default; with whether the caption named it. `Err`: what is
     /// wrong with the caption.
     async fn operation_of(
@@ -711,8 +711,8 @@ impl Intake {
                 parsed => parsed.map(|operation| (operation, true)).map_err(|e| texts::caption_problem(lang, &e)),
             });
         }
-        if declares_an_image(facts) {
-            return Ok(Ok((Operation::ImageToPdf, false)));
+        if declares_what_topdf_takes(facts) {
+            return Ok(Ok((Operation::ToPdf, false)));
         }
         Ok(Ok((tx.chat_mode(chat).await?.unwrap_or_else(|| settings.default_operation.clone()), false)))
     }
@@ -913,19 +913,11 @@ fn operation_words(caption: &str, me: Me<'_>) -> String {
         .join(" ")
 }
 
-/// Whether the document says it is an image (by MIME type or name): sent without a caption, it
-/// becomes a PDF. Only a claim; processing checks the content, and refuses what is not an image.
-fn declares_an_image(facts: &DocumentFacts) -> bool {
-    const IMAGE_EXTENSIONS: [&str; 6] = ["jpg", "jpeg", "png", "tif", "tiff", "webp"];
-    let by_mime = facts.mime.as_deref().is_some_and(|m| {
-        ["image/jpeg", "image/png", "image/tiff", "image/webp"].contains(&m.to_ascii_lowercase().as_str())
-    });
-    let by_name = facts
-        .name
-        .as_deref()
-        .and_then(|n| n.rsplit_once('.'))
-        .is_some_and(|(_, ext)| IMAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()));
-    by_mime || by_name
+/// Whether the declared name or MIME type says the file is one `topdf` takes (a picture or an
+/// office document). A hint: processing goes by the content (see `pipeline::process`).
+fn declares_what_topdf_takes(facts: &DocumentFacts) -> bool {
+    crate::detect::declared_label(facts.name.as_deref(), facts.mime.as_deref())
+        .is_some_and(|label| Operation::ToPdf.accepts().contains(&label))
 }
 
 /// The bot itself, as messages may name it.

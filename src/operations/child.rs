@@ -26,16 +26,20 @@ use crate::pdf::{self, PdfError};
 /// work of its process.
 pub fn run_here(request: &Request) -> Report {
     let parent = parent();
-    if let Err(e) = apply_limits(&request.limits, matches!(request.work, Work::Builtin(_))) {
+    if let Err(e) = apply_limits(&request.limits, !request.work.starts_programs()) {
         return Report::Failed { failure: Failure::LimitsRefused, detail: format!("setting the limits: {e}") };
     }
     // Before any other thread starts (each inherits it from the thread that starts it) and
     // before a byte of the input is read.
     let extra = match &request.work {
         Work::Tool(tool) => tool.reach.as_slice(),
-        Work::Builtin(_) => &[],
+        Work::Builtin(_) | Work::Office(_) => &[],
     };
-    if let Err(e) = confine(&Reach::of(&request.input, &request.output, extra)) {
+    let mut reach = Reach::of(&request.input, &request.output, extra);
+    if let Work::Office(_) = &request.work {
+        reach = reach.with_sockets_in(super::office::SOCKET_FOLDERS);
+    }
+    if let Err(e) = confine(&reach) {
         return Report::Failed { failure: Failure::LimitsRefused, detail: format!("confining the run: {e}") };
     }
     match &request.work {
@@ -64,6 +68,15 @@ pub fn run_here(request: &Request) -> Report {
             let args = expand(&tool.command, &request.input, &request.output, &request.lang, request.limits.threads);
             run_tool(&args, &request.output, &request.limits, parent)
         }
+        Work::Office(office) => {
+            let label = match crate::detect::detect_path(&request.input) {
+                Ok(format) => format.label().to_owned(),
+                Err(e) => return Report::Failed { failure: Failure::Io, detail: format!("reading the input: {e}") },
+            };
+            super::office::convert(office, &request.input, &label, &request.output, |args| {
+                run_to_end(args, &request.limits, parent)
+            })
+        }
     }
 }
 
@@ -84,12 +97,33 @@ fn pdf_failure(error: PdfError) -> Report {
     Report::Failed { failure, detail }
 }
 
-/// Runs an external program (`args[0]` with the rest) to completion. Its stdout goes to this
-/// process's stderr: stdout carries the report alone.
+/// Runs an external program (`args[0]` with the rest) to completion, and checks that it wrote
+/// a result at `output`.
 fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits, parent: Option<u32>) -> Report {
+    let name = args.first().map(|program| Path::new(program).display().to_string()).unwrap_or_default();
+    if let Err(report) = run_to_end(args, limits, parent) {
+        return report;
+    }
+    match std::fs::metadata(output) {
+        Ok(meta) if meta.len() > 0 => {
+            Report::Done { output_bytes: meta.len(), pages: None, peak_rss_bytes: peak_rss() }
+        }
+        Ok(_) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote an empty result") },
+        Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote no result: {e}") },
+    }
+}
+
+/// Runs a program (`args[0]` with the rest) until it ends, while the service lives. Its stdout
+/// goes to this process's stderr: stdout carries the report alone. `Ok`: it ended well (its
+/// status, for messages); `Err`: the report of how it did not.
+fn run_to_end(
+    args: &[std::ffi::OsString],
+    limits: &Limits,
+    parent: Option<u32>,
+) -> Result<std::process::ExitStatus, Report> {
     use std::os::unix::process::ExitStatusExt;
     let Some((program, rest)) = args.split_first() else {
-        return Report::Failed { failure: Failure::ToolFailed, detail: "the command is empty".into() };
+        return Err(Report::Failed { failure: Failure::ToolFailed, detail: "the command is empty".into() });
     };
     let status = std::process::Command::new(program)
         .args(rest)
@@ -99,19 +133,15 @@ fn run_tool(args: &[std::ffi::OsString], output: &Path, limits: &Limits, parent:
         .and_then(|mut tool| wait_while_parent_lives(&mut tool, parent));
     let name = Path::new(program).display();
     match status {
-        Ok(status) if status.success() => match std::fs::metadata(output) {
-            Ok(meta) if meta.len() > 0 => {
-                Report::Done { output_bytes: meta.len(), pages: None, peak_rss_bytes: peak_rss() }
-            }
-            Ok(_) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote an empty result") },
-            Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} wrote no result: {e}") },
-        },
-        Ok(status) if status.signal() == Some(super::contained::SIGXFSZ) => Report::Failed {
+        Ok(status) if status.success() => Ok(status),
+        Ok(status) if status.signal() == Some(super::contained::SIGXFSZ) => Err(Report::Failed {
             failure: Failure::FileTooBig { limit: limits.max_file },
             detail: format!("{name} was stopped for writing a file over {} bytes", limits.max_file),
-        },
-        Ok(status) => Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} ended with {status}") },
-        Err(e) => Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") },
+        }),
+        Ok(status) => {
+            Err(Report::Failed { failure: Failure::ToolFailed, detail: format!("{name} ended with {status}") })
+        }
+        Err(e) => Err(Report::Failed { failure: Failure::ToolFailed, detail: format!("starting {name}: {e}") }),
     }
 }
 

@@ -5,7 +5,8 @@
 //! - Files: the input may be read; the output's folder (`work/<ticket>/`, where the run's
 //!   temporary folder is too) may be read and written; the system's programs, libraries, fonts
 //!   and language data ([`SYSTEM`]) may be read and run; a few devices and `/dev/shm` (Python's
-//!   process pools need it) may be used; a tool's own `reach` paths may be read and written.
+//!   process pools need it) may be used; a tool's own `reach` paths may be read and written;
+//!   LibreOffice may make (and remove) its single-instance socket in `/tmp`, and nothing more there.
 //!   Everything else is out of reach: the database file, the credentials directory with the
 //!   token, the configuration, other jobs' files, other processes' `/proc` entries (and so the
 //!   service's environment), PostgreSQL's Unix socket.
@@ -30,6 +31,7 @@ pub const SYSTEM: &[&str] = &[
     "/sys",
     "/etc/alternatives",
     "/etc/fonts",
+    "/var/cache/fontconfig",
     "/etc/ghostscript",
     "/etc/group",
     "/etc/ImageMagick-6",
@@ -38,12 +40,16 @@ pub const SYSTEM: &[&str] = &[
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
     "/etc/libreoffice",
+    "/etc/locale.alias",
     "/etc/localtime",
     "/etc/magic",
     "/etc/mime.types",
     "/etc/nsswitch.conf",
     "/etc/papersize",
     "/etc/passwd",
+    // Debian's LibreOffice keeps its bundled extensions here, linked from /usr/lib/libreoffice.
+    "/var/lib/libreoffice",
+    "/var/spool/libreoffice",
 ];
 
 /// Devices a program may read and write.
@@ -58,13 +64,23 @@ pub struct Reach {
     pub output_dir: PathBuf,
     /// Read and write, besides: a tool's `reach`.
     pub extra: Vec<PathBuf>,
+    /// Folders where the run may create and remove Unix sockets, and do nothing else:
+    /// LibreOffice's single-instance socket, which it makes in `/tmp` whatever `TMPDIR` says
+    /// ([`super::office::SOCKET_FOLDERS`]).
+    pub sockets: Vec<PathBuf>,
 }
 
 impl Reach {
     /// What a run of `input` into `output` may reach, with a tool's `extra` paths.
     pub fn of(input: &Path, output: &Path, extra: &[PathBuf]) -> Self {
         let output_dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
-        Self { input: input.to_owned(), output_dir, extra: extra.to_vec() }
+        Self { input: input.to_owned(), output_dir, extra: extra.to_vec(), sockets: Vec::new() }
+    }
+
+    /// This reach, where the run may also make Unix sockets in `folders`.
+    #[must_use]
+    pub fn with_sockets_in(self, folders: &[&str]) -> Self {
+        Self { sockets: folders.iter().map(PathBuf::from).collect(), ..self }
     }
 }
 
@@ -104,7 +120,8 @@ pub fn confine(reach: &Reach) -> Result<Confinement, landlock::RulesetError> {
         .add_rules(path_beneath_rules(["/proc/self"], AccessFs::ReadFile | AccessFs::ReadDir))?
         .add_rules(path_beneath_rules([&reach.input], AccessFs::ReadFile))?
         .add_rules(path_beneath_rules([&reach.output_dir], all))?
-        .add_rules(path_beneath_rules(&reach.extra, all))?;
+        .add_rules(path_beneath_rules(&reach.extra, all))?
+        .add_rules(path_beneath_rules(&reach.sockets, AccessFs::MakeSock | AccessFs::RemoveFile))?;
     Ok(match ruleset.restrict_self()?.ruleset {
         RulesetStatus::FullyEnforced => Confinement::Full,
         RulesetStatus::PartiallyEnforced => Confinement::Partial,
@@ -122,7 +139,7 @@ pub fn confine(_reach: &Reach) -> Result<Confinement, std::io::Error> {
 /// confinement is per thread until it starts processes, and dies with it).
 pub fn probe() -> Confinement {
     let scratch = std::env::temp_dir();
-    let reach = Reach { input: scratch.clone(), output_dir: scratch, extra: Vec::new() };
+    let reach = Reach { input: scratch.clone(), output_dir: scratch, extra: Vec::new(), sockets: Vec::new() };
     std::thread::spawn(move || confine(&reach).unwrap_or(Confinement::None)).join().unwrap_or(Confinement::None)
 }
 

@@ -22,6 +22,7 @@ pub mod child;
 pub mod confine;
 pub mod contained;
 pub mod external;
+pub mod office;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ pub use crate::pdf::ShrinkSettings;
 
 pub use contained::{Outcome, run_contained};
 pub use external::{Availability, ExternalTool};
+pub use office::Office;
 
 /// The name of the operation that runs when none is asked for.
 pub const OPTIMIZE: &str = "optimize";
@@ -89,6 +91,26 @@ pub fn this_binary() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("docket"))
 }
 
+/// Says once, at start, which programs operations can run here: each external tool, and
+/// LibreOffice for office documents (`soffice`: `[processing] soffice`), with a hint for an
+/// admin when one is missing.
+pub fn announce_programs(tools: &[ExternalTool], soffice: &str) {
+    for tool in tools {
+        match tool.availability() {
+            Availability::Available(path) => {
+                tracing::info!(operation = %tool.name, program = %path.display(), "external operation available")
+            }
+            Availability::Unavailable(why) => tracing::warn!(operation = %tool.name, "{why}"),
+        }
+    }
+    match Office::find(soffice) {
+        Availability::Available(path) => {
+            tracing::info!(program = %path.display(), "office conversion available: topdf turns office documents into PDFs")
+        }
+        Availability::Unavailable(why) => tracing::warn!("{why}"),
+    }
+}
+
 /// What a contained run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {
@@ -96,6 +118,8 @@ pub enum Work {
     Builtin(Operation),
     /// Run an external program on the input.
     Tool(ExternalTool),
+    /// `topdf` of an office document: LibreOffice converts it ([`office`]).
+    Office(Office),
 }
 
 impl Work {
@@ -104,7 +128,33 @@ impl Work {
         match self {
             Self::Builtin(operation) => operation.name(),
             Self::Tool(tool) => &tool.name,
+            Self::Office(_) => Operation::ToPdf.name(),
         }
+    }
+
+    /// The work that does this on content of `label`: `topdf` of an office document is
+    /// LibreOffice's (`office`, when installed). `None`: it needs LibreOffice, and there is none.
+    #[must_use]
+    pub fn for_content(self, label: &str, office: Option<&Office>) -> Option<Self> {
+        match self {
+            Self::Builtin(Operation::ToPdf) if office::takes(label) => office.cloned().map(Self::Office),
+            work => Some(work),
+        }
+    }
+
+    /// The program a person is told could not process their file: an external tool's name,
+    /// LibreOffice, or the operation's.
+    pub fn program_name(&self) -> &str {
+        match self {
+            Self::Office(_) => "LibreOffice",
+            other => other.name(),
+        }
+    }
+
+    /// Whether the run starts programs of its own, which outlive a child killed by the kernel:
+    /// its child then watches the service instead (see [`child`]).
+    pub fn starts_programs(&self) -> bool {
+        !matches!(self, Self::Builtin(_))
     }
 
     /// Peak resident memory per byte of input, at worst (what the memory budget reserves).
@@ -112,6 +162,7 @@ impl Work {
         match self {
             Self::Builtin(operation) => builtin_memory_factor(operation),
             Self::Tool(tool) => tool.memory_factor,
+            Self::Office(_) => office::OFFICE_MEMORY_FACTOR,
         }
     }
 
@@ -126,7 +177,7 @@ impl Work {
     /// The limits of a run of this operation: a tool's own where it sets them, else `defaults`.
     pub fn limits(&self, defaults: Limits) -> Limits {
         match self {
-            Self::Builtin(_) => defaults,
+            Self::Builtin(_) | Self::Office(_) => defaults,
             Self::Tool(tool) => Limits {
                 memory: tool.memory_limit.unwrap_or(defaults.memory),
                 timeout: tool.timeout.unwrap_or(defaults.timeout),
@@ -140,7 +191,7 @@ impl Work {
 fn base_address_space(work: &Work) -> u64 {
     match work {
         Work::Builtin(_) => CHILD_BASE_ADDRESS_SPACE,
-        Work::Tool(_) => TOOL_BASE_ADDRESS_SPACE,
+        Work::Tool(_) | Work::Office(_) => TOOL_BASE_ADDRESS_SPACE,
     }
 }
 
@@ -148,7 +199,7 @@ fn base_address_space(work: &Work) -> u64 {
 fn builtin_memory_factor(operation: &Operation) -> f64 {
     match operation {
         Operation::Shrink => SHRINK_MEMORY_FACTOR,
-        Operation::ImageToPdf => TOPDF_MEMORY_FACTOR,
+        Operation::ToPdf => TOPDF_MEMORY_FACTOR,
         _ => OPTIMIZE_MEMORY_FACTOR,
     }
 }
@@ -252,6 +303,9 @@ impl Request {
             "--texts-lang".into(),
             self.texts_lang.code().into(),
         ]);
+        if let Work::Office(office) = &self.work {
+            args.extend(["--office".into(), office.program.clone().into_os_string()]);
+        }
         if let Work::Tool(tool) = &self.work {
             for path in &tool.reach {
                 args.extend(["--reach".into(), path.clone().into_os_string()]);
@@ -298,7 +352,7 @@ impl Failure {
             Self::WrongPassword => FailureReason::WrongPassword,
             Self::Unreadable => FailureReason::Unreadable,
             Self::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit: *limit },
-            Self::ToolFailed => FailureReason::ToolFailed { tool: work.name().to_owned() },
+            Self::ToolFailed => FailureReason::ToolFailed { tool: work.program_name().to_owned() },
             // What the limit was made of decides the reason (`pipeline::process`).
             Self::FileTooBig { .. } => return None,
             Self::Io | Self::LimitsRefused => return None,

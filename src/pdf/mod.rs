@@ -142,7 +142,7 @@ pub fn run(operation: &Operation, input: &Path, output: &Path, settings: &Settin
     match operation {
         Operation::Optimize => optimize(input, output, max_inflate).map(Produced::from),
         Operation::Shrink => shrink::shrink(input, output, settings).map(Produced::from),
-        Operation::ImageToPdf => images::to_pdf(input, output, settings).map(Produced::from),
+        Operation::ToPdf => images::to_pdf(input, output, settings).map(Produced::from),
         Operation::Split { ranges } => split::split(input, output, ranges.as_ref(), max_inflate),
         Operation::Pages { ranges } => split::pages(input, output, ranges, max_inflate),
         Operation::Text => text::text(input, output, max_inflate, settings.lang),

@@ -133,6 +133,9 @@ pub struct PipelineSettings {
     /// The operations backed by external programs (`[processing.external.<name>]`): `ocr` runs
     /// the one named `ocr`.
     pub tools: Vec<crate::operations::ExternalTool>,
+    /// LibreOffice, when `[processing] soffice` found it: what `topdf` converts office
+    /// documents with.
+    pub office: Option<crate::operations::Office>,
     /// What a document sent without a caption gets in a chat without a `/mode`
     /// (`[processing] default_operation`): a run whose declared type lied switches to it when
     /// its content is a PDF.

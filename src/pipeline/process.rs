@@ -86,6 +86,12 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
             format!("declared {:?}, content is {}", job.submission.declared_mime, format.label()),
         ));
     }
+    let Some(work) = work.for_content(format.label(), deps.settings.get().office.as_ref()) else {
+        return Err(StageError::fail(
+            FailureReason::OfficeUnavailable,
+            format!("{} needs LibreOffice, which [processing] soffice did not find on this host", format.label()),
+        ));
+    };
     if matches!(operation, Operation::Decrypt { .. }) {
         delete_the_password_message(deps, job).await;
     }
@@ -155,8 +161,8 @@ async fn fitting_default(
     if !job.submission.chosen_by_default {
         return Ok(None);
     }
-    let fitting = if Operation::ImageToPdf.accepts().contains(&format.label()) {
-        Operation::ImageToPdf
+    let fitting = if Operation::ToPdf.accepts().contains(&format.label()) {
+        Operation::ToPdf
     } else {
         let mode = deps
             .store
@@ -467,8 +473,8 @@ impl DiskBounds {
         limits.disk = room.map_or(configured, |room| room.min(configured));
         limits.max_file = match work {
             Work::Builtin(_) => upload_limit.min(limits.disk),
-            // A tool's intermediate files may well be larger than its result.
-            Work::Tool(_) => limits.disk,
+            // A program's intermediate files may well be larger than its result.
+            Work::Tool(_) | Work::Office(_) => limits.disk,
         };
         Self { limits, upload_limit, short_of_space: limits.disk < configured }
     }

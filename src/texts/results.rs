@@ -114,6 +114,7 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
             render(lang, "failure-no-such-page", &[name, n("page", u64::from(*page)), n("pages", u64::from(*pages))])
         }
         FailureReason::WrongPassword => render(lang, "failure-wrong-password", &[name]),
+        FailureReason::OfficeUnavailable => render(lang, "failure-office-unavailable", &[name]),
     }
 }
 
@@ -122,9 +123,10 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
 pub fn wrong_format(lang: Lang, operation: &str, accepts: &[&str], found: &str, found_label: &str) -> String {
     let takes = match accepts {
         ["pdf"] => plain(lang, "takes-a-pdf"),
+        labels if labels == crate::domain::Operation::ToPdf.accepts() => plain(lang, "takes-what-topdf-takes"),
         labels => labels.join(", "),
     };
-    let id = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+    let id = if crate::domain::Operation::ToPdf.accepts().contains(&found_label) {
         "wrong-format-send-topdf"
     } else if found_label == "pdf" {
         "wrong-format-send-caption"
@@ -168,7 +170,7 @@ pub fn ocr_not_set_up(lang: Lang) -> String {
 
 /// After "X is not a PDF (…)": that the operation takes only PDFs, and what to send instead.
 pub fn pdf_only(lang: Lang, operation: &str, found_label: &str) -> String {
-    let id = if crate::domain::Operation::ImageToPdf.accepts().contains(&found_label) {
+    let id = if crate::domain::Operation::ToPdf.accepts().contains(&found_label) {
         "pdf-only-send-topdf"
     } else {
         "pdf-only"

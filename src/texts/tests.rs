@@ -133,6 +133,7 @@ fn every_text(lang: Lang) -> Vec<String> {
         FailureReason::NoSuchPage { page: 25, pages: 20 },
         FailureReason::NoSuchPage { page: 3, pages: 1 },
         FailureReason::WrongPassword,
+        FailureReason::OfficeUnavailable,
         FailureReason::WrongFormat {
             operation: "split".into(),
             accepts: vec!["pdf".into()],

@@ -31,6 +31,8 @@ fn check_config_accepts_the_documented_example() {
     // The effective settings, including the sections added later.
     assert!(shown.contains("\n[outbox]\nsenders = 4\nglobal_per_second = 25\nprivate_interval = \"1s\"\n"), "{shown}");
     assert!(shown.contains("\n[budget]\nbytes = "), "{shown}");
+    // Whether office documents can be converted here (CI installs LibreOffice).
+    assert!(shown.contains("\n# office conversion (topdf): available, LibreOffice at /"), "{shown}");
 
     // Every key appears in its section: set, or `# key = (not set)` when optional and unset.
     let shown_keys = keys_in(&shown);
@@ -78,6 +80,21 @@ fn keys_in(text: &str) -> Vec<(String, String)> {
         }
     }
     keys
+}
+
+#[test]
+fn check_config_says_when_office_documents_cannot_be_converted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docket.toml");
+    std::fs::write(&path, "[processing]\nsoffice = \"/opt/none/soffice\"\n").expect("write");
+    let out = child::output(&["check-config"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("\n# office files cannot be converted: LibreOffice's \"/opt/none/soffice\" is not installed"),
+        "{shown}"
+    );
+    assert!(shown.contains("libreoffice-writer-nogui"), "the hint names the packages: {shown}");
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod e2e;
 mod groups;
 mod languages;
 mod nodes;
+mod office;
 mod operations_choice;
 mod operations_lossy;
 mod operations_pages;

@@ -122,7 +122,7 @@ async fn mode_sets_the_chats_default_and_an_image_becomes_a_pdf(backend: Backend
     // An image sent without a caption becomes a PDF, whatever the chat's default.
     app.send_document(520, fixture("other/red-8x8.png"), "red.png", "image/png");
     let image = app.wait_for_job(Ticket(3), |j| j.state.is_terminal()).await;
-    assert_eq!(image.submission.operation, Operation::ImageToPdf);
+    assert_eq!(image.submission.operation, Operation::ToPdf);
 }
 
 async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
@@ -149,7 +149,7 @@ async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
     let notice = app.fake.wait_for_call("sendMessage", says(531, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
-        "#2 failed: a.pdf was not processed: topdf takes jpeg, png, tiff, webp, gif, heif, avif; this is a PDF document: send it \
+        "#2 failed: a.pdf was not processed: topdf takes a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF); this is a PDF document: send it \
          with a caption such as optimize or shrink."
     );
 }
@@ -427,12 +427,12 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
     // An image declared as a PDF becomes a PDF, as an image without a caption does.
     app.send_document(583, fixture("other/red-8x8.png"), "report.pdf", "application/pdf");
     let job = app.wait_for_job(Ticket(4), |j| j.state.is_terminal()).await;
-    assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::ImageToPdf), "{job:#?}");
+    assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::ToPdf), "{job:#?}");
     // A caption is a choice: a PDF sent as an image with the caption topdf is refused as one.
     app.send_document_with_caption(584, fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg", Some("topdf"), "en");
     let notice = app.fake.wait_for_call("sendMessage", says(584, "failed"), DEADLINE).await;
     assert!(
-        text_of(&notice).ends_with("topdf takes jpeg, png, tiff, webp, gif, heif, avif; this is a PDF document: send it with a caption such as optimize or shrink."),
+        text_of(&notice).ends_with("topdf takes a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF); this is a PDF document: send it with a caption such as optimize or shrink."),
         "{}",
         text_of(&notice)
     );
@@ -537,7 +537,7 @@ async fn a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs(backend: Backend
         app.send_document(chat, bytes, name, mime);
         let job = app.wait_for_job(Ticket(ticket as i64 + 1), |j| j.state.is_terminal()).await;
         assert_eq!(job.state, JobState::Ready, "{name}: {:?}", job.error);
-        assert_eq!(job.submission.operation, Operation::ImageToPdf, "{name}");
+        assert_eq!(job.submission.operation, Operation::ToPdf, "{name}");
         let sent =
             app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(chat), DEADLINE).await;
         let upload = sent.upload.expect("the PDF is uploaded");

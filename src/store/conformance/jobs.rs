@@ -623,7 +623,7 @@ async fn an_operation_keeps_its_arguments_and_a_password_only_until_the_job_ends
 
 async fn only_a_default_operation_switches_and_only_to_one_the_ticket_has_not_run(store: Store) {
     use crate::domain::Operation;
-    let by_default = Submission { operation: Operation::ImageToPdf, chosen_by_default: true, ..new_job(CHAT, 1) };
+    let by_default = Submission { operation: Operation::ToPdf, chosen_by_default: true, ..new_job(CHAT, 1) };
     let ticket = insert(&store, &by_default, T0).await;
     assert!(job(&store, ticket).await.submission.chosen_by_default, "the choice is kept");
     let (claimed, lease) = claim(&store, Stage::Download, "downloader", T0).await;
