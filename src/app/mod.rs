@@ -518,6 +518,8 @@ fn intake_settings(
         upload_limit: config.upload_limit(),
         result_ttl: config.retention.result_ttl,
         largest_source: budget.largest_source(),
+        budget_multiplier: config.budget.multiplier,
+        dead_after: config.node.dead_after,
         per_chat_queued: config.limits.per_chat_queued,
         budget_bytes: config.budget.bytes,
         invites,

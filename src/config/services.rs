@@ -36,6 +36,7 @@ impl PipelineSettings {
             program,
             tools: config.processing.tools(),
             office: crate::operations::Office::available(&config.processing.soffice),
+            dead_after: config.node.dead_after,
             default_operation: config.processing.default_operation(),
         }
     }

@@ -23,7 +23,9 @@ use tracing::{debug, info, warn};
 pub use crate::domain::incoming::{
     Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin, UnusableKind,
 };
-use crate::domain::{BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, UpdateId};
+use crate::domain::{
+    BotId, ChatRef, IdempotencyKey, JobState, MessageKind, Operation, SharedClock, Ticket, Timestamp, UpdateId,
+};
 use crate::domain::{Button, FailureReason, Job, NewMessage, Password, Submission};
 use crate::sealing::SealingKey;
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
@@ -135,8 +137,13 @@ pub struct IntakeSettings {
     pub upload_limit: u64,
     /// How long results are kept.
     pub result_ttl: Duration,
-    /// The largest file the byte budget can ever hold (with its intermediate output).
+    /// The largest file this host's byte budget can ever hold (with its intermediate output).
     pub largest_source: u64,
+    /// `[budget] multiplier`: bytes a host reserves per byte of source, to judge another live
+    /// host's budget (a file too big for this host may fit another's).
+    pub budget_multiplier: f64,
+    /// `[node] dead_after`: a host silent for longer is not counted on.
+    pub dead_after: Duration,
     /// How many of one chat's jobs may wait in `accepted` (not downloading yet).
     pub per_chat_queued: u64,
     /// `[budget] bytes`, for `/stats`.
@@ -487,10 +494,13 @@ impl Intake {
             return Ok(Recorded::RefusedTooBig);
         }
         if let Some(size) = facts.size.filter(|s| *s > self.settings.get().largest_source) {
-            let text = texts::too_big_for_budget(lang, &name, size, self.settings.get().largest_source);
-            self.reply(tx, update_id, origin, text).await?;
-            info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the whole byte budget");
-            return Ok(Recorded::RefusedTooBig);
+            let largest = self.largest_source_anywhere(tx, now).await?;
+            if size > largest {
+                let text = texts::too_big_for_budget(lang, &name, size, largest);
+                self.reply(tx, update_id, origin, text).await?;
+                info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the byte budget of every live host");
+                return Ok(Recorded::RefusedTooBig);
+            }
         }
         let (operation, explicit) = match self.operation_of(tx, origin.chat, &facts).await? {
             Ok(chosen) => chosen,
@@ -715,6 +725,15 @@ impl Intake {
             return Ok(Ok((Operation::ToPdf, false)));
         }
         Ok(Ok((tx.chat_mode(chat).await?.unwrap_or_else(|| settings.default_operation.clone()), false)))
+    }
+
+    /// The largest file a host alive at `now` can hold: this one's largest, or more where
+    /// another live host's byte budget is larger (several hosts on one database).
+    async fn largest_source_anywhere(&self, tx: &mut Tx, now: Timestamp) -> StoreResult<u64> {
+        let settings = self.settings.get();
+        let largest_budget = tx.largest_live_bytes_budget(now.minus(settings.dead_after)).await?.unwrap_or(0);
+        let elsewhere = crate::pipeline::budget::largest_source_of(largest_budget, settings.budget_multiplier);
+        Ok(settings.largest_source.max(elsewhere))
     }
 
     /// `/mode`: the chat's default operation; `/mode NAME` sets it.

@@ -60,6 +60,12 @@ pub struct Budget {
     freed: Arc<Notify>,
 }
 
+/// The largest source a budget of `capacity` bytes can ever hold when each byte of source needs
+/// `multiplier` bytes of room.
+pub fn largest_source_of(capacity: u64, multiplier: f64) -> u64 {
+    (capacity as f64 / multiplier.max(1.0)).floor() as u64
+}
+
 impl Budget {
     /// A budget of `capacity` bytes; `freed` is notified whenever room is released.
     pub fn new(capacity: u64, multiplier: f64, max_wait: Duration, freed: Arc<Notify>) -> Self {
@@ -95,7 +101,13 @@ impl Budget {
 
     /// The largest source that could ever fit.
     pub fn largest_source(&self) -> u64 {
-        (self.sizing().capacity as f64 / self.sizing().multiplier).floor() as u64
+        largest_source_of(self.sizing().capacity, self.sizing().multiplier)
+    }
+
+    /// The largest source a budget of `capacity` bytes could ever hold, at this budget's
+    /// multiplier (another host's budget, say).
+    pub fn largest_source_in(&self, capacity: u64) -> u64 {
+        largest_source_of(capacity, self.sizing().multiplier)
     }
 
     /// Bytes reserved now.

@@ -133,6 +133,9 @@ pub struct PipelineSettings {
     /// The operations backed by external programs (`[processing.external.<name>]`): `ocr` runs
     /// the one named `ocr`.
     pub tools: Vec<crate::operations::ExternalTool>,
+    /// How long a host may be silent before it counts as dead (`[node] dead_after`): a download
+    /// too big for this host is left to a live one whose budget holds it.
+    pub dead_after: Duration,
     /// LibreOffice, when `[processing] soffice` found it: what `topdf` converts office
     /// documents with.
     pub office: Option<crate::operations::Office>,
@@ -239,16 +242,22 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
     let _claiming = deps.budget.claim_lock.lock().await;
     let now = deps.clock.now();
     let limit = deps.settings.get().download_limit;
-    let head = loop {
+    // Whether the head of the queue is this host's to wait for: one too big for this host's
+    // budget that another live host's holds is left to that host.
+    let (head, ours) = loop {
         let Some(head) = deps.store.next_waiting_download(now).await? else { return Ok(None) };
         if !deps.budget.can_never_fit(&head) {
-            break head;
+            break (head, true);
         }
-        // The budget was lowered after the job was accepted: it would hold every other
-        // download back (through `max_wait`) forever.
         let size = deps.budget.assumed_size(&head, limit);
-        let reason = FailureReason::TooBig { size, limit: deps.budget.largest_source() };
-        let detail = format!("needs {} bytes, more than the whole budget", deps.budget.need(size));
+        let anywhere = largest_source_anywhere(deps, now).await?;
+        if size <= anywhere {
+            break (head, false);
+        }
+        // The budgets were lowered after the job was accepted: it would hold every other
+        // download back (through `max_wait`) forever.
+        let reason = FailureReason::TooBig { size, limit: anywhere };
+        let detail = format!("needs {} bytes, more than the whole budget of every live host", deps.budget.need(size));
         if !fail(deps, &head, None, reason, detail).await {
             // Someone else moved it; do not spin on it.
             return Ok(None);
@@ -266,12 +275,12 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
         );
         return Ok(None);
     }
-    if deps.budget.lacks_room_for(&head, limit) {
+    if ours && deps.budget.lacks_room_for(&head, limit) {
         // Before anyone waits for room, make sure the room is really taken: drop reservations
         // whose jobs hold no files any more, whatever path forgot them.
         reconcile_budget(deps, now).await?;
     }
-    if deps.budget.must_wait_for(&head, now, limit) {
+    if ours && deps.budget.must_wait_for(&head, now, limit) {
         // The head of the queue waited long enough: let the room it needs free up.
         tracing::debug!(ticket = %head.ticket, "holding new downloads back for a job waiting for room");
         return Ok(None);
@@ -286,6 +295,13 @@ async fn claim_download(deps: &PipelineDeps, owner: &str) -> crate::store::Store
         tokio::spawn(report_queue(deps.clone(), now));
     }
     Ok(job)
+}
+
+/// The largest source a host alive at `now` can hold: this host's largest, or more where another
+/// live host's byte budget is larger (by the heartbeats in the `nodes` table).
+async fn largest_source_anywhere(deps: &PipelineDeps, now: Timestamp) -> crate::store::StoreResult<u64> {
+    let largest = deps.store.largest_live_bytes_budget(now.minus(deps.settings.get().dead_after)).await?;
+    Ok(deps.budget.largest_source().max(deps.budget.largest_source_in(largest.unwrap_or(0))))
 }
 
 /// Drops the reservations of jobs that, by the store, hold no files of this machine. The caller

@@ -66,6 +66,11 @@ pub const HAND_BACK_JOBS: &str = "UPDATE jobs SET status = $5, local_path = NULL
       AND ($4 <> 'ready' OR (result_file_id IS NULL AND result_expires_at > $1))
     RETURNING id";
 
+/// The largest byte budget of the nodes alive at $1 (a heartbeat since then, not stopped, not
+/// draining); NULL when none is.
+pub const LARGEST_LIVE_BYTES_BUDGET: &str = "SELECT MAX(bytes_budget) FROM nodes
+    WHERE last_seen >= $1 AND stopped_at IS NULL AND drain_requested_at IS NULL";
+
 /// Every node, by name.
 pub const NODES: &str = "SELECT * FROM nodes ORDER BY name";
 
@@ -319,4 +324,27 @@ impl Store {
     pub async fn nodes(&self) -> StoreResult<Vec<Node>> {
         all(&mut self.acquire().await?.conn()).await
     }
+
+    /// The largest byte budget among the nodes that beat since `alive_since` and are neither
+    /// stopped nor draining; `None` when there are none.
+    pub async fn largest_live_bytes_budget(&self, alive_since: Timestamp) -> StoreResult<Option<u64>> {
+        largest_live_bytes_budget(&mut self.acquire().await?.conn(), alive_since).await
+    }
+}
+
+impl super::Tx {
+    /// [`Store::largest_live_bytes_budget`], in this transaction.
+    pub async fn largest_live_bytes_budget(&mut self, alive_since: Timestamp) -> StoreResult<Option<u64>> {
+        largest_live_bytes_budget(&mut self.conn(), alive_since).await
+    }
+}
+
+/// Runs [`LARGEST_LIVE_BYTES_BUDGET`].
+async fn largest_live_bytes_budget(c: &mut Conn<'_>, alive_since: Timestamp) -> StoreResult<Option<u64>> {
+    let largest: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(LARGEST_LIVE_BYTES_BUDGET)
+        .bind(alive_since.as_millis())
+        .fetch_one(c)
+        .await)
+    .context("finding the largest byte budget of the live hosts")?;
+    Ok(largest.map(|n| u64::try_from(n).unwrap_or(0)))
 }

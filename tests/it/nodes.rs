@@ -1,7 +1,8 @@
 //! Several hosts on one PostgreSQL database: each registers as a node with a heartbeat, the
 //! bot-wide roles (poller, janitor) show on the node that holds them and move when it dies or
-//! freezes, two live processes cannot share a node name, and three hosts share the work and take
-//! over a killed one's.
+//! freezes, two live processes cannot share a node name, three hosts share the work and take
+//! over a killed one's, and a document too big for one host's byte budget waits for a host whose
+//! budget holds it.
 
 #![cfg(feature = "postgres-tests")]
 
@@ -317,4 +318,65 @@ async fn a_host_whose_clock_is_off_from_the_databases_says_so() {
         }
         app.stop().await;
     }
+}
+
+/// Issue 29, point 10: a small host (the poller) takes in a document too big for its own byte
+/// budget but not for another live host's, neither refuses nor fails it, and does not hold its
+/// own downloads back for it; the big host, frozen meanwhile (its heartbeat still fresh), does it
+/// once it runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_too_big_for_one_hosts_budget_waits_for_a_host_whose_budget_holds_it() {
+    const BIG: &str = "pdf/text-20pages.pdf"; // 18 KB: needs 36 KB at the default multiplier of 2
+    let mut small = TestApp::create(Backend::Postgres, |c| {
+        c.node.name = docket::domain::NodeName::new("small");
+        c.node.dead_after = Duration::from_secs(120);
+        c.budget.bytes = 20_000;
+    })
+    .await;
+    small.start().await;
+    wait_for_roles(&small, &[("small", &["janitor", "poller"])]).await;
+    let docket::store::DatabaseUrl::Postgres(url) = &small.config.storage.database_url else { unreachable!() };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = format!(
+        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
+         [node]\nname = \"big\"\ndead_after = \"120s\"\n",
+        data = dir.path().join("data").display().to_string(),
+    );
+    let big = DocketProcess::new(dir, &toml, &small.fake);
+    big.start();
+    wait_for_roles(&small, &[("small", &["janitor", "poller"]), ("big", &[])]).await;
+    big.signal("STOP");
+
+    small.send_document(7_100, fixture(BIG), "big.pdf", "application/pdf");
+    small.send_document(7_101, fixture("pdf/text-1page.pdf"), "small.pdf", "application/pdf");
+    // The small file is behind the big one in the queue: the small host passed the big one to
+    // take it.
+    let job_named = async |name: &str| {
+        let jobs = small.store.jobs(&JobFilter { limit: 10, ..JobFilter::default() }).await.expect("jobs");
+        jobs.into_iter().find(|j| j.submission.declared_name.as_deref() == Some(name))
+    };
+    eventually(DEADLINE, async || match job_named("small.pdf").await {
+        Some(job) if job.state == JobState::Ready => Ok(()),
+        other => Err(format!("small.pdf: {other:?}")),
+    })
+    .await;
+    let waiting = job_named("big.pdf").await.expect("the big document was taken in, not refused");
+    assert_eq!(waiting.state, JobState::Accepted, "left for the big host: {waiting:?}");
+    assert!(
+        !small.fake.calls_to("sendMessage").iter().any(|c| c.params["chat_id"].as_i64() == Some(7_100)
+            && c.params["text"].as_str().is_some_and(|t| t.contains("failed") || t.contains("too big"))),
+        "the big document's sender was told nothing went wrong"
+    );
+
+    big.signal("CONT");
+    eventually(DEADLINE, async || match job_named("big.pdf").await {
+        Some(job) if job.state == JobState::Ready => Ok(()),
+        other => Err(format!("big.pdf: {other:?}")),
+    })
+    .await;
+    let done = job_named("big.pdf").await.expect("listed");
+    assert_eq!(done.node.as_ref().map(|n| n.as_str()), Some("big"), "the big host downloaded it");
+    big.terminate();
+    assert!(big.exit_status(DEADLINE).await.success(), "{}", big.log_text());
+    small.stop().await;
 }
