@@ -270,6 +270,29 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
     );
 }
 
+#[test]
+fn process_converts_an_office_document_and_says_when_it_cannot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("slides.bin");
+    let output = dir.path().join("slides.pdf");
+    std::fs::write(&input, fixture("office/slides.pptx")).expect("write");
+    let args = ["process", input.to_str().expect("utf8"), "--op", "topdf", "-o", output.to_str().expect("utf8")];
+    let out = child::output(&args, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = lopdf::Document::load(&output).expect("the output is a PDF");
+    assert_eq!(doc.get_pages().len(), 2, "a page per slide");
+
+    let config = dir.path().join("docket.toml");
+    std::fs::write(&config, "[processing]\nsoffice = \"/opt/none/soffice\"\n").expect("write");
+    let out = child::output(&args, Some(&config));
+    assert!(!out.status.success());
+    let refusal = stderr(&out);
+    assert!(
+        refusal.contains("office files cannot be converted") && refusal.contains("[processing] soffice"),
+        "{refusal}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_jobs_read_the_bots_database() {
     let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
