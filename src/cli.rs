@@ -145,6 +145,10 @@ pub enum Command {
         /// The threads the child may keep busy (default: the machine's cores).
         #[arg(long, hide = true, requires = "contained")]
         threads: Option<usize>,
+        /// The process that started the child (the service): the child does not work once it
+        /// is gone.
+        #[arg(long, hide = true, requires = "contained")]
+        parent_pid: Option<u32>,
         /// LibreOffice's program, for `topdf` of an office document.
         #[arg(long, hide = true, requires = "contained")]
         office: Option<PathBuf>,
@@ -547,6 +551,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
         jpeg_quality,
         tool,
         office,
+        parent_pid,
         ..
     } = command
     else {
@@ -590,7 +595,7 @@ fn contained_child(command: Command) -> anyhow::Result<()> {
     let texts_lang = texts_lang.as_deref().map_or(texts::Lang::ENGLISH, texts::Lang::from_code);
     let request =
         Request { work, input: file, output, lang, limits, password: None, shrink, texts_lang, scratch: None };
-    let report = operations::child::run_here(&request);
+    let report = operations::child::run_here(&request, parent_pid);
     out(&serde_json::to_string(&report).context("while writing the report")?)?;
     match report {
         Report::Done { .. } => Ok(()),

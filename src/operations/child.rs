@@ -9,9 +9,10 @@
 //! `RLIMIT_CORE` 0 (a hostile file must not fill the disk with core dumps); then it confines
 //! itself to the run's own files, with no network ([`super::confine`]). External programs
 //! inherit them all. A run never outlives the service that waits for it: a built-in operation's
-//! child asks the kernel to kill it when its parent dies (`PR_SET_PDEATHSIG`); a tool's child,
-//! which must not die before the tool it started, watches its parent while it waits and kills
-//! its whole process group, the tool's processes and itself, once the parent is gone.
+//! child asks the kernel to kill it when its parent dies (`PR_SET_PDEATHSIG`), and does no work
+//! when the parent that started it (`--parent-pid`) died before it asked; a tool's child, which
+//! must not die before the tool it started, watches that parent while it waits and kills its
+//! whole process group, the tool's processes and itself, once the parent is gone.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -23,11 +24,21 @@ use crate::domain::Password;
 use crate::pdf::{self, PdfError};
 
 /// Limits this process, runs `request` and returns what to report. Synchronous: it is the only
-/// work of its process.
-pub fn run_here(request: &Request) -> Report {
-    let parent = parent();
-    if let Err(e) = apply_limits(&request.limits, !request.work.starts_programs()) {
+/// work of its process. `started_by` is the process that started it (`--parent-pid`: the
+/// service), or else this process's parent as it is now.
+pub fn run_here(request: &Request, started_by: Option<u32>) -> Report {
+    let parent = started_by.or_else(parent);
+    let die_with_parent = !request.work.starts_programs();
+    if let Err(e) = apply_limits(&request.limits, die_with_parent) {
         return Report::Failed { failure: Failure::LimitsRefused, detail: format!("setting the limits: {e}") };
+    }
+    // The kernel sends the parent-death signal only for a parent that dies after it was asked
+    // for: one that died before (while this process was starting) has left it to a reaper.
+    if die_with_parent && self::parent() != parent {
+        return Report::Failed {
+            failure: Failure::LimitsRefused,
+            detail: "the process that started this run is gone".into(),
+        };
     }
     // Before any other thread starts (each inherits it from the thread that starts it) and
     // before a byte of the input is read.

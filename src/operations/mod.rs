@@ -302,6 +302,9 @@ impl Request {
             self.lang.clone().into(),
             "--texts-lang".into(),
             self.texts_lang.code().into(),
+            // The child dies with this process, or does not start its work once it is gone.
+            "--parent-pid".into(),
+            std::process::id().to_string().into(),
         ]);
         if let Work::Office(office) = &self.work {
             args.extend(["--office".into(), office.program.clone().into_os_string()]);

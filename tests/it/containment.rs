@@ -2,7 +2,7 @@
 //! `scripts/hostile-pdfs` at test time) go through the real `docket run`; each fails with its
 //! reason, the service's process stays the same and its memory stays small, and a normal
 //! document completes after them. Runs that outlive their time or lose their lease are killed
-//! with everything they started. External tools: a real OCR with ocrmypdf, and a tool whose
+//! with everything they started, and a built-in run dies with the process that started it. External tools: a real OCR with ocrmypdf, and a tool whose
 //! program is missing.
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -351,4 +351,70 @@ async fn a_binary_replaced_on_disk_does_not_change_what_runs_start() {
         .await;
     assert_eq!(job.state, JobState::Ready, "{job:#?}");
     assert!(!marker.exists(), "a run started the replaced binary");
+}
+
+/// Whether process `pid` is gone: no such process, or a zombie waiting for a reaper.
+fn is_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Issue 29, point 5: a built-in operation's child dies with the service that started it
+/// (`PR_SET_PDEATHSIG`), even when that service is SIGKILLed and nothing is left to kill the
+/// child's group: once the child works (its PDF thread is up), and when the service died before
+/// the child could ask for that signal. Its input here is a FIFO no one writes to, so on its own
+/// it would wait for ever.
+#[test]
+fn a_builtin_run_dies_with_the_process_that_started_it() {
+    builtin_child_outlives_no_service(true);
+    builtin_child_outlives_no_service(false);
+}
+
+/// Starts a built-in run's child from a stand-in service, SIGKILLs the service (once the child's
+/// PDF thread is up with `once_working`, else at once), and waits for the child to be gone.
+fn builtin_child_outlives_no_service(once_working: bool) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("never-written.pdf");
+    let made = std::process::Command::new("mkfifo").arg(&input).status().expect("mkfifo runs");
+    assert!(made.success());
+    let output = dir.path().join("out.pdf");
+    // A stand-in for the service: a shell that starts the child, says its pid, and waits.
+    let mut service = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#""$0" "$@" --parent-pid $$ & echo $!; wait"#)
+        .arg(env!("CARGO_BIN_EXE_docket"))
+        .args(["process", input.to_str().expect("utf8"), "--op", "optimize", "--output"])
+        .arg(&output)
+        .args(["--contained", "--memory-limit", "1073741824", "--timeout-secs", "600"])
+        .args(["--max-inflate", "1048576", "--max-file", "1048576", "--threads", "1"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sh starts");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(service.stdout.take().expect("piped")), &mut line)
+        .expect("the child's pid");
+    let child: u32 = line.trim().parse().expect("a pid");
+    let threads = || std::fs::read_dir(format!("/proc/{child}/task")).map_or(0, |d| d.count());
+    let deadline = std::time::Instant::now() + DEADLINE;
+    // The PDF thread reads the input: the child has its limits, its parent-death signal included.
+    while once_working && threads() < 3 {
+        assert!(std::time::Instant::now() < deadline, "the child {child} never started working");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    service.kill().expect("SIGKILL the stand-in service");
+    service.wait().expect("reaped");
+    while !is_gone(child) {
+        if std::time::Instant::now() > deadline {
+            let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+            let _ = std::process::Command::new("kill").args(["-9", &child.to_string()]).status();
+            panic!("the child {child} outlived the process that started it (once working: {once_working}): {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
