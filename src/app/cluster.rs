@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -19,22 +20,27 @@ use crate::runtime::{Wakeups, WorkerId};
 use crate::store::{Change, Heartbeat, Role, Store};
 use crate::telegram::TelegramError;
 
-/// The bot-wide roles this process holds right now, for its heartbeat.
+/// The bot-wide roles this process holds right now, for its heartbeat. A change is recorded at
+/// once, not at the next beat: with a long `dead_after` that could be minutes of `docket nodes`
+/// naming no holder.
 #[derive(Debug, Clone, Default)]
-pub(super) struct HeldRoles(Arc<Mutex<BTreeSet<&'static str>>>);
+pub(super) struct HeldRoles {
+    roles: Arc<Mutex<BTreeSet<&'static str>>>,
+    changed: Arc<Notify>,
+}
 
 impl HeldRoles {
     pub(super) fn set(&self, role: Role, held: bool) {
-        let mut roles = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if held {
-            roles.insert(role.as_str());
-        } else {
-            roles.remove(role.as_str());
+        let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = if held { roles.insert(role.as_str()) } else { roles.remove(role.as_str()) };
+        if changed {
+            // A stored permit: a change made while the heartbeat is writing is not lost.
+            self.changed.notify_one();
         }
     }
 
     fn names(&self) -> Vec<String> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|r| (*r).to_owned()).collect()
+        self.roles.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|r| (*r).to_owned()).collect()
     }
 }
 
@@ -110,8 +116,9 @@ impl ThisNode {
         Ok(true)
     }
 
-    /// Records a heartbeat every `every` until `stop`, then records the clean stop. Cancels
-    /// `drain` when `docket drain` asks this node to stop.
+    /// Records a heartbeat every quarter of `dead_after`, and at once when this process takes or
+    /// loses a role, until `stop`; then records the clean stop. Cancels `drain` when `docket
+    /// drain` asks this node to stop.
     pub(super) async fn beat_until(
         self,
         store: Store,
@@ -122,10 +129,12 @@ impl ThisNode {
         stop: CancellationToken,
     ) {
         let every = dead_after / 4;
+        let roles_changed = Arc::clone(&self.roles.changed);
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,
                 () = tokio::time::sleep(every) => {}
+                () = roles_changed.notified() => {}
             }
             if !registered {
                 match self.register(&store, dead_after, &clock).await {

@@ -36,6 +36,23 @@ async fn wait_for_roles_within(app: &TestApp, expected: &[(&str, &[&str])], dead
     .await;
 }
 
+/// A role shows on its node when it is taken or given up, not at the node's next heartbeat, which
+/// a long `dead_after` puts minutes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_shows_on_its_node_as_soon_as_it_is_taken_whatever_dead_after() {
+    let mut app = TestApp::spawn_with(Backend::Postgres, |c| {
+        c.node.name = docket::domain::NodeName::new("first");
+        c.node.dead_after = Duration::from_secs(600);
+    })
+    .await;
+    wait_for_roles_within(&app, &[("first", &["janitor", "poller"])], DEADLINE).await;
+    let second = app.start_another_as("second").await;
+    wait_for_roles_within(&app, &[("first", &["janitor", "poller"]), ("second", &[])], DEADLINE).await;
+    app.stop().await;
+    wait_for_roles_within(&app, &[("second", &["janitor", "poller"])], DEADLINE).await;
+    second.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_roles_show_on_their_node_and_move_when_that_node_dies() {
     let mut app = TestApp::spawn_with(Backend::Postgres, |c| {
