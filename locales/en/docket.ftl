@@ -114,7 +114,7 @@ failed-notice = { $ticket } failed: { $reason }.
 failure-not-a-pdf = { $name } is not a PDF (the content looks like { $found })
 failure-too-big = { $name } is { $size }, over the { $limit } this bot can download
 failure-size-mismatch = { $name } arrived as { $real } instead of the { $declared } Telegram announced; please send it again
-failure-encrypted = { $name } is protected by a password; please send a copy without one
+failure-encrypted = { $name } is protected by a password; reply to the file with “decrypt PASSWORD” to open it, or send a copy without one
 failure-unreadable = { $name } is damaged and cannot be read as a PDF
 failure-no-pages = { $name } has no pages
 failure-result-too-big = the result for { $name } is { $size }, over the { $limit } this bot can send{ $hint }
@@ -140,7 +140,7 @@ failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
     [one] { $pages } page
    *[other] { $pages } pages
 }
-failure-wrong-password = the password does not open { $name }; please check it and send the file again with the right one
+failure-wrong-password = the password does not open { $name }; please check it and reply to the file with “decrypt” and the right one
 
 ## /status, /get, /jobs, /cancel
 

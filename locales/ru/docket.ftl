@@ -111,7 +111,7 @@ failed-notice = { $ticket } не удалась: { $reason }.
 failure-not-a-pdf = { $name } — не PDF (по содержимому это { $found })
 failure-too-big = { $name } весит { $size }, больше { $limit }, которые этот бот может загрузить
 failure-size-mismatch = { $name } пришёл размером { $real } вместо { $declared }, о которых сообщил Telegram; пришлите его снова
-failure-encrypted = { $name } защищён паролем; пришлите копию без пароля
+failure-encrypted = { $name } защищён паролем; ответьте на файл сообщением «decrypt ПАРОЛЬ», чтобы открыть его, или пришлите копию без пароля
 failure-unreadable = { $name } повреждён и не читается как PDF
 failure-no-pages = в { $name } нет страниц
 failure-result-too-big = результат для { $name } весит { $size }, больше { $limit }, которые этот бот может отправить{ $hint }
@@ -140,7 +140,7 @@ failure-no-such-page = в { $name } нет страницы { $page }: в нём
     [few] { $pages } страницы
    *[many] { $pages } страниц
 }
-failure-wrong-password = пароль не открывает { $name }; проверьте его и пришлите файл ещё раз с верным паролем
+failure-wrong-password = пароль не открывает { $name }; проверьте его и ответьте на файл сообщением «decrypt» с верным паролем
 
 ## /status, /get, /jobs, /cancel
 

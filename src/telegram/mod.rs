@@ -3,6 +3,7 @@
 //! It must not import the services (intake, pipeline, outbox) or the wiring.
 
 pub mod client;
+pub mod commands;
 mod reread;
 pub mod token;
 pub mod updates;

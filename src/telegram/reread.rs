@@ -16,7 +16,7 @@ use super::updates::{classify_edited, classify_message};
 use crate::domain::incoming::{ChatKind, Incoming, LanguageCode, Origin, UnusableKind};
 use crate::domain::{ChatRef, MessageId, UserId};
 
-/// How deep `reply_to_message` is followed (docket reads only the replied message's sender).
+/// How deep `reply_to_message` is followed (docket reads the replied message's sender and file).
 const REPLY_DEPTH: u32 = 1;
 
 /// What `raw`, a whole update teloxide could not read, means to docket.
@@ -118,7 +118,9 @@ fn pruned_message(fields: &Map<String, Value>, depth: u32) -> Map<String, Value>
     {
         let mut replied = pruned_message(replied, depth - 1);
         // teloxide wants some content to name the replied message's kind; its text is not read.
-        replied.entry("text").or_insert_with(|| Value::from(""));
+        if !replied.contains_key("document") && !replied.contains_key("photo") {
+            replied.entry("text").or_insert_with(|| Value::from(""));
+        }
         kept.insert("reply_to_message".to_owned(), Value::Object(replied));
     }
     kept

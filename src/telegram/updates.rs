@@ -7,10 +7,11 @@
 
 use teloxide::types::{CallbackQuery, MediaKind, Message, MessageKind, Update, UpdateKind};
 
+use super::commands::{mentions, parse_addressed_command};
 use crate::domain::incoming::{
-    Address, ButtonPress, ChatKind, Command, DocumentFacts, Incoming, LanguageCode, Origin, UnusableKind,
+    Address, ButtonPress, ChatKind, DocumentFacts, Incoming, LanguageCode, Origin, UnusableKind,
 };
-use crate::domain::{ChatRef, MessageId, Ticket, UserId};
+use crate::domain::{ChatRef, MessageId, UserId};
 
 /// The update a webhook request carries: its id, and what it means (see [`read_update`]).
 /// `None` when the body is not an update at all (not JSON, no `update_id`).
@@ -40,7 +41,11 @@ pub fn read_update(raw: &serde_json::Value) -> Option<(crate::domain::UpdateId, 
 fn lost_content(update: &Update) -> bool {
     match &update.kind {
         UpdateKind::Error(_) => true,
-        UpdateKind::Message(msg) | UpdateKind::EditedMessage(msg) => matches!(msg.kind, MessageKind::Empty {}),
+        // A replied message counts too: a reply may ask for an operation on the file it holds.
+        UpdateKind::Message(msg) | UpdateKind::EditedMessage(msg) => {
+            matches!(msg.kind, MessageKind::Empty {})
+                || msg.reply_to_message().is_some_and(|replied| matches!(replied.kind, MessageKind::Empty {}))
+        }
         _ => false,
     }
 }
@@ -68,7 +73,9 @@ pub fn classify(update: &Update) -> Incoming {
 /// are not answered again.
 pub(super) fn classify_edited(msg: &Message) -> Incoming {
     match classify_message(msg) {
-        document @ Incoming::Document(..) => document,
+        // The message itself holds the file: an edited reply that names an operation is an
+        // edited text.
+        document @ Incoming::Document(..) if msg.document().is_some() || msg.photo().is_some() => document,
         _ => Incoming::Ignored,
     }
 }
@@ -96,49 +103,24 @@ pub(super) fn classify_message(msg: &Message) -> Incoming {
         message_id: MessageId(i64::from(msg.id.0)),
         language: msg.from.as_ref().and_then(|u| u.language_code.as_deref()).and_then(LanguageCode::parse),
     };
-    if let Some(doc) = msg.document() {
-        // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
-        let size = (doc.file.size != u32::MAX).then_some(u64::from(doc.file.size));
+    if let Some(facts) = file_facts(msg, msg.caption(), language_code(msg)) {
         let names = mentions(msg.caption().unwrap_or_default()).into_iter().map(str::to_owned).collect();
-        return Incoming::Document(
-            origin,
-            DocumentFacts {
-                file_id: doc.file.id.0.clone(),
-                file_unique_id: doc.file.unique_id.0.clone(),
-                // A name is shown and given to a result, never used as a path; cleaned once here
-                // (no NUL, which PostgreSQL's text cannot hold, no controls, no direction marks).
-                name: doc.file_name.as_deref().map(crate::domain::names::cleaned).filter(|n| !n.is_empty()),
-                mime: doc.mime_type.as_ref().map(ToString::to_string),
-                size,
-                caption: msg.caption().map(without_nul),
-                language_code: language_code(msg),
-            },
-            Address { names, replies_to: replied_sender(msg) },
-        );
-    }
-    // A photo is taken as the JPEG of its largest size, as if it had been sent as a file.
-    if let Some(largest) =
-        msg.photo().and_then(|sizes| sizes.iter().max_by_key(|p| u64::from(p.width) * u64::from(p.height)))
-    {
-        let size = (largest.file.size != u32::MAX).then_some(u64::from(largest.file.size));
-        let names = mentions(msg.caption().unwrap_or_default()).into_iter().map(str::to_owned).collect();
-        return Incoming::Document(
-            origin,
-            DocumentFacts {
-                file_id: largest.file.id.0.clone(),
-                file_unique_id: largest.file.unique_id.0.clone(),
-                name: Some("photo.jpg".to_owned()),
-                mime: Some("image/jpeg".to_owned()),
-                size,
-                caption: msg.caption().map(without_nul),
-                language_code: language_code(msg),
-            },
-            Address { names, replies_to: replied_sender(msg) },
-        );
+        return Incoming::Document(origin, facts, Address { names, replies_to: replied_sender(msg) });
     }
     if let Some((command, bot)) = msg.text().and_then(parse_addressed_command) {
         let names = bot.map(str::to_owned).into_iter().collect();
         return Incoming::Command(origin, command, Address { names, replies_to: replied_sender(msg) });
+    }
+    // A text that replies to a file and names an operation asks for it on that file, as if the
+    // file had been sent with the text as its caption (`decrypt PASSWORD` after "protected by a
+    // password"). The reply is the message that carries the words, and so the one a password
+    // makes docket delete.
+    if let Some(text) = msg.text().filter(|text| names_an_operation(text))
+        && let Some(replied) = msg.reply_to_message().filter(|_| !replies_only_to_its_topic(msg))
+        && let Some(facts) = file_facts(replied, Some(text), language_code(msg))
+    {
+        let names = mentions(text).into_iter().map(str::to_owned).collect();
+        return Incoming::Document(origin, facts, Address { names, replies_to: replied_sender(msg) });
     }
     // Service messages (members joining, pins…) need no answer.
     let Some(kind) = unusable_content(msg) else { return Incoming::Ignored };
@@ -147,6 +129,46 @@ pub(super) fn classify_message(msg: &Message) -> Incoming {
         return Incoming::Ignored;
     }
     Incoming::Unusable(Some(origin), kind)
+}
+
+/// The file `msg` carries (a document, or a photo as the JPEG of its largest size, as if it had
+/// been sent as a file), with `caption` as the words that came with it; `None` without one.
+fn file_facts(msg: &Message, caption: Option<&str>, language_code: Option<String>) -> Option<DocumentFacts> {
+    if let Some(doc) = msg.document() {
+        // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
+        let size = (doc.file.size != u32::MAX).then_some(u64::from(doc.file.size));
+        return Some(DocumentFacts {
+            file_id: doc.file.id.0.clone(),
+            file_unique_id: doc.file.unique_id.0.clone(),
+            // A name is shown and given to a result, never used as a path; cleaned once here
+            // (no NUL, which PostgreSQL's text cannot hold, no controls, no direction marks).
+            name: doc.file_name.as_deref().map(crate::domain::names::cleaned).filter(|n| !n.is_empty()),
+            mime: doc.mime_type.as_ref().map(ToString::to_string),
+            size,
+            caption: caption.map(without_nul),
+            language_code,
+        });
+    }
+    let largest = msg.photo()?.iter().max_by_key(|p| u64::from(p.width) * u64::from(p.height))?;
+    let size = (largest.file.size != u32::MAX).then_some(u64::from(largest.file.size));
+    Some(DocumentFacts {
+        file_id: largest.file.id.0.clone(),
+        file_unique_id: largest.file.unique_id.0.clone(),
+        name: Some("photo.jpg".to_owned()),
+        mime: Some("image/jpeg".to_owned()),
+        size,
+        caption: caption.map(without_nul),
+        language_code,
+    })
+}
+
+/// Whether `text`'s first word that is not an @mention is an operation's name (`decrypt`,
+/// `/split`…): only then is a reply to a file a request, and "thanks" stays a chat message.
+fn names_an_operation(text: &str) -> bool {
+    text.split_whitespace()
+        .find(|word| !word.starts_with('@'))
+        .map(|word| word.trim_start_matches('/').to_lowercase())
+        .is_some_and(|word| crate::domain::Operation::NAMES.contains(&word.as_str()))
 }
 
 /// What a person sent that docket cannot work on; `None` for a service message.
@@ -183,73 +205,21 @@ fn language_code(msg: &Message) -> Option<String> {
 /// explicit reply carries the topic's first message as its `reply_to_message`: that is not a
 /// reply to its author.
 fn replied_sender(msg: &Message) -> Option<UserId> {
-    let replied = msg.reply_to_message()?;
-    if msg.is_topic_message && msg.thread_id.is_some_and(|thread| thread.0 == replied.id) {
-        return None;
-    }
+    let replied = msg.reply_to_message().filter(|_| !replies_only_to_its_topic(msg))?;
     replied.from.as_ref().map(|u| UserId(i64::try_from(u.id.0).unwrap_or(i64::MAX)))
 }
 
-/// Parses `/status 12`, `/status@docket_bot #12`, `/jobs`… Unknown commands are `None`.
-pub fn parse_command(text: &str) -> Option<Command> {
-    parse_addressed_command(text).map(|(command, _)| command)
-}
-
-/// Like [`parse_command`], with the bot the command is addressed to: `docket_bot` for
-/// `/status@docket_bot 12`, `None` for `/status 12` (in a group: whichever bot takes it).
-pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
-    let mut words = text.split_whitespace();
-    let head = words.next()?.strip_prefix('/')?;
-    let (name, bot) = match head.split_once('@') {
-        Some((name, bot)) => (name, Some(bot).filter(|b| !b.is_empty())),
-        None => (head, None),
-    };
-    let command = match name.to_ascii_lowercase().as_str() {
-        "start" => Command::Start(words.next().map(str::to_owned)),
-        "help" => Command::Help,
-        "jobs" => Command::Jobs,
-        "status" => Command::Status(ticket_arg(words.next())),
-        "get" => Command::Get(ticket_arg(words.next())),
-        "cancel" => Command::Cancel(ticket_arg(words.next())),
-        "privacy" => Command::Privacy,
-        "forget" => Command::Forget,
-        "stats" => Command::Stats,
-        "mode" => Command::Mode(words.next().map(|w| w.chars().take(32).collect())),
-        "lang" => Command::Lang,
-        _ => return None,
-    };
-    Some((command, bot))
-}
-
-/// The `@name` mentions in `text`, without the `@`, in order: an `@` that does not follow a
-/// name character (so `me@example` is not one), then the name characters after it (ASCII
-/// letters, digits and `_`, all a Telegram username may hold).
-pub fn mentions(text: &str) -> Vec<&str> {
-    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut found = Vec::new();
-    let mut previous = None;
-    for (at, c) in text.char_indices() {
-        if c == '@' && !previous.is_some_and(is_name) {
-            // `@` is one byte, so the name starts on a character boundary; it ends at the first
-            // character that is not a name character, which `find` reports as a boundary too.
-            let rest = &text[at + 1..];
-            let name = &rest[..rest.find(|c: char| !is_name(c)).unwrap_or(rest.len())];
-            if !name.is_empty() {
-                found.push(name);
-            }
-        }
-        previous = Some(c);
-    }
-    found
-}
-
-fn ticket_arg(word: Option<&str>) -> Option<Ticket> {
-    word.and_then(|w| w.parse::<Ticket>().ok()).filter(|t| t.0 > 0)
+/// Whether `msg`'s `reply_to_message` is only its forum topic's first message, which every
+/// message in a topic carries without being a reply to it.
+fn replies_only_to_its_topic(msg: &Message) -> bool {
+    msg.is_topic_message
+        && msg.thread_id.zip(msg.reply_to_message()).is_some_and(|(thread, replied)| thread.0 == replied.id)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::incoming::Command;
 
     fn update(json: serde_json::Value) -> Update {
         // Parse from text as teloxide does: its UpdateKind visitor wants borrowed keys.
@@ -264,6 +234,56 @@ mod tests {
         });
         m.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
         serde_json::json!({"update_id": 1, "message": m})
+    }
+
+    /// A message of Ann's that carries a document, as a reply's `reply_to_message`.
+    fn earlier_document(mime: &str) -> serde_json::Value {
+        serde_json::json!({
+            "message_id": 5, "date": 1_700_000_000,
+            "chat": {"id": 42, "type": "private", "first_name": "Ann"},
+            "from": {"id": 42, "is_bot": false, "first_name": "Ann"},
+            "document": {"file_id": "F", "file_unique_id": "U", "file_name": "locked.pdf", "mime_type": mime}
+        })
+    }
+
+    #[test]
+    fn a_reply_naming_an_operation_asks_for_it_on_the_replied_file() {
+        for mime in ["application/pdf", ""] {
+            let raw =
+                message(serde_json::json!({"text": "decrypt hunter2", "reply_to_message": earlier_document(mime)}));
+            let (_, c) = read_update(&raw).expect("an update");
+            let Incoming::Document(origin, facts, _) = c else { panic!("not a document with mime {mime:?}: {c:?}") };
+            assert_eq!((facts.file_id.as_str(), facts.file_unique_id.as_str()), ("F", "U"));
+            assert_eq!(facts.name.as_deref(), Some("locked.pdf"));
+            assert_eq!(facts.caption.as_deref(), Some("decrypt hunter2"));
+            assert_eq!(origin.message_id, MessageId(7), "the reply carries the words, and is what a password deletes");
+        }
+    }
+
+    #[test]
+    fn a_reply_to_a_photo_asks_for_it_on_the_largest_size() {
+        let photo = serde_json::json!({
+            "message_id": 5, "date": 1_700_000_000, "chat": {"id": 42, "type": "private", "first_name": "Ann"},
+            "photo": [{"file_id": "s", "file_unique_id": "us", "width": 90, "height": 60},
+                      {"file_id": "l", "file_unique_id": "ul", "width": 1280, "height": 960}]
+        });
+        let u = update(message(serde_json::json!({"text": "/topdf", "reply_to_message": photo})));
+        let Incoming::Document(_, facts, _) = classify(&u) else { panic!("not a document") };
+        assert_eq!((facts.file_id.as_str(), facts.caption.as_deref()), ("l", Some("/topdf")));
+    }
+
+    #[test]
+    fn a_reply_that_names_no_operation_stays_a_chat_message() {
+        let u = update(message(
+            serde_json::json!({"text": "thanks!", "reply_to_message": earlier_document("application/pdf")}),
+        ));
+        assert!(matches!(classify(&u), Incoming::Unusable(Some(_), UnusableKind::Text)));
+        // An edited reply is an edited text, not a new request.
+        let mut raw =
+            message(serde_json::json!({"text": "decrypt x", "reply_to_message": earlier_document("application/pdf")}));
+        raw["edited_message"] = raw["message"].take();
+        raw.as_object_mut().expect("object").remove("message");
+        assert_eq!(classify(&update(raw)), Incoming::Ignored);
     }
 
     #[test]
@@ -306,47 +326,6 @@ mod tests {
         assert_eq!(facts.name, None, "nothing left is no name");
     }
 
-    #[test]
-    fn commands_parse_with_bot_names_and_hashes() {
-        assert_eq!(parse_command("/status 4812"), Some(Command::Status(Some(Ticket(4812)))));
-        assert_eq!(parse_command("/status@docket_bot #4812"), Some(Command::Status(Some(Ticket(4812)))));
-        assert_eq!(parse_command("/status"), Some(Command::Status(None)));
-        assert_eq!(parse_command("/status -3"), Some(Command::Status(None)));
-        assert_eq!(parse_command("/JOBS"), Some(Command::Jobs));
-        assert_eq!(parse_command("/get #12"), Some(Command::Get(Some(Ticket(12)))));
-        assert_eq!(parse_command("/cancel 4812"), Some(Command::Cancel(Some(Ticket(4812)))));
-        assert_eq!(parse_command("/cancel"), Some(Command::Cancel(None)));
-        assert_eq!(parse_command("/start abc123"), Some(Command::Start(Some("abc123".into()))));
-        assert_eq!(parse_command("/start"), Some(Command::Start(None)));
-        assert_eq!(parse_command("/privacy"), Some(Command::Privacy));
-        assert_eq!(parse_command("/mode"), Some(Command::Mode(None)));
-        assert_eq!(parse_command("/mode shrink"), Some(Command::Mode(Some("shrink".into()))));
-        assert_eq!(parse_command("/forget"), Some(Command::Forget));
-        assert_eq!(parse_command("/stats"), Some(Command::Stats));
-        assert_eq!(parse_command("/frobnicate"), None);
-        assert_eq!(parse_command("hello"), None);
-    }
-
-    #[test]
-    fn commands_say_which_bot_they_are_for() {
-        let status = Command::Status(Some(Ticket(12)));
-        assert_eq!(parse_addressed_command("/status@ThisBot 12"), Some((status.clone(), Some("ThisBot"))));
-        assert_eq!(parse_addressed_command("/status 12"), Some((status.clone(), None)));
-        assert_eq!(parse_addressed_command("/status@ 12"), Some((status, None)));
-        assert_eq!(parse_addressed_command("/HELP@other_bot"), Some((Command::Help, Some("other_bot"))));
-        assert_eq!(parse_addressed_command("/frobnicate@ThisBot"), None);
-    }
-
-    #[test]
-    fn mentions_are_at_names_not_addresses() {
-        assert_eq!(mentions("for @ThisBot, please"), ["ThisBot"]);
-        assert_eq!(mentions("@a_b1 and (@c) @d!"), ["a_b1", "c", "d"]);
-        assert_eq!(mentions("mail me@ThisBot.org"), Vec::<&str>::new());
-        assert_eq!(mentions("@ @@x é@y 中@z"), ["x", "y", "z"]);
-        assert_eq!(mentions("@ThisBot_fan"), ["ThisBot_fan"]);
-        assert_eq!(mentions(""), Vec::<&str>::new());
-    }
-
     fn group_message(extra: serde_json::Value) -> serde_json::Value {
         let mut u = message(extra);
         u["message"]["chat"] = serde_json::json!({"id": -1001, "type": "supergroup", "title": "G"});
@@ -385,7 +364,7 @@ mod tests {
         let u = update(group_message(serde_json::json!({"text": "/status@OtherBot 12"})));
         let Incoming::Command(origin, command, address) = classify(&u) else { panic!("not a command") };
         assert_eq!(origin.chat_kind, ChatKind::Group);
-        assert_eq!(command, Command::Status(Some(Ticket(12))));
+        assert_eq!(command, Command::Status(Some(crate::domain::Ticket(12))));
         assert_eq!(address.names, ["OtherBot"]);
         let u = update(group_message(serde_json::json!({"text": "hello all"})));
         assert_eq!(classify(&u), Incoming::Ignored);
@@ -420,40 +399,7 @@ mod properties {
     use teloxide::types::{Update, UpdateId, UpdateKind};
 
     use super::*;
-
-    /// Characters that stress byte/char confusion: multi-byte scripts and emoji, combining
-    /// marks, joiners, controls, and the characters the parsers look for.
-    fn tricky_char() -> impl Strategy<Value = char> {
-        prop_oneof![
-            4 => proptest::char::range('a', 'z'),
-            1 => proptest::char::range('A', 'Z'),
-            1 => proptest::char::range('0', '9'),
-            2 => Just('@'),
-            2 => Just('/'),
-            1 => Just('#'),
-            1 => Just('_'),
-            2 => Just(' '),
-            1 => Just('\n'),
-            1 => Just('\t'),
-            1 => Just('\u{0}'),
-            2 => Just('é'),
-            2 => Just('中'),
-            2 => Just('🦀'),
-            1 => Just('\u{301}'),
-            1 => Just('\u{200d}'),
-            1 => Just('\u{202e}'),
-            1 => Just('\u{3000}'),
-            1 => Just('\u{feff}'),
-            2 => any::<char>(),
-        ]
-    }
-
-    fn tricky_text(max: usize) -> impl Strategy<Value = String> {
-        prop_oneof![
-            3 => proptest::collection::vec(tricky_char(), 0..max).prop_map(String::from_iter),
-            1 => any::<String>(),
-        ]
-    }
+    use crate::telegram::commands::strategies::tricky_text;
 
     /// A JSON value of any shape, a few levels deep.
     fn any_json() -> impl Strategy<Value = Value> {
@@ -606,35 +552,5 @@ mod properties {
             let _ = classify(&update);
         }
 
-        #[test]
-        fn command_parsing_never_panics(text in tricky_text(300)) {
-            if let Some((_, bot)) = parse_addressed_command(&text) {
-                prop_assert!(text.trim_start().starts_with('/'));
-                let named = bot.is_none_or(|b| !b.is_empty() && text.contains(&format!("@{b}")));
-                prop_assert!(named, "{:?} from {:?}", bot, text);
-            }
-            prop_assert_eq!(parse_command(&text), parse_addressed_command(&text).map(|(c, _)| c));
-        }
-
-        #[test]
-        fn mentions_never_panic_and_are_names(text in tricky_text(300)) {
-            for name in mentions(&text) {
-                prop_assert!(!name.is_empty());
-                prop_assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{name:?}");
-                let mentioned = format!("@{name}");
-                prop_assert!(text.contains(&mentioned), "{:?} in {:?}", name, text);
-            }
-        }
-
-        #[test]
-        fn a_mention_is_found_whatever_surrounds_it(
-            before in tricky_text(50),
-            name in "[A-Za-z0-9_]{1,32}",
-            after in tricky_text(50),
-        ) {
-            // A separator on each side, as a person writes a mention in a sentence.
-            let text = format!("{before} @{name} {after}");
-            prop_assert!(mentions(&text).contains(&name.as_str()), "{name} in {text:?}");
-        }
     }
 }

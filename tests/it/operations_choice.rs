@@ -20,6 +20,7 @@ per_backend!(
     ocr_runs_the_configured_program_in_the_persons_language,
     a_decrypt_password_is_erased_when_the_job_ends_and_never_logged,
     a_decrypt_password_never_reaches_the_database_in_plain_text,
+    a_password_given_in_a_reply_to_the_locked_file_opens_it_and_that_reply_is_deleted,
     a_button_starts_a_further_run_with_its_own_result_and_asking_again_returns_it,
     mode_offers_its_choices_as_buttons,
     a_declaration_that_disagrees_with_the_content_is_shown,
@@ -297,6 +298,41 @@ async fn a_decrypt_password_never_reaches_the_database_in_plain_text(backend: Ba
     held.release();
     app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert!(!holds(&database_bytes(&app), PASSWORD), "the password is in the database in plain text");
+}
+
+async fn a_password_given_in_a_reply_to_the_locked_file_opens_it_and_that_reply_is_deleted(backend: Backend) {
+    const PASSWORD: &str = "Lantern-Ochre-5521";
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    // Forwarded, as such files often are: no MIME type.
+    let file = app.fake.add_file(fixture("pdf/aes256-userpw-unique.pdf"));
+    let document = app.fake.document_update(552, 552, &file, Some("locked.pdf"), Some(""));
+    let document_message = document["message"].clone();
+    app.fake.push_update(document);
+    let failed = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(failed.state, JobState::Failed);
+    app.fake.wait_for_call("sendMessage", says(552, "reply to the file with “decrypt PASSWORD”"), DEADLINE).await;
+
+    // The person answers the file itself with the password.
+    let mut reply = app.fake.text_update(552, 552, &format!("decrypt {PASSWORD}"));
+    reply["message"]["reply_to_message"] = document_message.clone();
+    let reply_id = reply["message"]["message_id"].as_i64().expect("a message id");
+    let held = app.fake.hold_next("getFile");
+    app.fake.push_update(reply);
+    held.arrived(DEADLINE).await;
+    assert!(!holds(&database_bytes(&app), PASSWORD), "the password is in the database in plain text");
+    held.release();
+
+    let run = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
+    assert_eq!(run.state, JobState::Ready, "{run:?}");
+    assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "decrypt"));
+    assert_eq!(run.submission.file_unique_id, file.file_unique_id, "the replied file, downloaded again");
+    let deleted =
+        app.fake.wait_for_call("deleteMessage", |c| c.params["chat_id"].as_i64() == Some(552), DEADLINE).await;
+    assert_eq!(deleted.params["message_id"].as_i64(), Some(reply_id), "the reply carried the password, not the file");
+    assert_ne!(Some(reply_id), document_message["message_id"].as_i64());
+    assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 0, "erased when the job ended");
+    assert!(!holds(&database_bytes(&app), PASSWORD), "the password is in the database in plain text");
+    assert!(!crate::support::logs::captured().contains(&format!("decrypt {PASSWORD}")), "never in the logs");
 }
 
 /// The Telegram message id of run `ticket`'s status message (its ticket reply), once delivered.
