@@ -84,6 +84,11 @@ impl Operation {
     pub const NAMES: [&'static str; 10] =
         ["optimize", "shrink", "split", "pages", "text", "info", "rotate", "decrypt", "ocr", "topdf"];
 
+    /// Whether `word` names an operation, as a caption may write it (any case, a leading `/`).
+    pub fn is_name(word: &str) -> bool {
+        Self::NAMES.contains(&spelled(word).as_str())
+    }
+
     /// The stable name stored in the database and accepted in captions and on the command line.
     pub const fn name(&self) -> &'static str {
         match self {
@@ -142,7 +147,7 @@ impl Operation {
     pub fn parse(words: &str) -> Result<Self, ParseError> {
         let mut words = words.split_whitespace();
         let Some(first) = words.next() else { return Err(ParseError::Empty) };
-        let name = first.trim_start_matches('/').to_lowercase();
+        let name = spelled(first);
         let rest: Vec<&str> = words.collect();
         let no_arguments = |operation: Operation| {
             if rest.is_empty() {
@@ -209,12 +214,17 @@ impl Operation {
 
     /// The default operation named `name`, if it is one of [`Operation::MODES`].
     pub fn mode(name: &str) -> Option<Self> {
-        let name = name.trim().trim_start_matches('/').to_lowercase();
+        let name = spelled(name.trim());
         if !Self::MODES.contains(&name.as_str()) {
             return None;
         }
         Self::parse(&name).ok()
     }
+}
+
+/// An operation's name as `word` writes it: case-insensitive, a leading `/` allowed (`/Split`).
+fn spelled(word: &str) -> String {
+    word.trim_start_matches('/').to_lowercase()
 }
 
 /// `Debug` never shows a password.

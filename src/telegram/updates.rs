@@ -165,10 +165,7 @@ fn file_facts(msg: &Message, caption: Option<&str>, language_code: Option<String
 /// Whether `text`'s first word that is not an @mention is an operation's name (`decrypt`,
 /// `/split`…): only then is a reply to a file a request, and "thanks" stays a chat message.
 fn names_an_operation(text: &str) -> bool {
-    text.split_whitespace()
-        .find(|word| !word.starts_with('@'))
-        .map(|word| word.trim_start_matches('/').to_lowercase())
-        .is_some_and(|word| crate::domain::Operation::NAMES.contains(&word.as_str()))
+    text.split_whitespace().find(|word| !word.starts_with('@')).is_some_and(crate::domain::Operation::is_name)
 }
 
 /// What a person sent that docket cannot work on; `None` for a service message.
