@@ -62,17 +62,8 @@ impl Intake {
     pub(super) async fn ask_to_forget(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
         let lang = chat_lang(tx, origin.chat).await?;
         let Some(user) = origin.user else { return Ok(()) };
-        let message = NewMessage {
-            idempotency_key: IdempotencyKey::reply_to(update_id),
-            job: None,
-            chat: origin.chat,
-            kind: MessageKind::Reply,
-            body: texts::forget_question(lang),
-            reply_to_message_id: Some(origin.message_id),
-            buttons: vec![Button { label: texts::forget_button(lang), data: format!("{FORGET_PREFIX}{}", user.0) }],
-        };
-        tx.enqueue(&message, self.clock.now()).await?;
-        Ok(())
+        let confirm = Button { label: texts::forget_button(lang), data: format!("{FORGET_PREFIX}{}", user.0) };
+        self.reply_with_buttons(tx, update_id, origin, texts::forget_question(lang), vec![confirm]).await
     }
 
     /// A press on one of docket's buttons other than `/lang`'s: `/forget`'s confirmation, which
@@ -108,6 +99,16 @@ impl Intake {
         info!(update.id = %update_id, jobs = forgotten, "forgot a person's jobs at their request");
         self.reply(tx, update_id, origin, texts::forgotten(lang, forgotten)).await?;
         Ok(forgotten > 0)
+    }
+
+    /// `/mode` alone: the chat's default operation, with a button for each choice.
+    pub(super) async fn ask_mode(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin) -> StoreResult<()> {
+        let text = self.mode(tx, origin.chat, None).await?;
+        let buttons = Operation::MODES
+            .iter()
+            .map(|name| Button { label: (*name).to_owned(), data: format!("{MODE_PREFIX}{name}") })
+            .collect();
+        self.reply_with_buttons(tx, update_id, origin, text, buttons).await
     }
 
     /// `/mode`: the chat's default operation; `/mode NAME` sets it.
@@ -196,17 +197,7 @@ impl Intake {
                 data: format!("{LANG_PREFIX}{}", choice.code()),
             })
             .collect();
-        let message = NewMessage {
-            idempotency_key: IdempotencyKey::reply_to(update_id),
-            job: None,
-            chat: origin.chat,
-            kind: MessageKind::Reply,
-            body: texts::lang_question(lang),
-            reply_to_message_id: Some(origin.message_id),
-            buttons,
-        };
-        tx.enqueue(&message, self.clock.now()).await?;
-        Ok(())
+        self.reply_with_buttons(tx, update_id, origin, texts::lang_question(lang), buttons).await
     }
 
     /// A press on one of `/lang`'s buttons: the chat's language from now on, whoever pressed it
@@ -232,7 +223,7 @@ pub(super) const LANG_PREFIX: &str = "lang:";
 pub(super) const FORGET_PREFIX: &str = "forget:";
 
 /// The callback data of `/mode`'s buttons: this, then the operation.
-pub(super) const MODE_PREFIX: &str = "mode:";
+const MODE_PREFIX: &str = "mode:";
 
 /// Cancels `job` (not ready yet) in `tx`, with `detail` for admins, and queues the last edit of
 /// its status message. The person's answer is the caller's. `false` when the job moved first.

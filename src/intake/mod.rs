@@ -39,8 +39,8 @@ use crate::texts::{self, Lang};
 
 pub use access::{AccessRules, InviteTokens};
 use addressing::{incoming_origin, unusable_kind};
+use commands::LANG_PREFIX;
 pub use commands::cancel_job;
-use commands::{LANG_PREFIX, MODE_PREFIX};
 
 /// What intake did with an update.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,21 +235,7 @@ impl Intake {
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Mode(None), _) => {
-                let text = self.mode(&mut tx, origin.chat, None).await?;
-                let buttons = Operation::MODES
-                    .iter()
-                    .map(|name| Button { label: (*name).to_owned(), data: format!("{MODE_PREFIX}{name}") })
-                    .collect();
-                let message = NewMessage {
-                    idempotency_key: IdempotencyKey::reply_to(update_id),
-                    job: None,
-                    chat: origin.chat,
-                    kind: MessageKind::Reply,
-                    body: text,
-                    reply_to_message_id: Some(origin.message_id),
-                    buttons,
-                };
-                tx.enqueue(&message, now).await?;
+                self.ask_mode(&mut tx, update_id, origin).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Stats, _) => {
@@ -314,7 +300,29 @@ impl Intake {
     }
 
     async fn reply(&self, tx: &mut Tx, update_id: UpdateId, origin: Origin, text: String) -> StoreResult<()> {
-        self.queue(tx, IdempotencyKey::reply_to(update_id), None, origin, MessageKind::Reply, text).await
+        self.reply_with_buttons(tx, update_id, origin, text, Vec::new()).await
+    }
+
+    /// Queues `body` in answer to `update_id`, with `buttons` under it (a question's choices).
+    async fn reply_with_buttons(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        body: String,
+        buttons: Vec<Button>,
+    ) -> StoreResult<()> {
+        let message = NewMessage {
+            idempotency_key: IdempotencyKey::reply_to(update_id),
+            job: None,
+            chat: origin.chat,
+            kind: MessageKind::Reply,
+            body,
+            reply_to_message_id: Some(origin.message_id),
+            buttons,
+        };
+        tx.enqueue(&message, self.clock.now()).await?;
+        Ok(())
     }
 
     async fn queue(
