@@ -52,7 +52,7 @@ use crate::spool::result_file_name_for;
 use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
-use crate::texts::{self, Lang};
+use crate::texts;
 
 /// Telegram's limits as the senders keep them, and how hard they try.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -406,7 +406,7 @@ async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now:
     let result: StoreResult<()> = async {
         let mut tx = deps.store.begin().await?;
         for admin in &deps.settings.get().admins {
-            let lang = Lang::from_stored(tx.chat_language(ChatRef(*admin)).await?.as_deref());
+            let lang = tx.chat_lang(ChatRef(*admin)).await?;
             let body = texts::delivery_alert(lang, failed.id, failed.chat, failed.job, why);
             let alert = NewMessage {
                 idempotency_key: IdempotencyKey::undelivered_alert(ChatRef(*admin), hour),

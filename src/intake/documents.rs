@@ -280,9 +280,12 @@ impl Intake {
     /// another live host's byte budget is larger (several hosts on one database).
     pub(super) async fn largest_source_anywhere(&self, tx: &mut Tx, now: Timestamp) -> StoreResult<u64> {
         let settings = self.settings.get();
-        let largest_budget = tx.largest_live_bytes_budget(now.minus(settings.dead_after)).await?.unwrap_or(0);
-        let elsewhere = crate::pipeline::budget::largest_source_of(largest_budget, settings.budget_multiplier);
-        Ok(settings.largest_source.max(elsewhere))
+        let largest_budget = tx.largest_live_bytes_budget(now.minus(settings.dead_after)).await?;
+        Ok(crate::pipeline::budget::largest_source_anywhere(
+            settings.largest_source,
+            largest_budget,
+            settings.budget_multiplier,
+        ))
     }
 
     /// Whether `origin`'s chat already has `[limits] per_chat_queued` jobs waiting; if so, the

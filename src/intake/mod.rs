@@ -350,5 +350,5 @@ impl Intake {
 
 /// The language `chat` is written to in, as the store keeps it (English when it knows none).
 async fn chat_lang(tx: &mut Tx, chat: ChatRef) -> StoreResult<Lang> {
-    Ok(Lang::from_stored(tx.chat_language(chat).await?.as_deref()))
+    tx.chat_lang(chat).await
 }

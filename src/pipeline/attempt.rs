@@ -38,18 +38,18 @@ impl Attempt {
         operation: &str,
         extension: &str,
     ) -> Result<Self, StageError> {
-        spool.remove_earlier_output(ticket, token).map_err(|e| StageError::io("cleaning up earlier attempts", &e))?;
-        let work_dir = spool.work_dir(ticket).map_err(|e| StageError::io("creating the work folder", &e))?;
+        spool.remove_earlier_output(ticket, token).map_err(|e| StageError::io("cleaning up earlier attempts", e))?;
+        let work_dir = spool.work_dir(ticket).map_err(|e| StageError::io("creating the work folder", e))?;
         let output = tempfile::Builder::new()
             .prefix(&format!("{}{operation}-", Spool::attempt_prefix(token)))
             .suffix(&format!(".{extension}"))
             .tempfile_in(&work_dir)
-            .map_err(|e| StageError::io("creating the output file", &e))?
+            .map_err(|e| StageError::io("creating the output file", e))?
             .into_temp_path();
         let scratch = tempfile::Builder::new()
             .prefix(&format!("{}scratch-", Spool::attempt_prefix(token)))
             .tempdir_in(&work_dir)
-            .map_err(|e| StageError::io("creating the scratch folder", &e))?;
+            .map_err(|e| StageError::io("creating the scratch folder", e))?;
         Ok(Self { output, scratch })
     }
 
@@ -63,17 +63,17 @@ impl Attempt {
         extension: &str,
     ) -> Result<PathBuf, StageError> {
         drop(self.scratch);
-        let result_dir = spool.result_dir(ticket).map_err(|e| StageError::io("creating the result folder", &e))?;
+        let result_dir = spool.result_dir(ticket).map_err(|e| StageError::io("creating the result folder", e))?;
         let result =
             result_dir.join(format!("{}{:016x}.{extension}", Spool::attempt_prefix(token), rand::random::<u64>(),));
-        self.output.persist(&result).map_err(|e| StageError::io("moving the result", &e.error))?;
+        self.output.persist(&result).map_err(|e| StageError::io("moving the result", e.error))?;
         // The file's bytes are synced (`operations::run_contained`); its name in
         // `results/<ticket>/`, and that folder's in `results/`, must survive a power cut too,
         // since `ready` deletes the source.
         for dir in [result_dir.as_path(), result_dir.parent().unwrap_or(&result_dir)] {
             std::fs::File::open(dir)
                 .and_then(|dir| dir.sync_all())
-                .map_err(|e| StageError::io("syncing the result folder", &e))?;
+                .map_err(|e| StageError::io("syncing the result folder", e))?;
         }
         Ok(result)
     }

@@ -66,6 +66,14 @@ pub fn largest_source_of(capacity: u64, multiplier: f64) -> u64 {
     (capacity as f64 / multiplier.max(1.0)).floor() as u64
 }
 
+/// The largest source some live host can hold: `own_largest` (this host's), or more where the
+/// largest byte budget of a live host (`largest_live_budget`, by the heartbeats in the `nodes`
+/// table) holds more at `multiplier`. Intake refuses a file above it; the download pool fails a
+/// waiting one that grew above it.
+pub fn largest_source_anywhere(own_largest: u64, largest_live_budget: Option<u64>, multiplier: f64) -> u64 {
+    own_largest.max(largest_source_of(largest_live_budget.unwrap_or(0), multiplier))
+}
+
 impl Budget {
     /// A budget of `capacity` bytes; `freed` is notified whenever room is released.
     pub fn new(capacity: u64, multiplier: f64, max_wait: Duration, freed: Arc<Notify>) -> Self {
@@ -104,10 +112,10 @@ impl Budget {
         largest_source_of(self.sizing().capacity, self.sizing().multiplier)
     }
 
-    /// The largest source a budget of `capacity` bytes could ever hold, at this budget's
-    /// multiplier (another host's budget, say).
-    pub fn largest_source_in(&self, capacity: u64) -> u64 {
-        largest_source_of(capacity, self.sizing().multiplier)
+    /// The largest source some live host can hold, this one or the one with the largest
+    /// `largest_live_budget` ([`largest_source_anywhere`] at this budget's multiplier).
+    pub fn largest_source_anywhere(&self, largest_live_budget: Option<u64>) -> u64 {
+        largest_source_anywhere(self.largest_source(), largest_live_budget, self.sizing().multiplier)
     }
 
     /// Bytes reserved now.

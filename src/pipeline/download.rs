@@ -45,7 +45,7 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
     match deps.spool.remove_earlier_downloads(job.ticket, token) {
         Ok(0) => {}
         Ok(n) => tracing::info!(files = n, "removed files of an earlier, unfinished attempt"),
-        Err(e) => return Err(disk_error("cleaning up an earlier attempt", &e)),
+        Err(e) => return Err(StageError::io("cleaning up an earlier attempt", e)),
     }
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     if let Some(size) = declared.filter(|s| *s > limit) {
@@ -74,7 +74,7 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
         .prefix(&Spool::download_attempt_prefix(job.ticket, token))
         .suffix(".part")
         .tempfile_in(deps.spool.downloads())
-        .map_err(|e| disk_error("creating the .part file", &e))?;
+        .map_err(|e| StageError::io("creating the .part file", e))?;
     let (std_file, part_path) = part.into_parts();
     let (total, sha256) = match deps.telegram.local_source(&remote) {
         // A local Bot API server's own disk: one blocking copy loop, no async hops per chunk.
@@ -99,7 +99,7 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
         }
     }
     let source = deps.spool.source_path_for(&part_path);
-    part_path.persist(&source).map_err(|e| disk_error("renaming the download", &e.error))?;
+    part_path.persist(&source).map_err(|e| StageError::io("renaming the download", e.error))?;
     Ok(Fetched { path: source.to_string_lossy().into_owned(), size: total, sha256 })
 }
 
@@ -165,13 +165,13 @@ async fn stream_to_file(
         // Cheap: `Bytes` clones share the buffer. A closed channel means the hasher died, which
         // the join below reports.
         let _ = to_hasher.send(chunk.clone()).await;
-        file.write_all(&chunk).await.map_err(|e| disk_error("writing the download", &e))?;
+        file.write_all(&chunk).await.map_err(|e| StageError::io("writing the download", e))?;
         received.store(total, Ordering::Relaxed);
     }
     drop(to_hasher);
     let sha256 = hashing.await.map_err(|e| StageError::retry(format!("hashing the download failed: {e}")))?;
     // Hands the last buffered bytes to the kernel (a write error, a full disk, shows up here).
-    file.flush().await.map_err(|e| disk_error("writing the download", &e))?;
+    file.flush().await.map_err(|e| StageError::io("writing the download", e))?;
     Ok((total, sha256))
 }
 
@@ -284,7 +284,7 @@ fn copy_chunk(copy_range: CopyRange, src: &File, dst: &File, offset: u64, len: u
             Ok(n) => done += n as u64,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if cannot_copy_in_kernel(&e) => return Ok((done, false)),
-            Err(e) => return Err(disk_error("writing the download", &e)),
+            Err(e) => return Err(StageError::io("writing the download", e)),
         }
     }
     Ok((done, true))
@@ -298,7 +298,7 @@ fn copy_through_memory(src: &File, dst: &File, offset: u64, len: u64) -> Result<
     while done < len {
         let want = buf.len().min(usize::try_from(len - done).unwrap_or(usize::MAX));
         let n = read_full_at(src, &mut buf[..want], offset + done).map_err(read_error)?;
-        dst.write_all_at(&buf[..n], offset + done).map_err(|e| disk_error("writing the download", &e))?;
+        dst.write_all_at(&buf[..n], offset + done).map_err(|e| StageError::io("writing the download", e))?;
         done += n as u64;
         if n < want {
             break;
@@ -374,12 +374,6 @@ fn transfer_error(e: TelegramError) -> StageError {
         TelegramError::RetryAfter(d) => StageError::FloodWait { after: d, detail: "download: flood control".into() },
         other => StageError::retry(format!("download: {other}")),
     }
-}
-
-fn disk_error(what: &str, e: &io::Error) -> StageError {
-    // A full disk is not the document's doing: the janitor frees space, and the job waits
-    // without spending attempts.
-    StageError::io(what, e)
 }
 
 #[cfg(test)]

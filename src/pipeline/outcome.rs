@@ -100,7 +100,7 @@ pub fn after_error(job: &Job, err: StageError, rules: &Rules, now: Timestamp, ji
         attempts,
     };
     match err {
-        StageError::Fail { reason, detail } => AfterError::Fail { reason, detail },
+        StageError::Fail { reason, detail } => AfterError::Fail { reason, detail: detail.into() },
         StageError::FloodWait { after, detail } => AfterError::Retry {
             // Telegram's wait, exactly; not the job's fault, so not an attempt.
             release: release(JobEvent::RetryLater, after, &detail, AttemptRule::Refunded),
@@ -109,7 +109,7 @@ pub fn after_error(job: &Job, err: StageError, rules: &Rules, now: Timestamp, ji
         StageError::Retry { detail } => {
             let attempts = u32::try_from(job.attempts).unwrap_or(u32::MAX);
             if attempts >= rules.max_attempts {
-                return AfterError::Fail { reason: FailureReason::GaveUp { attempts }, detail };
+                return AfterError::Fail { reason: FailureReason::GaveUp { attempts }, detail: detail.into() };
             }
             let wait = backoff(attempts, rules.retry_base, MAX_BACKOFF, jitter);
             AfterError::Retry { release: release(JobEvent::RetryLater, wait, &detail, AttemptRule::Spent), wait }
@@ -321,7 +321,7 @@ mod tests {
     /// Issue 29, point 7: a full disk or a database away is not the document's doing.
     #[test]
     fn a_host_or_database_that_cannot_work_now_spends_no_attempt_even_on_the_last_one() {
-        let full = StageError::io("writing the download", &std::io::Error::from(std::io::ErrorKind::StorageFull));
+        let full = StageError::io("writing the download", std::io::Error::from(std::io::ErrorKind::StorageFull));
         let away = StageError::Unavailable { detail: "completing a job: connection refused".into() };
         for err in [full, away] {
             let AfterError::Retry { release, wait } =
@@ -333,7 +333,7 @@ mod tests {
             assert_eq!(wait, Duration::from_secs(2 * 32), "longer than after a failed attempt (base · 2^(3+3-1))");
         }
         // Any other file error still counts.
-        let other = StageError::io("reading", &std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        let other = StageError::io("reading", std::io::Error::from(std::io::ErrorKind::PermissionDenied));
         assert!(matches!(other, StageError::Retry { .. }), "{other:?}");
     }
 

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
 use super::attempt::{self, Attempt};
-use super::{PipelineDeps, StageError};
+use super::{Detail, PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
 use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password};
 use crate::operations::{self, DEFAULT_LANG, Failure, Limits, Outcome, Report, Request, Work};
@@ -41,7 +41,7 @@ pub struct Output {
 
 /// Runs the job's operation on its verified source.
 pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageError> {
-    let chat_lang = super::chat_lang(deps, job).await;
+    let chat_lang = super::progress::chat_lang(deps, job).await;
     let Some(expected) = job.source.clone() else {
         return Err(StageError::SourceLost { detail: "no source recorded".into() });
     };
@@ -59,7 +59,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     let format = tokio::task::spawn_blocking(move || detect::detect_path(&src))
         .await
         .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
-        .map_err(|e| StageError::SourceLost { detail: format!("reading the source: {e}") })?;
+        .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading the source", e) })?;
     let mut operation = unsealed(deps, job);
     let (mut work, mut accepts) = work_for(&deps.settings.get().tools, &operation)?;
     if !takes(&accepts, &format)
@@ -168,7 +168,7 @@ async fn fitting_default(
             .store
             .chat_mode(job.submission.chat)
             .await
-            .map_err(|e| StageError::store("reading the chat's mode", &e))?;
+            .map_err(|e| StageError::store("reading the chat's mode", e))?;
         mode.unwrap_or_else(|| deps.settings.get().default_operation.clone())
     };
     // The run's own operation does not take the format, so neither does it as the fitting one.
@@ -180,7 +180,7 @@ async fn fitting_default(
         .store
         .switch_operation(job.ticket, lease, &fitting, deps.clock.now())
         .await
-        .map_err(|e| StageError::store("switching the run's operation", &e))?;
+        .map_err(|e| StageError::store("switching the run's operation", e))?;
     Ok(switched.then_some(fitting))
 }
 
@@ -314,7 +314,7 @@ fn mime_matches(mime: Option<&str>, format: &DetectedFormat) -> bool {
 /// The source must be on disk with the recorded size and sha256; otherwise it is lost, and the
 /// job goes back to be downloaded again.
 fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError> {
-    let lost = |detail: String| StageError::SourceLost { detail };
+    let lost = |detail: String| StageError::SourceLost { detail: detail.into() };
     let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source missing: {e}")))?;
     let len = file.metadata().map_err(|e| lost(format!("source unreadable: {e}")))?.len();
     if i64::try_from(len).ok() != Some(size) {
@@ -491,7 +491,7 @@ impl DiskBounds {
         }
         if self.short_of_space {
             tracing::warn!(limit, "a run was stopped: the data folder is nearly full");
-            return StageError::Unavailable { detail: format!("{detail}: the data folder is nearly full") };
+            return StageError::Unavailable { detail: format!("{detail}: the data folder is nearly full").into() };
         }
         StageError::fail(FailureReason::WroteTooMuch { limit }, detail)
     }

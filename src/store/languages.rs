@@ -4,6 +4,7 @@
 
 use super::{Conn, QueryContext, Store, StoreResult, Tx};
 use crate::domain::{ChatRef, Timestamp};
+use crate::texts::Lang;
 
 /// Records the language a writer's Telegram app reports for a chat, unless the chat chose one:
 /// $1 chat, $2 code, $3 now.
@@ -63,8 +64,13 @@ pub(super) async fn of_chat(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<Opti
 }
 
 impl Store {
-    /// The language code `chat` is written to in (see [`Tx::note_language`]); `None` when
-    /// nothing is known of the chat.
+    /// The language `chat` is written to in (see [`Tx::note_language`]): what every message to a
+    /// person is written in, looked up only here. English when nothing is known of the chat.
+    pub async fn chat_lang(&self, chat: ChatRef) -> StoreResult<Lang> {
+        Ok(Lang::from_stored(self.chat_language(chat).await?.as_deref()))
+    }
+
+    /// The language code `chat` is written to in; `None` when nothing is known of the chat.
     pub async fn chat_language(&self, chat: ChatRef) -> StoreResult<Option<String>> {
         of_chat(&mut self.acquire().await?.conn(), chat).await
     }
@@ -81,6 +87,11 @@ impl Tx {
     /// apps report no longer changes it.
     pub async fn choose_language(&mut self, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
         choose(&mut self.conn(), chat, code, now).await
+    }
+
+    /// [`Store::chat_lang`] inside the transaction.
+    pub async fn chat_lang(&mut self, chat: ChatRef) -> StoreResult<Lang> {
+        Ok(Lang::from_stored(self.chat_language(chat).await?.as_deref()))
     }
 
     /// The language code `chat` is written to in, inside the transaction; `None` when nothing
