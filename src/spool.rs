@@ -111,7 +111,7 @@ impl Spool {
     /// files were removed.
     pub fn remove_earlier_downloads(&self, ticket: Ticket, token: i64) -> io::Result<usize> {
         let prefix = Self::download_prefix(ticket);
-        remove_older(&self.downloads(), token, |name| name.strip_prefix(&prefix))
+        remove_older(&self.root, &self.downloads(), token, |name| name.strip_prefix(&prefix))
     }
 
     /// Removes what processing attempts before the one with lease `token` left in
@@ -121,7 +121,7 @@ impl Spool {
     pub fn remove_earlier_output(&self, ticket: Ticket, token: i64) -> io::Result<usize> {
         let mut removed = 0;
         for dir in [self.work_root(), self.results_root()] {
-            removed += remove_older(&dir.join(ticket.0.to_string()), token, |name| Some(name))?;
+            removed += remove_older(&self.root, &dir.join(ticket.0.to_string()), token, |name| Some(name))?;
         }
         Ok(removed)
     }
@@ -131,46 +131,69 @@ impl Spool {
     /// any of them and that nobody holds. Missing is fine. Returns how many downloads went.
     pub fn remove_everything_of(&self, ticket: Ticket) -> io::Result<usize> {
         let prefix = Self::download_prefix(ticket);
-        let removed = remove_older(&self.downloads(), i64::MAX, |name| name.strip_prefix(&prefix))?;
-        remove_dir_if_exists(&self.work_root().join(ticket.0.to_string()))?;
-        remove_dir_if_exists(&self.results_root().join(ticket.0.to_string()))?;
+        let removed = remove_older(&self.root, &self.downloads(), i64::MAX, |name| name.strip_prefix(&prefix))?;
+        self.remove_path(&self.work_root().join(ticket.0.to_string()))?;
+        self.remove_path(&self.results_root().join(ticket.0.to_string()))?;
         Ok(removed)
     }
 
     /// Removes a job's intermediate output. Missing is fine.
     pub fn remove_work(&self, ticket: Ticket) -> io::Result<()> {
-        remove_dir_if_exists(&self.work_root().join(ticket.0.to_string()))
+        self.remove_path(&self.work_root().join(ticket.0.to_string()))
     }
 
-    /// Removes a file the store pointed at, after the store stopped pointing at it.
+    /// Removes a file the store pointed at, after the store stopped pointing at it, and its
+    /// per-job folder when that was its last file. Missing is fine.
     pub fn remove_file(&self, path: &str) -> io::Result<()> {
         let path = Path::new(path);
-        // Only ever delete inside the data folder, whatever a row says.
-        if !path.starts_with(&self.root) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "refusing to delete a file outside the data folder",
-            ));
+        self.remove_path(path)?;
+        if let Some(parent) =
+            path.parent().filter(|p| p.starts_with(self.results_root()) || p.starts_with(self.work_root()))
+        {
+            // The per-job folder goes when its last file goes; non-empty is fine.
+            self.remove_empty_folder(parent);
         }
-        match std::fs::remove_file(path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => {
-                if let Some(parent) =
-                    path.parent().filter(|p| p.starts_with(self.results_root()) || p.starts_with(self.work_root()))
-                {
-                    // The per-job folder goes when its last file goes; non-empty is fine.
-                    let _ = std::fs::remove_dir(parent);
-                }
-                Ok(())
-            }
+        Ok(())
+    }
+
+    /// Removes `path`, a file or a folder with all it holds: the one way docket deletes what it
+    /// wrote. A path outside the data folder is refused, whatever asked for it (a row, a
+    /// listing); missing is fine.
+    pub fn remove_path(&self, path: &Path) -> io::Result<()> {
+        delete_within(&self.root, path).map(|_| ())
+    }
+
+    /// Removes the folder `dir` if it is empty and inside the data folder; anything else is left
+    /// as it is (a folder that still holds files is in use).
+    pub fn remove_empty_folder(&self, dir: &Path) {
+        if dir.starts_with(&self.root) {
+            let _ = std::fs::remove_dir(dir);
         }
+    }
+}
+
+/// Deletes `path` (a file, or a folder with everything in it) if it lies inside `root`, which
+/// every deletion of the data folder goes through. Returns whether something was there.
+fn delete_within(root: &Path, path: &Path) -> io::Result<bool> {
+    // Only ever delete inside the data folder, whatever a row says. No `..` either: a path that
+    // climbs out of the folder still starts with it.
+    let climbs = path.components().any(|c| matches!(c, std::path::Component::ParentDir));
+    if !path.starts_with(root) || climbs {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "refusing to delete a file outside the data folder"));
+    }
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir());
+    let gone = if is_dir { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    match gone {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
 /// Removes the files in `dir` that `attempt_part` (the part of the name after any ticket, or
 /// `None` for another job's file) says an attempt before `token` wrote: a name that does not
 /// start with a token is older than every attempt that names its files. A missing `dir` is fine.
-fn remove_older(dir: &Path, token: i64, attempt_part: impl Fn(&str) -> Option<&str>) -> io::Result<usize> {
+fn remove_older(root: &Path, dir: &Path, token: i64, attempt_part: impl Fn(&str) -> Option<&str>) -> io::Result<usize> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
@@ -186,21 +209,10 @@ fn remove_older(dir: &Path, token: i64, attempt_part: impl Fn(&str) -> Option<&s
             continue;
         }
         // A run's scratch folder is removed with all it holds.
-        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
-        let gone = if is_dir { std::fs::remove_dir_all(entry.path()) } else { std::fs::remove_file(entry.path()) };
-        match gone {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => removed += 1,
-        }
+        delete_within(root, &entry.path())?;
+        removed += 1;
     }
     Ok(removed)
-}
-
-fn remove_dir_if_exists(dir: &Path) -> io::Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// A safe file name for the uploaded result of `operation`, derived from the declared name: path
