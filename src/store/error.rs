@@ -89,6 +89,17 @@ pub enum StoreError {
     /// A row holds a value the code does not know.
     #[error("database row is inconsistent: {0}")]
     Corrupt(String),
+    /// The database URL names a backend this build was compiled without.
+    #[error("this build has no {backend} support (build it with the feature `{feature}`)")]
+    NotBuilt {
+        /// The backend the URL names.
+        backend: &'static str,
+        /// The cargo feature that brings it.
+        feature: &'static str,
+    },
+    /// A caller asked for something the store never does (a bug in docket, not in the data).
+    #[error("the store was asked to {0}, which it never does")]
+    Misuse(&'static str),
     /// The caller asked for a transition the state machine forbids.
     #[error(transparent)]
     Transition(#[from] crate::domain::TransitionError),

@@ -131,7 +131,7 @@ impl Store {
             DatabaseUrl::Postgres(url) => Pool::Postgres(postgres::open(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
-                return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
+                return Err(StoreError::NotBuilt { backend: "PostgreSQL", feature: "postgres" });
             }
         };
         let store = Self { pool, node: None };
@@ -153,7 +153,7 @@ impl Store {
             DatabaseUrl::Postgres(url) => Pool::Postgres(postgres::open_existing(url).await?),
             #[cfg(not(feature = "postgres"))]
             DatabaseUrl::Postgres(_) => {
-                return Err(StoreError::Corrupt("this build has no PostgreSQL support (feature `postgres`)".into()));
+                return Err(StoreError::NotBuilt { backend: "PostgreSQL", feature: "postgres" });
             }
         };
         let store = Self { pool, node: None };

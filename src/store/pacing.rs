@@ -55,7 +55,7 @@ pub const PACING: &str = "SELECT chat_id, not_before, reason FROM chat_pacing WH
 /// Runs [`PACE_CHAT`] for `what`.
 pub(super) async fn pace(c: &mut Conn<'_>, what: Paced, not_before: Timestamp, reason: &str) -> StoreResult<()> {
     if what == Paced::SendSlots {
-        return Err(StoreError::Corrupt("the send slots are reserved, not paced".into()));
+        return Err(StoreError::Misuse("pace the send slots (they are reserved, not paced)"));
     }
     dispatch!(c, |c| sqlx::query(PACE_CHAT)
         .bind(key(what))

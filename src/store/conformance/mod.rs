@@ -51,6 +51,7 @@ mod nodes;
 mod outbox;
 mod pacing;
 mod people;
+mod queue;
 mod retention;
 mod roles;
 mod schema;
