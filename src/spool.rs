@@ -308,6 +308,25 @@ mod tests {
     }
 
     #[test]
+    fn removing_a_path_that_climbs_out_of_the_data_folder_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::open(&tmp.path().join("data")).expect("open");
+        let outside = tmp.path().join("keep");
+        std::fs::create_dir(&outside).expect("mkdir");
+        // Starts with the data folder, yet names a folder beside it.
+        let climbing = spool.results_root().join("..").join("..").join("keep");
+        let err = spool.remove_path(&climbing).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(outside.exists());
+        // A folder inside goes with what it holds; one already gone is fine.
+        let work = spool.work_dir(Ticket(3)).expect("work");
+        std::fs::write(work.join("1-x.pdf"), b"x").expect("write");
+        spool.remove_path(&work).expect("removed");
+        assert!(!work.exists());
+        spool.remove_path(&work).expect("missing is fine");
+    }
+
+    #[test]
     fn an_unwritable_folder_stops_startup() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let file = tmp.path().join("not-a-dir");

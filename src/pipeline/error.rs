@@ -171,3 +171,19 @@ impl From<Detail> for String {
         detail.0.text
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_error_reads_as_its_detail_and_keeps_the_error_behind_it() {
+        let full = StageError::io("writing the download", std::io::Error::from(std::io::ErrorKind::StorageFull));
+        assert!(matches!(full, StageError::Unavailable { .. }), "{full:?}");
+        assert!(full.to_string().starts_with("writing the download: "), "{full}");
+        let cause = full.source().and_then(|e| e.downcast_ref::<std::io::Error>()).expect("the io error");
+        assert_eq!(cause.kind(), std::io::ErrorKind::StorageFull);
+        let plain = StageError::retry("5xx");
+        assert_eq!((plain.to_string().as_str(), plain.source().is_none()), ("5xx", true));
+    }
+}
