@@ -1,16 +1,93 @@
-//! What the operations after `optimize` share: the guarded work thread, loading, page lists,
-//! inherited page attributes, copying only the objects some pages need, and saving.
+//! What the operations share: the guarded work thread, loading, page lists, inherited page
+//! attributes, copying only the objects some pages need, and saving.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId};
+use lopdf::{Dictionary, Document, EncryptionState, LoadOptions, Object, ObjectId};
 
+use super::PdfError;
 use super::file_writer::{self, Item, Layout};
-use super::{OBJECTS_PER_STREAM, PdfError};
 use crate::detect;
 use crate::domain::PageRanges;
+
+/// Stack size of the thread that runs the lopdf work in [`super::optimize()`] and
+/// every other operation.
+pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many objects go into one object stream when saving; larger groups compress better.
+pub(super) const OBJECTS_PER_STREAM: usize = 200;
+
+/// Runs `work` on a thread with a [`WORK_STACK_BYTES`] stack, a panic in it becoming
+/// [`PdfError::Unreadable`].
+pub(super) fn on_work_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, PdfError> + Send + 'static,
+) -> Result<T, PdfError> {
+    let span = tracing::Span::current();
+    let worker =
+        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(work))
+                .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
+        })?;
+    // A panic that still escapes (one in the panic handling) lands here.
+    worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??
+}
+
+pub(super) fn load_options(max_inflate: usize) -> LoadOptions {
+    LoadOptions { max_decompressed_size: Some(max_inflate), ..LoadOptions::default() }
+}
+
+/// Loads a PDF without a password; lopdf opens one with an empty user password by itself.
+pub(super) fn load(bytes: &[u8], max_inflate: usize) -> Result<Document, PdfError> {
+    let document = Document::load_mem_with_options(bytes, load_options(max_inflate)).map_err(|error| match error {
+        lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
+            PdfError::InflatesTooMuch { limit }
+        }
+        lopdf::Error::InvalidPassword | lopdf::Error::UnsupportedSecurityHandler(_) | lopdf::Error::Decryption(_) => {
+            PdfError::Encrypted
+        }
+        other => PdfError::unreadable(format!("loading: {other}")),
+    })?;
+    // lopdf removes `/Encrypt` from the trailer once it has decrypted a document; if it is still
+    // there, lopdf could not authenticate and loaded nothing.
+    if document.trailer.has(b"Encrypt") {
+        return Err(PdfError::Encrypted);
+    }
+    if let Some(recovery) = document.xref_recovery {
+        tracing::debug!(?recovery, "repaired the cross-reference data of a damaged PDF");
+    }
+    Ok(document)
+}
+
+/// The number of pages, or why there is no page tree to count.
+pub(super) fn count_pages(document: &Document) -> Result<u32, PdfError> {
+    let has_page_tree =
+        document.catalog().and_then(|catalog| catalog.get_deref(b"Pages", document)).and_then(Object::as_dict).is_ok();
+    if !has_page_tree {
+        return Err(PdfError::unreadable("no document catalog or page tree"));
+    }
+    let pages = document.page_iter().count();
+    match u32::try_from(pages) {
+        Ok(0) => Err(PdfError::NoPages),
+        Ok(pages) => Ok(pages),
+        Err(_) => Err(PdfError::unreadable(format!("{pages} pages"))),
+    }
+}
+
+pub(super) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    format!("lopdf panicked: {message}")
+}
 
 /// The bytes at `input`, when they are a PDF by [`detect::detect_bytes`].
 pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {
@@ -26,7 +103,7 @@ pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {
 /// file opens), with its page ids in order.
 pub(super) fn load_pages(input: &Path, max_inflate: usize) -> Result<(Document, Vec<ObjectId>), PdfError> {
     let bytes = read_pdf(input)?;
-    let document = super::load(&bytes, max_inflate)?;
+    let document = load(&bytes, max_inflate)?;
     drop(bytes);
     let pages = page_ids(&document)?;
     Ok((document, pages))
@@ -34,7 +111,7 @@ pub(super) fn load_pages(input: &Path, max_inflate: usize) -> Result<(Document, 
 
 /// The document's page ids in page order; an error when it has no page tree or no pages.
 pub(super) fn page_ids(document: &Document) -> Result<Vec<ObjectId>, PdfError> {
-    super::count_pages(document)?;
+    count_pages(document)?;
     Ok(document.page_iter().collect())
 }
 
@@ -285,13 +362,17 @@ fn references(object: &Object, found: &mut Vec<ObjectId>) {
 /// when given; returns its size.
 pub(super) fn save(document: &Document, output: &Path, encryption: Option<&EncryptionState>) -> Result<u64, PdfError> {
     let bytes = file_writer::save(document, encryption, OBJECTS_PER_STREAM, DOCUMENT_DEFLATE_LEVEL)?;
-    super::write_file(output, &bytes)?;
+    write_file(output, &bytes)?;
     Ok(bytes.len() as u64)
 }
 
 /// libdeflate's level for the object streams of a whole document that `rotate` or `decrypt`
 /// writes (`optimize` uses its best).
 const DOCUMENT_DEFLATE_LEVEL: i32 = 6;
+
+pub(super) fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    File::create(path)?.write_all(bytes)
+}
 
 /// The names a content stream selects fonts (`Tf`) and draws XObjects (`Do`) with; `None` when
 /// it cannot be read to the end (an unterminated string or inline image).

@@ -80,7 +80,7 @@ pub const SPACE_EM: f64 = 0.1;
 /// stream, a form or a CMap inflates past `max_inflate`; [`PdfError::Io`] when writing fails.
 pub fn text(input: &Path, output: &Path, max_inflate: usize, lang: texts::Lang) -> Result<Produced, PdfError> {
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
-    super::on_work_thread(move || {
+    work::on_work_thread(move || {
         let (document, page_ids) = work::load_pages(&input, max_inflate)?;
         let mut sink = BufWriter::with_capacity(1 << 20, File::create(&output)?);
         let mut fonts = Fonts::default();
