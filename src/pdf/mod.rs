@@ -62,6 +62,7 @@ use crate::detect::DetectedFormat;
 use crate::domain::Operation;
 
 mod ccitt;
+mod content;
 pub mod decrypt;
 mod file_writer;
 pub mod images;

@@ -36,11 +36,10 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::rc::Rc;
 
-use lopdf::content::{Content, Operation};
+use lopdf::content::Operation;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
-use super::work;
-use super::{PdfError, Produced};
+use super::{PdfError, Produced, content, work};
 use crate::texts;
 
 mod cff;
@@ -133,7 +132,7 @@ fn page_text<'a>(
     max_inflate: usize,
     fonts: &mut Fonts<'a>,
 ) -> Result<Option<String>, PdfError> {
-    let content = document.get_page_content_with_limit(page_id, max_inflate).map_err(inflate_error)?;
+    let content = content::page(document, page_id, max_inflate)?;
     let resources = work::inherited(document, page_id, b"Resources").and_then(|r| r.as_dict().ok());
     let mut page =
         Page { document, max_inflate, fonts, text: String::new(), runs: Vec::new(), content: None, operations: 0 };
@@ -150,15 +149,6 @@ fn page_text<'a>(
     let mut text = text.to_owned();
     text.push('\n');
     Ok(Some(text))
-}
-
-fn inflate_error(error: lopdf::Error) -> PdfError {
-    match error {
-        lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
-            PdfError::InflatesTooMuch { limit }
-        }
-        other => PdfError::unreadable(format!("reading page content: {other}")),
-    }
 }
 
 /// An affine matrix `[a b c d e f]` as PDF writes it (row vectors: `p' = p × M`).
@@ -262,9 +252,7 @@ impl<'a> Page<'a, '_> {
     ) -> Result<(), PdfError> {
         let mut saved: Vec<State<'a>> = Vec::new();
         let mut text = TextObject { matrix: Matrix::IDENTITY, line: Matrix::IDENTITY };
-        for operation in Content::decode_iter(content) {
-            // A content stream broken halfway still gives the text before the break.
-            let Ok(operation) = operation else { break };
+        for operation in content::operations(content) {
             self.operations += 1;
             let text_bytes = self.text.len() + self.content.as_ref().map_or(0, |c| c.out.len());
             if self.operations > MAX_OPERATIONS_PER_PAGE || text_bytes > MAX_TEXT_BYTES {
@@ -419,14 +407,10 @@ impl<'a> Page<'a, '_> {
         if stream.dict.get(b"Subtype").and_then(Object::as_name).ok() != Some(b"Form".as_slice()) {
             return Ok(());
         }
+        // An unfiltered form is taken as it is, whatever its size.
         let content = if stream.dict.has(b"Filter") {
-            match stream.decompressed_content_with_limit(self.max_inflate) {
-                Ok(content) => content,
-                Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
-                    return Err(inflate_error(error));
-                }
-                Err(_) => return Ok(()),
-            }
+            let Some(content) = content::form(stream, self.max_inflate)? else { return Ok(()) };
+            content
         } else {
             stream.content.clone()
         };
