@@ -24,7 +24,7 @@ use crate::domain::Password;
 /// [`super::optimize()`]); [`PdfError::Io`].
 pub fn decrypt(input: &Path, output: &Path, password: &Password, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output, password) = (input.to_path_buf(), output.to_path_buf(), password.clone());
-    super::on_work_thread(move || {
+    work::on_work_thread(move || {
         let bytes = work::read_pdf(&input)?;
         let mut document = open(&bytes, &password, max_inflate)?;
         drop(bytes);
@@ -39,13 +39,13 @@ pub fn decrypt(input: &Path, output: &Path, password: &Password, max_inflate: us
 fn open(bytes: &[u8], password: &Password, max_inflate: usize) -> Result<Document, PdfError> {
     // An owner-password-only file opens without a password; lifting its restrictions takes the
     // owner password, checked against its encryption dictionary.
-    if let Ok(opened) = super::load(bytes, max_inflate)
+    if let Ok(opened) = work::load(bytes, max_inflate)
         && opened.encryption_state.is_some()
         && !is_owner_password(opened, password)
     {
         return Err(PdfError::WrongPassword);
     }
-    let options = LoadOptions { password: Some(password.expose().to_owned()), ..super::load_options(max_inflate) };
+    let options = LoadOptions { password: Some(password.expose().to_owned()), ..work::load_options(max_inflate) };
     let document = Document::load_mem_with_options(bytes, options).map_err(|error| match error {
         lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
             PdfError::InflatesTooMuch { limit }

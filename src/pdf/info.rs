@@ -31,7 +31,7 @@ const MAX_FIELD_CHARS: usize = 300;
 /// encrypted file; [`PdfError::InflatesTooMuch`]; [`PdfError::Io`].
 pub fn info(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output) = (input.to_path_buf(), output.to_path_buf());
-    super::on_work_thread(move || {
+    work::on_work_thread(move || {
         let bytes = work::read_pdf(&input)?;
         let facts = document_info(&bytes, max_inflate)?;
         let json = serde_json::to_vec_pretty(&facts).map_err(|error| PdfError::unreadable(error.to_string()))?;
@@ -45,7 +45,7 @@ pub fn info(input: &Path, output: &Path, max_inflate: usize) -> Result<Produced,
 pub(crate) fn document_info(bytes: &[u8], max_inflate: usize) -> Result<DocumentInfo, PdfError> {
     let sha256 = hex::encode(Sha256::digest(bytes));
     let file_bytes = bytes.len() as u64;
-    let document = match Document::load_mem_with_options(bytes, super::load_options(max_inflate)) {
+    let document = match Document::load_mem_with_options(bytes, work::load_options(max_inflate)) {
         Ok(document) => document,
         Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
             return Err(PdfError::InflatesTooMuch { limit });

@@ -29,7 +29,7 @@ pub fn rotate(
     max_inflate: usize,
 ) -> Result<Produced, PdfError> {
     let (input, output, pages) = (input.to_path_buf(), output.to_path_buf(), pages.cloned());
-    super::on_work_thread(move || {
+    work::on_work_thread(move || {
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let chosen: BTreeSet<u32> = match &pages {
             Some(ranges) => work::resolve(ranges, page_ids.len())?.into_iter().flatten().collect(),

@@ -48,7 +48,7 @@ pub fn split(
     max_inflate: usize,
 ) -> Result<Produced, PdfError> {
     let (input, output, ranges) = (input.to_path_buf(), output.to_path_buf(), ranges.cloned());
-    super::on_work_thread(move || {
+    work::on_work_thread(move || {
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let parts: Vec<Vec<u32>> = match &ranges {
             Some(ranges) => work::resolve(ranges, page_ids.len())?,
@@ -116,14 +116,14 @@ fn write_zip(output: &Path, parts: mpsc::Receiver<(String, Vec<u8>)>) -> Result<
 /// As [`split`].
 pub fn pages(input: &Path, output: &Path, ranges: &PageRanges, max_inflate: usize) -> Result<Produced, PdfError> {
     let (input, output, ranges) = (input.to_path_buf(), output.to_path_buf(), ranges.clone());
-    super::on_work_thread(move || {
+    work::on_work_thread(move || {
         let (mut document, page_ids) = work::load_pages(&input, max_inflate)?;
         let listed: Vec<u32> = work::resolve(&ranges, page_ids.len())?.into_iter().flatten().collect();
         let encryption = document.encryption_state.take();
         let shared = work::shared_resources(&document, &page_ids);
         let bytes = extract(&document, &shared, &page_ids, &listed, max_inflate).write(encryption.as_ref())?;
         drop(document);
-        super::write_file(&output, &bytes)?;
+        work::write_file(&output, &bytes)?;
         Ok(Produced { output_bytes: bytes.len() as u64, pages: Some(listed.len() as u32) })
     })
 }

@@ -1,16 +1,93 @@
-//! What the operations after `optimize` share: the guarded work thread, loading, page lists,
-//! inherited page attributes, copying only the objects some pages need, and saving.
+//! What the operations share: the guarded work thread, loading, page lists, inherited page
+//! attributes, copying only the objects some pages need, and saving.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use lopdf::{Dictionary, Document, EncryptionState, Object, ObjectId};
+use lopdf::{Dictionary, Document, EncryptionState, LoadOptions, Object, ObjectId};
 
 use super::file_writer::{self, Item, Layout};
-use super::{OBJECTS_PER_STREAM, PdfError};
+use super::{PdfError, content};
 use crate::detect;
 use crate::domain::PageRanges;
+
+/// Stack size of the thread that runs the lopdf work in [`super::optimize()`] and
+/// every other operation.
+pub const WORK_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many objects go into one object stream when saving; larger groups compress better.
+pub(super) const OBJECTS_PER_STREAM: usize = 200;
+
+/// Runs `work` on a thread with a [`WORK_STACK_BYTES`] stack, a panic in it becoming
+/// [`PdfError::Unreadable`].
+pub(super) fn on_work_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, PdfError> + Send + 'static,
+) -> Result<T, PdfError> {
+    let span = tracing::Span::current();
+    let worker =
+        std::thread::Builder::new().name("docket-pdf".to_owned()).stack_size(WORK_STACK_BYTES).spawn(move || {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(work))
+                .map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))
+        })?;
+    // A panic that still escapes (one in the panic handling) lands here.
+    worker.join().map_err(|payload| PdfError::unreadable(panic_message(payload.as_ref())))??
+}
+
+pub(super) fn load_options(max_inflate: usize) -> LoadOptions {
+    LoadOptions { max_decompressed_size: Some(max_inflate), ..LoadOptions::default() }
+}
+
+/// Loads a PDF without a password; lopdf opens one with an empty user password by itself.
+pub(super) fn load(bytes: &[u8], max_inflate: usize) -> Result<Document, PdfError> {
+    let document = Document::load_mem_with_options(bytes, load_options(max_inflate)).map_err(|error| match error {
+        lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit }) => {
+            PdfError::InflatesTooMuch { limit }
+        }
+        lopdf::Error::InvalidPassword | lopdf::Error::UnsupportedSecurityHandler(_) | lopdf::Error::Decryption(_) => {
+            PdfError::Encrypted
+        }
+        other => PdfError::unreadable(format!("loading: {other}")),
+    })?;
+    // lopdf removes `/Encrypt` from the trailer once it has decrypted a document; if it is still
+    // there, lopdf could not authenticate and loaded nothing.
+    if document.trailer.has(b"Encrypt") {
+        return Err(PdfError::Encrypted);
+    }
+    if let Some(recovery) = document.xref_recovery {
+        tracing::debug!(?recovery, "repaired the cross-reference data of a damaged PDF");
+    }
+    Ok(document)
+}
+
+/// The number of pages, or why there is no page tree to count.
+pub(super) fn count_pages(document: &Document) -> Result<u32, PdfError> {
+    let has_page_tree =
+        document.catalog().and_then(|catalog| catalog.get_deref(b"Pages", document)).and_then(Object::as_dict).is_ok();
+    if !has_page_tree {
+        return Err(PdfError::unreadable("no document catalog or page tree"));
+    }
+    let pages = document.page_iter().count();
+    match u32::try_from(pages) {
+        Ok(0) => Err(PdfError::NoPages),
+        Ok(pages) => Ok(pages),
+        Err(_) => Err(PdfError::unreadable(format!("{pages} pages"))),
+    }
+}
+
+pub(super) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    format!("lopdf panicked: {message}")
+}
 
 /// The bytes at `input`, when they are a PDF by [`detect::detect_bytes`].
 pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {
@@ -26,7 +103,7 @@ pub(super) fn read_pdf(input: &Path) -> Result<Vec<u8>, PdfError> {
 /// file opens), with its page ids in order.
 pub(super) fn load_pages(input: &Path, max_inflate: usize) -> Result<(Document, Vec<ObjectId>), PdfError> {
     let bytes = read_pdf(input)?;
-    let document = super::load(&bytes, max_inflate)?;
+    let document = load(&bytes, max_inflate)?;
     drop(bytes);
     let pages = page_ids(&document)?;
     Ok((document, pages))
@@ -34,7 +111,7 @@ pub(super) fn load_pages(input: &Path, max_inflate: usize) -> Result<(Document, 
 
 /// The document's page ids in page order; an error when it has no page tree or no pages.
 pub(super) fn page_ids(document: &Document) -> Result<Vec<ObjectId>, PdfError> {
-    super::count_pages(document)?;
+    count_pages(document)?;
     Ok(document.page_iter().collect())
 }
 
@@ -172,8 +249,8 @@ impl<'a> Extract<'a> {
             Object::Dictionary(dict) => dict,
             _ => return None,
         };
-        let content = source.get_page_content_with_limit(page_id, self.max_inflate).ok()?;
-        let used = names_used(&content)?;
+        let content = content::page(source, page_id, self.max_inflate).ok()?;
+        let used = content::names_used(&content)?;
         let mut pruned = resources.clone();
         for key in [b"Font".as_slice(), b"XObject"] {
             let Some(named) = resources.get(key).ok().and_then(deref).and_then(|d| d.as_dict().ok()) else { continue };
@@ -285,7 +362,7 @@ fn references(object: &Object, found: &mut Vec<ObjectId>) {
 /// when given; returns its size.
 pub(super) fn save(document: &Document, output: &Path, encryption: Option<&EncryptionState>) -> Result<u64, PdfError> {
     let bytes = file_writer::save(document, encryption, OBJECTS_PER_STREAM, DOCUMENT_DEFLATE_LEVEL)?;
-    super::write_file(output, &bytes)?;
+    write_file(output, &bytes)?;
     Ok(bytes.len() as u64)
 }
 
@@ -293,174 +370,6 @@ pub(super) fn save(document: &Document, output: &Path, encryption: Option<&Encry
 /// writes (`optimize` uses its best).
 const DOCUMENT_DEFLATE_LEVEL: i32 = 6;
 
-/// The names a content stream selects fonts (`Tf`) and draws XObjects (`Do`) with; `None` when
-/// it cannot be read to the end (an unterminated string or inline image).
-///
-/// A scan of the bytes rather than a parse of every operator into objects (lopdf's
-/// `Content::decode`, most of `split`'s time on text-heavy pages): only names and the
-/// operators after them matter here. Strings, comments and inline image data are skipped, so
-/// a name inside them is not taken for one in use.
-pub(super) fn names_used(content: &[u8]) -> Option<HashSet<Vec<u8>>> {
-    let mut used = HashSet::new();
-    // The last name among the operands since the last operator.
-    let mut operand_name: Option<Vec<u8>> = None;
-    let mut at = 0;
-    while let Some(&byte) = content.get(at) {
-        match byte {
-            b'%' => {
-                while content.get(at).is_some_and(|b| !matches!(b, b'\r' | b'\n')) {
-                    at += 1;
-                }
-            }
-            b'(' => at = after_literal_string(content, at)?,
-            b'<' if content.get(at + 1) == Some(&b'<') => at += 2,
-            b'<' => at += content[at..].iter().position(|b| *b == b'>')? + 1,
-            b'/' => {
-                let end = token_end(content, at + 1);
-                operand_name = Some(decode_name(&content[at + 1..end]));
-                at = end;
-            }
-            _ if is_delimiter(byte) || is_white(byte) => at += 1,
-            _ => {
-                let end = token_end(content, at);
-                let token = &content[at..end];
-                at = end;
-                if !token.first().is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'\'' | b'"')) {
-                    continue; // a number: an operand
-                }
-                match token {
-                    b"Tf" | b"Do" => used.extend(operand_name.take()),
-                    b"ID" => at = after_inline_image(content, at)?,
-                    _ => {}
-                }
-                operand_name = None;
-            }
-        }
-    }
-    Some(used)
-}
-
-fn is_white(byte: u8) -> bool {
-    matches!(byte, b'\0' | b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
-}
-
-fn is_delimiter(byte: u8) -> bool {
-    matches!(byte, b'(' | b')' | b'<' | b'>' | b'[' | b']' | b'{' | b'}' | b'/' | b'%')
-}
-
-/// Where the token (a name's text, a number, an operator) starting at `at` ends.
-fn token_end(content: &[u8], at: usize) -> usize {
-    at + content[at..].iter().position(|b| is_white(*b) || is_delimiter(*b)).unwrap_or(content.len() - at)
-}
-
-/// A name's bytes with its `#xx` escapes decoded, as lopdf stores resource names.
-fn decode_name(raw: &[u8]) -> Vec<u8> {
-    let mut name = Vec::with_capacity(raw.len());
-    let mut at = 0;
-    while let Some(&byte) = raw.get(at) {
-        let hex = raw
-            .get(at + 1..at + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (byte, hex) {
-            (b'#', Some(value)) => {
-                name.push(value);
-                at += 3;
-            }
-            _ => {
-                name.push(byte);
-                at += 1;
-            }
-        }
-    }
-    name
-}
-
-/// Just past the literal string opening at `at` (balanced parentheses, backslash escapes).
-fn after_literal_string(content: &[u8], at: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = at;
-    loop {
-        match *content.get(i)? {
-            b'\\' => i += 1,
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-}
-
-/// Just past an inline image's data, which starts after `ID` and one white-space byte and ends
-/// with white space, `EI` and white space or the end (ISO 32000-1, 8.9.7).
-fn after_inline_image(content: &[u8], at: usize) -> Option<usize> {
-    let data = at + 1;
-    (data..content.len().saturating_sub(2)).find_map(|i| {
-        let ends = is_white(content[i])
-            && &content[i + 1..i + 3] == b"EI"
-            && content.get(i + 3).is_none_or(|b| is_white(*b) || is_delimiter(*b));
-        ends.then_some(i + 3)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(content: &[u8]) -> Vec<String> {
-        let mut names: Vec<String> =
-            names_used(content).unwrap().into_iter().map(|n| String::from_utf8(n).unwrap()).collect();
-        names.sort();
-        names
-    }
-
-    #[test]
-    fn the_names_of_tf_and_do_are_used_and_no_others() {
-        let content = b"q 1 0 0 1 0 0 cm /Im1 Do Q BT /F1 12 Tf (Hi) Tj /F2 9.5 Tf ET /GS0 gs /P0 scn /Fm2 Do";
-        assert_eq!(names(content), ["F1", "F2", "Fm2", "Im1"]);
-    }
-
-    #[test]
-    fn names_inside_strings_comments_and_inline_images_are_not_used() {
-        let content = b"BT (a \\) /F9 1 Tf \\( (nested) ) Tj <2F46382031205466> Tj ET % /F7 1 Tf\n\
-            BI /W 4 /H 1 /CS /G /BPC 8 ID \x00/F6 1 Tf\xFF EI /F1 1 Tf << /MCID 0 >> BDC EMC [(x) 5 (y)] TJ";
-        assert_eq!(names(content), ["F1"]);
-    }
-
-    #[test]
-    fn escaped_names_are_decoded_as_resource_names_are() {
-        assert_eq!(names(b"/F#231 12 Tf /Im#20A Do"), ["F#1", "Im A"]);
-    }
-
-    #[test]
-    fn an_unterminated_string_or_inline_image_gives_no_answer() {
-        assert!(names_used(b"BT (unterminated /F1 1 Tf").is_none());
-        assert!(names_used(b"BI /W 1 /H 1 ID \x00\x01 /F1 1 Tf").is_none());
-    }
-
-    #[test]
-    fn the_fixtures_use_what_lopdf_finds_they_use() {
-        for name in ["text-1page.pdf", "text-20pages.pdf", "scan-2pages.pdf"] {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pdf").join(name);
-            let document = Document::load(&path).unwrap();
-            for page in document.page_iter() {
-                let content = document.get_page_content(page);
-                let mut parsed = HashSet::new();
-                for operation in lopdf::content::Content::decode(&content).unwrap().operations {
-                    if let ("Tf" | "Do", Some(Object::Name(name))) =
-                        (operation.operator.as_str(), operation.operands.first())
-                    {
-                        parsed.insert(name.clone());
-                    }
-                }
-                assert!(!parsed.is_empty(), "{name}: the fixture names something");
-                assert_eq!(names_used(&content).unwrap(), parsed, "{name}");
-            }
-        }
-    }
+pub(super) fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    File::create(path)?.write_all(bytes)
 }

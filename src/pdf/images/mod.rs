@@ -61,7 +61,7 @@ const A4_LONG_SIDE_INCHES: f64 = 11.69;
 #[tracing::instrument(name = "pdf_topdf", skip_all)]
 pub fn to_pdf(input: &Path, output: &Path, settings: &Settings) -> Result<OptimizeReport, PdfError> {
     let (input, output, max_inflate) = (input.to_path_buf(), output.to_path_buf(), settings.max_inflate);
-    super::on_work_thread(move || {
+    super::work::on_work_thread(move || {
         let bytes = std::fs::read(&input)?;
         let pages = pages_of(&input, &bytes, max_inflate)?;
         let count = u32::try_from(pages.len()).map_err(|_| PdfError::unreadable("too many frames"))?;

@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 
-use lopdf::content::Content;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
-use crate::pdf::PdfError;
+use crate::pdf::{PdfError, content};
 
 /// How deep forms drawn inside forms are followed.
 const MAX_FORM_DEPTH: usize = 8;
@@ -21,11 +20,9 @@ pub(super) fn drawn_sizes(document: &Document, max_inflate: usize) -> Result<Has
     for page in document.page_iter() {
         let page_size = media_box(document, page);
         let resources = page_resources(document, page);
-        let content = match document.get_page_content_with_limit(page, max_inflate) {
+        let content = match content::page(document, page, max_inflate) {
             Ok(content) => content,
-            Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
-                return Err(PdfError::InflatesTooMuch { limit });
-            }
+            Err(error @ PdfError::InflatesTooMuch { .. }) => return Err(error),
             Err(_) => Vec::new(),
         };
         let mut walk = Walk { document, max_inflate, drawn: &mut drawn, page_size };
@@ -72,7 +69,7 @@ impl Walk<'_, '_> {
     ) -> Result<(), PdfError> {
         let xobjects = xobjects(self.document, resources);
         let mut drawn_here = std::collections::HashSet::new();
-        let operations = Content::decode(content).map(|c| c.operations).unwrap_or_default();
+        let operations = content::all_operations(content);
         let mut stack = Vec::new();
         let mut current = ctm;
         for operation in &operations {
@@ -123,14 +120,7 @@ impl Walk<'_, '_> {
             .ok()
             .and_then(|m| <[f64; 6]>::try_from(m.iter().filter_map(number).collect::<Vec<_>>()).ok())
             .unwrap_or(IDENTITY);
-        let content = match form.decompressed_content_with_limit(self.max_inflate) {
-            Ok(content) => content,
-            Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
-                return Err(PdfError::InflatesTooMuch { limit });
-            }
-            Err(_) if form.filters().is_err() => form.content.clone(),
-            Err(_) => return Ok(()),
-        };
+        let Some(content) = content::form(form, self.max_inflate)? else { return Ok(()) };
         // A form without resources of its own uses its page's (an old, still common habit).
         let resources = match dictionary(self.document, form.dict.get(b"Resources").ok()) {
             Some(own) => vec![own],

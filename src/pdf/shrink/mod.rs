@@ -94,7 +94,7 @@ pub fn shrink(
     settings: &Settings,
 ) -> Result<OptimizeReport, PdfError> {
     let settings = *settings;
-    super::rewrite_file(input, output, settings.max_inflate, "shrank", move |document| {
+    super::rewrite::rewrite_file(input, output, settings.max_inflate, "shrank", move |document| {
         shrink_images(document, &settings)
     })
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use lopdf::{Dictionary, Document, Encoding, Object};
 
-use super::{cff, cmap, inflate_error, number, standard_fonts};
+use super::{cff, cmap, number, standard_fonts};
 use crate::pdf::PdfError;
 
 /// What extracting text needs of a font.
@@ -347,8 +347,8 @@ fn builtin_encoding(
 fn font_program(program: &lopdf::Stream, max_inflate: usize) -> Result<Option<Vec<u8>>, PdfError> {
     match program.decompressed_content_with_limit(max_inflate) {
         Ok(bytes) => Ok(Some(bytes)),
-        Err(error @ lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. })) => {
-            Err(inflate_error(error))
+        Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { limit })) => {
+            Err(PdfError::InflatesTooMuch { limit })
         }
         Err(_) if !program.dict.has(b"Filter") => Ok(Some(program.content.clone())),
         Err(_) => Ok(None),
