@@ -1,5 +1,6 @@
 //! The docs say what is true now: every source file, link, config key, metric and command that
-//! README.md and `docs/` name exists, and every config key and metric docket has is documented.
+//! README.md, BENCHMARKS.md and `docs/` name exists, and every config key and metric docket has
+//! is documented.
 //! Reads the Markdown as text; asks the built binary (`docket --help`, `docket check-config`)
 //! what its commands and keys are, so drift fails the build instead of misleading a reader.
 
@@ -11,9 +12,9 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// README.md and every page under `docs/`, with their text.
+/// README.md, BENCHMARKS.md and every page under `docs/`, with their text.
 fn pages() -> Vec<(PathBuf, String)> {
-    let mut paths = vec![root().join("README.md")];
+    let mut paths = vec![root().join("README.md"), root().join("BENCHMARKS.md")];
     for entry in std::fs::read_dir(root().join("docs")).expect("docs/").flatten() {
         if entry.path().extension().is_some_and(|e| e == "md") {
             paths.push(entry.path());
