@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::config::{Config, UpdateMode};
-use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
+use crate::domain::{Clock, JobState, SharedClock, SystemClock};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -226,7 +226,7 @@ impl Running {
         let invites = intake.invites.clone();
         // So does the sealing key.
         let sealing = intake.sealing.clone();
-        self.live.intake.set(intake_settings(
+        self.live.intake.set(IntakeSettings::from_config(
             new,
             intake.bot_id,
             intake.bot_username.clone(),
@@ -234,7 +234,7 @@ impl Running {
             invites,
             sealing,
         ));
-        self.live.outbox.set(outbox_settings(new, &self.options));
+        self.live.outbox.set(OutboxSettings::from_config(new, self.options.idle_poll, self.options.retry_base));
         self.live.pipeline.set(PipelineSettings::from_config(
             new,
             self.options.idle_poll,
@@ -351,7 +351,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let intake = Intake::new(
         store.clone(),
         Arc::clone(&options.clock),
-        intake_settings(
+        IntakeSettings::from_config(
             config,
             telegram.bot_id(),
             bot_username,
@@ -367,7 +367,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         store: store.clone(),
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
-        settings: Live::new(outbox_settings(config, &options)),
+        settings: Live::new(OutboxSettings::from_config(config, options.idle_poll, options.retry_base)),
         wake: Arc::clone(&wake.outbox),
         global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
     };
@@ -498,48 +498,6 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         options,
         drain,
     })
-}
-
-/// Intake's settings from `config`, for the bot of `bot_id` and `bot_username`, with the largest
-/// source `budget` can hold.
-fn intake_settings(
-    config: &Config,
-    bot_id: BotId,
-    bot_username: Option<String>,
-    budget: &Budget,
-    invites: crate::intake::InviteTokens,
-    sealing: SealingKey,
-) -> IntakeSettings {
-    IntakeSettings {
-        bot_id,
-        bot_username,
-        access: (&config.access).into(),
-        download_limit: config.download_limit(),
-        upload_limit: config.upload_limit(),
-        result_ttl: config.retention.result_ttl,
-        largest_source: budget.largest_source(),
-        budget_multiplier: config.budget.multiplier,
-        dead_after: config.node.dead_after,
-        per_chat_queued: config.limits.per_chat_queued,
-        budget_bytes: config.budget.bytes,
-        invites,
-        default_operation: config.processing.default_operation(),
-        sealing,
-    }
-}
-
-/// The senders' settings from `config` and `options`.
-fn outbox_settings(config: &Config, options: &Options) -> OutboxSettings {
-    OutboxSettings {
-        limits: config.outbox.into(),
-        // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
-        // short as the job lease; long uploads renew it.
-        lease: config.workers.lease,
-        admins: config.access.admins.clone(),
-        idle_poll: options.idle_poll,
-        retry_base: options.retry_base,
-        upload_limit: config.upload_limit(),
-    }
 }
 
 /// The keys that differ between `old` and `new` and are read only at start: where the data is,
