@@ -5,12 +5,10 @@
 //! resume it at once. The same orderly stop follows when polling ends for good (the Bot API
 //! refused the token), and `run` then returns that error.
 //!
-//! Under systemd, `run` reports readiness once the migrations and the startup janitor pass are
-//! done, sends watchdog keep-alives from its main loop, and on SIGHUP reads the configuration
-//! again and hands each service its new settings ([`Running::reload`]); a file with a problem
-//! is refused and the running settings stay.
+//! [`run`] (`service.rs`) is `docket run`: signals, systemd's readiness and watchdog, and the
+//! reload on SIGHUP ([`Running::reload`]). What [`start`] takes besides the configuration is in
+//! `options.rs` ([`Options`], [`Environment`]).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,10 +16,10 @@ use anyhow::Context;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::config::{Config, UpdateMode};
-use crate::domain::{BotId, Clock, JobState, SharedClock, SystemClock};
+use crate::domain::JobState;
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
 use crate::janitor::{JanitorDeps, JanitorSettings};
@@ -32,84 +30,23 @@ use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::sealing::SealingKey;
 use crate::spool::Spool;
-use crate::store::{JobFilter, Role, RunLock, Stage, Store};
+use crate::store::{JobFilter, Role, Stage, Store};
 use crate::telegram::client::ClientSettings;
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 use crate::texts::{self, Lang};
 
 mod cluster;
 mod health;
+mod options;
+mod service;
 mod webhook;
 
 use cluster::{HeldRoles, ThisNode, poll_while_sole_poller, relay_changes};
 use health::Probe;
 use webhook::{WebhookStatus, WebhookStop};
 
-/// Knobs that are not configuration: time and polling pace (tests move them).
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Where "now" comes from.
-    pub clock: SharedClock,
-    /// How often idle workers look for retries that came due.
-    pub idle_poll: Duration,
-    /// First retry delay of jobs and messages.
-    pub retry_base: Duration,
-    /// How long a Bot API call may wait for its answer beyond the long poll's own wait; a send
-    /// still unanswered then counts as lost (outcome unknown).
-    pub answer_timeout: Duration,
-    /// The program processing runs re-execute as their child (`docket process … --contained`):
-    /// this binary ([`crate::operations::this_binary`]). Tests, whose own binary is not docket,
-    /// name docket's.
-    pub program: PathBuf,
-    /// Where the secrets that keys name by environment variable are read
-    /// (`[webhook] secret_token_env`, `[access] invite_tokens_env`).
-    pub environment: Environment,
-}
-
-/// Reads environment variables: the process's own, or, in tests, a fixed set.
-#[derive(Clone)]
-pub struct Environment(Arc<Lookup>);
-
-/// How an [`Environment`] looks a variable up.
-type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
-
-impl Environment {
-    /// The process's environment.
-    pub fn process() -> Self {
-        Self(Arc::new(|name| std::env::var(name).ok()))
-    }
-
-    /// Exactly these variables.
-    pub fn fixed(vars: &[(&str, &str)]) -> Self {
-        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        Self(Arc::new(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())))
-    }
-
-    /// The value of `name`, when set.
-    pub fn var(&self, name: &str) -> Option<String> {
-        (self.0)(name)
-    }
-}
-
-impl std::fmt::Debug for Environment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Values are secrets.
-        f.write_str("Environment")
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            clock: Arc::new(SystemClock),
-            idle_poll: Duration::from_secs(1),
-            retry_base: Duration::from_secs(2),
-            answer_timeout: Duration::from_secs(60),
-            program: crate::operations::this_binary(),
-            environment: Environment::process(),
-        }
-    }
-}
+pub use options::{Environment, Options};
+pub use service::run;
 
 /// A started docket: every loop running.
 #[derive(Debug)]
@@ -226,7 +163,7 @@ impl Running {
         let invites = intake.invites.clone();
         // So does the sealing key.
         let sealing = intake.sealing.clone();
-        self.live.intake.set(intake_settings(
+        self.live.intake.set(IntakeSettings::from_config(
             new,
             intake.bot_id,
             intake.bot_username.clone(),
@@ -234,7 +171,7 @@ impl Running {
             invites,
             sealing,
         ));
-        self.live.outbox.set(outbox_settings(new, &self.options));
+        self.live.outbox.set(OutboxSettings::from_config(new, self.options.idle_poll, self.options.retry_base));
         self.live.pipeline.set(PipelineSettings::from_config(
             new,
             self.options.idle_poll,
@@ -351,7 +288,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let intake = Intake::new(
         store.clone(),
         Arc::clone(&options.clock),
-        intake_settings(
+        IntakeSettings::from_config(
             config,
             telegram.bot_id(),
             bot_username,
@@ -367,7 +304,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         store: store.clone(),
         clock: Arc::clone(&options.clock),
         telegram: telegram.clone(),
-        settings: Live::new(outbox_settings(config, &options)),
+        settings: Live::new(OutboxSettings::from_config(config, options.idle_poll, options.retry_base)),
         wake: Arc::clone(&wake.outbox),
         global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
     };
@@ -500,48 +437,6 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     })
 }
 
-/// Intake's settings from `config`, for the bot of `bot_id` and `bot_username`, with the largest
-/// source `budget` can hold.
-fn intake_settings(
-    config: &Config,
-    bot_id: BotId,
-    bot_username: Option<String>,
-    budget: &Budget,
-    invites: crate::intake::InviteTokens,
-    sealing: SealingKey,
-) -> IntakeSettings {
-    IntakeSettings {
-        bot_id,
-        bot_username,
-        access: (&config.access).into(),
-        download_limit: config.download_limit(),
-        upload_limit: config.upload_limit(),
-        result_ttl: config.retention.result_ttl,
-        largest_source: budget.largest_source(),
-        budget_multiplier: config.budget.multiplier,
-        dead_after: config.node.dead_after,
-        per_chat_queued: config.limits.per_chat_queued,
-        budget_bytes: config.budget.bytes,
-        invites,
-        default_operation: config.processing.default_operation(),
-        sealing,
-    }
-}
-
-/// The senders' settings from `config` and `options`.
-fn outbox_settings(config: &Config, options: &Options) -> OutboxSettings {
-    OutboxSettings {
-        limits: config.outbox.into(),
-        // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
-        // short as the job lease; long uploads renew it.
-        lease: config.workers.lease,
-        admins: config.access.admins.clone(),
-        idle_poll: options.idle_poll,
-        retry_base: options.retry_base,
-        upload_limit: config.upload_limit(),
-    }
-}
-
 /// The keys that differ between `old` and `new` and are read only at start: where the data is,
 /// how docket reaches Telegram, the listen address, the number of workers and senders, and the
 /// global send rate (its limiter is built once).
@@ -635,153 +530,6 @@ pub fn janitor_deps(
     }
 }
 
-/// `docket run`: starts, waits for SIGTERM or SIGINT, stops in order.
-///
-/// # Errors
-///
-/// Starting fails, or polling stopped for good (the Bot API refused the token): then the bot
-/// stops in order as on SIGTERM, and the error says why.
-pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: BotToken) -> anyhow::Result<()> {
-    // Held until this function returns: one `docket run` per SQLite database.
-    let _sole_runner = RunLock::acquire(&config.storage.database_url, SystemClock.now())?;
-    crate::telemetry::apply(&config.log);
-    // Bound before anything starts, so a taken address fails the start, not a scrape.
-    let endpoint = match config.metrics.listen {
-        Some(listen) => Some((
-            tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("cannot listen on [metrics] listen = {listen}"))?,
-            crate::telemetry::install_recorder()?,
-        )),
-        None => None,
-    };
-    // Listened for before anything starts: a SIGHUP during the start is a reload once it is done,
-    // never the default action (ending the process).
-    let mut hangup = hangups()?;
-    let mut running = start(config, token, Options::default()).await?;
-    let endpoint_stop = CancellationToken::new();
-    if let Some((listener, metrics)) = endpoint {
-        let addr = listener.local_addr().ok();
-        let endpoint = crate::telemetry::Endpoint { metrics, probe: running.probe(config.telegram.poll_timeout) };
-        tokio::spawn(crate::telemetry::serve(listener, endpoint, endpoint_stop.clone()));
-        info!(listen = ?addr, "serving /metrics and /healthz");
-    }
-    // Migrations and the startup janitor pass are done (`start`): systemd may go on.
-    notify(&[sd_notify::NotifyState::Ready]);
-    let mut watchdog = watchdog_ticker();
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    let drained = running.drain_requested();
-    tokio::pin!(drained);
-    let fatal = loop {
-        let event = tokio::select! {
-            () = &mut shutdown => Event::Stop,
-            () = &mut drained => Event::Stop,
-            e = running.failed() => Event::Failed(e),
-            _ = hangup.recv() => Event::Reload,
-            _ = watchdog.tick() => Event::KeepAlive,
-        };
-        match event {
-            Event::Stop => break None,
-            Event::Failed(e) => break Some(e),
-            Event::KeepAlive => notify(&[sd_notify::NotifyState::Watchdog]),
-            Event::Reload => {
-                notify(&[sd_notify::NotifyState::Reloading, monotonic_now()]);
-                reload(&running, config, config_path);
-                notify(&[sd_notify::NotifyState::Ready]);
-            }
-        }
-    };
-    notify(&[sd_notify::NotifyState::Stopping]);
-    match &fatal {
-        None => info!("shutting down"),
-        Some(e) => info!(reason = %format!("{e:#}"), "shutting down: polling cannot go on"),
-    }
-    running.stop().await;
-    endpoint_stop.cancel();
-    fatal.map_or(Ok(()), Err)
-}
-
-/// What the main loop of [`run`] reacts to.
-enum Event {
-    Stop,
-    Failed(anyhow::Error),
-    Reload,
-    KeepAlive,
-}
-
-/// Reads the configuration again (SIGHUP) and applies it, or keeps the settings in force when
-/// the new file is invalid. The keys that need a restart are named against `started`, the
-/// configuration the process started with, which is what those keys still follow.
-fn reload(running: &Running, started: &Config, path: Option<&std::path::Path>) {
-    info!("SIGHUP: reading the configuration again");
-    let new = match Config::load(path) {
-        Ok(new) => new,
-        Err(e) => {
-            error!(error = %e, "the new configuration is refused; the running one stays");
-            return;
-        }
-    };
-    let restart = running.reload(started, &new);
-    if restart.is_empty() {
-        info!("configuration reloaded");
-    } else {
-        warn!(keys = %restart.join(", "), "configuration reloaded; these changes need a restart to take effect");
-    }
-}
-
-/// SIGHUP (`systemctl reload`, a closed terminal): a stream of them.
-#[cfg(unix)]
-fn hangups() -> anyhow::Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).context("cannot listen for SIGHUP")
-}
-
-/// Ticks at half systemd's watchdog interval (`WATCHDOG_USEC`), or never without a watchdog.
-fn watchdog_ticker() -> tokio::time::Interval {
-    let period = sd_notify::watchdog_enabled().map_or(Duration::from_secs(u64::from(u32::MAX)), |limit| limit / 2);
-    tokio::time::interval(period.max(Duration::from_millis(100)))
-}
-
-fn monotonic_now() -> sd_notify::NotifyState<'static> {
-    sd_notify::NotifyState::monotonic_usec_now().unwrap_or(sd_notify::NotifyState::Custom("MONOTONIC_USEC=0"))
-}
-
-/// Tells systemd (`NOTIFY_SOCKET`) how docket is; nothing without systemd.
-fn notify(state: &[sd_notify::NotifyState<'_>]) {
-    if let Err(e) = sd_notify::notify(state) {
-        warn!(error = %e, "cannot notify systemd");
-    }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
-}
-
-/// The invite tokens from the environment variable `[access] invite_tokens_env` names (none
-/// without it). A named variable that is missing or empty is an error: the admin meant invites.
 /// The key that seals a decrypt's password in the database: derived from the secret in the
 /// variable `[storage] secret_key_env` names, or else from the bot token.
 pub fn sealing_key(config: &Config, env: &Environment, token: &BotToken) -> anyhow::Result<SealingKey> {
@@ -794,6 +542,8 @@ pub fn sealing_key(config: &Config, env: &Environment, token: &BotToken) -> anyh
     }
 }
 
+/// The invite tokens from the environment variable `[access] invite_tokens_env` names (none
+/// without it). A named variable that is missing or empty is an error: the admin meant invites.
 fn invite_tokens(config: &Config, env: &Environment) -> anyhow::Result<crate::intake::InviteTokens> {
     let Some(name) = &config.access.invite_tokens_env else { return Ok(crate::intake::InviteTokens::default()) };
     let tokens = env.var(name).map(|v| crate::intake::InviteTokens::parse(&v)).unwrap_or_default();

@@ -9,11 +9,61 @@ use super::Config;
 use super::access::Access;
 use super::outbox::OutboxConfig;
 use super::processing::{ExternalToolConfig, ProcessingConfig};
-use crate::intake::AccessRules;
+use crate::domain::BotId;
+use crate::intake::{AccessRules, IntakeSettings, InviteTokens};
 use crate::janitor::JanitorSettings;
 use crate::operations::{ExternalTool, Limits, ShrinkSettings};
-use crate::outbox::SendLimits;
+use crate::outbox::{OutboxSettings, SendLimits};
+use crate::pipeline::budget::Budget;
 use crate::pipeline::{MAX_SOURCE_LOSSES, PipelineSettings};
+use crate::sealing::SealingKey;
+
+impl IntakeSettings {
+    /// Intake's slice of the configuration, for the bot of `bot_id` and `bot_username`, with the
+    /// largest source `budget` can hold.
+    pub(crate) fn from_config(
+        config: &Config,
+        bot_id: BotId,
+        bot_username: Option<String>,
+        budget: &Budget,
+        invites: InviteTokens,
+        sealing: SealingKey,
+    ) -> Self {
+        Self {
+            bot_id,
+            bot_username,
+            access: (&config.access).into(),
+            download_limit: config.download_limit(),
+            upload_limit: config.upload_limit(),
+            result_ttl: config.retention.result_ttl,
+            largest_source: budget.largest_source(),
+            budget_multiplier: config.budget.multiplier,
+            dead_after: config.node.dead_after,
+            per_chat_queued: config.limits.per_chat_queued,
+            budget_bytes: config.budget.bytes,
+            invites,
+            default_operation: config.processing.default_operation(),
+            sealing,
+        }
+    }
+}
+
+impl OutboxSettings {
+    /// The senders' slice of the configuration, with the pacing of idle polls and retries
+    /// (`docket::app::Options`).
+    pub(crate) fn from_config(config: &Config, idle_poll: Duration, retry_base: Duration) -> Self {
+        Self {
+            limits: config.outbox.into(),
+            // A sender that dies mid-send holds its chat's queue until this lapses: keep it as
+            // short as the job lease; long uploads renew it.
+            lease: config.workers.lease,
+            admins: config.access.admins.clone(),
+            idle_poll,
+            retry_base,
+            upload_limit: config.upload_limit(),
+        }
+    }
+}
 
 impl PipelineSettings {
     /// The pipeline's slice of the configuration, with the pacing of idle polls and retries
