@@ -3,7 +3,7 @@
 //! An operation ([`Work`]: `optimize` with lopdf, or an external program configured under
 //! `[processing.external.<name>]`) never runs in the service's own process. The service (the
 //! *parent*, [`contained`]) re-executes its own binary as `docket process INPUT --op NAME -o
-//! OUTPUT --contained …` with the run's limits, in a process group of its own; the *child*
+//! OUTPUT --contained …` with the run's limits (that command line, both ways, is [`run`]'s), in a process group of its own; the *child*
 //! ([`child`]) first limits itself (address space, CPU time, no core dumps), then works, and
 //! writes one [`Report`] as a JSON line on its stdout. Whatever the child does — finish, fail,
 //! panic, run out of memory, hang — the parent turns it into an [`Outcome`], and nothing of the
@@ -23,8 +23,8 @@ pub mod confine;
 pub mod contained;
 pub mod external;
 pub mod office;
+pub mod run;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -270,55 +270,6 @@ pub struct Request {
 
 /// `{lang}` when no language is given.
 pub const DEFAULT_LANG: &str = "eng";
-
-impl Request {
-    /// The arguments of `docket` that make it the child of this run (after the program name).
-    pub fn child_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> =
-            vec!["process".into(), self.input.clone().into(), "--op".into(), self.work.name().into()];
-        // A built-in operation's arguments follow its name; they never hold a password.
-        if let Work::Builtin(operation) = &self.work {
-            args.extend(operation.arguments().split_whitespace().map(OsString::from));
-        }
-        args.extend([
-            "--output".into(),
-            self.output.clone().into(),
-            "--contained".into(),
-            "--memory-limit".into(),
-            self.limits.memory.to_string().into(),
-            "--timeout-secs".into(),
-            self.limits.timeout.as_secs().max(1).to_string().into(),
-            "--max-inflate".into(),
-            self.limits.max_inflate.to_string().into(),
-            "--max-file".into(),
-            self.limits.max_file.to_string().into(),
-            "--threads".into(),
-            self.limits.threads.to_string().into(),
-            "--shrink-dpi".into(),
-            self.shrink.dpi.to_string().into(),
-            "--jpeg-quality".into(),
-            self.shrink.jpeg_quality.to_string().into(),
-            "--lang".into(),
-            self.lang.clone().into(),
-            "--texts-lang".into(),
-            self.texts_lang.code().into(),
-            // The child dies with this process, or does not start its work once it is gone.
-            "--parent-pid".into(),
-            std::process::id().to_string().into(),
-        ]);
-        if let Work::Office(office) = &self.work {
-            args.extend(["--office".into(), office.program.clone().into_os_string()]);
-        }
-        if let Work::Tool(tool) = &self.work {
-            for path in &tool.reach {
-                args.extend(["--reach".into(), path.clone().into_os_string()]);
-            }
-            args.push("--".into());
-            args.extend(tool.command.iter().map(OsString::from));
-        }
-        args
-    }
-}
 
 /// What a child reports on its stdout, as one JSON line, when it got to report at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -67,12 +67,7 @@ impl Store {
     /// The language `chat` is written to in (see [`Tx::note_language`]): what every message to a
     /// person is written in, looked up only here. English when nothing is known of the chat.
     pub async fn chat_lang(&self, chat: ChatRef) -> StoreResult<Lang> {
-        Ok(Lang::from_stored(self.chat_language(chat).await?.as_deref()))
-    }
-
-    /// The language code `chat` is written to in; `None` when nothing is known of the chat.
-    pub async fn chat_language(&self, chat: ChatRef) -> StoreResult<Option<String>> {
-        of_chat(&mut self.acquire().await?.conn(), chat).await
+        Ok(Lang::from_stored(of_chat(&mut self.acquire().await?.conn(), chat).await?.as_deref()))
     }
 }
 
@@ -91,12 +86,6 @@ impl Tx {
 
     /// [`Store::chat_lang`] inside the transaction.
     pub async fn chat_lang(&mut self, chat: ChatRef) -> StoreResult<Lang> {
-        Ok(Lang::from_stored(self.chat_language(chat).await?.as_deref()))
-    }
-
-    /// The language code `chat` is written to in, inside the transaction; `None` when nothing
-    /// is known of the chat.
-    pub async fn chat_language(&mut self, chat: ChatRef) -> StoreResult<Option<String>> {
-        of_chat(&mut self.conn(), chat).await
+        Ok(Lang::from_stored(of_chat(&mut self.conn(), chat).await?.as_deref()))
     }
 }
