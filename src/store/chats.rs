@@ -14,21 +14,15 @@ pub const REVIVE_CHAT: &str = "DELETE FROM dead_chats WHERE chat_id = $1";
 
 /// Runs [`MARK_CHAT_DEAD`].
 pub(super) async fn mark_dead(c: &mut Conn<'_>, chat: ChatRef, reason: &str, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(MARK_CHAT_DEAD)
-        .bind(chat.0)
-        .bind(reason)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(MARK_CHAT_DEAD, &[chat.0.into(), reason.into(), now.into()])
         .await
-        .map(drop))
-    .context("marking a chat dead")
+        .map(drop)
+        .context("marking a chat dead")
 }
 
 /// Runs [`REVIVE_CHAT`]; `true` when the chat was dead.
 pub(super) async fn revive(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<bool> {
-    let revived =
-        dispatch!(c, |c| sqlx::query(REVIVE_CHAT).bind(chat.0).execute(c).await.map(|done| done.rows_affected()))
-            .context("reviving a chat")?;
+    let revived = c.execute(REVIVE_CHAT, &[chat.0.into()]).await.context("reviving a chat")?;
     Ok(revived == 1)
 }
 
@@ -37,7 +31,7 @@ pub const DEAD_CHATS: &str = "SELECT COUNT(*) FROM dead_chats";
 
 /// Runs [`DEAD_CHATS`].
 pub(super) async fn dead_chats(c: &mut Conn<'_>) -> StoreResult<u64> {
-    let n: i64 = dispatch!(c, |c| sqlx::query_scalar(DEAD_CHATS).fetch_one(c).await).context("counting dead chats")?;
+    let n: i64 = c.scalar(DEAD_CHATS, &[]).await.context("counting dead chats")?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
 

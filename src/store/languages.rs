@@ -29,38 +29,31 @@ pub const MOVE_CHAT_LANGUAGE: &str = "UPDATE chat_languages SET chat_id = $2
 
 /// Runs [`MOVE_CHAT_LANGUAGE`].
 pub(super) async fn move_chat(c: &mut Conn<'_>, from: ChatRef, to: ChatRef) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(MOVE_CHAT_LANGUAGE).bind(from.0).bind(to.0).execute(c).await.map(drop))
+    c.execute(MOVE_CHAT_LANGUAGE, &[from.0.into(), to.0.into()])
+        .await
+        .map(drop)
         .context("moving a chat's language to its new id")
 }
 
 /// Runs [`NOTE_LANGUAGE`].
 pub(super) async fn note(c: &mut Conn<'_>, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(NOTE_LANGUAGE)
-        .bind(chat.0)
-        .bind(code)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(NOTE_LANGUAGE, &[chat.0.into(), code.into(), now.into()])
         .await
-        .map(drop))
-    .context("noting a chat's language")
+        .map(drop)
+        .context("noting a chat's language")
 }
 
 /// Runs [`CHOOSE_LANGUAGE`].
 pub(super) async fn choose(c: &mut Conn<'_>, chat: ChatRef, code: &str, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(CHOOSE_LANGUAGE)
-        .bind(chat.0)
-        .bind(code)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(CHOOSE_LANGUAGE, &[chat.0.into(), code.into(), now.into()])
         .await
-        .map(drop))
-    .context("keeping a chat's chosen language")
+        .map(drop)
+        .context("keeping a chat's chosen language")
 }
 
 /// Runs [`CHAT_LANGUAGE`]; `None` when nothing is known of the chat.
 pub(super) async fn of_chat(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<Option<String>> {
-    dispatch!(c, |c| sqlx::query_scalar(CHAT_LANGUAGE).bind(chat.0).fetch_optional(c).await)
-        .context("reading a chat's language")
+    c.scalar_optional(CHAT_LANGUAGE, &[chat.0.into()]).await.context("reading a chat's language")
 }
 
 impl Store {

@@ -12,8 +12,7 @@ pub const APPLIED_MIGRATIONS: &str = "SELECT version FROM _sqlx_migrations WHERE
 
 /// Runs [`APPLIED_MIGRATIONS`].
 pub(super) async fn applied(c: &mut Conn<'_>) -> StoreResult<Vec<i64>> {
-    dispatch!(c, |c| sqlx::query_scalar(APPLIED_MIGRATIONS).fetch_all(c).await)
-        .context("reading the applied migrations")
+    c.scalars(APPLIED_MIGRATIONS, &[]).await.context("reading the applied migrations")
 }
 
 impl Store {

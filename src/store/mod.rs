@@ -5,9 +5,10 @@
 //! (`updates`, `jobs`, `outbox`, `chats`, `modes`, `pacing`, `languages`, `nodes`, `migrations`;
 //! `retention` for what the janitor reads and removes, `people` for people's and admins'
 //! requests), which also holds its parameter types and the [`Store`] and [`Tx`] methods over
-//! its functions. sqlx binds `$N` placeholders by number on SQLite as on PostgreSQL, so one
-//! small macro, `dispatch!`, runs the same expression on either. What really differs stays in
-//! `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction starts, and the
+//! its functions. sqlx binds `$N` placeholders by number on SQLite as on PostgreSQL, so a
+//! statement runs on either through the [`Conn`] methods of `args.rs` (`c.execute(SQL,
+//! &[ticket.into(), now.into()])`), the one place that tells the backends apart for it. What
+//! really differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write transaction starts, and the
 //! claim statements (PostgreSQL locks the claimed row with `FOR UPDATE SKIP LOCKED` and
 //! serialises message claims with an advisory lock; SQLite relies on its single writer). This
 //! file holds the [`Store`] and [`Tx`] types, the switch between backends, and the transactions
@@ -20,27 +21,7 @@
 //! sqlx types stop here: callers see domain types such as [`Job`](crate::domain::Job) and
 //! [`OutboxMessage`].
 
-/// Runs one expression on whichever backend a [`Conn`] is connected to, with `$c` bound to that
-/// backend's own connection (`&mut SqliteConnection` or `&mut PgConnection`): written like a
-/// closure, `dispatch!(conn, |c| sqlx::query(SQL).bind(x).execute(c).await)`. sqlx binds `$N`
-/// placeholders by number on both backends, so one statement serves both; the expression must
-/// have the same type in each arm (map a query result to what the caller needs inside it).
-macro_rules! dispatch {
-    ($conn:expr, |$c:ident| $body:expr) => {
-        match $conn {
-            $crate::store::Conn::Sqlite(conn) => {
-                let $c = &mut **conn;
-                $body
-            }
-            #[cfg(feature = "postgres")]
-            $crate::store::Conn::Postgres(conn) => {
-                let $c = &mut **conn;
-                $body
-            }
-        }
-    };
-}
-
+mod args;
 mod chats;
 mod cluster;
 #[cfg(test)]
@@ -355,7 +336,7 @@ impl Tx {
 }
 
 /// One connection of either backend, from the pool or inside a transaction: what every statement
-/// runs on (through [`dispatch!`]).
+/// runs on (through its methods in `args.rs`).
 enum Conn<'c> {
     /// SQLite.
     Sqlite(&'c mut sqlx::SqliteConnection),

@@ -13,8 +13,7 @@ pub const SET_CHAT_MODE: &str = "INSERT INTO chat_modes (chat_id, operation, upd
 
 /// Runs [`CHAT_MODE`].
 pub(super) async fn chat_mode(c: &mut Conn<'_>, chat: ChatRef) -> StoreResult<Option<Operation>> {
-    let name: Option<String> = dispatch!(c, |c| sqlx::query_scalar(CHAT_MODE).bind(chat.0).fetch_optional(c).await)
-        .context("reading a chat's mode")?;
+    let name: Option<String> = c.scalar_optional(CHAT_MODE, &[chat.0.into()]).await.context("reading a chat's mode")?;
     name.map(|name| {
         Operation::from_stored(&name, "").map_err(|e| StoreError::Corrupt(format!("chat mode {name:?}: {e}")))
     })
@@ -28,14 +27,10 @@ pub(super) async fn set_chat_mode(
     operation: &Operation,
     now: Timestamp,
 ) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(SET_CHAT_MODE)
-        .bind(chat.0)
-        .bind(operation.name())
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(SET_CHAT_MODE, &[chat.0.into(), operation.name().into(), now.into()])
         .await
-        .map(drop))
-    .context("setting a chat's mode")
+        .map(drop)
+        .context("setting a chat's mode")
 }
 
 impl Store {

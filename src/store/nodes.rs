@@ -123,25 +123,28 @@ pub(super) async fn register(
     dead_after: Duration,
     now: Timestamp,
 ) -> StoreResult<Option<Node>> {
-    let taken = dispatch!(c, |c| sqlx::query(REGISTER_NODE)
-        .bind(beat.name.as_str())
-        .bind(&beat.process)
-        .bind(now.as_millis())
-        .bind(beat.roles.join(","))
-        .bind(figure(beat.bytes.0))
-        .bind(figure(beat.bytes.1))
-        .bind(figure(beat.memory.0))
-        .bind(figure(beat.memory.1))
-        .bind(now.minus(dead_after).as_millis())
-        .execute(c)
+    let taken = c
+        .execute(
+            REGISTER_NODE,
+            &[
+                beat.name.as_str().into(),
+                (&beat.process).into(),
+                now.into(),
+                beat.roles.join(",").into(),
+                figure(beat.bytes.0).into(),
+                figure(beat.bytes.1).into(),
+                figure(beat.memory.0).into(),
+                figure(beat.memory.1).into(),
+                now.minus(dead_after).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("registering this node")?;
+        .context("registering this node")?;
     if taken == 1 {
         return Ok(None);
     }
-    let row: Option<NodeRow> = dispatch!(c, |c| sqlx::query_as(NODE).bind(beat.name.as_str()).fetch_optional(c).await)
-        .context("reading the node holding this name")?;
+    let row: Option<NodeRow> =
+        c.fetch_optional(NODE, &[beat.name.as_str().into()]).await.context("reading the node holding this name")?;
     row.map(NodeRow::into_node).transpose()
 }
 
@@ -159,18 +162,22 @@ pub enum Heartbeat {
 
 /// Runs [`NODE_HEARTBEAT`].
 pub(super) async fn heartbeat(c: &mut Conn<'_>, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
-    let found: Option<Option<i64>> = dispatch!(c, |c| sqlx::query_scalar(NODE_HEARTBEAT)
-        .bind(beat.name.as_str())
-        .bind(&beat.process)
-        .bind(now.as_millis())
-        .bind(beat.roles.join(","))
-        .bind(figure(beat.bytes.0))
-        .bind(figure(beat.bytes.1))
-        .bind(figure(beat.memory.0))
-        .bind(figure(beat.memory.1))
-        .fetch_optional(c)
-        .await)
-    .context("recording this node's heartbeat")?;
+    let found: Option<Option<i64>> = c
+        .scalar_optional(
+            NODE_HEARTBEAT,
+            &[
+                beat.name.as_str().into(),
+                (&beat.process).into(),
+                now.into(),
+                beat.roles.join(",").into(),
+                figure(beat.bytes.0).into(),
+                figure(beat.bytes.1).into(),
+                figure(beat.memory.0).into(),
+                figure(beat.memory.1).into(),
+            ],
+        )
+        .await
+        .context("recording this node's heartbeat")?;
     Ok(match found {
         None => Heartbeat::NotMine,
         Some(None) => Heartbeat::Recorded,
@@ -181,26 +188,17 @@ pub(super) async fn heartbeat(c: &mut Conn<'_>, beat: &NodeBeat, now: Timestamp)
 /// Runs [`REQUEST_DRAIN`]; `false` when no running node has that name, or a drain was asked
 /// for already.
 pub(super) async fn request_drain(c: &mut Conn<'_>, name: &NodeName, now: Timestamp) -> StoreResult<bool> {
-    let asked = dispatch!(c, |c| sqlx::query(REQUEST_DRAIN)
-        .bind(name.as_str())
-        .bind(now.as_millis())
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected()))
-    .context("asking a node to drain")?;
+    let asked =
+        c.execute(REQUEST_DRAIN, &[name.as_str().into(), now.into()]).await.context("asking a node to drain")?;
     Ok(asked == 1)
 }
 
 /// Runs [`STOP_NODE`].
 pub(super) async fn stop(c: &mut Conn<'_>, name: &NodeName, process: &str, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(STOP_NODE)
-        .bind(name.as_str())
-        .bind(process)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(STOP_NODE, &[name.as_str().into(), process.into(), now.into()])
         .await
-        .map(drop))
-    .context("recording this node's stop")
+        .map(drop)
+        .context("recording this node's stop")
 }
 
 /// Runs [`LOST_NODES`] for nodes silent since `silent_since`, other than `this`.
@@ -209,12 +207,10 @@ pub(super) async fn lost(
     this: Option<&NodeName>,
     silent_since: Timestamp,
 ) -> StoreResult<Vec<NodeName>> {
-    let names: Vec<String> = dispatch!(c, |c| sqlx::query_scalar(LOST_NODES)
-        .bind(silent_since.as_millis())
-        .bind(this.map(NodeName::as_str))
-        .fetch_all(c)
-        .await)
-    .context("looking for lost nodes")?;
+    let names: Vec<String> = c
+        .scalars(LOST_NODES, &[silent_since.into(), this.map(NodeName::as_str).into()])
+        .await
+        .context("looking for lost nodes")?;
     names
         .into_iter()
         .map(|name| NodeName::new(&name).ok_or_else(|| StoreError::Corrupt(format!("node name {name:?}"))))
@@ -229,21 +225,19 @@ pub(super) async fn hand_back(
     detail: &str,
     now: Timestamp,
 ) -> StoreResult<Vec<Ticket>> {
-    let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(HAND_BACK_JOBS)
-        .bind(now.as_millis())
-        .bind(detail)
-        .bind(node.as_str())
-        .bind(step.from.as_str())
-        .bind(step.to.as_str())
-        .fetch_all(c)
-        .await)
-    .context("handing back a lost node's jobs")?;
+    let ids: Vec<i64> = c
+        .scalars(
+            HAND_BACK_JOBS,
+            &[now.into(), detail.into(), node.as_str().into(), step.from.as_str().into(), step.to.as_str().into()],
+        )
+        .await
+        .context("handing back a lost node's jobs")?;
     Ok(ids.into_iter().map(Ticket).collect())
 }
 
 /// Runs [`NODES`].
 pub(super) async fn all(c: &mut Conn<'_>) -> StoreResult<Vec<Node>> {
-    let rows: Vec<NodeRow> = dispatch!(c, |c| sqlx::query_as(NODES).fetch_all(c).await).context("reading the nodes")?;
+    let rows: Vec<NodeRow> = c.fetch_all(NODES, &[]).await.context("reading the nodes")?;
     rows.into_iter().map(NodeRow::into_node).collect()
 }
 
@@ -341,10 +335,9 @@ impl super::Tx {
 
 /// Runs [`LARGEST_LIVE_BYTES_BUDGET`].
 async fn largest_live_bytes_budget(c: &mut Conn<'_>, alive_since: Timestamp) -> StoreResult<Option<u64>> {
-    let largest: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(LARGEST_LIVE_BYTES_BUDGET)
-        .bind(alive_since.as_millis())
-        .fetch_one(c)
-        .await)
-    .context("finding the largest byte budget of the live hosts")?;
+    let largest: Option<i64> = c
+        .scalar(LARGEST_LIVE_BYTES_BUDGET, &[alive_since.into()])
+        .await
+        .context("finding the largest byte budget of the live hosts")?;
     Ok(largest.map(|n| u64::try_from(n).unwrap_or(0)))
 }

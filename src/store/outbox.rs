@@ -205,21 +205,24 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
     if m.kind == MessageKind::Progress {
         return upsert_progress(c, m, now).await;
     }
-    let inserted = dispatch!(c, |c| sqlx::query(ENQUEUE)
-        .bind(m.idempotency_key.as_str())
-        .bind(m.job.map(|t| t.0))
-        .bind(m.chat.0)
-        .bind(m.kind.as_str())
-        .bind(m.kind.priority())
-        .bind(&m.body)
-        .bind(m.reply_to_message_id.map(|m| m.0))
-        .bind(now.as_millis())
-        .bind(buttons_to_column(&m.buttons, |b| &b.label))
-        .bind(buttons_to_column(&m.buttons, |b| &b.data))
-        .execute(c)
+    let inserted = c
+        .execute(
+            ENQUEUE,
+            &[
+                m.idempotency_key.as_str().into(),
+                m.job.map(|t| t.0).into(),
+                m.chat.0.into(),
+                m.kind.as_str().into(),
+                m.kind.priority().into(),
+                (&m.body).into(),
+                m.reply_to_message_id.map(|m| m.0).into(),
+                now.into(),
+                buttons_to_column(&m.buttons, |b| &b.label).into(),
+                buttons_to_column(&m.buttons, |b| &b.data).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("queueing a message")?;
+        .context("queueing a message")?;
     Ok(inserted == 1)
 }
 
@@ -230,31 +233,31 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
 async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> StoreResult<bool> {
     // `now` is when the reported state happened: a report older than what the row shows (or
     // showed) is stale and changes nothing.
-    dispatch!(c, |c| sqlx::query(REARM_PROGRESS)
-        .bind(m.idempotency_key.as_str())
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(REARM_PROGRESS, &[m.idempotency_key.as_str().into(), now.into()])
         .await
-        .map(drop))
-    .context("re-arming a progress edit")?;
+        .map(drop)
+        .context("re-arming a progress edit")?;
     // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before it is shown
     // (a waiting row keeps its time: updates do not postpone it).
-    let changed = dispatch!(c, |c| sqlx::query(UPSERT_PROGRESS)
-        .bind(m.idempotency_key.as_str())
-        .bind(m.job.map(|t| t.0))
-        .bind(m.chat.0)
-        .bind(m.kind.as_str())
-        .bind(m.kind.priority())
-        .bind(&m.body)
-        .bind(m.reply_to_message_id.map(|m| m.0))
-        .bind(now.as_millis())
-        .bind(now.plus(PROGRESS_SETTLE).as_millis())
-        .bind(buttons_to_column(&m.buttons, |b| &b.label))
-        .bind(buttons_to_column(&m.buttons, |b| &b.data))
-        .execute(c)
+    let changed = c
+        .execute(
+            UPSERT_PROGRESS,
+            &[
+                m.idempotency_key.as_str().into(),
+                m.job.map(|t| t.0).into(),
+                m.chat.0.into(),
+                m.kind.as_str().into(),
+                m.kind.priority().into(),
+                (&m.body).into(),
+                m.reply_to_message_id.map(|m| m.0).into(),
+                now.into(),
+                now.plus(PROGRESS_SETTLE).into(),
+                buttons_to_column(&m.buttons, |b| &b.label).into(),
+                buttons_to_column(&m.buttons, |b| &b.data).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("queueing a progress edit")?;
+        .context("queueing a progress edit")?;
     Ok(changed == 1)
 }
 
@@ -269,13 +272,11 @@ pub(super) async fn claim_message(
     lease_len: Duration,
 ) -> StoreResult<Option<OutboxMessage>> {
     let claim = c.claims().message;
-    dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(claim)
-        .bind(owner)
-        .bind(now.plus(lease_len).as_millis())
-        .bind(now.as_millis())
-        .bind(node.map(NodeName::as_str))
-        .fetch_optional(c)
-        .await)
+    c.fetch_optional::<OutboxRow>(
+        claim,
+        &[owner.into(), now.plus(lease_len).into(), now.into(), node.map(NodeName::as_str).into()],
+    )
+    .await
     .context("claiming a message")?
     .map(OutboxRow::into_message)
     .transpose()
@@ -290,17 +291,20 @@ pub(super) async fn mark_sent(
     telegram_file_id: Option<&str>,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let marked = dispatch!(c, |c| sqlx::query(MARK_SENT)
-        .bind(m.id.0)
-        .bind(lease.token)
-        .bind(telegram_message_id.0)
-        .bind(telegram_file_id)
-        .bind(now.as_millis())
-        .bind(&m.body)
-        .execute(c)
+    let marked = c
+        .execute(
+            MARK_SENT,
+            &[
+                m.id.0.into(),
+                lease.token.into(),
+                telegram_message_id.0.into(),
+                telegram_file_id.into(),
+                now.into(),
+                (&m.body).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("recording a delivery")?;
+        .context("recording a delivery")?;
     Ok(marked == 1)
 }
 
@@ -309,8 +313,7 @@ pub const MESSAGES_BY_STATE: &str = "SELECT status, COUNT(*) FROM outbox GROUP B
 
 /// Runs [`MESSAGES_BY_STATE`]: every state with its count, zero included.
 pub(super) async fn messages_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(OutboxState, u64)>> {
-    let rows: Vec<(String, i64)> =
-        dispatch!(c, |c| sqlx::query_as(MESSAGES_BY_STATE).fetch_all(c).await).context("counting messages by state")?;
+    let rows: Vec<(String, i64)> = c.fetch_all(MESSAGES_BY_STATE, &[]).await.context("counting messages by state")?;
     Ok(OutboxState::ALL
         .into_iter()
         .map(|state| {
@@ -323,15 +326,12 @@ pub(super) async fn messages_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(Outb
 /// Runs [`MESSAGES`].
 pub(super) async fn messages(c: &mut Conn<'_>, filter: &MessageFilter) -> StoreResult<Vec<OutboxMessage>> {
     let MessageFilter { chat, job } = *filter;
-    dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(MESSAGES)
-        .bind(chat.map(|chat| chat.0))
-        .bind(job.map(|t| t.0))
-        .fetch_all(c)
-        .await)
-    .context("listing messages")?
-    .into_iter()
-    .map(OutboxRow::into_message)
-    .collect()
+    c.fetch_all::<OutboxRow>(MESSAGES, &[chat.map(|chat| chat.0).into(), job.map(|t| t.0).into()])
+        .await
+        .context("listing messages")?
+        .into_iter()
+        .map(OutboxRow::into_message)
+        .collect()
 }
 
 /// Runs [`SET_MESSAGE_STATE`]; `false` when the lease was lost.
@@ -344,17 +344,20 @@ pub(super) async fn set_message_state(
     error: &str,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let set = dispatch!(c, |c| sqlx::query(SET_MESSAGE_STATE)
-        .bind(id.0)
-        .bind(lease.token)
-        .bind(state.as_str())
-        .bind(not_before.map(Timestamp::as_millis))
-        .bind(error)
-        .bind(now.as_millis())
-        .execute(c)
+    let set = c
+        .execute(
+            SET_MESSAGE_STATE,
+            &[
+                id.0.into(),
+                lease.token.into(),
+                state.as_str().into(),
+                not_before.map(Timestamp::as_millis).into(),
+                error.into(),
+                now.into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("updating a message")?;
+        .context("updating a message")?;
     Ok(set == 1)
 }
 
@@ -366,15 +369,10 @@ pub(super) async fn renew_lease(
     until: Timestamp,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let renewed = dispatch!(c, |c| sqlx::query(RENEW_MESSAGE_LEASE)
-        .bind(id.0)
-        .bind(lease.token)
-        .bind(until.as_millis())
-        .bind(now.as_millis())
-        .execute(c)
+    let renewed = c
+        .execute(RENEW_MESSAGE_LEASE, &[id.0.into(), lease.token.into(), until.into(), now.into()])
         .await
-        .map(|done| done.rows_affected()))
-    .context("renewing a message lease")?;
+        .context("renewing a message lease")?;
     Ok(renewed == 1)
 }
 
@@ -385,34 +383,28 @@ pub(super) async fn close_dead_chat_messages(
     reason: &str,
     now: Timestamp,
 ) -> StoreResult<u64> {
-    dispatch!(c, |c| sqlx::query(CLOSE_DEAD_CHAT_MESSAGES)
-        .bind(chat.0)
-        .bind(reason)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(CLOSE_DEAD_CHAT_MESSAGES, &[chat.0.into(), reason.into(), now.into()])
         .await
-        .map(|done| done.rows_affected()))
-    .context("closing a dead chat's messages")
+        .context("closing a dead chat's messages")
 }
 
 /// Runs [`STATUS_MESSAGE`]; `None` before the ticket reply was delivered.
 pub(super) async fn status_message(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<MessageId>> {
     let id: Option<Option<i64>> =
-        dispatch!(c, |c| sqlx::query_scalar(STATUS_MESSAGE).bind(ticket.0).fetch_optional(c).await)
-            .context("finding a job's status message")?;
+        c.scalar_optional(STATUS_MESSAGE, &[ticket.0.into()]).await.context("finding a job's status message")?;
     Ok(id.flatten().map(MessageId))
 }
 
 /// Runs [`NEXT_MESSAGE_DUE`].
 pub(super) async fn next_message_due(c: &mut Conn<'_>) -> StoreResult<Option<Timestamp>> {
-    let due: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(NEXT_MESSAGE_DUE).fetch_one(c).await)
-        .context("finding the next due message")?;
+    let due: Option<i64> = c.scalar(NEXT_MESSAGE_DUE, &[]).await.context("finding the next due message")?;
     Ok(due.map(Timestamp::from_millis))
 }
 
 /// Runs [`LAPSE_MESSAGES`].
 pub(super) async fn lapse_messages(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<OutboxMessage>> {
-    dispatch!(c, |c| sqlx::query_as::<_, OutboxRow>(LAPSE_MESSAGES).bind(now.as_millis()).fetch_all(c).await)
+    c.fetch_all::<OutboxRow>(LAPSE_MESSAGES, &[now.into()])
+        .await
         .context("finding lapsed sends")?
         .into_iter()
         .map(OutboxRow::into_message)
@@ -426,14 +418,7 @@ pub(super) async fn move_chat_messages(
     to: ChatRef,
     now: Timestamp,
 ) -> StoreResult<u64> {
-    dispatch!(c, |c| sqlx::query(MOVE_CHAT_MESSAGES)
-        .bind(from.0)
-        .bind(to.0)
-        .bind(now.as_millis())
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected()))
-    .context("moving a chat's messages")
+    c.execute(MOVE_CHAT_MESSAGES, &[from.0.into(), to.0.into(), now.into()]).await.context("moving a chat's messages")
 }
 
 /// Runs [`REQUEUE_UNKNOWN`]; `false` when the message is not `unknown`.
@@ -444,28 +429,17 @@ pub(super) async fn requeue_unknown(
     note: &str,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let requeued = dispatch!(c, |c| sqlx::query(REQUEUE_UNKNOWN)
-        .bind(id.0)
-        .bind(not_before.as_millis())
-        .bind(note)
-        .bind(now.as_millis())
-        .execute(c)
+    let requeued = c
+        .execute(REQUEUE_UNKNOWN, &[id.0.into(), not_before.into(), note.into(), now.into()])
         .await
-        .map(|done| done.rows_affected()))
-    .context("requeueing a message")?;
+        .context("requeueing a message")?;
     Ok(requeued == 1)
 }
 
 /// Runs [`FAIL_UNKNOWN`]; `false` when the message is not `unknown`.
 pub(super) async fn fail_unknown(c: &mut Conn<'_>, id: OutboxId, error: &str, now: Timestamp) -> StoreResult<bool> {
-    let failed = dispatch!(c, |c| sqlx::query(FAIL_UNKNOWN)
-        .bind(id.0)
-        .bind(error)
-        .bind(now.as_millis())
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected()))
-    .context("giving up on a message")?;
+    let failed =
+        c.execute(FAIL_UNKNOWN, &[id.0.into(), error.into(), now.into()]).await.context("giving up on a message")?;
     Ok(failed == 1)
 }
 

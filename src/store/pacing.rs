@@ -57,14 +57,7 @@ pub(super) async fn pace(c: &mut Conn<'_>, what: Paced, not_before: Timestamp, r
     if what == Paced::SendSlots {
         return Err(StoreError::Misuse("pace the send slots (they are reserved, not paced)"));
     }
-    dispatch!(c, |c| sqlx::query(PACE_CHAT)
-        .bind(key(what))
-        .bind(not_before.as_millis())
-        .bind(reason)
-        .execute(c)
-        .await
-        .map(drop))
-    .context("pacing a chat")
+    c.execute(PACE_CHAT, &[key(what).into(), not_before.into(), reason.into()]).await.map(drop).context("pacing a chat")
 }
 
 /// Runs [`RESERVE_SEND_SLOT`] for calls `spacing` apart.
@@ -73,23 +66,25 @@ pub(super) async fn reserve_send_slot(c: &mut Conn<'_>, now: Timestamp, spacing:
     // A last slot further ahead than any queue of senders could reserve means the clock went back
     // (an NTP step): the slots start again from now, instead of every call waiting out the step.
     let horizon = now.as_millis().saturating_add(60_000);
-    let slot: i64 = dispatch!(c, |c| sqlx::query_scalar(RESERVE_SEND_SLOT)
-        .bind(key(Paced::SendSlots))
-        .bind(now.as_millis())
-        .bind(spacing)
-        .bind("the last reserved send slot (global rate limit)")
-        .bind(horizon)
-        .fetch_one(c)
-        .await)
-    .context("reserving a send slot")?;
+    let slot: i64 = c
+        .scalar(
+            RESERVE_SEND_SLOT,
+            &[
+                key(Paced::SendSlots).into(),
+                now.into(),
+                spacing.into(),
+                ("the last reserved send slot (global rate limit)").into(),
+                horizon.into(),
+            ],
+        )
+        .await
+        .context("reserving a send slot")?;
     Ok(Timestamp::from_millis(slot))
 }
 
 /// Runs [`PACING`]: what is paced, until when and why.
 pub(super) async fn pacing(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<(Paced, Timestamp, String)>> {
-    let rows: Vec<(i64, i64, String)> =
-        dispatch!(c, |c| sqlx::query_as(PACING).bind(now.as_millis()).fetch_all(c).await)
-            .context("reading chat pacing")?;
+    let rows: Vec<(i64, i64, String)> = c.fetch_all(PACING, &[now.into()]).await.context("reading chat pacing")?;
     Ok(rows.into_iter().map(|(chat, until, reason)| (paced(chat), Timestamp::from_millis(until), reason)).collect())
 }
 

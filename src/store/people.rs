@@ -90,104 +90,73 @@ pub const FLOOD_WAITS_SINCE: &str = "SELECT COUNT(*) FROM flood_waits WHERE at >
 
 /// Runs [`RETRY_JOB`]; `false` when the job is not in `step.from`.
 pub(super) async fn retry_job(c: &mut Conn<'_>, ticket: Ticket, step: Transition, now: Timestamp) -> StoreResult<bool> {
-    let moved = dispatch!(c, |c| sqlx::query(RETRY_JOB)
-        .bind(ticket.0)
-        .bind(now.as_millis())
-        .bind(step.to.as_str())
-        .bind(step.from.as_str())
-        .execute(c)
+    let moved = c
+        .execute(RETRY_JOB, &[ticket.0.into(), now.into(), step.to.as_str().into(), step.from.as_str().into()])
         .await
-        .map(|done| done.rows_affected()))
-    .context("sending a failed job back to the queue")?;
+        .context("sending a failed job back to the queue")?;
     Ok(moved == 1)
 }
 
 /// Runs [`ENDED_SINCE`].
 pub(super) async fn ended_since(c: &mut Conn<'_>, since: Timestamp) -> StoreResult<Vec<Ticket>> {
-    let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(ENDED_SINCE).bind(since.as_millis()).fetch_all(c).await)
-        .context("listing the jobs that ended lately")?;
+    let ids: Vec<i64> = c.scalars(ENDED_SINCE, &[since.into()]).await.context("listing the jobs that ended lately")?;
     Ok(ids.into_iter().map(Ticket).collect())
 }
 
 /// Runs [`FORGET_MESSAGES`] then [`FORGET_JOBS`]; returns how many jobs were forgotten.
 pub(super) async fn forget_person(c: &mut Conn<'_>, user: i64, reason: &str, now: Timestamp) -> StoreResult<u64> {
-    dispatch!(c, |c| sqlx::query(FORGET_MESSAGES).bind(user).bind(now.as_millis()).execute(c).await.map(drop))
-        .context("forgetting a person's messages")?;
-    dispatch!(c, |c| sqlx::query(FORGET_JOBS)
-        .bind(user)
-        .bind(now.as_millis())
-        .bind(reason)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected()))
-    .context("forgetting a person's jobs")
+    c.execute(FORGET_MESSAGES, &[user.into(), now.into()]).await.map(drop).context("forgetting a person's messages")?;
+    c.execute(FORGET_JOBS, &[user.into(), now.into(), reason.into()]).await.context("forgetting a person's jobs")
 }
 
 /// Runs [`QUEUE_HEAD`].
 pub(super) async fn queue_head(c: &mut Conn<'_>, now: Timestamp, limit: i64) -> StoreResult<Vec<crate::domain::Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, super::jobs::JobRow>(QUEUE_HEAD)
-        .bind(now.as_millis())
-        .bind(limit)
-        .fetch_all(c)
-        .await)
-    .context("reading the head of the download queue")?
-    .into_iter()
-    .map(super::jobs::JobRow::into_job)
-    .collect()
+    c.fetch_all::<super::jobs::JobRow>(QUEUE_HEAD, &[now.into(), limit.into()])
+        .await
+        .context("reading the head of the download queue")?
+        .into_iter()
+        .map(super::jobs::JobRow::into_job)
+        .collect()
 }
 
 /// Runs [`INVITE_USER`].
 pub(super) async fn invite(c: &mut Conn<'_>, user: i64, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(INVITE_USER).bind(user).bind(now.as_millis()).execute(c).await.map(drop))
-        .context("recording an invited person")
+    c.execute(INVITE_USER, &[user.into(), now.into()]).await.map(drop).context("recording an invited person")
 }
 
 /// Runs [`IS_INVITED`].
 pub(super) async fn is_invited(c: &mut Conn<'_>, user: i64) -> StoreResult<bool> {
-    let n: i64 = dispatch!(c, |c| sqlx::query_scalar(IS_INVITED).bind(user).fetch_one(c).await)
-        .context("looking up an invited person")?;
+    let n: i64 = c.scalar(IS_INVITED, &[user.into()]).await.context("looking up an invited person")?;
     Ok(n > 0)
 }
 
 /// Runs [`RECORD_FLOOD_WAIT`] and [`PRUNE_FLOOD_WAITS`] (keeping a day).
 pub(super) async fn record_flood_wait(c: &mut Conn<'_>, chat: i64, wait_ms: i64, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(RECORD_FLOOD_WAIT)
-        .bind(now.as_millis())
-        .bind(chat)
-        .bind(wait_ms)
-        .execute(c)
+    c.execute(RECORD_FLOOD_WAIT, &[now.into(), chat.into(), wait_ms.into()])
         .await
-        .map(drop))
-    .context("recording a 429")?;
+        .map(drop)
+        .context("recording a 429")?;
     let day_ago = now.minus(std::time::Duration::from_secs(24 * 3600));
-    dispatch!(c, |c| sqlx::query(PRUNE_FLOOD_WAITS).bind(day_ago.as_millis()).execute(c).await.map(drop))
-        .context("pruning old 429 records")
+    c.execute(PRUNE_FLOOD_WAITS, &[day_ago.into()]).await.map(drop).context("pruning old 429 records")
 }
 
 /// Runs the statements of [`Stats`].
 pub(super) async fn stats(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Stats> {
-    let by_state: Vec<(String, i64)> =
-        dispatch!(c, |c| sqlx::query_as(JOBS_BY_STATE).fetch_all(c).await).context("counting jobs by state")?;
+    let by_state: Vec<(String, i64)> = c.fetch_all(JOBS_BY_STATE, &[]).await.context("counting jobs by state")?;
     let mut jobs = Vec::new();
     for state in JobState::ALL {
         if let Some((_, n)) = by_state.iter().find(|(s, _)| s == state.as_str()) {
             jobs.push((state, *n));
         }
     }
-    let oldest: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(OLDEST_WAITING).fetch_one(c).await)
-        .context("finding the oldest waiting job")?;
+    let oldest: Option<i64> = c.scalar(OLDEST_WAITING, &[]).await.context("finding the oldest waiting job")?;
     let bytes_in_flight: i64 =
-        dispatch!(c, |c| sqlx::query_scalar(BYTES_IN_FLIGHT).bind(now.as_millis()).fetch_one(c).await)
-            .context("adding up the bytes in flight")?;
-    let dead_chats: i64 =
-        dispatch!(c, |c| sqlx::query_scalar(DEAD_CHATS).fetch_one(c).await).context("counting dead chats")?;
+        c.scalar(BYTES_IN_FLIGHT, &[now.into()]).await.context("adding up the bytes in flight")?;
+    let dead_chats: i64 = c.scalar(DEAD_CHATS, &[]).await.context("counting dead chats")?;
     let hour_ago = now.minus(std::time::Duration::from_secs(3600));
     let flood_waits_last_hour: i64 =
-        dispatch!(c, |c| sqlx::query_scalar(FLOOD_WAITS_SINCE).bind(hour_ago.as_millis()).fetch_one(c).await)
-            .context("counting recent 429s")?;
-    let owners: Vec<String> =
-        dispatch!(c, |c| sqlx::query_scalar(LIVE_OWNERS).bind(now.as_millis()).fetch_all(c).await)
-            .context("listing the lease owners")?;
+        c.scalar(FLOOD_WAITS_SINCE, &[hour_ago.into()]).await.context("counting recent 429s")?;
+    let owners: Vec<String> = c.scalars(LIVE_OWNERS, &[now.into()]).await.context("listing the lease owners")?;
     let mut hosts: Vec<String> =
         owners.iter().map(|o| o.splitn(3, ':').take(2).collect::<Vec<_>>().join(":")).collect();
     hosts.sort();

@@ -119,7 +119,8 @@ impl FileOwnerRow {
 
 /// Runs [`KEPT_RESULTS`].
 pub(super) async fn kept_results(c: &mut Conn<'_>) -> StoreResult<Vec<Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(KEPT_RESULTS).fetch_all(c).await)
+    c.fetch_all::<JobRow>(KEPT_RESULTS, &[])
+        .await
         .context("listing results")?
         .into_iter()
         .map(JobRow::into_job)
@@ -128,7 +129,8 @@ pub(super) async fn kept_results(c: &mut Conn<'_>) -> StoreResult<Vec<Job>> {
 
 /// Runs [`DUE_RESULTS`].
 pub(super) async fn results_due(c: &mut Conn<'_>, at: Timestamp) -> StoreResult<Vec<Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(DUE_RESULTS).bind(at.as_millis()).fetch_all(c).await)
+    c.fetch_all::<JobRow>(DUE_RESULTS, &[at.into()])
+        .await
         .context("listing due results")?
         .into_iter()
         .map(JobRow::into_job)
@@ -143,29 +145,26 @@ pub(super) async fn expire_job(
     at: Timestamp,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let expired = dispatch!(c, |c| sqlx::query(EXPIRE_JOB)
-        .bind(ticket.0)
-        .bind(at.as_millis())
-        .bind(now.as_millis())
-        .bind(step.from.as_str())
-        .bind(step.to.as_str())
-        .execute(c)
+    let expired = c
+        .execute(
+            EXPIRE_JOB,
+            &[ticket.0.into(), at.into(), now.into(), step.from.as_str().into(), step.to.as_str().into()],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("expiring a result")?;
+        .context("expiring a result")?;
     Ok(expired == 1)
 }
 
 /// Runs [`EXPIRE_DUE`].
 pub(super) async fn expire_due(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Vec<Ticket>> {
-    let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(EXPIRE_DUE).bind(now.as_millis()).fetch_all(c).await)
-        .context("expiring results")?;
+    let ids: Vec<i64> = c.scalars(EXPIRE_DUE, &[now.into()]).await.context("expiring results")?;
     Ok(ids.into_iter().map(Ticket).collect())
 }
 
 /// Runs [`FILE_OWNERS`].
 pub(super) async fn file_owners(c: &mut Conn<'_>) -> StoreResult<Vec<FileOwner>> {
-    dispatch!(c, |c| sqlx::query_as::<_, FileOwnerRow>(FILE_OWNERS).fetch_all(c).await)
+    c.fetch_all::<FileOwnerRow>(FILE_OWNERS, &[])
+        .await
         .context("listing jobs that may own files")?
         .into_iter()
         .map(FileOwnerRow::into_owner)
@@ -194,22 +193,15 @@ pub(super) async fn prune(c: &mut Conn<'_>, history: &History, dry_run: bool) ->
     };
     for &(slot, count, delete) in targets {
         let n = if dry_run {
-            let n: i64 = dispatch!(c, |c| sqlx::query_scalar(count).bind(before.as_millis()).fetch_one(c).await)
-                .context("counting old rows")?;
+            let n: i64 = c.scalar(count, &[before.into()]).await.context("counting old rows")?;
             u64::try_from(n).unwrap_or(0)
         } else {
-            dispatch!(c, |c| sqlx::query(delete)
-                .bind(before.as_millis())
-                .execute(c)
-                .await
-                .map(|done| done.rows_affected()))
-            .context("pruning old rows")?
+            c.execute(delete, &[before.into()]).await.context("pruning old rows")?
         };
         counts[slot] += n;
     }
     if !dry_run {
-        dispatch!(c, |c| sqlx::query(DELETE_OLD_PACING).bind(before.as_millis()).execute(c).await.map(drop))
-            .context("pruning old pacing")?;
+        c.execute(DELETE_OLD_PACING, &[before.into()]).await.map(drop).context("pruning old pacing")?;
     }
     Ok(Pruned { updates: counts[UPDATES], messages: counts[MESSAGES], jobs: counts[JOBS] })
 }

@@ -48,16 +48,13 @@ pub(super) async fn register_update(
     reason: Option<&str>,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let inserted = dispatch!(c, |c| sqlx::query(REGISTER_UPDATE)
-        .bind(bot_id.0)
-        .bind(update_id.0)
-        .bind(outcome.as_str())
-        .bind(reason)
-        .bind(now.as_millis())
-        .execute(c)
+    let inserted = c
+        .execute(
+            REGISTER_UPDATE,
+            &[bot_id.0.into(), update_id.0.into(), outcome.as_str().into(), reason.into(), now.into()],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("registering an update")?;
+        .context("registering an update")?;
     Ok(inserted == 1)
 }
 
@@ -68,8 +65,7 @@ pub(super) async fn update_outcome(
     update_id: UpdateId,
 ) -> StoreResult<Option<(UpdateOutcome, Option<String>)>> {
     let row: Option<(String, Option<String>)> =
-        dispatch!(c, |c| sqlx::query_as(UPDATE_OUTCOME).bind(bot_id.0).bind(update_id.0).fetch_optional(c).await)
-            .context("reading an update")?;
+        c.fetch_optional(UPDATE_OUTCOME, &[bot_id.0.into(), update_id.0.into()]).await.context("reading an update")?;
     Ok(row.map(|(outcome, reason)| {
         let outcome = if outcome == "recorded" { UpdateOutcome::Recorded } else { UpdateOutcome::Rejected };
         (outcome, reason)
@@ -83,21 +79,16 @@ pub(super) async fn advance_offset(
     next_offset: i64,
     now: Timestamp,
 ) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(ADVANCE_OFFSET)
-        .bind(bot_id.0)
-        .bind(next_offset)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(ADVANCE_OFFSET, &[bot_id.0.into(), next_offset.into(), now.into()])
         .await
-        .map(drop))
-    .context("storing the poll offset")?;
+        .map(drop)
+        .context("storing the poll offset")?;
     Ok(())
 }
 
 /// Runs [`POLL_OFFSET`]; `None` before the first offset was stored.
 pub(super) async fn poll_offset(c: &mut Conn<'_>, bot_id: BotId) -> StoreResult<Option<i64>> {
-    dispatch!(c, |c| sqlx::query_scalar(POLL_OFFSET).bind(bot_id.0).fetch_optional(c).await)
-        .context("reading the poll offset")
+    c.scalar_optional(POLL_OFFSET, &[bot_id.0.into()]).await.context("reading the poll offset")
 }
 
 impl Store {

@@ -157,7 +157,7 @@ fn completion(n: i64) -> Completion {
 /// states no store method reaches (`expired`) and for probing the schema.
 async fn raw(store: &Store, sql: &'static str, id: i64) -> Result<u64, sqlx::Error> {
     let mut tx = store.begin().await.unwrap();
-    let done = dispatch!(&mut tx.conn(), |c| sqlx::query(sql).bind(id).execute(c).await.map(|d| d.rows_affected()));
+    let done = tx.conn().execute(sql, &[id.into()]).await;
     if done.is_ok() {
         tx.commit().await.unwrap();
     }

@@ -25,17 +25,21 @@ async fn claim_job(
         Stage::Process => &[claims.process_lapsed, claims.process_fetched],
     };
     for &sql in statements {
-        let claimed = dispatch!(c, |c| sqlx::query_as::<_, JobRow>(sql)
-            .bind(owner)
-            .bind(now.plus(lease_len).as_millis())
-            .bind(now.as_millis())
-            .bind(limits.unknown_size)
-            .bind(limits.max_size)
-            .bind(limits.per_chat)
-            .bind(node.map(NodeName::as_str))
-            .fetch_optional(c)
-            .await)
-        .context("claiming a job")?;
+        let claimed = c
+            .fetch_optional::<JobRow>(
+                sql,
+                &[
+                    owner.into(),
+                    now.plus(lease_len).into(),
+                    now.into(),
+                    limits.unknown_size.into(),
+                    limits.max_size.into(),
+                    limits.per_chat.into(),
+                    node.map(NodeName::as_str).into(),
+                ],
+            )
+            .await
+            .context("claiming a job")?;
         if let Some(row) = claimed {
             return row.into_job().map(Some);
         }
@@ -55,15 +59,10 @@ async fn renew_lease(
     until: Timestamp,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let renewed = dispatch!(c, |c| sqlx::query(RENEW_JOB_LEASE)
-        .bind(ticket.0)
-        .bind(lease.token)
-        .bind(until.as_millis())
-        .bind(now.as_millis())
-        .execute(c)
+    let renewed = c
+        .execute(RENEW_JOB_LEASE, &[ticket.0.into(), lease.token.into(), until.into(), now.into()])
         .await
-        .map(|done| done.rows_affected()))
-    .context("renewing a job lease")?;
+        .context("renewing a job lease")?;
     Ok(renewed == 1)
 }
 

@@ -20,26 +20,30 @@ pub const INSERT_JOB: &str =
 
 /// Runs [`INSERT_JOB`].
 async fn insert_job(c: &mut Conn<'_>, job: &Submission, now: Timestamp) -> StoreResult<Ticket> {
-    let id: i64 = dispatch!(c, |c| sqlx::query_scalar(INSERT_JOB)
-        .bind(job.update_id.0)
-        .bind(job.chat.0)
-        .bind(job.user_id.map(|u| u.0))
-        .bind(job.message_id.0)
-        .bind(&job.file_id)
-        .bind(&job.file_unique_id)
-        .bind(&job.declared_name)
-        .bind(&job.declared_mime)
-        .bind(job.declared_size)
-        .bind(job.operation.name())
-        .bind(now.as_millis())
-        .bind(job.operation.arguments())
-        .bind(secret_of(&job.operation))
-        .bind(job.language_code.as_deref())
-        .bind(job.run_of.map(|t| t.0))
-        .bind(i64::from(job.chosen_by_default))
-        .fetch_one(c)
-        .await)
-    .context("inserting a job")?;
+    let id: i64 = c
+        .scalar(
+            INSERT_JOB,
+            &[
+                job.update_id.0.into(),
+                job.chat.0.into(),
+                job.user_id.map(|u| u.0).into(),
+                job.message_id.0.into(),
+                (&job.file_id).into(),
+                (&job.file_unique_id).into(),
+                (&job.declared_name).into(),
+                (&job.declared_mime).into(),
+                job.declared_size.into(),
+                job.operation.name().into(),
+                now.into(),
+                job.operation.arguments().into(),
+                secret_of(&job.operation).into(),
+                job.language_code.as_deref().into(),
+                job.run_of.map(|t| t.0).into(),
+                i64::from(job.chosen_by_default).into(),
+            ],
+        )
+        .await
+        .context("inserting a job")?;
     Ok(Ticket(id))
 }
 
@@ -64,26 +68,29 @@ async fn resubmit_job(
     job: &Submission,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let resubmitted = dispatch!(c, |c| sqlx::query(RESUBMIT_JOB)
-        .bind(ticket.0)
-        .bind(step.from.as_str())
-        .bind(job.update_id.0)
-        .bind(job.message_id.0)
-        .bind(&job.file_id)
-        .bind(&job.declared_name)
-        .bind(&job.declared_mime)
-        .bind(job.declared_size)
-        .bind(now.as_millis())
-        .bind(step.to.as_str())
-        .bind(job.operation.name())
-        .bind(job.operation.arguments())
-        .bind(secret_of(&job.operation))
-        .bind(job.language_code.as_deref())
-        .bind(i64::from(job.chosen_by_default))
-        .execute(c)
+    let resubmitted = c
+        .execute(
+            RESUBMIT_JOB,
+            &[
+                ticket.0.into(),
+                step.from.as_str().into(),
+                job.update_id.0.into(),
+                job.message_id.0.into(),
+                (&job.file_id).into(),
+                (&job.declared_name).into(),
+                (&job.declared_mime).into(),
+                job.declared_size.into(),
+                now.into(),
+                step.to.as_str().into(),
+                job.operation.name().into(),
+                job.operation.arguments().into(),
+                secret_of(&job.operation).into(),
+                job.language_code.as_deref().into(),
+                i64::from(job.chosen_by_default).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("resubmitting a job")?;
+        .context("resubmitting a job")?;
     Ok(resubmitted == 1)
 }
 
@@ -105,18 +112,21 @@ pub(in crate::store) async fn fail_job(
     detail: &str,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let failed = dispatch!(c, |c| sqlx::query(FAIL_JOB)
-        .bind(ticket.0)
-        .bind(step.from.as_str())
-        .bind(lease.map(|l| l.token))
-        .bind(reason)
-        .bind(detail)
-        .bind(now.as_millis())
-        .bind(step.to.as_str())
-        .execute(c)
+    let failed = c
+        .execute(
+            FAIL_JOB,
+            &[
+                ticket.0.into(),
+                step.from.as_str().into(),
+                lease.map(|l| l.token).into(),
+                reason.into(),
+                detail.into(),
+                now.into(),
+                step.to.as_str().into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("failing a job")?;
+        .context("failing a job")?;
     Ok(failed == 1)
 }
 
@@ -136,20 +146,23 @@ pub(in crate::store) async fn complete_job(
     done: &Completion,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let completed = dispatch!(c, |c| sqlx::query(COMPLETE_JOB)
-        .bind(ticket.0)
-        .bind(lease.token)
-        .bind(&done.result_path)
-        .bind(done.result_size)
-        .bind(&done.detected_format)
-        .bind(done.expires_at.as_millis())
-        .bind(now.as_millis())
-        .bind(step.from.as_str())
-        .bind(step.to.as_str())
-        .execute(c)
+    let completed = c
+        .execute(
+            COMPLETE_JOB,
+            &[
+                ticket.0.into(),
+                lease.token.into(),
+                (&done.result_path).into(),
+                done.result_size.into(),
+                (&done.detected_format).into(),
+                done.expires_at.into(),
+                now.into(),
+                step.from.as_str().into(),
+                step.to.as_str().into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("completing a job")?;
+        .context("completing a job")?;
     Ok(completed == 1)
 }
 
@@ -170,16 +183,13 @@ async fn switch_operation(
     operation: &Operation,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let switched = dispatch!(c, |c| sqlx::query(SWITCH_OPERATION)
-        .bind(ticket.0)
-        .bind(lease.token)
-        .bind(operation.name())
-        .bind(operation.arguments())
-        .bind(now.as_millis())
-        .execute(c)
+    let switched = c
+        .execute(
+            SWITCH_OPERATION,
+            &[ticket.0.into(), lease.token.into(), operation.name().into(), operation.arguments().into(), now.into()],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("switching a run's operation")?;
+        .context("switching a run's operation")?;
     Ok(switched == 1)
 }
 
@@ -200,20 +210,23 @@ async fn mark_fetched(
     source: &Fetched<'_>,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    let fetched = dispatch!(c, |c| sqlx::query(MARK_FETCHED)
-        .bind(ticket.0)
-        .bind(lease.token)
-        .bind(source.path)
-        .bind(source.size)
-        .bind(source.sha256)
-        .bind(now.as_millis())
-        .bind(step.from.as_str())
-        .bind(step.to.as_str())
-        .bind(source.node.map(NodeName::as_str))
-        .execute(c)
+    let fetched = c
+        .execute(
+            MARK_FETCHED,
+            &[
+                ticket.0.into(),
+                lease.token.into(),
+                source.path.into(),
+                source.size.into(),
+                source.sha256.into(),
+                now.into(),
+                step.from.as_str().into(),
+                step.to.as_str().into(),
+                source.node.map(NodeName::as_str).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("marking a job fetched")?;
+        .context("marking a job fetched")?;
     Ok(fetched == 1)
 }
 
@@ -251,21 +264,24 @@ async fn release_job(
     now: Timestamp,
 ) -> StoreResult<bool> {
     let clear_source = step.to == JobState::Accepted;
-    let released = dispatch!(c, |c| sqlx::query(RELEASE_JOB)
-        .bind(ticket.0)
-        .bind(step.from.as_str())
-        .bind(lease.token)
-        .bind(step.to.as_str())
-        .bind(r.not_before.as_millis())
-        .bind(r.detail.as_deref())
-        .bind(r.attempts.code())
-        .bind(clear_source)
-        .bind(now.as_millis())
-        .bind(r.event == JobEvent::SourceLost)
-        .execute(c)
+    let released = c
+        .execute(
+            RELEASE_JOB,
+            &[
+                ticket.0.into(),
+                step.from.as_str().into(),
+                lease.token.into(),
+                step.to.as_str().into(),
+                r.not_before.into(),
+                r.detail.as_deref().into(),
+                r.attempts.code().into(),
+                clear_source.into(),
+                now.into(),
+                (r.event == JobEvent::SourceLost).into(),
+            ],
+        )
         .await
-        .map(|done| done.rows_affected()))
-    .context("releasing a job")?;
+        .context("releasing a job")?;
     Ok(released == 1)
 }
 
@@ -281,14 +297,10 @@ pub(in crate::store) async fn record_result_file_id(
     file_id: &str,
     now: Timestamp,
 ) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(RECORD_RESULT_FILE_ID)
-        .bind(ticket.0)
-        .bind(file_id)
-        .bind(now.as_millis())
-        .execute(c)
+    c.execute(RECORD_RESULT_FILE_ID, &[ticket.0.into(), file_id.into(), now.into()])
         .await
-        .map(drop))
-    .context("storing a result's file_id")
+        .map(drop)
+        .context("storing a result's file_id")
 }
 
 /// Forgets the file id of a result Telegram refused to resend: $1 job, $2 now.
@@ -296,8 +308,7 @@ pub const FORGET_RESULT_FILE_ID: &str = "UPDATE jobs SET result_file_id = NULL, 
 
 /// Runs [`FORGET_RESULT_FILE_ID`].
 async fn forget_result_file_id(c: &mut Conn<'_>, ticket: Ticket, now: Timestamp) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(FORGET_RESULT_FILE_ID).bind(ticket.0).bind(now.as_millis()).execute(c).await.map(drop))
-        .context("forgetting a file_id")
+    c.execute(FORGET_RESULT_FILE_ID, &[ticket.0.into(), now.into()]).await.map(drop).context("forgetting a file_id")
 }
 
 /// Moves a chat's jobs to its new id: $1 old chat, $2 new chat, $3 now. A file the new chat sent
@@ -313,14 +324,7 @@ pub(in crate::store) async fn move_chat_jobs(
     to: ChatRef,
     now: Timestamp,
 ) -> StoreResult<()> {
-    dispatch!(c, |c| sqlx::query(MOVE_CHAT_JOBS)
-        .bind(from.0)
-        .bind(to.0)
-        .bind(now.as_millis())
-        .execute(c)
-        .await
-        .map(drop))
-    .context("moving a chat's jobs")
+    c.execute(MOVE_CHAT_JOBS, &[from.0.into(), to.0.into(), now.into()]).await.map(drop).context("moving a chat's jobs")
 }
 
 impl Store {

@@ -9,7 +9,8 @@ pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
 
 /// Runs [`JOB`].
 async fn job(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(JOB).bind(ticket.0).fetch_optional(c).await)
+    c.fetch_optional::<JobRow>(JOB, &[ticket.0.into()])
+        .await
         .context("reading a job")?
         .map(JobRow::into_job)
         .transpose()
@@ -21,7 +22,8 @@ pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_un
 
 /// Runs [`JOB_BY_FILE`].
 async fn job_by_file(c: &mut Conn<'_>, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(JOB_BY_FILE).bind(chat.0).bind(file_unique_id).fetch_optional(c).await)
+    c.fetch_optional::<JobRow>(JOB_BY_FILE, &[chat.0.into(), file_unique_id.into()])
+        .await
         .context("finding a job by file")?
         .map(JobRow::into_job)
         .transpose()
@@ -32,7 +34,8 @@ pub const RUNS: &str = "SELECT * FROM jobs WHERE id = $1 OR ticket_id = $1 ORDER
 
 /// Runs [`RUNS`].
 async fn runs(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Vec<Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(RUNS).bind(ticket.0).fetch_all(c).await)
+    c.fetch_all::<JobRow>(RUNS, &[ticket.0.into()])
+        .await
         .context("reading a ticket's runs")?
         .into_iter()
         .map(JobRow::into_job)
@@ -61,13 +64,16 @@ async fn jobs(
     // Two statements: with `($1 IS NULL OR chat_id = $1)` SQLite cannot use `jobs_chat` and scans
     // the table, inside intake's write transaction (/jobs).
     let sql = if chat.is_some() { CHAT_JOBS } else { ALL_JOBS };
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(sql)
-        .bind(chat.map(|chat| chat.0))
-        .bind(state.map(JobState::as_str))
-        .bind(limit)
-        .bind(since.map(Timestamp::as_millis))
-        .fetch_all(c)
-        .await)
+    c.fetch_all::<JobRow>(
+        sql,
+        &[
+            chat.map(|chat| chat.0).into(),
+            state.map(JobState::as_str).into(),
+            limit.into(),
+            since.map(Timestamp::as_millis).into(),
+        ],
+    )
+    .await
     .context("listing jobs")?
     .into_iter()
     .map(JobRow::into_job)
@@ -79,8 +85,7 @@ pub const JOBS_BY_STATE: &str = "SELECT status, COUNT(*) FROM jobs GROUP BY stat
 
 /// Runs [`JOBS_BY_STATE`]: every state with its count, zero included, in life order.
 pub(in crate::store) async fn jobs_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(JobState, u64)>> {
-    let rows: Vec<(String, i64)> =
-        dispatch!(c, |c| sqlx::query_as(JOBS_BY_STATE).fetch_all(c).await).context("counting jobs by state")?;
+    let rows: Vec<(String, i64)> = c.fetch_all(JOBS_BY_STATE, &[]).await.context("counting jobs by state")?;
     Ok(JobState::ALL
         .into_iter()
         .map(|state| {
@@ -96,8 +101,7 @@ pub const OLDEST_WAITING_JOB: &str = "SELECT MIN(created_at) FROM jobs WHERE sta
 
 /// Runs [`OLDEST_WAITING_JOB`].
 pub(in crate::store) async fn oldest_waiting_job(c: &mut Conn<'_>) -> StoreResult<Option<Timestamp>> {
-    let since: Option<i64> = dispatch!(c, |c| sqlx::query_scalar(OLDEST_WAITING_JOB).fetch_one(c).await)
-        .context("finding the oldest waiting job")?;
+    let since: Option<i64> = c.scalar(OLDEST_WAITING_JOB, &[]).await.context("finding the oldest waiting job")?;
     Ok(since.map(Timestamp::from_millis))
 }
 
@@ -109,8 +113,7 @@ pub const JOBS_AHEAD: &str =
 /// Runs [`JOBS_AHEAD`], counting at most `cap` + 1: intake runs this inside its write
 /// transaction, so its cost must not grow with the backlog.
 async fn jobs_ahead(c: &mut Conn<'_>, ticket: Ticket, cap: i64) -> StoreResult<i64> {
-    dispatch!(c, |c| sqlx::query_scalar(JOBS_AHEAD).bind(ticket.0).bind(cap + 1).fetch_one(c).await)
-        .context("counting the jobs ahead")
+    c.scalar(JOBS_AHEAD, &[ticket.0.into(), (cap + 1).into()]).await.context("counting the jobs ahead")
 }
 
 /// How many of $1 chat's jobs wait in `accepted` without a live lease at $2 now, counted up to $3.
@@ -120,13 +123,9 @@ pub const WAITING_IN_CHAT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHER
 /// Runs [`WAITING_IN_CHAT`], counting at most `cap`: intake runs this inside its write
 /// transaction for every new document, so its cost must not grow with the chat's history.
 async fn waiting_in_chat(c: &mut Conn<'_>, chat: ChatRef, now: Timestamp, cap: i64) -> StoreResult<i64> {
-    dispatch!(c, |c| sqlx::query_scalar(WAITING_IN_CHAT)
-        .bind(chat.0)
-        .bind(now.as_millis())
-        .bind(cap)
-        .fetch_one(c)
-        .await)
-    .context("counting the chat's waiting jobs")
+    c.scalar(WAITING_IN_CHAT, &[chat.0.into(), now.into(), cap.into()])
+        .await
+        .context("counting the chat's waiting jobs")
 }
 
 /// The head of the download queue, limits aside: the `accepted` job due first at $1 now and not
@@ -137,7 +136,8 @@ pub const NEXT_WAITING_DOWNLOAD: &str = "SELECT * FROM jobs WHERE status = 'acce
 
 /// Runs [`NEXT_WAITING_DOWNLOAD`].
 async fn next_waiting_download(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Option<Job>> {
-    dispatch!(c, |c| sqlx::query_as::<_, JobRow>(NEXT_WAITING_DOWNLOAD).bind(now.as_millis()).fetch_optional(c).await)
+    c.fetch_optional::<JobRow>(NEXT_WAITING_DOWNLOAD, &[now.into()])
+        .await
         .context("finding the next download")?
         .map(JobRow::into_job)
         .transpose()
@@ -157,13 +157,10 @@ async fn jobs_holding_files(
     node: Option<&NodeName>,
     now: Timestamp,
 ) -> StoreResult<Vec<Ticket>> {
-    let ids: Vec<i64> = dispatch!(c, |c| sqlx::query_scalar(JOBS_HOLDING_FILES)
-        .bind(owner_prefix)
-        .bind(now.as_millis())
-        .bind(node.map(NodeName::as_str))
-        .fetch_all(c)
-        .await)
-    .context("listing the jobs that hold files")?;
+    let ids: Vec<i64> = c
+        .scalars(JOBS_HOLDING_FILES, &[owner_prefix.into(), now.into(), node.map(NodeName::as_str).into()])
+        .await
+        .context("listing the jobs that hold files")?;
     Ok(ids.into_iter().map(Ticket).collect())
 }
 
