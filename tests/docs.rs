@@ -71,8 +71,12 @@ fn source_files() -> Vec<PathBuf> {
 }
 
 /// Whether a span names a file or folder of the repository: a path of plain characters ending
-/// in a known extension, or starting with one of the repository's top folders.
+/// in a known extension, or starting with one of the repository's top folders. A path that
+/// climbs out (`../shared/…`, the team's workplace beside the checkout) is not the repository's.
 fn names_a_repository_path(span: &str) -> bool {
+    if span.starts_with("../") {
+        return false;
+    }
     const TOP: [&str; 11] = [
         "src/",
         "tests/",
