@@ -4,6 +4,7 @@
 //! Nothing here does I/O or knows about sqlx, teloxide or lopdf. Every other layer speaks in
 //! these types, so the rules of the state machine live in exactly one place.
 
+pub mod default_operation;
 pub mod document;
 pub mod ids;
 pub mod incoming;
@@ -17,6 +18,7 @@ pub mod records;
 pub mod retry;
 pub mod time;
 
+pub use default_operation::default_operation;
 pub use document::{DocumentInfo, Encryption, FontFact, PageSize};
 pub use ids::{BotId, ChatRef, MessageId, OutboxId, UpdateId, UserId};
 pub use job::{FailureReason, JobEvent, JobState, Ticket, Transition, TransitionError};

@@ -9,6 +9,7 @@ use super::{Intake, Recorded, chat_lang};
 use crate::domain::incoming::{ChatKind, DocumentFacts, Origin};
 use crate::domain::{
     ChatRef, IdempotencyKey, Job, JobState, MessageKind, Operation, Password, Submission, Ticket, Timestamp, UpdateId,
+    default_operation,
 };
 use crate::sealing::SealingKey;
 use crate::store::{StoreResult, Tx};
@@ -270,10 +271,9 @@ impl Intake {
                 parsed => parsed.map(|operation| (operation, true)).map_err(|e| texts::caption_problem(lang, &e)),
             });
         }
-        if declares_what_topdf_takes(facts) {
-            return Ok(Ok((Operation::ToPdf, false)));
-        }
-        Ok(Ok((tx.chat_mode(chat).await?.unwrap_or_else(|| settings.default_operation.clone()), false)))
+        let declared = crate::detect::declared_label(facts.name.as_deref(), facts.mime.as_deref());
+        let mode = tx.chat_mode(chat).await?;
+        Ok(Ok((default_operation(declared, mode, &settings.default_operation), false)))
     }
 
     /// The largest file a host alive at `now` can hold: this one's largest, or more where
@@ -314,11 +314,4 @@ impl Intake {
 /// decrypt's password aside: a ticket has one decrypt run).
 fn same_operation(a: &Operation, b: &Operation) -> bool {
     a.name() == b.name() && a.arguments() == b.arguments()
-}
-
-/// Whether the declared name or MIME type says the file is one `topdf` takes (a picture or an
-/// office document). A hint: processing goes by the content (see `pipeline::process`).
-fn declares_what_topdf_takes(facts: &DocumentFacts) -> bool {
-    crate::detect::declared_label(facts.name.as_deref(), facts.mime.as_deref())
-        .is_some_and(|label| Operation::ToPdf.accepts().contains(&label))
 }

@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use super::attempt::{self, Attempt};
 use super::{Detail, PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password};
+use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password, default_operation};
 use crate::operations::{self, DEFAULT_LANG, Failure, Limits, Outcome, Report, Request, Work};
 use crate::sealing::SealingKey;
 
@@ -148,8 +148,8 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
 }
 
 /// For a run whose operation no caption chose and which does not take the content's real
-/// `format`: the operation intake would have chosen had the file been declared truly (`topdf`
-/// for an image, else the chat's `/mode` or the bot's default), once the run is switched to it.
+/// `format`: the operation intake would have chosen had the file been declared truly
+/// ([`default_operation`] of the real format), once the run is switched to it.
 /// `None`: the operation was chosen on purpose, nothing else fits either, or the switch was not
 /// recorded (the lease was lost, or the ticket has a run of that operation already): the run
 /// refuses the file as it is.
@@ -161,16 +161,9 @@ async fn fitting_default(
     if !job.submission.chosen_by_default {
         return Ok(None);
     }
-    let fitting = if Operation::ToPdf.accepts().contains(&format.label()) {
-        Operation::ToPdf
-    } else {
-        let mode = deps
-            .store
-            .chat_mode(job.submission.chat)
-            .await
-            .map_err(|e| StageError::store("reading the chat's mode", e))?;
-        mode.unwrap_or_else(|| deps.settings.get().default_operation.clone())
-    };
+    let mode =
+        deps.store.chat_mode(job.submission.chat).await.map_err(|e| StageError::store("reading the chat's mode", e))?;
+    let fitting = default_operation(Some(format.label()), mode, &deps.settings.get().default_operation);
     // The run's own operation does not take the format, so neither does it as the fitting one.
     if !work_for(&deps.settings.get().tools, &fitting).is_ok_and(|(_, accepts)| takes(&accepts, format)) {
         return Ok(None);
