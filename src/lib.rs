@@ -18,22 +18,26 @@
 //!   heartbeat), [`texts`] (every sentence a person reads).
 //! - Domain: [`domain`] (tickets, states, transitions, leases, what an update means, the records
 //!   of jobs and messages, time), no I/O.
+//!
+//! Only what the binary, the benches and the integration tests use is public; `intake`,
+//! `outbox`, `telegram`, `detect` and `sealing` are reached from outside only through the
+//! services that `app` starts.
 
 pub mod app;
 pub mod cli;
 pub mod config;
-pub mod detect;
+mod detect;
 pub mod domain;
-pub mod intake;
+mod intake;
 pub mod janitor;
 pub mod operations;
-pub mod outbox;
+mod outbox;
 pub mod pdf;
 pub mod pipeline;
 pub mod runtime;
-pub mod sealing;
+mod sealing;
 pub mod spool;
 pub mod store;
-pub mod telegram;
+mod telegram;
 pub mod telemetry;
 pub mod texts;

@@ -1,5 +1,5 @@
 //! `docket run`: docket as a service. Holds the database's run lock, binds the metrics
-//! endpoint, [`start`](super::start)s, then waits: SIGTERM, SIGINT or `docket drain` stop it in
+//! endpoint, [`start`]s, then waits: SIGTERM, SIGINT or `docket drain` stop it in
 //! order ([`Running::stop`]), and so does polling that ended for good, whose error `run` then
 //! returns.
 //!

@@ -28,9 +28,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-pub use crate::domain::incoming::{
-    Address, ChatKind, Command, DocumentFacts, GroupMode, Incoming, Origin, UnusableKind,
-};
+pub use crate::domain::incoming::{Command, Incoming, Origin};
 use crate::domain::{BotId, ChatRef, IdempotencyKey, MessageKind, Operation, SharedClock, Ticket, UpdateId};
 use crate::domain::{Button, NewMessage};
 use crate::sealing::SealingKey;

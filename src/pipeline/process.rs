@@ -149,7 +149,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
 
 /// For a run whose operation no caption chose and which does not take the content's real
 /// `format`: the operation intake would have chosen had the file been declared truly
-/// ([`default_operation`] of the real format), once the run is switched to it.
+/// ([`default_operation()`] of the real format), once the run is switched to it.
 /// `None`: the operation was chosen on purpose, nothing else fits either, or the switch was not
 /// recorded (the lease was lost, or the ticket has a run of that operation already): the run
 /// refuses the file as it is.

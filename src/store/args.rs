@@ -2,7 +2,7 @@
 //! run a statement with them.
 //!
 //! A table module writes `c.execute(SQL, &[ticket.into(), now.into()])` instead of a chain of
-//! `bind` calls inside [`dispatch!`]: the list is built once, encoded for whichever backend the
+//! `bind` calls inside `dispatch!`: the list is built once, encoded for whichever backend the
 //! connection speaks, and the statement runs there. Only three kinds of value reach a column
 //! (integers, text and flags, each possibly NULL), so that is all an [`Arg`] can be.
 
