@@ -23,8 +23,8 @@ pub(super) const fn kind(
     Kind { infer_extensions, mime, label, description }
 }
 
-/// Every format we name. Each MIME type appears once, so [`DetectedFormat::label`](super::DetectedFormat::label) can be derived
-/// from it; formats that `infer` files under one MIME type but we tell apart get their own
+/// Every format we name. Each MIME type appears once, so
+/// [`DetectedFormat::label`](super::DetectedFormat::label) can be derived from it; formats that `infer` files under one MIME type but we tell apart get their own
 /// registered type (`font/woff2`, `font/otf`, `application/vnd.ms-fontobject`, ...).
 // One row per line reads better as a table than rustfmt's one argument per line.
 #[rustfmt::skip]

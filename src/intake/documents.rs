@@ -272,8 +272,8 @@ impl Intake {
             });
         }
         let declared = crate::detect::declared_label(facts.name.as_deref(), facts.mime.as_deref());
-        let mode = tx.chat_mode(chat).await?;
-        Ok(Ok((default_operation(declared, mode, &settings.default_operation), false)))
+        let operation = default_operation(declared, tx.chat_mode(chat), &settings.default_operation).await?;
+        Ok(Ok((operation, false)))
     }
 
     /// The largest file a host alive at `now` can hold: this one's largest, or more where

@@ -161,9 +161,10 @@ async fn fitting_default(
     if !job.submission.chosen_by_default {
         return Ok(None);
     }
-    let mode =
-        deps.store.chat_mode(job.submission.chat).await.map_err(|e| StageError::store("reading the chat's mode", e))?;
-    let fitting = default_operation(Some(format.label()), mode, &deps.settings.get().default_operation);
+    let mode = deps.store.chat_mode(job.submission.chat);
+    let fitting = default_operation(Some(format.label()), mode, &deps.settings.get().default_operation)
+        .await
+        .map_err(|e| StageError::store("reading the chat's mode", e))?;
     // The run's own operation does not take the format, so neither does it as the fitting one.
     if !work_for(&deps.settings.get().tools, &fitting).is_ok_and(|(_, accepts)| takes(&accepts, format)) {
         return Ok(None);

@@ -9,8 +9,9 @@
 //! statement runs on either through the `Conn` methods of `args.rs` (`c.execute(SQL,
 //! &[ticket.into(), now.into()])`), the one place that tells the backends apart for it. What
 //! really differs stays in `sqlite.rs` and `postgres.rs`: opening, migrations, how a write
-//! transaction starts, and the claim statements (PostgreSQL locks the claimed row with `FOR UPDATE SKIP LOCKED` and
-//! serialises message claims with an advisory lock; SQLite relies on its single writer). This
+//! transaction starts, and the claim statements (PostgreSQL locks the claimed row with
+//! `FOR UPDATE SKIP LOCKED` and serialises message claims with an advisory lock; SQLite relies
+//! on its single writer). This
 //! file holds the [`Store`] and [`Tx`] types, the switch between backends, and the transactions
 //! that span tables (but for a request of `people` or `retention`, which stays there).
 //!
