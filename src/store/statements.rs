@@ -37,6 +37,75 @@ pub struct ClaimSql {
     pub message: &'static str,
 }
 
+/// Writes the [`ClaimSql`] of a backend, whose statements differ only in how the subquery locks
+/// the row it picks: `$row_lock` follows each `LIMIT 1` (`""` for SQLite, whose single writer
+/// already serialises a claim; `" FOR UPDATE SKIP LOCKED"` for PostgreSQL). One text for both,
+/// so a change to what a claim picks cannot reach one backend only.
+macro_rules! claim_sql {
+    ($row_lock:literal) => {
+        $crate::store::statements::ClaimSql {
+            download: concat!(
+                "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
+                    attempts = attempts + 1, updated_at = $3
+                WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
+                              AND (j.lease_until IS NULL OR j.lease_until <= $3)
+                              AND COALESCE(j.declared_size, $4) <= $5
+                              AND (SELECT COUNT(*) FROM jobs o WHERE o.chat_id = j.chat_id AND o.id <> j.id
+                                     AND (o.lease_owner IS NOT NULL OR o.status IN ('fetched', 'processing'))
+                                     AND ((o.status = 'accepted' AND o.lease_until > $3)
+                                          OR o.status IN ('fetched', 'processing'))) < $6
+                            ORDER BY j.not_before, j.id LIMIT 1",
+                $row_lock,
+                ")
+                RETURNING *"
+            ),
+            process_lapsed: concat!(
+                "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
+                    lease_until = $2, attempts = attempts + 1, updated_at = $3
+                WHERE id = (SELECT id FROM jobs
+                            WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
+                              AND ($7 IS NULL OR node IS NULL OR node = $7)
+                            ORDER BY not_before, id LIMIT 1",
+                $row_lock,
+                ")
+                RETURNING *"
+            ),
+            process_fetched: concat!(
+                "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
+                    lease_until = $2, attempts = attempts + 1, updated_at = $3
+                WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
+                              AND ($7 IS NULL OR node IS NULL OR node = $7)
+                            ORDER BY not_before, id LIMIT 1",
+                $row_lock,
+                ")
+                RETURNING *"
+            ),
+            message: concat!(
+                "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
+                    lease_until = $2, attempts = attempts + 1, updated_at = $3
+                WHERE id = (SELECT o.id FROM outbox o
+                            WHERE o.status = 'pending' AND o.not_before <= $3
+                              AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_id = o.chat_id AND e.id <> o.id
+                                              AND e.status IN ('pending', 'sending')
+                                              AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))
+                              AND NOT EXISTS (SELECT 1 FROM chat_pacing p WHERE p.chat_id = o.chat_id
+                                              AND p.not_before > $3)
+                              AND NOT EXISTS (SELECT 1 FROM chat_pacing g WHERE g.chat_id = 0 AND g.not_before > $3)
+                              AND (o.kind <> 'result' OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = o.job_id
+                                     AND (j.status IN ('accepted', 'fetched', 'processing')
+                                          OR (j.status = 'ready' AND j.result_file_id IS NULL
+                                              AND j.node IS NOT NULL AND j.node <> $4))))
+                            ORDER BY o.priority, o.id LIMIT 1",
+                $row_lock,
+                ")
+                  AND status = 'pending'
+                RETURNING *"
+            ),
+        }
+    };
+}
+pub(super) use claim_sql;
+
 /// The `updates` and `poll_offsets` tables.
 pub mod updates {
     pub use crate::store::updates::*;
