@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::args::Arg;
 use super::{Conn, QueryContext, Store, StoreError, StoreResult};
 use crate::domain::{JobEvent, JobState, Node, NodeBeat, NodeName, Ticket, Timestamp, Transition};
 
@@ -123,29 +124,29 @@ pub(super) async fn register(
     dead_after: Duration,
     now: Timestamp,
 ) -> StoreResult<Option<Node>> {
-    let taken = c
-        .execute(
-            REGISTER_NODE,
-            &[
-                beat.name.as_str().into(),
-                (&beat.process).into(),
-                now.into(),
-                beat.roles.join(",").into(),
-                figure(beat.bytes.0).into(),
-                figure(beat.bytes.1).into(),
-                figure(beat.memory.0).into(),
-                figure(beat.memory.1).into(),
-                now.minus(dead_after).into(),
-            ],
-        )
-        .await
-        .context("registering this node")?;
+    let mut args = beat_columns(beat, now);
+    args.push(now.minus(dead_after).into());
+    let taken = c.execute(REGISTER_NODE, &args).await.context("registering this node")?;
     if taken == 1 {
         return Ok(None);
     }
     let row: Option<NodeRow> =
         c.fetch_optional(NODE, &[beat.name.as_str().into()]).await.context("reading the node holding this name")?;
     row.map(NodeRow::into_node).transpose()
+}
+
+/// The binds $1 to $8 of [`REGISTER_NODE`] and [`NODE_HEARTBEAT`]: what a beat reports, at `now`.
+fn beat_columns(beat: &NodeBeat, now: Timestamp) -> Vec<Arg<'_>> {
+    vec![
+        beat.name.as_str().into(),
+        (&beat.process).into(),
+        now.into(),
+        beat.roles.join(",").into(),
+        figure(beat.bytes.0).into(),
+        figure(beat.bytes.1).into(),
+        figure(beat.memory.0).into(),
+        figure(beat.memory.1).into(),
+    ]
 }
 
 /// What a heartbeat found.
@@ -162,22 +163,8 @@ pub enum Heartbeat {
 
 /// Runs [`NODE_HEARTBEAT`].
 pub(super) async fn heartbeat(c: &mut Conn<'_>, beat: &NodeBeat, now: Timestamp) -> StoreResult<Heartbeat> {
-    let found: Option<Option<i64>> = c
-        .scalar_optional(
-            NODE_HEARTBEAT,
-            &[
-                beat.name.as_str().into(),
-                (&beat.process).into(),
-                now.into(),
-                beat.roles.join(",").into(),
-                figure(beat.bytes.0).into(),
-                figure(beat.bytes.1).into(),
-                figure(beat.memory.0).into(),
-                figure(beat.memory.1).into(),
-            ],
-        )
-        .await
-        .context("recording this node's heartbeat")?;
+    let found: Option<Option<i64>> =
+        c.scalar_optional(NODE_HEARTBEAT, &beat_columns(beat, now)).await.context("recording this node's heartbeat")?;
     Ok(match found {
         None => Heartbeat::NotMine,
         Some(None) => Heartbeat::Recorded,
