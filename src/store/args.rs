@@ -183,6 +183,24 @@ impl Conn<'_> {
             .map(|done| done.rows_affected()))
     }
 
+    /// Runs `sql`, a `SELECT status, COUNT(*) … GROUP BY status`, and gives every one of `states`
+    /// its count (zero for a state no row is in), in the order of `states`.
+    pub(super) async fn count_by_state<S: Copy>(
+        &mut self,
+        sql: &'static str,
+        states: impl IntoIterator<Item = S>,
+        name: fn(S) -> &'static str,
+    ) -> Result<Vec<(S, u64)>, sqlx::Error> {
+        let rows: Vec<(String, i64)> = self.fetch_all(sql, &[]).await?;
+        Ok(states
+            .into_iter()
+            .map(|state| {
+                let n = rows.iter().find(|(s, _)| s == name(state)).map_or(0, |(_, n)| *n);
+                (state, u64::try_from(n).unwrap_or(0))
+            })
+            .collect())
+    }
+
     /// Runs `sql` with `args`; every row it returns.
     pub(super) async fn fetch_all<R: FromAnyRow>(
         &mut self,

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use super::args::Arg;
 #[cfg(feature = "postgres")]
 use super::postgres;
 use super::{Conn, Pool, QueryContext, Store, StoreResult, Tx, lease};
@@ -205,25 +206,30 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
     if m.kind == MessageKind::Progress {
         return upsert_progress(c, m, now).await;
     }
-    let inserted = c
-        .execute(
-            ENQUEUE,
-            &[
-                m.idempotency_key.as_str().into(),
-                m.job.map(|t| t.0).into(),
-                m.chat.0.into(),
-                m.kind.as_str().into(),
-                m.kind.priority().into(),
-                (&m.body).into(),
-                m.reply_to_message_id.map(|m| m.0).into(),
-                now.into(),
-                buttons_to_column(&m.buttons, |b| &b.label).into(),
-                buttons_to_column(&m.buttons, |b| &b.data).into(),
-            ],
-        )
-        .await
-        .context("queueing a message")?;
+    let mut args = message_columns(m, now);
+    args.extend(button_columns(m));
+    let inserted = c.execute(ENQUEUE, &args).await.context("queueing a message")?;
     Ok(inserted == 1)
+}
+
+/// The binds $1 to $8 of [`ENQUEUE`] and [`UPSERT_PROGRESS`]: the message's own columns, with
+/// `now` as its creation time.
+fn message_columns(m: &NewMessage, now: Timestamp) -> Vec<Arg<'_>> {
+    vec![
+        m.idempotency_key.as_str().into(),
+        m.job.map(|t| t.0).into(),
+        m.chat.0.into(),
+        m.kind.as_str().into(),
+        m.kind.priority().into(),
+        (&m.body).into(),
+        m.reply_to_message_id.map(|m| m.0).into(),
+        now.into(),
+    ]
+}
+
+/// The buttons' labels and data, the last two binds of [`ENQUEUE`] and [`UPSERT_PROGRESS`].
+fn button_columns(m: &NewMessage) -> [Arg<'static>; 2] {
+    [buttons_to_column(&m.buttons, |b| &b.label).into(), buttons_to_column(&m.buttons, |b| &b.data).into()]
 }
 
 /// A progress edit (`now`: when its state happened) re-arms the job's one progress row: a waiting
@@ -239,25 +245,10 @@ async fn upsert_progress(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) -> St
         .context("re-arming a progress edit")?;
     // A new row waits PROGRESS_SETTLE, so a state that lasts less is replaced before it is shown
     // (a waiting row keeps its time: updates do not postpone it).
-    let changed = c
-        .execute(
-            UPSERT_PROGRESS,
-            &[
-                m.idempotency_key.as_str().into(),
-                m.job.map(|t| t.0).into(),
-                m.chat.0.into(),
-                m.kind.as_str().into(),
-                m.kind.priority().into(),
-                (&m.body).into(),
-                m.reply_to_message_id.map(|m| m.0).into(),
-                now.into(),
-                now.plus(PROGRESS_SETTLE).into(),
-                buttons_to_column(&m.buttons, |b| &b.label).into(),
-                buttons_to_column(&m.buttons, |b| &b.data).into(),
-            ],
-        )
-        .await
-        .context("queueing a progress edit")?;
+    let mut args = message_columns(m, now);
+    args.push(now.plus(PROGRESS_SETTLE).into());
+    args.extend(button_columns(m));
+    let changed = c.execute(UPSERT_PROGRESS, &args).await.context("queueing a progress edit")?;
     Ok(changed == 1)
 }
 
@@ -313,14 +304,9 @@ pub const MESSAGES_BY_STATE: &str = "SELECT status, COUNT(*) FROM outbox GROUP B
 
 /// Runs [`MESSAGES_BY_STATE`]: every state with its count, zero included.
 pub(super) async fn messages_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(OutboxState, u64)>> {
-    let rows: Vec<(String, i64)> = c.fetch_all(MESSAGES_BY_STATE, &[]).await.context("counting messages by state")?;
-    Ok(OutboxState::ALL
-        .into_iter()
-        .map(|state| {
-            let n = rows.iter().find(|(s, _)| s == state.as_str()).map_or(0, |(_, n)| *n);
-            (state, u64::try_from(n).unwrap_or(0))
-        })
-        .collect())
+    c.count_by_state(MESSAGES_BY_STATE, OutboxState::ALL, OutboxState::as_str)
+        .await
+        .context("counting messages by state")
 }
 
 /// Runs [`MESSAGES`].

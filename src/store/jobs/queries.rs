@@ -85,14 +85,7 @@ pub const JOBS_BY_STATE: &str = "SELECT status, COUNT(*) FROM jobs GROUP BY stat
 
 /// Runs [`JOBS_BY_STATE`]: every state with its count, zero included, in life order.
 pub(in crate::store) async fn jobs_by_state(c: &mut Conn<'_>) -> StoreResult<Vec<(JobState, u64)>> {
-    let rows: Vec<(String, i64)> = c.fetch_all(JOBS_BY_STATE, &[]).await.context("counting jobs by state")?;
-    Ok(JobState::ALL
-        .into_iter()
-        .map(|state| {
-            let n = rows.iter().find(|(s, _)| s == state.as_str()).map_or(0, |(_, n)| *n);
-            (state, u64::try_from(n).unwrap_or(0))
-        })
-        .collect())
+    c.count_by_state(JOBS_BY_STATE, JobState::ALL, JobState::as_str).await.context("counting jobs by state")
 }
 
 /// When the oldest job still waiting for its download (`accepted`) was taken in; NULL when none
