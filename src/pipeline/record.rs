@@ -61,13 +61,7 @@ pub(super) async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produ
                     metrics::counter!("docket_jobs_ready_total").increment(1);
                     deps.wake.outbox.notify_waiters();
                     // Committed: the source and intermediates are no longer anyone's.
-                    if let Some(source) = job.source_path() {
-                        remove_quietly(deps, source);
-                    }
-                    if let Err(e) = deps.spool.remove_work(job.ticket) {
-                        warn!(error = %e, "could not remove intermediate files; the janitor will");
-                    }
-                    deps.budget.release(job.ticket);
+                    release_files(deps, job);
                 }
                 Recorded::No => {
                     warn!("the result was not recorded (the lease was lost); discarding it");
@@ -142,14 +136,7 @@ pub(super) async fn fail(
             warn!(ticket = %job.ticket, reason = ?reason, error = %detail, "job failed");
             metrics::counter!("docket_jobs_failed_total").increment(1);
             deps.wake.outbox.notify_waiters();
-            if let Some(source) = job.source_path() {
-                remove_quietly(deps, source);
-            }
-            if let Err(e) = deps.spool.remove_work(job.ticket) {
-                warn!(error = %e, "could not remove intermediate files; the janitor will");
-            }
-            // Its files are gone: so is its place in the budget.
-            deps.budget.release(job.ticket);
+            release_files(deps, job);
             true
         }
         outcome => {
@@ -162,6 +149,18 @@ pub(super) async fn fail(
             false
         }
     }
+}
+
+/// Removes the source and intermediates of a job that has ended (its end committed), and with
+/// them its place in the byte budget.
+fn release_files(deps: &PipelineDeps, job: &Job) {
+    if let Some(source) = job.source_path() {
+        remove_quietly(deps, source);
+    }
+    if let Err(e) = deps.spool.remove_work(job.ticket) {
+        warn!(error = %e, "could not remove intermediate files; the janitor will");
+    }
+    deps.budget.release(job.ticket);
 }
 
 /// Whether a write that records the file at `path` on job `ticket` (in `state`, where
