@@ -336,6 +336,20 @@ mod tests {
     use super::*;
     use crate::domain::ManualClock;
 
+    /// [`keep_lease`] of a 3 s lease, taken at 0 on a clock of its own that `renew` may advance.
+    async fn keep_three_seconds<F, Fut, E>(clock: Arc<ManualClock>, unreachable: WhenUnreachable, renew: F) -> LeaseLost
+    where
+        F: FnMut(Timestamp, Timestamp) -> Fut,
+        Fut: Future<Output = Result<bool, E>>,
+        E: std::fmt::Display,
+    {
+        keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), unreachable, renew).await
+    }
+
+    fn clock_at_zero() -> Arc<ManualClock> {
+        Arc::new(ManualClock::new(Timestamp::from_millis(0)))
+    }
+
     #[test]
     fn worker_ids_carry_host_pid_and_role() {
         let id = WorkerId::new("download", 3);
@@ -346,33 +360,26 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_lease_is_kept_until_the_store_says_it_is_taken() {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let clock = clock_at_zero();
         let renewals = AtomicU32::new(0);
-        let lost =
-            keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), WhenUnreachable::Stop, |_, _| {
-                let n = renewals.fetch_add(1, Ordering::SeqCst);
-                async move { Ok::<_, String>(n < 2) }
-            })
-            .await;
+        let lost = keep_three_seconds(clock, WhenUnreachable::Stop, |_, _| {
+            let n = renewals.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, String>(n < 2) }
+        })
+        .await;
         assert_eq!((lost, renewals.load(Ordering::SeqCst)), (LeaseLost::TakenOver, 3));
     }
 
     #[tokio::test(start_paused = true)]
     async fn store_errors_are_retried_until_the_lease_runs_out() {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let clock = clock_at_zero();
         let attempts = AtomicU32::new(0);
-        let lost = keep_lease(
-            Duration::from_secs(3),
-            clock.clone(),
-            Timestamp::from_millis(3_000),
-            WhenUnreachable::Stop,
-            |_, _| {
-                attempts.fetch_add(1, Ordering::SeqCst);
-                // The store is down; time passes.
-                clock.advance(Duration::from_secs(1));
-                async { Err::<bool, _>("database unreachable") }
-            },
-        )
+        let lost = keep_three_seconds(clock.clone(), WhenUnreachable::Stop, |_, _| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            // The store is down; time passes.
+            clock.advance(Duration::from_secs(1));
+            async { Err::<bool, _>("database unreachable") }
+        })
         .await;
         assert_eq!(lost, LeaseLost::Lapsed);
         assert_eq!(attempts.load(Ordering::SeqCst), 3, "tried at 0, 1 and 2 s; the lease ended at 3 s");
@@ -380,38 +387,30 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_renewal_that_hangs_past_the_deadline_loses_the_lease() {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let clock = clock_at_zero();
         let lost =
-            keep_lease(Duration::from_secs(3), clock, Timestamp::from_millis(3_000), WhenUnreachable::Stop, |_, _| {
-                std::future::pending::<Result<bool, String>>()
-            })
-            .await;
+            keep_three_seconds(clock, WhenUnreachable::Stop, |_, _| std::future::pending::<Result<bool, String>>())
+                .await;
         assert_eq!(lost, LeaseLost::Lapsed);
     }
 
     #[tokio::test(start_paused = true)]
     async fn work_fenced_by_its_lease_goes_on_through_an_outage_until_the_lease_is_someone_elses() {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let clock = clock_at_zero();
         let attempts = AtomicU32::new(0);
-        let lost = keep_lease(
-            Duration::from_secs(3),
-            clock.clone(),
-            Timestamp::from_millis(3_000),
-            WhenUnreachable::WorkOn,
-            |_, _| {
-                let n = attempts.fetch_add(1, Ordering::SeqCst);
-                clock.advance(Duration::from_secs(1));
-                async move {
-                    match n {
-                        // Ten seconds without a database: over three times the lease.
-                        0..10 => Err("database unreachable"),
-                        // It is back, and the lease is still this holder's; then it is not.
-                        10..12 => Ok(true),
-                        _ => Ok(false),
-                    }
+        let lost = keep_three_seconds(clock.clone(), WhenUnreachable::WorkOn, |_, _| {
+            let n = attempts.fetch_add(1, Ordering::SeqCst);
+            clock.advance(Duration::from_secs(1));
+            async move {
+                match n {
+                    // Ten seconds without a database: over three times the lease.
+                    0..10 => Err("database unreachable"),
+                    // It is back, and the lease is still this holder's; then it is not.
+                    10..12 => Ok(true),
+                    _ => Ok(false),
                 }
-            },
-        )
+            }
+        })
         .await;
         assert_eq!(lost, LeaseLost::TakenOver);
         assert_eq!(attempts.load(Ordering::SeqCst), 13);
@@ -419,20 +418,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn work_fenced_by_its_lease_goes_on_while_renewals_hang() {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(0)));
+        let clock = clock_at_zero();
         let attempts = AtomicU32::new(0);
         let kept = tokio::time::timeout(
             Duration::from_secs(60),
-            keep_lease(
-                Duration::from_secs(3),
-                clock,
-                Timestamp::from_millis(3_000),
-                WhenUnreachable::WorkOn,
-                |_, _| {
-                    attempts.fetch_add(1, Ordering::SeqCst);
-                    std::future::pending::<Result<bool, String>>()
-                },
-            ),
+            keep_three_seconds(clock, WhenUnreachable::WorkOn, |_, _| {
+                attempts.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<Result<bool, String>>()
+            }),
         )
         .await;
         assert!(kept.is_err(), "still working after a minute of silence: {kept:?}");
