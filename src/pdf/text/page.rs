@@ -246,12 +246,7 @@ impl<'a> Page<'a, '_> {
 
     fn font(&mut self, resources: Option<&'a Dictionary>, name: &[u8]) -> Result<Option<Rc<Font<'a>>>, PdfError> {
         let document = self.document;
-        let Some(object) = resources
-            .and_then(|r| r.get(b"Font").ok())
-            .and_then(|fonts| document.dereference(fonts).ok())
-            .and_then(|(_, fonts)| fonts.as_dict().ok())
-            .and_then(|fonts| fonts.get(name).ok())
-        else {
+        let Some(object) = named_resource(document, resources, b"Font", name) else {
             return Ok(None);
         };
         let id = object.as_reference().ok();
@@ -279,11 +274,7 @@ impl<'a> Page<'a, '_> {
             return Ok(());
         }
         let document = self.document;
-        let Some(stream) = resources
-            .and_then(|r| r.get(b"XObject").ok())
-            .and_then(|x| document.dereference(x).ok())
-            .and_then(|(_, x)| x.as_dict().ok())
-            .and_then(|x| x.get(name).ok())
+        let Some(stream) = named_resource(document, resources, b"XObject", name)
             .and_then(|x| document.dereference(x).ok())
             .and_then(|(_, x)| x.as_stream().ok())
         else {
@@ -390,4 +381,19 @@ impl<'a> Page<'a, '_> {
 fn next_line(state: &State<'_>, text: &mut TextObject) {
     text.line = Matrix::translation(0.0, -state.leading).then(text.line);
     text.matrix = text.line;
+}
+
+/// The resource `name` of `category` (`Font`, `XObject`) in a page's or form's `resources`, as
+/// written there (often a reference); `None` when any step of the way is missing or malformed.
+fn named_resource<'a>(
+    document: &'a Document,
+    resources: Option<&'a Dictionary>,
+    category: &[u8],
+    name: &[u8],
+) -> Option<&'a Object> {
+    resources
+        .and_then(|r| r.get(category).ok())
+        .and_then(|found| document.dereference(found).ok())
+        .and_then(|(_, found)| found.as_dict().ok())
+        .and_then(|found| found.get(name).ok())
 }
