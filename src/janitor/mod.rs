@@ -260,8 +260,11 @@ pub async fn pass_parts(deps: &JanitorDeps, parts: Parts, dry_run: bool) -> Resu
     let mut gone: HashMap<Ticket, Cause> = HashMap::new();
     let bot_wide = parts == Parts::Everything;
     if bot_wide {
-        expire_due(deps, dry_run, now, &mut gone, &mut report).await?;
-        apply_results_cap(deps, dry_run, now, &mut gone, &mut report).await?;
+        let due = expire_due(deps, dry_run, now).await?;
+        gone.extend(due.iter().map(|ticket| (*ticket, Cause::Expired)));
+        let over_cap = apply_results_cap(deps, dry_run, now, &gone).await?;
+        gone.extend(over_cap.iter().map(|ticket| (*ticket, Cause::OverCap)));
+        report.expired_jobs.extend(due.into_iter().chain(over_cap));
     }
     orphans::sweep(deps, &gone, now, dry_run, &mut report).await?;
     if bot_wide {
@@ -286,38 +289,30 @@ pub async fn pass_parts(deps: &JanitorDeps, parts: Parts, dry_run: bool) -> Resu
 }
 
 /// 1. Expiry on schedule, in one statement: a catch-up pass after downtime may find thousands.
-async fn expire_due(
-    deps: &JanitorDeps,
-    dry_run: bool,
-    now: Timestamp,
-    gone: &mut HashMap<Ticket, Cause>,
-    report: &mut Report,
-) -> Result<(), StoreError> {
-    let due = if dry_run {
-        deps.store.results_due(now).await?.into_iter().map(|j| j.ticket).collect()
+///
+/// Returns the jobs expired (that would be, in a dry run).
+async fn expire_due(deps: &JanitorDeps, dry_run: bool, now: Timestamp) -> Result<Vec<Ticket>, StoreError> {
+    if dry_run {
+        Ok(deps.store.results_due(now).await?.into_iter().map(|j| j.ticket).collect())
     } else {
-        deps.store.expire_due(now).await?
-    };
-    for ticket in due {
-        gone.insert(ticket, Cause::Expired);
-        report.expired_jobs.push(ticket);
+        deps.store.expire_due(now).await
     }
-    Ok(())
 }
 
 /// 2. The results cap: the oldest go first, and their owners hear of it.
+///
+/// `gone`: what this pass expired already. Returns the jobs expired (that would be, in a dry run).
 async fn apply_results_cap(
     deps: &JanitorDeps,
     dry_run: bool,
     now: Timestamp,
-    gone: &mut HashMap<Ticket, Cause>,
-    report: &mut Report,
-) -> Result<(), StoreError> {
-    let Some(cap) = deps.settings.get().results_bytes else { return Ok(()) };
+    gone: &HashMap<Ticket, Cause>,
+) -> Result<Vec<Ticket>, StoreError> {
+    let Some(cap) = deps.settings.get().results_bytes else { return Ok(Vec::new()) };
     let results: Vec<Job> =
         deps.store.kept_results().await?.into_iter().filter(|j| !gone.contains_key(&j.ticket)).collect();
     let mut total: u64 = results.iter().map(result_bytes).sum();
-    let mut told = false;
+    let mut expired = Vec::new();
     for job in &results {
         if total <= cap {
             break;
@@ -334,15 +329,13 @@ async fn apply_results_cap(
         };
         if dry_run || deps.store.expire_job(job.ticket, now, Some(&notice), now).await? {
             total = total.saturating_sub(result_bytes(job));
-            gone.insert(job.ticket, Cause::OverCap);
-            report.expired_jobs.push(job.ticket);
-            told = true;
+            expired.push(job.ticket);
         }
     }
-    if !dry_run && told {
+    if !dry_run && !expired.is_empty() {
         deps.outbox.notify_waiters();
     }
-    Ok(())
+    Ok(expired)
 }
 
 /// 4. History: rows older than `[retention] history` (counted only, in a dry run).
