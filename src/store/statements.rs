@@ -106,49 +106,35 @@ macro_rules! claim_sql {
 }
 pub(super) use claim_sql;
 
-/// The `updates` and `poll_offsets` tables.
-pub mod updates {
-    pub use crate::store::updates::*;
+/// A module here for each table module of the store, holding what it holds (its statements are
+/// the `pub` items there).
+macro_rules! table_statements {
+    ($($(#[$doc:meta])* $table:ident,)*) => {
+        $($(#[$doc])* pub mod $table {
+            pub use crate::store::$table::*;
+        })*
+    };
 }
 
-/// The `jobs` table.
-pub mod jobs {
-    pub use crate::store::jobs::*;
-}
-
-/// The `outbox` table.
-pub mod outbox {
-    pub use crate::store::outbox::*;
-}
-
-/// The `dead_chats` table.
-pub mod chats {
-    pub use crate::store::chats::*;
-}
-
-/// The `chat_modes` table.
-pub mod modes {
-    pub use crate::store::modes::*;
-}
-
-/// The `chat_pacing` table.
-pub mod pacing {
-    pub use crate::store::pacing::*;
-}
-
-/// People's and admins' requests: cancel, retry, forget, invites, `/stats`.
-pub mod people {
-    pub use crate::store::people::*;
-}
-
-/// What the janitor reads and removes.
-pub mod retention {
-    pub use crate::store::retention::*;
-}
-
-/// The `_sqlx_migrations` table.
-pub mod migrations {
-    pub use crate::store::migrations::*;
+table_statements! {
+    /// The `updates` and `poll_offsets` tables.
+    updates,
+    /// The `jobs` table.
+    jobs,
+    /// The `outbox` table.
+    outbox,
+    /// The `dead_chats` table.
+    chats,
+    /// The `chat_modes` table.
+    modes,
+    /// The `chat_pacing` table.
+    pacing,
+    /// People's and admins' requests: cancel, retry, forget, invites, `/stats`.
+    people,
+    /// What the janitor reads and removes.
+    retention,
+    /// The `_sqlx_migrations` table.
+    migrations,
 }
 
 /// What only SQLite runs: its claim statements and its look for the migrations table.
