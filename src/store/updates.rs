@@ -39,25 +39,6 @@ pub const ADVANCE_OFFSET: &str = "INSERT INTO poll_offsets (bot_id, next_offset,
 /// The stored poll offset: $1 bot.
 pub const POLL_OFFSET: &str = "SELECT next_offset FROM poll_offsets WHERE bot_id = $1";
 
-/// Runs [`REGISTER_UPDATE`]; `false` when the update was registered before.
-pub(super) async fn register_update(
-    c: &mut Conn<'_>,
-    bot_id: BotId,
-    update_id: UpdateId,
-    outcome: UpdateOutcome,
-    reason: Option<&str>,
-    now: Timestamp,
-) -> StoreResult<bool> {
-    let inserted = c
-        .execute(
-            REGISTER_UPDATE,
-            &[bot_id.0.into(), update_id.0.into(), outcome.as_str().into(), reason.into(), now.into()],
-        )
-        .await
-        .context("registering an update")?;
-    Ok(inserted == 1)
-}
-
 /// Runs [`UPDATE_OUTCOME`]; `None` when the update was never registered.
 pub(super) async fn update_outcome(
     c: &mut Conn<'_>,
@@ -108,7 +89,8 @@ impl Store {
 }
 
 impl Tx {
-    /// Registers an update once. `false`: it was registered before (a repeat).
+    /// Registers an update once, with [`REGISTER_UPDATE`]. `false`: it was registered before (a
+    /// repeat). Only in a transaction: the update's id commits with what it led to.
     pub async fn register_update(
         &mut self,
         bot_id: BotId,
@@ -117,7 +99,15 @@ impl Tx {
         reason: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        register_update(&mut self.conn(), bot_id, update_id, outcome, reason, now).await
+        let inserted = self
+            .conn()
+            .execute(
+                REGISTER_UPDATE,
+                &[bot_id.0.into(), update_id.0.into(), outcome.as_str().into(), reason.into(), now.into()],
+            )
+            .await
+            .context("registering an update")?;
+        Ok(inserted == 1)
     }
 
     /// Moves the stored poll offset forward to `next_offset` (never back).
