@@ -88,20 +88,10 @@ pub struct ExternalToolConfig {
     #[serde(default = "pdf")]
     pub output: String,
     /// `memory_limit`: its own, instead of `[processing] memory_limit`.
-    #[serde(
-        default,
-        deserialize_with = "optional_memory_limit",
-        serialize_with = "value::write_optional_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "tool_memory_limit", skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<u64>,
     /// `timeout`: its own, instead of `[processing] timeout`; 1 s to 1 day.
-    #[serde(
-        default,
-        deserialize_with = "optional_timeout",
-        serialize_with = "write_optional_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "tool_timeout", skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
     /// `memory_factor`: peak memory per byte of input, reserved from `[budget] memory`; 1 to
     /// 1000. Default: 10.
@@ -130,18 +120,31 @@ fn memory_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error>
     Ok(bytes)
 }
 
-fn optional_memory_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    memory_limit(d).map(Some)
+/// A tool's own `memory_limit`, as `[processing] memory_limit` reads and writes it.
+mod tool_memory_limit {
+    pub(super) use crate::config::value::write_optional_size as serialize;
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        super::memory_limit(d).map(Some)
+    }
 }
 
-fn optional_timeout<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    Between::<1, DAY>::duration(d).map(Some)
-}
+/// A tool's own `timeout`: 1 s to 1 day.
+mod tool_timeout {
+    use std::time::Duration;
 
-fn write_optional_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => value::write_duration(d, s),
-        None => s.serialize_none(),
+    use crate::config::DAY;
+    use crate::config::value::Between;
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Between::<1, DAY>::duration(d).map(Some)
+    }
+
+    pub(super) fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => crate::config::value::write_duration(d, s),
+            None => s.serialize_none(),
+        }
     }
 }
 

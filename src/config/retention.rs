@@ -43,11 +43,7 @@ pub struct Retention {
     #[serde(deserialize_with = "value::boolean")]
     pub prune_jobs: bool,
     /// `results_bytes`: when results exceed this, the oldest expire early.
-    #[serde(
-        deserialize_with = "value::optional_size",
-        serialize_with = "value::write_optional_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(with = "value::optional_size_key", skip_serializing_if = "Option::is_none")]
     pub results_bytes: Option<u64>,
 }
 

@@ -229,7 +229,9 @@ fn the_effective_configuration_reads_back_the_same() {
     let example = include_str!("../../config/docket.toml");
     let optional = "[telegram]\nlocal_api = true\nlocal_files_url = \"http://10.0.0.5:8088\"\n\
                     [retention]\nresults_bytes = \"1.5 GiB\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n\
-                    [access]\nadmins = [1, 2]\ngroups = \"off\"\n[budget]\nmultiplier = 2.5\n";
+                    [access]\nadmins = [1, 2]\ngroups = \"off\"\n[budget]\nmultiplier = 2.5\n\
+                    [webhook]\nlisten = \"127.0.0.1:8443\"\n[processing.external.ocr]\ncommand = [\"ocrmypdf\"]\n\
+                    accepts = [\"pdf\"]\nmemory_limit = \"1 GiB\"\ntimeout = \"30m\"\n";
     for text in ["", example, optional] {
         let config = Config::from_toml_str(text, None, None).expect("valid");
         let written = config.to_toml();

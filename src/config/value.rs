@@ -93,6 +93,31 @@ pub(crate) fn optional_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u6
     size(d).map(Some)
 }
 
+/// An optional `listen` address with its port (`"127.0.0.1:9464"`), for
+/// `#[serde(with = "value::optional_listen", skip_serializing_if = "Option::is_none")]`.
+pub(crate) mod optional_listen {
+    use std::net::SocketAddr;
+
+    use serde::Deserializer;
+    use serde::de::Error as _;
+
+    pub(crate) use super::write_optional_display as serialize;
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        match super::string(d)?.parse() {
+            Ok(addr) => Ok(Some(addr)),
+            Err(_) => Err(D::Error::custom("an address and port such as \"127.0.0.1:9464\"")),
+        }
+    }
+}
+
+/// An optional [`size`], written back as [`write_optional_size`] writes it, for
+/// `#[serde(with = "value::optional_size_key", skip_serializing_if = "Option::is_none")]`.
+pub(crate) mod optional_size_key {
+    pub(crate) use super::optional_size as deserialize;
+    pub(crate) use super::write_optional_size as serialize;
+}
+
 /// `true` or `false`.
 pub(crate) fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     match raw(d) {

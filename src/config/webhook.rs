@@ -17,11 +17,7 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 40;
 #[serde(deny_unknown_fields, default)]
 pub struct WebhookConfig {
     /// `listen`: the address docket's HTTP listener binds (behind a TLS reverse proxy).
-    #[serde(
-        deserialize_with = "read_listen",
-        serialize_with = "value::write_optional_display",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(with = "value::optional_listen", skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
     /// `public_url`: the `https://` URL Telegram posts to (the proxy's), given to setWebhook;
     /// docket answers on its path.
@@ -73,13 +69,6 @@ impl WebhookConfig {
                 });
             }
         }
-    }
-}
-
-fn read_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
-    match value::string(d)?.parse() {
-        Ok(addr) => Ok(Some(addr)),
-        Err(_) => Err(D::Error::custom("an address and port such as \"127.0.0.1:8443\"")),
     }
 }
 
