@@ -22,6 +22,10 @@ use std::time::Instant;
 use anyhow::Context;
 use bench_support::stats::median;
 
+#[path = "common/child.rs"]
+mod child;
+use child::MIB;
+
 /// The lossy-operations benchmark.
 #[derive(Debug, clap::Parser)]
 #[command(bin_name = "cargo bench --bench lossy --")]
@@ -38,9 +42,6 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     gs_text: usize,
 }
-
-const DOCKET: &str = env!("CARGO_BIN_EXE_docket");
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// One file of the corpus and its class.
 #[derive(Debug, Clone)]
@@ -111,17 +112,7 @@ fn images(corpus: &Path) -> Vec<Input> {
 
 fn docket(op: &str, input: &Path, output: &Path) -> Run {
     let started = Instant::now();
-    let out = Command::new(DOCKET)
-        .arg("process")
-        .arg(input)
-        .args(["--op", op, "-o"])
-        .arg(output)
-        .args(["--contained", "--memory-limit", &(16u64 << 30).to_string(), "--timeout-secs", "3600"])
-        .args(["--max-inflate", &(1u64 << 30).to_string()])
-        .args(["--max-file", &u64::MAX.to_string()])
-        .env("MALLOC_ARENA_MAX", "2")
-        .stderr(Stdio::null())
-        .output();
+    let out = child::process(input, Some(op), output, 16 << 30, 1 << 30).stderr(Stdio::null()).output();
     let seconds = started.elapsed().as_secs_f64();
     let report: Option<serde_json::Value> = out.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok());
     let done = report.as_ref().filter(|r| r["outcome"] == "done");
