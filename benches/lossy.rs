@@ -171,6 +171,26 @@ struct Compared {
     theirs: Run,
 }
 
+/// docket's `op` against `tool` (run by `run_tool`) on each of `inputs`, the fastest of `runs`
+/// runs each; each writes to `out` of its name.
+fn compare<'a>(
+    inputs: impl IntoIterator<Item = &'a Input>,
+    runs: usize,
+    out: &dyn Fn(&str) -> PathBuf,
+    op: &str,
+    tool: &str,
+    run_tool: fn(&Path, &Path) -> Run,
+) -> Vec<Compared> {
+    let mut compared = Vec::new();
+    for input in inputs {
+        eprintln!("{op} {}", name(input));
+        let ours = best(runs, || docket(op, &input.path, &out("docket")));
+        let theirs = best(runs, || run_tool(&input.path, &out(tool)));
+        compared.push(Compared { input: input.clone(), ours, theirs });
+    }
+    compared
+}
+
 fn name(input: &Input) -> String {
     input.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
@@ -232,13 +252,7 @@ fn main() -> anyhow::Result<()> {
     anyhow::ensure!(!files.is_empty(), "no PDFs under {}", args.corpus.display());
 
     // 1. optimize vs qpdf.
-    let mut optimized = Vec::new();
-    for input in &files {
-        eprintln!("optimize {}", name(input));
-        let ours = best(args.runs, || docket("optimize", &input.path, &out("docket")));
-        let theirs = best(args.runs, || qpdf(&input.path, &out("qpdf")));
-        optimized.push(Compared { input: input.clone(), ours, theirs });
-    }
+    let optimized = compare(&files, args.runs, &out, "optimize", "qpdf", qpdf);
     println!("## optimize vs qpdf\n");
     println!(
         "`docket process FILE --op optimize --contained` (release build) against `qpdf --object-streams=generate \
@@ -259,15 +273,9 @@ fn main() -> anyhow::Result<()> {
     );
 
     // 2. shrink vs gs /ebook on the scans, and on a few text files.
-    let mut shrunk = Vec::new();
     let scans = files.iter().filter(|i| i.class.starts_with("scan"));
     let texts = files.iter().filter(|i| i.class.starts_with("text")).take(args.gs_text);
-    for input in scans.chain(texts) {
-        eprintln!("shrink {}", name(input));
-        let ours = best(args.runs, || docket("shrink", &input.path, &out("docket")));
-        let theirs = best(args.runs, || ghostscript(&input.path, &out("gs")));
-        shrunk.push(Compared { input: input.clone(), ours, theirs });
-    }
+    let shrunk = compare(scans.chain(texts), args.runs, &out, "shrink", "gs", ghostscript);
     println!("## shrink vs Ghostscript /ebook\n");
     println!(
         "`docket process FILE --op shrink --contained` (150 dpi, JPEG quality 75: the defaults) against `gs \
