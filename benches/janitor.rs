@@ -57,6 +57,9 @@ use rand::{Rng, SeedableRng};
 use sqlx::Connection;
 use tokio::sync::Notify;
 
+#[path = "common/host.rs"]
+mod host;
+
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
 const DAY: i64 = 24 * HOUR;
@@ -163,45 +166,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn machine_facts(dir: &Path) -> anyhow::Result<String> {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_owned()))
-        .unwrap_or_else(|| "?".into());
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .next()
-        .map(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()).unwrap_or(0))
-        .unwrap_or(0);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let fs = filesystem_of(dir);
-    let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await?;
-    let version: String = sqlx::query_scalar("SELECT sqlite_version()").fetch_one(&mut conn).await?;
+    let load = host::load_triple();
+    let version = host::sqlite_version().await?;
     let mut out = String::new();
-    writeln!(out, "| fact | value |\n|---|---|")?;
-    writeln!(out, "| nproc | {} |", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0))?;
-    writeln!(out, "| CPU | {model} |")?;
-    writeln!(out, "| memory | {:.1} GiB |", mem as f64 / 1024.0 / 1024.0)?;
-    writeln!(out, "| kernel | {} |", kernel.trim())?;
-    writeln!(out, "| data folder | {} ({fs}) |", dir.display())?;
+    host::facts_head(&mut out, dir)?;
     writeln!(out, "| SQLite (bundled by sqlx) | {version} |")?;
-    writeln!(out, "| load average at start | {} |", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "))?;
+    writeln!(out, "| load average at start | {load} |")?;
     Ok(out)
-}
-
-/// The filesystem type of the longest mount point containing `dir`.
-fn filesystem_of(dir: &Path) -> String {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    let mut best = ("?".to_owned(), 0);
-    for line in mounts.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() > 2 && dir.starts_with(f[1]) && f[1].len() >= best.1 {
-            best = (format!("{} on {}", f[2], f[0]), f[1].len());
-        }
-    }
-    best.0
 }
 
 fn fresh_dir(dir: &Path) -> anyhow::Result<()> {

@@ -22,6 +22,10 @@ use std::time::Instant;
 use anyhow::Context;
 use bench_support::stats::median;
 
+#[path = "common/child.rs"]
+mod child;
+use child::MIB;
+
 /// The lossy-operations benchmark.
 #[derive(Debug, clap::Parser)]
 #[command(bin_name = "cargo bench --bench lossy --")]
@@ -38,9 +42,6 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     gs_text: usize,
 }
-
-const DOCKET: &str = env!("CARGO_BIN_EXE_docket");
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// One file of the corpus and its class.
 #[derive(Debug, Clone)]
@@ -111,17 +112,7 @@ fn images(corpus: &Path) -> Vec<Input> {
 
 fn docket(op: &str, input: &Path, output: &Path) -> Run {
     let started = Instant::now();
-    let out = Command::new(DOCKET)
-        .arg("process")
-        .arg(input)
-        .args(["--op", op, "-o"])
-        .arg(output)
-        .args(["--contained", "--memory-limit", &(16u64 << 30).to_string(), "--timeout-secs", "3600"])
-        .args(["--max-inflate", &(1u64 << 30).to_string()])
-        .args(["--max-file", &u64::MAX.to_string()])
-        .env("MALLOC_ARENA_MAX", "2")
-        .stderr(Stdio::null())
-        .output();
+    let out = child::process(input, Some(op), output, 16 << 30, 1 << 30).stderr(Stdio::null()).output();
     let seconds = started.elapsed().as_secs_f64();
     let report: Option<serde_json::Value> = out.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok());
     let done = report.as_ref().filter(|r| r["outcome"] == "done");
@@ -178,6 +169,26 @@ struct Compared {
     input: Input,
     ours: Run,
     theirs: Run,
+}
+
+/// docket's `op` against `tool` (run by `run_tool`) on each of `inputs`, the fastest of `runs`
+/// runs each; each writes to `out` of its name.
+fn compare<'a>(
+    inputs: impl IntoIterator<Item = &'a Input>,
+    runs: usize,
+    out: &dyn Fn(&str) -> PathBuf,
+    op: &str,
+    tool: &str,
+    run_tool: fn(&Path, &Path) -> Run,
+) -> Vec<Compared> {
+    let mut compared = Vec::new();
+    for input in inputs {
+        eprintln!("{op} {}", name(input));
+        let ours = best(runs, || docket(op, &input.path, &out("docket")));
+        let theirs = best(runs, || run_tool(&input.path, &out(tool)));
+        compared.push(Compared { input: input.clone(), ours, theirs });
+    }
+    compared
 }
 
 fn name(input: &Input) -> String {
@@ -241,13 +252,7 @@ fn main() -> anyhow::Result<()> {
     anyhow::ensure!(!files.is_empty(), "no PDFs under {}", args.corpus.display());
 
     // 1. optimize vs qpdf.
-    let mut optimized = Vec::new();
-    for input in &files {
-        eprintln!("optimize {}", name(input));
-        let ours = best(args.runs, || docket("optimize", &input.path, &out("docket")));
-        let theirs = best(args.runs, || qpdf(&input.path, &out("qpdf")));
-        optimized.push(Compared { input: input.clone(), ours, theirs });
-    }
+    let optimized = compare(&files, args.runs, &out, "optimize", "qpdf", qpdf);
     println!("## optimize vs qpdf\n");
     println!(
         "`docket process FILE --op optimize --contained` (release build) against `qpdf --object-streams=generate \
@@ -268,15 +273,9 @@ fn main() -> anyhow::Result<()> {
     );
 
     // 2. shrink vs gs /ebook on the scans, and on a few text files.
-    let mut shrunk = Vec::new();
     let scans = files.iter().filter(|i| i.class.starts_with("scan"));
     let texts = files.iter().filter(|i| i.class.starts_with("text")).take(args.gs_text);
-    for input in scans.chain(texts) {
-        eprintln!("shrink {}", name(input));
-        let ours = best(args.runs, || docket("shrink", &input.path, &out("docket")));
-        let theirs = best(args.runs, || ghostscript(&input.path, &out("gs")));
-        shrunk.push(Compared { input: input.clone(), ours, theirs });
-    }
+    let shrunk = compare(scans.chain(texts), args.runs, &out, "shrink", "gs", ghostscript);
     println!("## shrink vs Ghostscript /ebook\n");
     println!(
         "`docket process FILE --op shrink --contained` (150 dpi, JPEG quality 75: the defaults) against `gs \

@@ -26,6 +26,10 @@ use docket::domain::Ticket;
 use docket::store::{DatabaseUrl, Store};
 use fake_bot_api::FakeTelegram;
 
+#[path = "common/child.rs"]
+mod child;
+use child::{DOCKET, MIB};
+
 /// The memory benchmark.
 #[derive(Debug, clap::Parser)]
 #[command(bin_name = "cargo bench --bench memory --")]
@@ -37,9 +41,6 @@ struct Args {
     #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-memory"))]
     dir: PathBuf,
 }
-
-const DOCKET: &str = env!("CARGO_BIN_EXE_docket");
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// Writes `scripts/hostile-pdfs` output with `pages` small pages into `dir`; returns the file.
 fn many_objects(dir: &Path, pages: usize) -> anyhow::Result<PathBuf> {
@@ -94,17 +95,7 @@ fn text_pdf(path: &Path, pages: usize, bytes_per_page: usize) -> anyhow::Result<
 
 /// The peak RSS the child reports for optimizing `input`, without limits that could bind.
 fn child_peak(input: &Path, output: &Path) -> anyhow::Result<u64> {
-    let out = Command::new(DOCKET)
-        .arg("process")
-        .arg(input)
-        .arg("-o")
-        .arg(output)
-        .args(["--contained", "--memory-limit", &(64u64 << 30).to_string(), "--timeout-secs", "3600"])
-        .args(["--max-inflate", &(256u64 << 20).to_string()])
-        .args(["--max-file", &u64::MAX.to_string()])
-        .env("MALLOC_ARENA_MAX", "2")
-        .stderr(Stdio::null())
-        .output()?;
+    let out = child::process(input, None, output, 64 << 30, 256 << 20).stderr(Stdio::null()).output()?;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).context("the child's report")?;
     report["peak_rss_bytes"].as_u64().with_context(|| format!("no peak in {report}"))
 }

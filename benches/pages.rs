@@ -27,6 +27,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bench_support::stats::median;
 
+#[path = "common/child.rs"]
+mod child;
+use child::MIB;
+
 /// The page operations benchmark.
 #[derive(Debug, clap::Parser)]
 #[command(bin_name = "cargo bench --bench pages --")]
@@ -41,9 +45,6 @@ struct Args {
     #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-pages"))]
     dir: PathBuf,
 }
-
-const DOCKET: &str = env!("CARGO_BIN_EXE_docket");
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// A word-list pair larger than this (product of lengths) is compared as bags of words, not in
 /// order: the in-order comparison is quadratic.
@@ -82,16 +83,7 @@ fn run(command: &mut Command, runs: usize) -> Timed {
 /// `docket process FILE --op OP -o OUT --contained`, without limits that could bind; its time
 /// and the peak RSS the child reports.
 fn docket(input: &Path, op: &str, output: &Path, runs: usize) -> (Timed, Option<u64>) {
-    let mut command = Command::new(DOCKET);
-    command
-        .arg("process")
-        .arg(input)
-        .args(["--op", op, "-o"])
-        .arg(output)
-        .args(["--contained", "--memory-limit", &(64u64 << 30).to_string(), "--timeout-secs", "3600"])
-        .args(["--max-inflate", &(256u64 << 20).to_string()])
-        .args(["--max-file", &u64::MAX.to_string()])
-        .env("MALLOC_ARENA_MAX", "2");
+    let mut command = child::process(input, Some(op), output, 64 << 30, 256 << 20);
     let timed = run(&mut command, runs);
     let peak = serde_json::from_slice::<serde_json::Value>(&timed.stdout)
         .ok()

@@ -65,6 +65,8 @@ use tokio::sync::{Mutex, Notify, mpsc};
 
 #[path = "queue/ceiling.rs"]
 mod ceiling;
+#[path = "common/host.rs"]
+mod host;
 
 /// The goals of the issue, as it states them (published figures of other queues, not run here).
 const GOAL_SQLITE_PER_SEC: f64 = 20_000.0;
@@ -688,7 +690,7 @@ async fn report(args: &Args, dir: &Path, pg: Option<&Scratch>, claims: Claims) -
     let cells = throughput_part(args, &dbs, args.runs, claims).await?;
     println!(
         "SQLite `synchronous = FULL` on {}; PostgreSQL as configured. At the start: {before}; at the end: {}.\n",
-        filesystem_of(dir),
+        host::filesystem_of(dir),
         conditions(dir)?
     );
     print_throughput(args, &dbs, &cells);
@@ -872,33 +874,15 @@ impl Scratch {
 // ---------------------------------------------------------------------------------------------
 
 async fn machine_facts(dir: &Path, pg: Option<&Scratch>) -> anyhow::Result<String> {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_owned()))
-        .unwrap_or_else(|| "?".into());
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
-        .unwrap_or(0);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await?;
-    let sqlite: String = sqlx::query_scalar("SELECT sqlite_version()").fetch_one(&mut conn).await?;
+    let sqlite = host::sqlite_version().await?;
     let mut out = String::new();
-    writeln!(out, "| fact | value |\n|---|---|")?;
-    writeln!(out, "| nproc | {} |", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0))?;
-    writeln!(out, "| CPU | {model} |")?;
-    writeln!(out, "| memory | {:.1} GiB |", mem as f64 / 1024.0 / 1024.0)?;
-    writeln!(out, "| kernel | {} |", kernel.trim())?;
-    writeln!(out, "| data folder | {} ({}) |", dir.display(), filesystem_of(dir))?;
+    host::facts_head(&mut out, dir)?;
     writeln!(out, "| fdatasync of 4 KiB there | {} |", fdatasync_ms(dir)?)?;
     writeln!(out, "| SQLite (bundled by sqlx) | {sqlite} |")?;
     if let Some(pg) = pg {
         writeln!(out, "| PostgreSQL | {} on this machine ({}) |", pg.version, pg.settings)?;
     }
-    writeln!(out, "| load average at start | {} |", load_triple())?;
+    writeln!(out, "| load average at start | {} |", host::load_triple())?;
     Ok(out)
 }
 
@@ -919,24 +903,6 @@ fn fdatasync_ms(dir: &Path) -> anyhow::Result<String> {
     drop(file);
     std::fs::remove_file(&path)?;
     Ok(format!("median {:.2} ms, p95 {:.2} ms", median(&samples), percentile(&samples, 95.0)))
-}
-
-/// The filesystem type of the longest mount point containing `dir`.
-fn filesystem_of(dir: &Path) -> String {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    let mut best = ("?".to_owned(), 0);
-    for line in mounts.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() > 2 && dir.starts_with(f[1]) && f[1].len() >= best.1 {
-            best = (format!("{} on {}", f[2], f[0]), f[1].len());
-        }
-    }
-    best.0
-}
-
-fn load_triple() -> String {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 /// The 1-minute load and the disk's flush time now: what the figures of a part ran under.

@@ -29,7 +29,7 @@ use anyhow::{Context, bail, ensure};
 use bench_support::stats::{Spread, median, min_max, percentile, ratios};
 use docket::app::{self, Options};
 use docket::config::{BotToken, Config, DatabaseUrl};
-use docket::domain::{ChatRef, Clock, Operation, SystemClock};
+use docket::domain::{ChatRef, Clock, MessageId, Operation, SystemClock, UpdateId, UserId};
 use docket::domain::{Job, Submission};
 use docket::pipeline::{PipelineDeps, download};
 use docket::spool::Spool;
@@ -173,10 +173,10 @@ async fn claimed_job(store: &Store, size: u64) -> anyhow::Result<Job> {
     let mut tx = store.begin().await?;
     tx.insert_job(
         &Submission {
-            update_id: docket::domain::UpdateId(1),
+            update_id: UpdateId(1),
             chat: ChatRef(1),
-            user_id: Some(docket::domain::UserId(1)),
-            message_id: docket::domain::MessageId(1),
+            user_id: Some(UserId(1)),
+            message_id: MessageId(1),
             file_id: "BQACAgIAAxkBAAIbench".to_owned(),
             file_unique_id: "AgADbench".to_owned(),
             declared_name: Some("large.pdf".to_owned()),

@@ -14,6 +14,7 @@ use axum::extract::{Path as AxumPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures_util::FutureExt as _;
 use serde_json::json;
 use tokio::sync::oneshot;
 use url::Url;
@@ -151,11 +152,8 @@ impl FileApi {
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
+            // Serves until `_stop` is dropped with the FileApi: `stopped` then ends (as an error).
+            let _ = axum::serve(listener, router).with_graceful_shutdown(stopped.map(|_| ())).await;
         });
         Ok(Self { addr, served, _stop: stop })
     }
