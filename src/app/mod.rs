@@ -6,47 +6,46 @@
 //! refused the token), and `run` then returns that error.
 //!
 //! [`run`] (`service.rs`) is `docket run`: signals, systemd's readiness and watchdog, and the
-//! reload on SIGHUP ([`Running::reload`]). What [`start`] takes besides the configuration is in
-//! `options.rs` ([`Options`], [`Environment`]).
+//! reload on SIGHUP ([`Running::reload`]). [`start`] (`start.rs`) opens everything and starts
+//! every loop; what it takes besides the configuration is in `options.rs` ([`Options`],
+//! [`Environment`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::config::{Config, UpdateMode};
-use crate::domain::JobState;
-use crate::intake::polling::Poller;
-use crate::intake::{Intake, IntakeSettings};
+use crate::config::Config;
+use crate::intake::IntakeSettings;
 use crate::janitor::{JanitorDeps, JanitorSettings};
-use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
+use crate::outbox::OutboxSettings;
 use crate::pipeline::budget::Budget;
 use crate::pipeline::memory::MemoryBudget;
 use crate::pipeline::{PipelineDeps, PipelineSettings};
 use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::sealing::SealingKey;
 use crate::spool::Spool;
-use crate::store::{JobFilter, Role, Stage, Store};
+use crate::store::Store;
 use crate::telegram::client::ClientSettings;
-use crate::telegram::{BotToken, TelegramClient, TelegramError};
+use crate::telegram::{BotToken, TelegramClient};
 use crate::texts::{self, Lang};
 
 mod cluster;
 mod health;
 mod options;
 mod service;
+mod start;
 mod webhook;
 
-use cluster::{HeldRoles, ThisNode, poll_while_sole_poller, relay_changes};
 use health::Probe;
 use webhook::{WebhookStatus, WebhookStop};
 
 pub use options::{Environment, Options};
 pub use service::run;
+pub use start::start;
 
 /// A started docket: every loop running.
 #[derive(Debug)]
@@ -227,214 +226,6 @@ async fn register_commands(telegram: &TelegramClient) {
             Err(e) => warn!(language = %lang.code(), error = %e, "could not register the command list (setMyCommands)"),
         }
     }
-}
-
-/// Opens everything and starts every loop.
-pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow::Result<Running> {
-    let spool = Spool::open(&config.storage.data_dir)?;
-    let node_name = ThisNode::name_of(config);
-    // Everything this process does speaks for its node: the downloads it keeps are recorded as
-    // this host's, and it processes and uploads only what is on its own disk.
-    let store = Store::open(&config.storage.database_url)
-        .await
-        .with_context(|| format!("while opening {}", config.storage.database_url.redacted()))?
-        .for_node(node_name.clone());
-    let sealing = sealing_key(config, &options.environment, &token)?;
-    let telegram = telegram_client(config, token, &options);
-    let bot_username = match telegram.get_me().await {
-        Ok(name) => {
-            info!(bot = %name, "connected to the Bot API");
-            // Only when the Bot API answers: a silent one would hold the start up for nothing.
-            register_commands(&telegram).await;
-            Some(name).filter(|n| !n.is_empty())
-        }
-        Err(e @ TelegramError::Unauthorized) => return Err(anyhow::Error::new(e).context("while checking the token")),
-        Err(e @ TelegramError::NotFound(_)) => {
-            return Err(anyhow::Error::new(e).context("while connecting to the Bot API (getMe)"));
-        }
-        Err(TelegramError::Permanent(why)) => {
-            anyhow::bail!("the Bot API refused the token ({why}); check TELOXIDE_TOKEN")
-        }
-        // Telegram may be briefly unreachable; the loops retry on their own.
-        Err(e) => {
-            warn!(error = %e, "the Bot API did not answer getMe; starting anyway");
-            None
-        }
-    };
-
-    crate::operations::announce_programs(&config.processing.tools(), &config.processing.soffice);
-    crate::operations::confine::announce();
-    let webhook = match config.telegram.mode {
-        UpdateMode::Polling => None,
-        UpdateMode::Webhook => Some(webhook::webhook_start(config, &options.environment).await?),
-    };
-    let pipeline = pipeline_deps(config, &options, store.clone(), spool.clone(), telegram.clone(), sealing.clone());
-    let wake = pipeline.wake.clone();
-    let budget = Arc::clone(&pipeline.budget);
-    let memory = Arc::clone(&pipeline.memory);
-    // Jobs whose files are still on this machine reserve again before anything new starts.
-    for state in [JobState::Fetched, JobState::Processing] {
-        let held = store
-            .jobs(&JobFilter { state: Some(state), limit: i64::MAX, ..JobFilter::default() })
-            .await
-            .context("while reading jobs in flight")?;
-        // Only this node's: another host's jobs have their files, and their budget, there.
-        for job in held.into_iter().filter(|job| job.node.as_ref().is_none_or(|node| *node == node_name)) {
-            // No download claim made this reservation (token 0): only the job's end gives it back.
-            let size = job.source.as_ref().map_or(0, |s| u64::try_from(s.size).unwrap_or(0));
-            budget.hold(job.ticket, 0, size);
-        }
-    }
-    let intake = Intake::new(
-        store.clone(),
-        Arc::clone(&options.clock),
-        IntakeSettings::from_config(
-            config,
-            telegram.bot_id(),
-            bot_username,
-            &budget,
-            invite_tokens(config, &options.environment)?,
-            sealing,
-        ),
-        Arc::clone(&wake.downloads),
-        Arc::clone(&wake.outbox),
-        Arc::clone(&wake.ended),
-    );
-    let outbox = OutboxDeps {
-        store: store.clone(),
-        clock: Arc::clone(&options.clock),
-        telegram: telegram.clone(),
-        settings: Live::new(OutboxSettings::from_config(config, options.idle_poll, options.retry_base)),
-        wake: Arc::clone(&wake.outbox),
-        global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
-    };
-
-    let roles = HeldRoles::default();
-    let node = ThisNode::new(node_name, roles.clone(), Arc::clone(&budget), Arc::clone(&memory));
-    let registered = node.register(&store, config.node.dead_after, &options.clock).await?;
-
-    let bot = telegram.bot_id();
-    let janitor = janitor_deps(config, &options, store.clone(), spool.clone(), Arc::clone(&wake.outbox));
-    // A machine that crashed comes back clean: reconcile the folders with the database before
-    // any worker runs.
-    // If the database is busy right now, the periodic pass does the same work later; the janitor
-    // never touches files of leased jobs, so starting the workers first is safe.
-    // Only this host's files: the bot-wide parts wait for the janitor role (its loop).
-    if let Err(e) = crate::janitor::pass_parts(&janitor, crate::janitor::Parts::ThisHostOnly, false).await {
-        warn!(error = %e, "could not reconcile the data folder at startup; the next janitor pass will");
-    }
-
-    let shutdown = Shutdown::default();
-    let poll_stop = CancellationToken::new();
-    let mut workers = JoinSet::new();
-    let (report_fatal, fatal) = oneshot::channel();
-    let live = LiveSettings {
-        intake: intake.settings(),
-        outbox: outbox.settings.clone(),
-        pipeline: pipeline.settings.clone(),
-        janitor: janitor.settings.clone(),
-    };
-    // In webhook mode nothing polls: the heartbeat /healthz reads is beaten by the webhook.
-    let poller_beat;
-    let mut webhook_status = None;
-    let webhook_stop =
-        webhook.as_ref().map(|_| WebhookStop { telegram: telegram.clone(), delete: config.webhook.delete_on_stop });
-    match webhook {
-        None => {
-            let poller = Poller::new(telegram, store.clone(), intake);
-            poller_beat = Some(poller.heartbeat());
-            let poller = poll_while_sole_poller(store.clone(), poller, roles.clone(), poll_stop.clone());
-            workers.spawn(async move {
-                if let Err(e) = poller.await {
-                    // Whoever holds the `Running` (`run`) stops the rest in order.
-                    let _ = report_fatal.send(anyhow::Error::new(e).context("while polling for updates"));
-                }
-            });
-        }
-        Some(hook) => {
-            poller_beat = None;
-            let status = Arc::new(WebhookStatus::default());
-            webhook_status = Some(Arc::clone(&status));
-            workers.spawn(webhook::keep_setting(
-                telegram.clone(),
-                hook.url.clone(),
-                hook.secret.clone(),
-                config.webhook.max_connections,
-                status,
-                poll_stop.clone(),
-            ));
-            let server = crate::intake::webhook::serve(
-                hook.listener,
-                hook.url.path().to_owned(),
-                intake,
-                telegram,
-                hook.secret,
-                poll_stop.clone(),
-            );
-            workers.spawn(async move {
-                if let Err(e) = server.await {
-                    let _ = report_fatal.send(anyhow::Error::new(e).context("while serving the webhook"));
-                }
-            });
-        }
-    }
-    workers.spawn(crate::pipeline::run_pool(
-        Stage::Download,
-        config.workers.download,
-        pipeline.clone(),
-        shutdown.clone(),
-    ));
-    workers.spawn(crate::pipeline::reap::run_reaper(pipeline.clone(), shutdown.stop.clone()));
-    workers.spawn(crate::pipeline::run_pool(Stage::Process, config.workers.process, pipeline, shutdown.clone()));
-    let janitor_role = roles.clone();
-    workers.spawn(crate::janitor::run(
-        janitor,
-        bot,
-        move |held| janitor_role.set(Role::Janitor, held),
-        shutdown.stop.clone(),
-    ));
-    let senders_shutdown = Shutdown::default();
-    let mut senders = JoinSet::new();
-    senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));
-    // Last to stop with the senders, since it wakes them too.
-    senders.spawn(relay_changes(store.clone(), wake.clone(), senders_shutdown.stop.clone()));
-    // Beats until the very end, then records the clean stop.
-    let node_name = node.name.clone();
-    let drain = CancellationToken::new();
-    senders.spawn(node.beat_until(
-        store.clone(),
-        registered,
-        config.node.dead_after,
-        Arc::clone(&options.clock),
-        drain.clone(),
-        senders_shutdown.stop.clone(),
-    ));
-    info!(
-        download_workers = config.workers.download,
-        process_workers = config.workers.process,
-        database = %config.storage.database_url.redacted(),
-        node = %node_name,
-        "docket is running"
-    );
-    Ok(Running {
-        shutdown,
-        poll_stop,
-        senders_shutdown,
-        workers,
-        senders,
-        store,
-        budget,
-        memory,
-        grace: config.workers.shutdown_grace,
-        fatal: Some(fatal),
-        live,
-        poller: poller_beat,
-        webhook_status,
-        webhook_stop,
-        spool,
-        options,
-        drain,
-    })
 }
 
 /// The keys that differ between `old` and `new` and are read only at start: where the data is,
