@@ -6,7 +6,7 @@
 //! refused the token), and `run` then returns that error.
 //!
 //! [`run`] (`service.rs`) is `docket run`: signals, systemd's readiness and watchdog, and the
-//! reload on SIGHUP ([`Running::reload`]). [`start`] (`start.rs`) opens everything and starts
+//! reload on SIGHUP ([`Running::reload`]). [`start`] (`startup.rs`) opens everything and starts
 //! every loop; what it takes besides the configuration is in `options.rs` ([`Options`],
 //! [`Environment`]).
 
@@ -37,7 +37,7 @@ mod cluster;
 mod health;
 mod options;
 mod service;
-mod start;
+mod startup;
 mod webhook;
 
 use health::Probe;
@@ -45,7 +45,7 @@ use webhook::{WebhookStatus, WebhookStop};
 
 pub use options::{Environment, Options};
 pub use service::run;
-pub use start::start;
+pub use startup::start;
 
 /// A started docket: every loop running.
 #[derive(Debug)]
