@@ -161,23 +161,24 @@ fn empty_page_tree_is_no_pages() {
     assert!(matches!(result, Err(PdfError::NoPages)), "{result:?}");
 }
 
-#[test]
-fn png_is_not_a_pdf() {
-    let (_dir, _output, result) = optimize_fixture("other/red-8x8.png");
+/// Optimizing the fixture `name` is refused as not a PDF, naming `label` as what it is.
+fn assert_refused_as_not_pdf(name: &str, label: &str) {
+    let (_dir, _output, result) = optimize_fixture(name);
     match result {
-        Err(PdfError::NotPdf { found }) => assert_eq!(found.label(), "png"),
+        Err(PdfError::NotPdf { found }) => assert_eq!(found.label(), label),
         other => panic!("{other:?}"),
     }
 }
 
 #[test]
+fn png_is_not_a_pdf() {
+    assert_refused_as_not_pdf("other/red-8x8.png", "png");
+}
+
+#[test]
 fn zip_storing_a_pdf_is_not_a_pdf() {
     // lopdf alone would find the stored PDF's header and optimize that.
-    let (_dir, _output, result) = optimize_fixture("other/stored-pdf.zip");
-    match result {
-        Err(PdfError::NotPdf { found }) => assert_eq!(found.label(), "zip"),
-        other => panic!("{other:?}"),
-    }
+    assert_refused_as_not_pdf("other/stored-pdf.zip", "zip");
 }
 
 #[test]

@@ -393,22 +393,23 @@ fn assert_the_marker(pdf: &Path) {
     assert!(r > 200 && g > 200 && b > 200, "white at the bottom right: {r} {g} {b}");
 }
 
-#[test]
-fn a_heic_photo_becomes_a_page_of_its_pixels() {
-    let bytes = fixture("marker-64x48.heic");
-    assert_eq!(crate::detect::detect_bytes(&bytes).label(), "heif");
+/// The marker picture stored as `name`, detected as `label`, becomes one page showing it.
+fn assert_converts_to_the_marker_page(name: &str, label: &str) {
+    let bytes = fixture(name);
+    assert_eq!(crate::detect::detect_bytes(&bytes).label(), label);
     let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
     assert_eq!(result.unwrap().pages, 1);
     assert_the_marker(&output);
 }
 
 #[test]
+fn a_heic_photo_becomes_a_page_of_its_pixels() {
+    assert_converts_to_the_marker_page("marker-64x48.heic", "heif");
+}
+
+#[test]
 fn an_avif_image_becomes_a_page_of_its_pixels() {
-    let bytes = fixture("marker-64x48.avif");
-    assert_eq!(crate::detect::detect_bytes(&bytes).label(), "avif");
-    let (_dir, result, output) = convert(&bytes, DEFAULT_MAX_INFLATE_BYTES);
-    assert_eq!(result.unwrap().pages, 1);
-    assert_the_marker(&output);
+    assert_converts_to_the_marker_page("marker-64x48.avif", "avif");
 }
 
 #[test]
