@@ -232,20 +232,26 @@ async fn register_commands(telegram: &TelegramClient) {
 /// how docket reaches Telegram, the listen address, the number of workers and senders, and the
 /// global send rate (its limiter is built once).
 pub fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 13] = [
-        ("[storage] database_url", old.storage.database_url != new.storage.database_url),
-        ("[storage] data_dir", old.storage.data_dir != new.storage.data_dir),
-        ("[metrics] listen", old.metrics.listen != new.metrics.listen),
-        ("[telegram] api_url", old.telegram.api_url != new.telegram.api_url),
-        ("[telegram] local_api", old.telegram.local_api != new.telegram.local_api),
-        ("[telegram] local_files_url", old.telegram.local_files_url != new.telegram.local_files_url),
-        ("[telegram] poll_timeout", old.telegram.poll_timeout != new.telegram.poll_timeout),
-        ("[telegram] mode", old.telegram.mode != new.telegram.mode),
-        ("[workers] download", old.workers.download != new.workers.download),
-        ("[workers] process", old.workers.process != new.workers.process),
-        ("[workers] shutdown_grace", old.workers.shutdown_grace != new.workers.shutdown_grace),
-        ("[outbox] senders", old.outbox.senders != new.outbox.senders),
-        ("[outbox] global_per_second", old.outbox.global_per_second != new.outbox.global_per_second),
+    // Each key is named once: its `[section] key` text is made from the field it compares.
+    macro_rules! changed {
+        ($($section:ident . $key:ident),* $(,)?) => {
+            [$((concat!("[", stringify!($section), "] ", stringify!($key)), old.$section.$key != new.$section.$key)),*]
+        };
+    }
+    let checks = changed![
+        storage.database_url,
+        storage.data_dir,
+        metrics.listen,
+        telegram.api_url,
+        telegram.local_api,
+        telegram.local_files_url,
+        telegram.poll_timeout,
+        telegram.mode,
+        workers.download,
+        workers.process,
+        workers.shutdown_grace,
+        outbox.senders,
+        outbox.global_per_second,
     ];
     checks.into_iter().filter(|(_, changed)| *changed).map(|(key, _)| key).collect()
 }
