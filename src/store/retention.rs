@@ -5,7 +5,7 @@
 //! after the change that forgot it committed (a crash in between leaves an orphan the next pass
 //! removes).
 
-use super::{Conn, QueryContext, Store, StoreResult, jobs::JobRow, lease, outbox};
+use super::{Conn, QueryContext, Store, StoreResult, lease, outbox};
 use crate::domain::{FileOwner, Job, JobEvent, JobState, NewMessage, Ticket, Timestamp, Transition};
 
 /// The history [`Store::prune`] forgets.
@@ -119,22 +119,12 @@ impl FileOwnerRow {
 
 /// Runs [`KEPT_RESULTS`].
 pub(super) async fn kept_results(c: &mut Conn<'_>) -> StoreResult<Vec<Job>> {
-    c.fetch_all::<JobRow>(KEPT_RESULTS, &[])
-        .await
-        .context("listing results")?
-        .into_iter()
-        .map(JobRow::into_job)
-        .collect()
+    c.jobs(KEPT_RESULTS, &[], "listing results").await
 }
 
 /// Runs [`DUE_RESULTS`].
 pub(super) async fn results_due(c: &mut Conn<'_>, at: Timestamp) -> StoreResult<Vec<Job>> {
-    c.fetch_all::<JobRow>(DUE_RESULTS, &[at.into()])
-        .await
-        .context("listing due results")?
-        .into_iter()
-        .map(JobRow::into_job)
-        .collect()
+    c.jobs(DUE_RESULTS, &[at.into()], "listing due results").await
 }
 
 /// Runs [`EXPIRE_JOB`]; `false` when the job was not in `step.from` any more.

@@ -29,7 +29,8 @@ pub use claims::*;
 pub use lifecycle::*;
 pub use queries::*;
 
-use super::{StoreError, StoreResult, lease};
+use super::args::Arg;
+use super::{Conn, QueryContext, StoreError, StoreResult, lease};
 use crate::domain::{
     ChatRef, Job, JobEvent, JobState, MessageId, NodeName, Operation, Password, ResultFile, SourceFile, Submission,
     Ticket, Timestamp, UpdateId, UserId,
@@ -163,6 +164,29 @@ pub(super) struct JobRow {
     node: Option<String>,
     created_at: i64,
     updated_at: i64,
+}
+
+impl Conn<'_> {
+    /// Runs `sql`, which selects whole `jobs` rows, with `args`: the jobs it lists (`action` says
+    /// what failed in an error).
+    pub(super) async fn jobs(
+        &mut self,
+        sql: &'static str,
+        args: &[Arg<'_>],
+        action: &'static str,
+    ) -> StoreResult<Vec<Job>> {
+        self.fetch_all::<JobRow>(sql, args).await.context(action)?.into_iter().map(JobRow::into_job).collect()
+    }
+
+    /// Like [`jobs`](Self::jobs), for a statement that selects one job at the most.
+    pub(super) async fn job(
+        &mut self,
+        sql: &'static str,
+        args: &[Arg<'_>],
+        action: &'static str,
+    ) -> StoreResult<Option<Job>> {
+        self.fetch_optional::<JobRow>(sql, args).await.context(action)?.map(JobRow::into_job).transpose()
+    }
 }
 
 impl JobRow {

@@ -1,6 +1,6 @@
 //! What is read of the `jobs` table: one job, a ticket's runs, listings and counts.
 
-use super::{JobFilter, JobRow};
+use super::JobFilter;
 use crate::domain::{ChatRef, Job, JobState, NodeName, Ticket, Timestamp};
 use crate::store::{Conn, QueryContext, Store, StoreResult, Tx};
 
@@ -9,11 +9,7 @@ pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
 
 /// Runs [`JOB`].
 async fn job(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<Job>> {
-    c.fetch_optional::<JobRow>(JOB, &[ticket.0.into()])
-        .await
-        .context("reading a job")?
-        .map(JobRow::into_job)
-        .transpose()
+    c.job(JOB, &[ticket.0.into()], "reading a job").await
 }
 
 /// A chat's ticket for a file (its first run), by the unique key: $1 chat, $2 Telegram's
@@ -22,11 +18,7 @@ pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_un
 
 /// Runs [`JOB_BY_FILE`].
 async fn job_by_file(c: &mut Conn<'_>, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
-    c.fetch_optional::<JobRow>(JOB_BY_FILE, &[chat.0.into(), file_unique_id.into()])
-        .await
-        .context("finding a job by file")?
-        .map(JobRow::into_job)
-        .transpose()
+    c.job(JOB_BY_FILE, &[chat.0.into(), file_unique_id.into()], "finding a job by file").await
 }
 
 /// Every run of ticket $1, the first one first.
@@ -34,12 +26,7 @@ pub const RUNS: &str = "SELECT * FROM jobs WHERE id = $1 OR ticket_id = $1 ORDER
 
 /// Runs [`RUNS`].
 async fn runs(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Vec<Job>> {
-    c.fetch_all::<JobRow>(RUNS, &[ticket.0.into()])
-        .await
-        .context("reading a ticket's runs")?
-        .into_iter()
-        .map(JobRow::into_job)
-        .collect()
+    c.jobs(RUNS, &[ticket.0.into()], "reading a ticket's runs").await
 }
 
 /// A chat's jobs, newest first: $1 chat, $2 only this state (NULL: any), $3 at most, $4 only
@@ -64,7 +51,7 @@ async fn jobs(
     // Two statements: with `($1 IS NULL OR chat_id = $1)` SQLite cannot use `jobs_chat` and scans
     // the table, inside intake's write transaction (/jobs).
     let sql = if chat.is_some() { CHAT_JOBS } else { ALL_JOBS };
-    c.fetch_all::<JobRow>(
+    c.jobs(
         sql,
         &[
             chat.map(|chat| chat.0).into(),
@@ -72,12 +59,9 @@ async fn jobs(
             limit.into(),
             since.map(Timestamp::as_millis).into(),
         ],
+        "listing jobs",
     )
     .await
-    .context("listing jobs")?
-    .into_iter()
-    .map(JobRow::into_job)
-    .collect()
 }
 
 /// How many jobs are in each state (states without jobs are left out).
@@ -129,11 +113,7 @@ pub const NEXT_WAITING_DOWNLOAD: &str = "SELECT * FROM jobs WHERE status = 'acce
 
 /// Runs [`NEXT_WAITING_DOWNLOAD`].
 async fn next_waiting_download(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Option<Job>> {
-    c.fetch_optional::<JobRow>(NEXT_WAITING_DOWNLOAD, &[now.into()])
-        .await
-        .context("finding the next download")?
-        .map(JobRow::into_job)
-        .transpose()
+    c.job(NEXT_WAITING_DOWNLOAD, &[now.into()], "finding the next download").await
 }
 
 /// The jobs that may hold files of this machine: every `fetched` or `processing` job of node $3
