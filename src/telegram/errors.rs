@@ -180,31 +180,36 @@ mod tests {
         assert!(matches!(TelegramError::from_reqwest(&e), TelegramError::Transient(_)), "{e:?}");
     }
 
-    #[tokio::test]
-    async fn no_answer_after_sending_is_an_unknown_outcome() {
+    /// A [`request`] to a loopback server that accepts the connection, then hands it to `then`.
+    async fn request_accepted_by<F>(then: impl FnOnce(tokio::net::TcpStream) -> F + Send + 'static) -> reqwest::Error
+    where
+        F: std::future::Future<Output = ()> + Send,
+    {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        // Accepts and reads, never answers: the request went out.
         let server = tokio::spawn(async move {
             let (socket, _) = listener.accept().await.expect("accept");
-            std::future::pending::<()>().await;
-            drop(socket);
+            then(socket).await;
         });
         let e = request(addr).await;
-        assert_eq!(TelegramError::from_reqwest(&e), TelegramError::Lost("timed out waiting for the answer".into()));
         server.abort();
+        e
+    }
+
+    #[tokio::test]
+    async fn no_answer_after_sending_is_an_unknown_outcome() {
+        // Accepts and reads, never answers: the request went out.
+        let e = request_accepted_by(|socket| async move {
+            std::future::pending::<()>().await;
+            drop(socket);
+        })
+        .await;
+        assert_eq!(TelegramError::from_reqwest(&e), TelegramError::Lost("timed out waiting for the answer".into()));
     }
 
     #[tokio::test]
     async fn a_connection_cut_before_the_answer_is_an_unknown_outcome() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let server = tokio::spawn(async move {
-            let (socket, _) = listener.accept().await.expect("accept");
-            drop(socket);
-        });
-        let e = request(addr).await;
+        let e = request_accepted_by(|socket| async move { drop(socket) }).await;
         assert!(matches!(TelegramError::from_reqwest(&e), TelegramError::Lost(_)), "{e:?}");
-        server.abort();
     }
 }
