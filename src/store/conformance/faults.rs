@@ -34,6 +34,11 @@ async fn pg_error(pool: &sqlx::PgPool, setup: &str, sql: String) -> StoreError {
     e
 }
 
+/// Runs `sql`, a write that must fail, on `conn`: its error as the store would report it.
+async fn sqlite_error(conn: &mut sqlx::SqliteConnection, sql: &'static str) -> StoreError {
+    sqlx::query(sql).execute(conn).await.context("writing").expect_err(sql)
+}
+
 /// A block that fails with the condition `code` (a PostgreSQL condition name).
 #[cfg(feature = "postgres")]
 fn raise(code: &str) -> String {
@@ -61,28 +66,16 @@ async fn what_the_database_cannot_do_now_is_transient(store: Store) {
                 .execute(&mut conn)
                 .await
                 .unwrap();
-            let full = sqlx::query("INSERT INTO ballast VALUES (zeroblob(1000000))")
-                .execute(&mut conn)
-                .await
-                .context("filling the disk")
-                .expect_err("the database is full");
+            let full = sqlite_error(&mut conn, "INSERT INTO ballast VALUES (zeroblob(1000000))").await;
             assert!(full.to_string().contains("full"), "{full}");
             assert!(full.is_transient(), "SQLITE_FULL: {full:?}");
             // Read-only, for real.
             sqlx::raw_sql("PRAGMA query_only = 1").execute(&mut conn).await.unwrap();
-            let read_only = sqlx::query("INSERT INTO ballast VALUES (1)")
-                .execute(&mut conn)
-                .await
-                .context("writing")
-                .expect_err("the database is read-only");
+            let read_only = sqlite_error(&mut conn, "INSERT INTO ballast VALUES (1)").await;
             assert!(read_only.to_string().contains("readonly"), "{read_only}");
             assert!(read_only.is_transient(), "SQLITE_READONLY: {read_only:?}");
             sqlx::raw_sql("PRAGMA query_only = 0").execute(&mut conn).await.unwrap();
-            let broken = sqlx::query("INSERT INTO no_such_table VALUES (1)")
-                .execute(&mut conn)
-                .await
-                .context("writing")
-                .expect_err("no such table");
+            let broken = sqlite_error(&mut conn, "INSERT INTO no_such_table VALUES (1)").await;
             assert!(!broken.is_transient(), "a statement that cannot work: {broken:?}");
             let _ = conn.close().await;
         }
