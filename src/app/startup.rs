@@ -4,9 +4,10 @@
 //! node's heartbeat, which stop last).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -25,12 +26,17 @@ use crate::janitor::JanitorDeps;
 use crate::outbox::{GlobalLimit, OutboxDeps, OutboxSettings};
 use crate::pipeline::PipelineDeps;
 use crate::pipeline::budget::Budget;
-use crate::runtime::{Heartbeat, Live, Shutdown};
+use crate::runtime::{Heartbeat, Live, Shutdown, Wakeups};
 use crate::spool::Spool;
 use crate::store::{JobFilter, Role, Stage, Store};
 use crate::telegram::{BotToken, TelegramClient, TelegramError};
 
 /// Opens everything and starts every loop.
+///
+/// One sequence, kept whole because its order is the point: the token is checked before anything
+/// is reserved, what this host holds is reserved and its folders reconciled before any worker
+/// runs, and the loops start in the order they stop in reverse. Each step that is more than a
+/// call is a function of its own below.
 pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow::Result<Running> {
     let spool = Spool::open(&config.storage.data_dir)?;
     let node_name = ThisNode::name_of(config);
@@ -70,14 +76,7 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         Arc::clone(&wake.outbox),
         Arc::clone(&wake.ended),
     );
-    let outbox = OutboxDeps {
-        store: store.clone(),
-        clock: Arc::clone(&options.clock),
-        telegram: telegram.clone(),
-        settings: Live::new(OutboxSettings::from_config(config, options.idle_poll, options.retry_base)),
-        wake: Arc::clone(&wake.outbox),
-        global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
-    };
+    let outbox = outbox_deps(config, &options, store.clone(), telegram.clone(), Arc::clone(&wake.outbox));
 
     let roles = HeldRoles::default();
     let node = ThisNode::new(node_name, roles.clone(), Arc::clone(&budget), Arc::clone(&memory));
@@ -109,22 +108,9 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         UpdateSource { config, telegram: telegram.clone(), store: store.clone(), intake, roles: roles.clone() };
     let (poller_beat, webhook_status) = source.spawn(webhook, &poll_stop, report_fatal, &mut workers);
     spawn_pools_and_janitor(config, pipeline, janitor, telegram.bot_id(), &roles, &shutdown, &mut workers);
-    let senders_shutdown = Shutdown::default();
-    let mut senders = JoinSet::new();
-    senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));
-    // Last to stop with the senders, since it wakes them too.
-    senders.spawn(relay_changes(store.clone(), wake.clone(), senders_shutdown.stop.clone()));
-    // Beats until the very end, then records the clean stop.
     let node_name = node.name.clone();
-    let drain = CancellationToken::new();
-    senders.spawn(node.beat_until(
-        store.clone(),
-        registered,
-        config.node.dead_after,
-        Arc::clone(&options.clock),
-        drain.clone(),
-        senders_shutdown.stop.clone(),
-    ));
+    let Senders { senders_shutdown, senders, drain } =
+        Senders::spawn(outbox, wake, node, registered, config.node.dead_after, &options);
     info!(
         download_workers = config.workers.download,
         process_workers = config.workers.process,
@@ -151,6 +137,64 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         options,
         drain,
     })
+}
+
+/// The outbox's dependencies as [`start`] builds them: the settings of `config` and `options`,
+/// the bot-wide send limit of `[outbox] global_per_second`, and `wake` to sleep on.
+fn outbox_deps(
+    config: &Config,
+    options: &Options,
+    store: Store,
+    telegram: TelegramClient,
+    wake: Arc<Notify>,
+) -> OutboxDeps {
+    OutboxDeps {
+        store,
+        clock: Arc::clone(&options.clock),
+        telegram,
+        settings: Live::new(OutboxSettings::from_config(config, options.idle_poll, options.retry_base)),
+        wake,
+        global: Arc::new(GlobalLimit::new(config.outbox.global_per_second)),
+    }
+}
+
+/// The loops that stop last, after the workers: the senders, the relay of change notices (it
+/// wakes the senders too) and the node's heartbeat (it beats until the very end, then records
+/// the clean stop).
+struct Senders {
+    /// Stops the senders and the relay.
+    senders_shutdown: Shutdown,
+    /// The senders, the relay and the heartbeat.
+    senders: JoinSet<()>,
+    /// Cancelled by `docket drain`: the heartbeat records the node as draining.
+    drain: CancellationToken,
+}
+
+impl Senders {
+    fn spawn(
+        outbox: OutboxDeps,
+        wake: Wakeups,
+        node: ThisNode,
+        registered: bool,
+        dead_after: Duration,
+        options: &Options,
+    ) -> Self {
+        let senders_shutdown = Shutdown::default();
+        let mut senders = JoinSet::new();
+        let store = outbox.store.clone();
+        senders.spawn(crate::outbox::run(outbox, senders_shutdown.clone()));
+        senders.spawn(relay_changes(store.clone(), wake, senders_shutdown.stop.clone()));
+        let drain = CancellationToken::new();
+        senders.spawn(node.beat_until(
+            store,
+            registered,
+            dead_after,
+            Arc::clone(&options.clock),
+            drain.clone(),
+            senders_shutdown.stop.clone(),
+        ));
+        Self { senders_shutdown, senders, drain }
+    }
 }
 
 /// Asks getMe who the bot is, and registers its command list when the Bot API answers: the
