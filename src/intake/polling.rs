@@ -70,18 +70,7 @@ impl Poller {
     /// [`TelegramError::Unauthorized`] when the Bot API refuses the token: polling stops, and
     /// the caller stops the bot. Every other failure is waited out.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), TelegramError> {
-        let bot_id = self.client.bot_id();
-        let mut offset = loop {
-            match self.store.poll_offset(bot_id).await {
-                Ok(o) => break o.unwrap_or(0),
-                Err(e) => {
-                    error!(error = %e, "cannot read the poll offset; retrying");
-                    if sleep_or_cancel(Duration::from_secs(2), &cancel).await {
-                        return Ok(());
-                    }
-                }
-            }
-        };
+        let Some(offset) = self.read_offset(&cancel).await else { return Ok(()) };
         // A webhook makes every getUpdates fail; if getWebhookInfo fails now, the 409 of the
         // first poll leads here again.
         match self.delete_webhook_if_set().await {
@@ -90,114 +79,137 @@ impl Poller {
             Err(e) => warn!(error = %e, "cannot check whether a webhook is set; polling anyway"),
         }
         info!(offset, "polling for updates");
-        let mut errors = 0u32;
-        // Counted apart from `errors`: getUpdates answering says nothing about the database, so
-        // the backoff keeps growing for as long as updates cannot be recorded.
-        let mut store_failures = 0u32;
-        let mut failures_at: Option<(UpdateId, u32)> = None;
+        let mut state = PollState { offset, errors: 0, store_failures: 0, failures_at: None };
         loop {
-            let request = self.client.get_updates(offset);
+            let request = self.client.get_updates(state.offset);
             let batch = tokio::select! {
                 () = cancel.cancelled() => return Ok(()),
                 res = request => res,
             };
-            let updates = match batch {
-                Ok(u) => {
-                    errors = 0;
+            let cancelled = match batch {
+                Ok(updates) => {
+                    state.errors = 0;
                     self.answered.beat();
-                    metrics::counter!("docket_updates_received_total").increment(u.len() as u64);
-                    u
+                    metrics::counter!("docket_updates_received_total").increment(updates.len() as u64);
+                    self.record_batch(updates, &mut state, &cancel).await
                 }
                 Err(e) => {
-                    errors += 1;
-                    let wait = match &e {
-                        TelegramError::RetryAfter(d) => *d,
-                        _ => backoff_jittered(errors, Duration::from_millis(500), Duration::from_secs(30)),
-                    };
-                    let wait_ms = wait.as_millis() as u64;
-                    match e {
-                        TelegramError::Unauthorized => return Err(e),
-                        // Set while docket runs (by another deployment of the bot, say).
-                        TelegramError::WebhookActive => match self.delete_webhook_if_set().await {
-                            Ok(()) => {}
-                            Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
-                            Err(e) => warn!(error = %e, wait_ms, "a webhook is set and cannot be deleted; retrying"),
-                        },
-                        TelegramError::OtherPoller => warn!(
-                            wait_ms,
-                            "another process is polling with the same token (409 Conflict): only one may poll at a \
-                             time; retrying"
-                        ),
-                        // A wrong `[telegram] api_url` (or a proxy in front that lost its way):
-                        // only a person can fix it, so it is said loudly, and polled again.
-                        e @ TelegramError::NotFound(_) => error!(error = %e, wait_ms, "getUpdates failed; retrying"),
-                        e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
-                    }
-                    if sleep_or_cancel(wait, &cancel).await {
-                        return Ok(());
-                    }
-                    continue;
+                    state.errors += 1;
+                    self.wait_out(e, state.errors, &cancel).await?
                 }
             };
-            for (update_id, incoming) in updates {
-                let span = info_span!("update", update.id = %update_id);
-                let handled =
-                    AssertUnwindSafe(self.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
-                let failure = match handled {
-                    Ok(Ok(recorded)) => {
-                        self.after_commit(&recorded).await;
-                        None
+            if cancelled {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The stored offset to poll from (0 the first time), read again every 2 s while the
+    /// database cannot answer; `None` when cancelled first.
+    async fn read_offset(&self, cancel: &CancellationToken) -> Option<i64> {
+        loop {
+            match self.store.poll_offset(self.client.bot_id()).await {
+                Ok(o) => return Some(o.unwrap_or(0)),
+                Err(e) => {
+                    error!(error = %e, "cannot read the poll offset; retrying");
+                    if sleep_or_cancel(Duration::from_secs(2), cancel).await {
+                        return None;
                     }
-                    Ok(Err(e)) if e.is_transient() => {
-                        // The database is busy, away, full or read-only: never reject an update
-                        // for that. It stays unconfirmed (the offset stays before it), and is
-                        // polled again after a growing wait.
-                        store_failures += 1;
-                        let wait =
-                            backoff_jittered(store_failures, Duration::from_millis(200), Duration::from_secs(10));
-                        warn!(update.id = %update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
-                        if sleep_or_cancel(wait, &cancel).await {
-                            return Ok(());
-                        }
-                        break;
-                    }
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(_) => Some("handling the update panicked".to_owned()),
-                };
-                let Some(failure) = failure else {
-                    offset = update_id.next_offset();
-                    failures_at = None;
-                    store_failures = 0;
+                }
+            }
+        }
+    }
+
+    /// Waits out getUpdates' `errors`-th failure in a row, `e`, as what it means (a webhook set
+    /// meanwhile is deleted); `true` when cancelled meanwhile.
+    ///
+    /// # Errors
+    ///
+    /// [`TelegramError::Unauthorized`]: the token was refused.
+    async fn wait_out(&self, e: TelegramError, errors: u32, cancel: &CancellationToken) -> Result<bool, TelegramError> {
+        let wait = match &e {
+            TelegramError::RetryAfter(d) => *d,
+            _ => backoff_jittered(errors, Duration::from_millis(500), Duration::from_secs(30)),
+        };
+        let wait_ms = wait.as_millis() as u64;
+        match e {
+            TelegramError::Unauthorized => return Err(e),
+            // Set while docket runs (by another deployment of the bot, say).
+            TelegramError::WebhookActive => match self.delete_webhook_if_set().await {
+                Ok(()) => {}
+                Err(TelegramError::Unauthorized) => return Err(TelegramError::Unauthorized),
+                Err(e) => warn!(error = %e, wait_ms, "a webhook is set and cannot be deleted; retrying"),
+            },
+            TelegramError::OtherPoller => warn!(
+                wait_ms,
+                "another process is polling with the same token (409 Conflict): only one may poll at a time; \
+                 retrying"
+            ),
+            // A wrong `[telegram] api_url` (or a proxy in front that lost its way): only a person
+            // can fix it, so it is said loudly, and polled again.
+            e @ TelegramError::NotFound(_) => error!(error = %e, wait_ms, "getUpdates failed; retrying"),
+            e => warn!(error = %e, wait_ms, "getUpdates failed; retrying"),
+        }
+        Ok(sleep_or_cancel(wait, cancel).await)
+    }
+
+    /// Records a batch in order, moving `state`'s offset past each update recorded (or
+    /// rejected); at the first that cannot be recorded now, waits and stops, so the next poll
+    /// starts from it. `true` when cancelled meanwhile.
+    async fn record_batch(
+        &self,
+        updates: Vec<(UpdateId, Incoming)>,
+        state: &mut PollState,
+        cancel: &CancellationToken,
+    ) -> bool {
+        for (update_id, incoming) in updates {
+            let span = info_span!("update", update.id = %update_id);
+            let handled =
+                AssertUnwindSafe(self.intake.record(update_id, incoming).instrument(span)).catch_unwind().await;
+            let failure = match handled {
+                Ok(Ok(recorded)) => {
+                    self.after_commit(&recorded).await;
+                    state.recorded(update_id);
                     continue;
-                };
-                let count = match failures_at {
-                    Some((id, n)) if id == update_id => n + 1,
-                    _ => 1,
-                };
-                failures_at = Some((update_id, count));
-                if count >= MAX_HANDLING_FAILURES {
-                    // A bug or a poisoned update: keep it as rejected and move on.
-                    let reason = format!("gave up after {count} failures: {failure}");
-                    error!(update.id = %update_id, error = %failure, "recording update as rejected");
-                    match self.intake.record(update_id, Incoming::Malformed(reason)).await {
-                        Ok(_) => {
-                            offset = update_id.next_offset();
-                            failures_at = None;
-                            continue;
-                        }
-                        Err(e) => {
-                            error!(update.id = %update_id, error = %e, "cannot record the rejected update either")
-                        }
-                    }
-                } else {
-                    warn!(update.id = %update_id, error = %failure, attempt = count, "handling an update failed; it will be polled again");
                 }
-                // Poll again from this update: Telegram sends it (and the rest) again.
-                let wait = backoff_jittered(count, Duration::from_millis(200), Duration::from_secs(10));
-                if sleep_or_cancel(wait, &cancel).await {
-                    return Ok(());
+                Ok(Err(e)) if e.is_transient() => {
+                    // The database is busy, away, full or read-only: never reject an update for
+                    // that. It stays unconfirmed (the offset stays before it), and is polled
+                    // again after a growing wait.
+                    state.store_failures += 1;
+                    let wait =
+                        backoff_jittered(state.store_failures, Duration::from_millis(200), Duration::from_secs(10));
+                    warn!(update.id = %update_id, error = %e, wait_ms = wait.as_millis() as u64, "cannot record an update now; polling it again");
+                    return sleep_or_cancel(wait, cancel).await;
                 }
-                break;
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "handling the update panicked".to_owned(),
+            };
+            let count = state.failed(update_id);
+            if count >= MAX_HANDLING_FAILURES && self.reject(update_id, count, &failure).await {
+                state.recorded(update_id);
+                continue;
+            }
+            if count < MAX_HANDLING_FAILURES {
+                warn!(update.id = %update_id, error = %failure, attempt = count, "handling an update failed; it will be polled again");
+            }
+            // Poll again from this update: Telegram sends it (and the rest) again.
+            let wait = backoff_jittered(count, Duration::from_millis(200), Duration::from_secs(10));
+            return sleep_or_cancel(wait, cancel).await;
+        }
+        false
+    }
+
+    /// Records an update whose handling failed `count` times (a bug or a poisoned update) as
+    /// rejected, so it holds the offset back no longer; `false` when that failed too.
+    async fn reject(&self, update_id: UpdateId, count: u32, failure: &str) -> bool {
+        let reason = format!("gave up after {count} failures: {failure}");
+        error!(update.id = %update_id, error = %failure, "recording update as rejected");
+        match self.intake.record(update_id, Incoming::Malformed(reason)).await {
+            Ok(_) => true,
+            Err(e) => {
+                error!(update.id = %update_id, error = %e, "cannot record the rejected update either");
+                false
             }
         }
     }
@@ -215,6 +227,39 @@ impl Poller {
         self.client.delete_webhook().await?;
         info!("deleted the webhook; polling for updates instead");
         Ok(())
+    }
+}
+
+/// Where polling stands: the offset to confirm next, and the failures counted so far.
+struct PollState {
+    /// The next getUpdates' offset: every update before it is recorded.
+    offset: i64,
+    /// getUpdates' failures in a row.
+    errors: u32,
+    /// Updates that could not be recorded now, in a row. Counted apart from `errors`: getUpdates
+    /// answering says nothing about the database, so the backoff keeps growing for as long as
+    /// updates cannot be recorded.
+    store_failures: u32,
+    /// The update whose handling failed last, and how often in a row.
+    failures_at: Option<(UpdateId, u32)>,
+}
+
+impl PollState {
+    /// `update_id` is recorded (or rejected): the offset moves past it, the failures are forgotten.
+    fn recorded(&mut self, update_id: UpdateId) {
+        self.offset = update_id.next_offset();
+        self.failures_at = None;
+        self.store_failures = 0;
+    }
+
+    /// Handling `update_id` failed once more: how often in a row now.
+    fn failed(&mut self, update_id: UpdateId) -> u32 {
+        let count = match self.failures_at {
+            Some((id, n)) if id == update_id => n + 1,
+            _ => 1,
+        };
+        self.failures_at = Some((update_id, count));
+        count
     }
 }
 
