@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 pub use crate::domain::incoming::{Command, Incoming, Origin};
-use crate::domain::{BotId, ChatRef, IdempotencyKey, MessageKind, Operation, SharedClock, Ticket, UpdateId};
+use crate::domain::{BotId, ChatRef, IdempotencyKey, MessageKind, Operation, SharedClock, Ticket, Timestamp, UpdateId};
 use crate::domain::{Button, NewMessage};
 use crate::sealing::SealingKey;
 use crate::store::{Store, StoreResult, Tx, UpdateOutcome};
@@ -159,55 +159,80 @@ impl Intake {
             debug!(update.id = %update_id, "update was registered before; dropped");
             return Ok(Recorded::Repeat);
         }
-        if let Some(origin) = incoming_origin(&incoming) {
-            // A person who blocked the bot and writes again can be answered again.
-            if tx.revive_chat(origin.chat).await? {
-                info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
-            }
+        let (lang, allowed) = self.note_the_chat(&mut tx, update_id, &incoming, now).await?;
+        let (recorded, ended_jobs) = self.respond(&mut tx, update_id, incoming, lang, allowed, now).await?;
+        tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
+        tx.commit().await?;
+        self.after_commit(update_id, unusable, &recorded, ended_jobs);
+        Ok(recorded)
+    }
+
+    /// What every update from a chat tells of it: a dead chat that writes again is revived, and
+    /// its writer's language noted. The language the chat is answered in, and whether its sender
+    /// may use the bot (an update from no chat: English, allowed).
+    async fn note_the_chat(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        incoming: &Incoming,
+        now: Timestamp,
+    ) -> StoreResult<(Lang, bool)> {
+        let Some(origin) = incoming_origin(incoming) else { return Ok((Lang::ENGLISH, true)) };
+        // A person who blocked the bot and writes again can be answered again.
+        if tx.revive_chat(origin.chat).await? {
+            info!(update.id = %update_id, "a dead chat wrote again; sending to it again");
         }
-        if let Some(origin) = incoming_origin(&incoming)
-            && let Some(code) = origin.language
-        {
+        if let Some(code) = origin.language {
             // A chat is written to in its writers' language until `/lang` chooses one; every
-            // answer below is rendered in it.
+            // answer is rendered in it.
             tx.note_language(origin.chat, code.as_str(), now).await?;
         }
-        let lang = match incoming_origin(&incoming) {
-            Some(origin) => chat_lang(&mut tx, origin.chat).await?,
-            None => Lang::ENGLISH,
-        };
-        let allowed = match incoming_origin(&incoming) {
-            Some(origin) => self.may_use(&mut tx, origin).await?,
-            None => true,
-        };
+        Ok((chat_lang(tx, origin.chat).await?, self.may_use(tx, origin).await?))
+    }
+
+    /// Answers `incoming` inside `tx`: what was recorded, and whether it ended jobs.
+    ///
+    /// One match, kept whole because the order of its arms is the access rule: what concerns a
+    /// person's own data (privacy, forget, language) and a press are answered allowed or not, an
+    /// invite lets a person in, and only then is everything else refused to who may not use the
+    /// bot.
+    async fn respond(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        incoming: Incoming,
+        lang: Lang,
+        allowed: bool,
+        now: Timestamp,
+    ) -> StoreResult<(Recorded, bool)> {
         let mut ended_jobs = false;
         let recorded = match incoming {
             Incoming::Malformed(_) => Recorded::Rejected,
             Incoming::Ignored => Recorded::Ignored,
             Incoming::Unusable(Some(origin), kind) => {
-                self.reply(&mut tx, update_id, origin, texts::cannot_use(lang, kind)).await?;
+                self.reply(tx, update_id, origin, texts::cannot_use(lang, kind)).await?;
                 Recorded::Answered
             }
             Incoming::Unusable(None, _) => Recorded::Ignored,
             // What concerns a person's own data stays theirs to ask about, allowed or not.
             Incoming::Command(origin, Command::Privacy, _) => {
-                self.reply(&mut tx, update_id, origin, texts::privacy(lang, &self.help_facts())).await?;
+                self.reply(tx, update_id, origin, texts::privacy(lang, &self.help_facts())).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Forget, _) => {
-                self.ask_to_forget(&mut tx, update_id, origin).await?;
+                self.ask_to_forget(tx, update_id, origin).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Lang, _) => {
-                self.ask_language(&mut tx, update_id, origin).await?;
+                self.ask_language(tx, update_id, origin).await?;
                 Recorded::Answered
             }
             Incoming::Button(origin, press) if press.data.starts_with(LANG_PREFIX) => {
-                self.choose_language(&mut tx, update_id, origin, &press.data).await?;
+                self.choose_language(tx, update_id, origin, &press.data).await?;
                 Recorded::Pressed { query_id: press.query_id }
             }
             Incoming::Button(origin, press) => {
-                ended_jobs = self.pressed(&mut tx, update_id, origin, &press.data, allowed).await?;
+                ended_jobs = self.pressed(tx, update_id, origin, &press.data, allowed).await?;
                 Recorded::Pressed { query_id: press.query_id }
             }
             Incoming::Command(origin, Command::Start(Some(token)), _)
@@ -217,23 +242,23 @@ impl Intake {
                     tx.invite(user, now).await?;
                     info!(update.id = %update_id, user.id = user.0, "let a person in with an invite token");
                 }
-                self.reply(&mut tx, update_id, origin, texts::invited(lang, &self.help_facts())).await?;
+                self.reply(tx, update_id, origin, texts::invited(lang, &self.help_facts())).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, ..) | Incoming::Document(origin, ..) if !allowed => {
-                self.reply(&mut tx, update_id, origin, texts::not_allowed(lang, origin.user.map(|u| u.0))).await?;
+                self.reply(tx, update_id, origin, texts::not_allowed(lang, origin.user.map(|u| u.0))).await?;
                 Recorded::RefusedAccess
             }
             Incoming::Command(origin, Command::Get(Some(ticket)), _) => {
-                self.redeliver(&mut tx, update_id, origin, ticket).await?;
+                self.redeliver(tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Cancel(Some(ticket)), _) => {
-                ended_jobs = self.cancel(&mut tx, update_id, origin, ticket).await?;
+                ended_jobs = self.cancel(tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Mode(None), _) => {
-                self.ask_mode(&mut tx, update_id, origin).await?;
+                self.ask_mode(tx, update_id, origin).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, Command::Stats, _) => {
@@ -242,18 +267,22 @@ impl Intake {
                 } else {
                     texts::admins_only(lang)
                 };
-                self.reply(&mut tx, update_id, origin, text).await?;
+                self.reply(tx, update_id, origin, text).await?;
                 Recorded::Answered
             }
             Incoming::Command(origin, command, _) => {
-                let text = self.answer(&mut tx, origin.chat, command).await?;
-                self.reply(&mut tx, update_id, origin, text).await?;
+                let text = self.answer(tx, origin.chat, command).await?;
+                self.reply(tx, update_id, origin, text).await?;
                 Recorded::Answered
             }
-            Incoming::Document(origin, facts, _) => self.document(&mut tx, update_id, origin, facts).await?,
+            Incoming::Document(origin, facts, _) => self.document(tx, update_id, origin, facts).await?,
         };
-        tx.advance_offset(bot_id, update_id.next_offset(), now).await?;
-        tx.commit().await?;
+        Ok((recorded, ended_jobs))
+    }
+
+    /// Once the update's transaction committed: an unusable update is counted and logged by its
+    /// kind, and whoever waits for what it queued is woken.
+    fn after_commit(&self, update_id: UpdateId, unusable: Option<&'static str>, recorded: &Recorded, ended_jobs: bool) {
         if let Some(kind) = unusable {
             // The kind only: what the update held may be anything a person wrote.
             metrics::counter!("docket_updates_unusable_total", "kind" => kind).increment(1);
@@ -273,7 +302,6 @@ impl Intake {
         if ended_jobs {
             self.jobs_ended.notify_waiters();
         }
-        Ok(recorded)
     }
 
     /// Whether `origin`'s sender may use the bot: by `[access]`, or let in by an invite.
