@@ -262,36 +262,8 @@ async fn resolve_lapsed(deps: &OutboxDeps) {
 
 async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     let Some(lease) = message.lease.clone() else { return };
-    let call = async {
-        match message.kind {
-            MessageKind::Result => send_result(deps, &message).await,
-            MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
-                deps.telegram
-                    .send_text(message.chat, &message.body, message.reply_to_message_id, &message.buttons)
-                    .await
-            }
-            MessageKind::Progress => edit_status(deps, &message).await,
-        }
-    };
-    // A call can outlast the lease (an upload; teloxide alone waits 10 s after any 5xx before
-    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned. A call
-    // whose lease cannot be kept is dropped, not continued beside another sender's.
-    let result = tokio::select! {
-        res = call => res,
-        // A send is not fenced once it left: two senders would deliver it twice.
-        lost = runtime::keep_lease(
-            deps.settings.get().lease,
-            Arc::clone(&deps.clock),
-            lease.until,
-            runtime::WhenUnreachable::Stop,
-            |until, now| deps.store.renew_message_lease(message.id, &lease, until, now),
-        ) => {
-            warn!(reason = ?lost, "abandoned the call: the send lease could not be kept; nothing is written for it");
-            return;
-        }
-    };
+    let Some(result) = call_under_lease(deps, &message, &lease).await else { return };
     let now = deps.clock.now();
-    let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
     // Whatever the answer, a call went to this chat: pace it before the row leaves `sending`,
     // so the chat's next message (claimable only after that) keeps the interval.
     let interval = deps.settings.get().limits.interval(message.chat.0);
@@ -300,20 +272,82 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
     {
         warn!(error = %e, "cannot record the chat's pace; sending on");
     }
-    let outcome = match &result {
+    // Every Bot API answer to a send, by what it was (the rows' fates are counted below).
+    metrics::counter!("docket_sends_total", "outcome" => outcome_label(&result)).increment(1);
+    let written = record_answer(deps, &message, &lease, result, now).await;
+    match written {
+        Ok(true) => {}
+        Ok(false) => warn!("the message's lease was lost before its outcome was written"),
+        Err(e) => error!(error = %e, "cannot record a message's outcome; it will be retried when its lease lapses"),
+    }
+}
+
+/// Makes `message`'s call to the Bot API while keeping its lease; `None` when the lease could not
+/// be kept, and the call was dropped.
+async fn call_under_lease(
+    deps: &OutboxDeps,
+    message: &OutboxMessage,
+    lease: &Lease,
+) -> Option<Result<Sent, TelegramError>> {
+    let call = async {
+        match message.kind {
+            MessageKind::Result => send_result(deps, message).await,
+            MessageKind::TicketReply | MessageKind::Reply | MessageKind::Failure => {
+                deps.telegram
+                    .send_text(message.chat, &message.body, message.reply_to_message_id, &message.buttons)
+                    .await
+            }
+            MessageKind::Progress => edit_status(deps, message).await,
+        }
+    };
+    // A call can outlast the lease (an upload; teloxide alone waits 10 s after any 5xx before
+    // it reports it): renew it meanwhile, so no other sender takes the row as abandoned. A call
+    // whose lease cannot be kept is dropped, not continued beside another sender's.
+    tokio::select! {
+        res = call => Some(res),
+        // A send is not fenced once it left: two senders would deliver it twice.
+        lost = runtime::keep_lease(
+            deps.settings.get().lease,
+            Arc::clone(&deps.clock),
+            lease.until,
+            runtime::WhenUnreachable::Stop,
+            |until, now| deps.store.renew_message_lease(message.id, lease, until, now),
+        ) => {
+            warn!(reason = ?lost, "abandoned the call: the send lease could not be kept; nothing is written for it");
+            None
+        }
+    }
+}
+
+/// What the Bot API's answer to a send was, as `docket_sends_total` labels it.
+fn outcome_label(result: &Result<Sent, TelegramError>) -> &'static str {
+    match result {
         Ok(_) => "delivered",
         Err(TelegramError::RetryAfter(_)) => "flood_wait",
         Err(TelegramError::Migrated(_)) => "migrated",
         Err(TelegramError::ChatGone(_)) => "chat_gone",
         Err(TelegramError::Lost(_)) => "unknown",
         Err(_) => "error",
-    };
-    // Every Bot API answer to a send, by what it was (the rows' fates are counted below).
-    metrics::counter!("docket_sends_total", "outcome" => outcome).increment(1);
-    let written = match result {
+    }
+}
+
+/// Writes what the Bot API's answer `result` means for `message`, under `lease`: sent, retried
+/// (after a 429, a migration or a transient failure), dead, unknown, or failed. `false`: the
+/// lease was lost before the outcome could be written.
+///
+/// One arm per answer, kept in one match so that it reads beside ARCHITECTURE's table "What each
+/// Bot API answer does", row for row.
+async fn record_answer(
+    deps: &OutboxDeps,
+    message: &OutboxMessage,
+    lease: &Lease,
+    result: Result<Sent, TelegramError>,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
+    match result {
         Ok(sent) => {
-            let ok =
-                deps.store.mark_message_sent(&message, &lease, sent.message_id, sent.file_id.as_deref(), now).await;
+            let ok = deps.store.mark_message_sent(message, lease, sent.message_id, sent.file_id.as_deref(), now).await;
             if matches!(ok, Ok(true)) {
                 info!(telegram.message_id = %sent.message_id, "delivered");
                 metrics::counter!("docket_messages_sent_total", "kind" => message.kind.as_str()).increment(1);
@@ -329,14 +363,14 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
                 warn!(error = %e, "could not record the 429 for /stats");
             }
             match pause_for_429(deps, message.chat, until, &why).await {
-                Ok(()) => deps.store.retry_message(message.id, &lease, until, &why, now).await,
+                Ok(()) => deps.store.retry_message(message.id, lease, until, &why, now).await,
                 Err(e) => Err(e),
             }
         }
         Err(TelegramError::Migrated(to)) => {
             info!(to, "the group became a supergroup; moving its messages and jobs");
             match deps.store.migrate_chat(message.chat, ChatRef(to), now).await {
-                Ok(_) => deps.store.retry_message(message.id, &lease, now, "moved to the supergroup", now).await,
+                Ok(_) => deps.store.retry_message(message.id, lease, now, "moved to the supergroup", now).await,
                 Err(e) => Err(e),
             }
         }
@@ -349,32 +383,27 @@ async fn deliver(deps: &OutboxDeps, message: OutboxMessage) {
                 Ok(n) => info!(messages = n, "marked the chat dead with its queued messages"),
                 Err(e) => warn!(error = %e, "could not mark the chat dead"),
             }
-            deps.store.close_message(message.id, &lease, OutboxState::Dead, &why, now).await
+            deps.store.close_message(message.id, lease, OutboxState::Dead, &why, now).await
         }
-        Err(TelegramError::Lost(why)) => after_unknown(deps, &message, &lease, &why).await,
+        Err(TelegramError::Lost(why)) => after_unknown(deps, message, lease, &why).await,
         // A refused token stops the bot (the poller reports it): keep the message for later.
         Err(e @ (TelegramError::Transient(_) | TelegramError::Unauthorized))
             if attempts < deps.settings.get().limits.max_attempts =>
         {
             let wait = backoff_jittered(attempts, deps.settings.get().retry_base, Duration::from_secs(300));
             warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "sending failed; will retry");
-            deps.store.retry_message(message.id, &lease, now.plus(wait), &e.to_string(), now).await
+            deps.store.retry_message(message.id, lease, now.plus(wait), &e.to_string(), now).await
         }
         Err(e) => {
             error!(error = %e, "giving up on a message");
             metrics::counter!("docket_messages_failed_total", "kind" => message.kind.as_str()).increment(1);
-            let closed = deps.store.close_message(message.id, &lease, OutboxState::Failed, &e.to_string(), now).await;
+            let closed = deps.store.close_message(message.id, lease, OutboxState::Failed, &e.to_string(), now).await;
             // A status edit that cannot be made (the person deleted the message) is no incident.
             if matches!(closed, Ok(true)) && message.kind != MessageKind::Progress {
-                alert_admins(deps, &message, &e.to_string(), now).await;
+                alert_admins(deps, message, &e.to_string(), now).await;
             }
             closed
         }
-    };
-    match written {
-        Ok(true) => {}
-        Ok(false) => warn!("the message's lease was lost before its outcome was written"),
-        Err(e) => error!(error = %e, "cannot record a message's outcome; it will be retried when its lease lapses"),
     }
 }
 
