@@ -42,56 +42,9 @@ pub struct Output {
 /// Runs the job's operation on its verified source.
 pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageError> {
     let chat_lang = super::progress::chat_lang(deps, job).await;
-    let Some(expected) = job.source.clone() else {
-        return Err(StageError::SourceLost { detail: "no source recorded".into() });
-    };
-    let Some(source) = expected.path.as_deref().map(PathBuf::from) else {
-        return Err(StageError::SourceLost { detail: "no source recorded".into() });
-    };
-    // Size and sha256 in full, every time: downloads are not synced (see `download`), so after a
-    // power cut this is where bytes the disk never got are found, and fetched again.
-    let src = source.clone();
-    tokio::task::spawn_blocking(move || verify_source(&src, expected.size, &expected.sha256))
-        .await
-        .map_err(|e| StageError::retry(format!("verifying the source panicked: {e}")))??;
-
-    let src = source.clone();
-    let format = tokio::task::spawn_blocking(move || detect::detect_path(&src))
-        .await
-        .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
-        .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading the source", e) })?;
-    let mut operation = unsealed(deps, job);
-    let (mut work, mut accepts) = work_for(&deps.settings.get().tools, &operation)?;
-    if !takes(&accepts, &format)
-        && let Some(fitting) = fitting_default(deps, job, &format).await?
-    {
-        info!(
-            from = operation.name(),
-            to = fitting.name(),
-            format = format.label(),
-            "the declared type lied: running the default operation that fits the content"
-        );
-        operation = fitting;
-        (work, accepts) = work_for(&deps.settings.get().tools, &operation)?;
-    }
+    let (source, format) = verified_source(job).await?;
+    let (operation, work) = choose_work(deps, job, &format).await?;
     let operation = &operation;
-    if !takes(&accepts, &format) {
-        return Err(StageError::fail(
-            FailureReason::WrongFormat {
-                operation: operation.name().to_owned(),
-                accepts,
-                found: format.describe(),
-                found_label: format.label().to_owned(),
-            },
-            format!("declared {:?}, content is {}", job.submission.declared_mime, format.label()),
-        ));
-    }
-    let Some(work) = work.for_content(format.label(), deps.settings.get().office.as_ref()) else {
-        return Err(StageError::fail(
-            FailureReason::OfficeUnavailable,
-            format!("{} needs LibreOffice, which [processing] soffice did not find on this host", format.label()),
-        ));
-    };
     if matches!(operation, Operation::Decrypt { .. }) {
         delete_the_password_message(deps, job).await;
     }
@@ -122,16 +75,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         ));
     }
     let message = match operation.output() {
-        // The child writes the facts (`DocumentInfo` as JSON); the message is written here, in
-        // words, so the child needs no texts.
-        ResultKind::Message => {
-            let facts = tokio::fs::read(&attempt.output)
-                .await
-                .map_err(|e| StageError::retry(format!("reading the facts: {e}")))?;
-            let info: crate::domain::DocumentInfo = serde_json::from_slice(&facts)
-                .map_err(|e| StageError::retry(format!("the facts the child wrote do not read: {e}")))?;
-            Some(crate::texts::info_message(chat_lang, job.name(), &crate::texts::document_info(chat_lang, &info)))
-        }
+        ResultKind::Message => Some(info_message(chat_lang, job, &attempt.output).await?),
         _ => None,
     };
     let spool = deps.spool.clone();
@@ -145,6 +89,77 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         note,
         message,
     })
+}
+
+/// The job's source, checked to be what was downloaded, and its format detected from the content.
+async fn verified_source(job: &Job) -> Result<(PathBuf, DetectedFormat), StageError> {
+    let Some(expected) = job.source.clone() else {
+        return Err(StageError::SourceLost { detail: "no source recorded".into() });
+    };
+    let Some(source) = expected.path.as_deref().map(PathBuf::from) else {
+        return Err(StageError::SourceLost { detail: "no source recorded".into() });
+    };
+    // Size and sha256 in full, every time: downloads are not synced (see `download`), so after a
+    // power cut this is where bytes the disk never got are found, and fetched again.
+    let src = source.clone();
+    tokio::task::spawn_blocking(move || verify_source(&src, expected.size, &expected.sha256))
+        .await
+        .map_err(|e| StageError::retry(format!("verifying the source panicked: {e}")))??;
+
+    let src = source.clone();
+    let format = tokio::task::spawn_blocking(move || detect::detect_path(&src))
+        .await
+        .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
+        .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading the source", e) })?;
+    Ok((source, format))
+}
+
+/// The operation the run carries out on content of `format`, and the work that does it: the
+/// job's own, or the default that fits when no caption chose it and the declared type lied. A
+/// format the operation does not take, or an office file without LibreOffice, fails the run.
+async fn choose_work(deps: &PipelineDeps, job: &Job, format: &DetectedFormat) -> Result<(Operation, Work), StageError> {
+    let mut operation = unsealed(deps, job);
+    let (mut work, mut accepts) = work_for(&deps.settings.get().tools, &operation)?;
+    if !takes(&accepts, format)
+        && let Some(fitting) = fitting_default(deps, job, format).await?
+    {
+        info!(
+            from = operation.name(),
+            to = fitting.name(),
+            format = format.label(),
+            "the declared type lied: running the default operation that fits the content"
+        );
+        operation = fitting;
+        (work, accepts) = work_for(&deps.settings.get().tools, &operation)?;
+    }
+    if !takes(&accepts, format) {
+        return Err(StageError::fail(
+            FailureReason::WrongFormat {
+                operation: operation.name().to_owned(),
+                accepts,
+                found: format.describe(),
+                found_label: format.label().to_owned(),
+            },
+            format!("declared {:?}, content is {}", job.submission.declared_mime, format.label()),
+        ));
+    }
+    let Some(work) = work.for_content(format.label(), deps.settings.get().office.as_ref()) else {
+        return Err(StageError::fail(
+            FailureReason::OfficeUnavailable,
+            format!("{} needs LibreOffice, which [processing] soffice did not find on this host", format.label()),
+        ));
+    };
+    Ok((operation, work))
+}
+
+/// The message of an operation whose result is one (`info`): the child writes the facts
+/// (`DocumentInfo` as JSON) to `facts`; the message is written here, in words, so the child
+/// needs no texts.
+async fn info_message(chat_lang: crate::texts::Lang, job: &Job, facts: &Path) -> Result<String, StageError> {
+    let facts = tokio::fs::read(facts).await.map_err(|e| StageError::retry(format!("reading the facts: {e}")))?;
+    let info: crate::domain::DocumentInfo = serde_json::from_slice(&facts)
+        .map_err(|e| StageError::retry(format!("the facts the child wrote do not read: {e}")))?;
+    Ok(crate::texts::info_message(chat_lang, job.name(), &crate::texts::document_info(chat_lang, &info)))
 }
 
 /// For a run whose operation no caption chose and which does not take the content's real
