@@ -67,21 +67,86 @@ pub(crate) fn write_pdf(
     mut trailer: Dictionary,
     renumber: Renumber<'_>,
 ) -> Result<Vec<u8>, PdfError> {
-    let encrypting = |error: lopdf::encryption::DecryptionError| {
-        PdfError::unreadable(format!("encrypting the result again: {error}"))
-    };
-    let mut next_id = items.iter().map(|item| item.id.0).max().unwrap_or(0);
-    let mut new_id = || -> Result<u32, PdfError> {
-        next_id = next_id.checked_add(1).ok_or_else(|| PdfError::unreadable("too many objects to number"))?;
-        Ok(next_id)
-    };
+    let mut numbers = FreeNumbers { last: items.iter().map(|item| item.id.0).max().unwrap_or(0) };
     let (packed, mut direct): (Vec<Item<'_>>, Vec<Item<'_>>) = items.into_iter().partition(packable);
 
     // Object number → where it is: a byte offset, or a container and an index in it.
     let mut entries: BTreeMap<u32, Entry> = BTreeMap::new();
+    let mut written_by_us = pack_object_streams(layout, &packed, renumber, &mut numbers, &mut entries)?;
+    if let Some(state) = layout.encryption {
+        for item in &mut direct {
+            encryption::encrypt_object(state, item.id, item.object.to_mut()).map_err(encrypting)?;
+        }
+        let encrypt_dict = state.encode().map_err(|error| PdfError::unreadable(format!("encrypting: {error}")))?;
+        let encrypt_id = (numbers.next()?, 0);
+        trailer.set("Encrypt", Object::Reference(encrypt_id));
+        written_by_us.push((encrypt_id, Object::Dictionary(encrypt_dict)));
+    }
+    let xref_id = numbers.next()?;
+
+    // Room for the streams' data up front: for a scan that is nearly all of the file, and
+    // growing into it would copy it again and again.
+    let stream_bytes: usize =
+        direct.iter().filter_map(|item| item.object.as_stream().ok()).map(|s| s.content.len()).sum();
+    let packed_bytes: usize =
+        written_by_us.iter().filter_map(|(_, object)| object.as_stream().ok()).map(|s| s.content.len()).sum();
+    let mut out = Vec::with_capacity(stream_bytes + packed_bytes + 64 * direct.len() + 4096);
+    writeln!(out, "%PDF-{}", layout.version.max("1.5"))?;
+    out.extend_from_slice(b"%\xe2\xe3\xcf\xd3\n");
+    for item in &direct {
+        entries.insert(item.id.0, Entry::At { offset: out.len() as u64, generation: item.id.1 });
+        write_indirect(&mut out, item.id, &item.object, item.renumbered.then_some(renumber))?;
+    }
+    for (id, object) in &written_by_us {
+        entries.insert(id.0, Entry::At { offset: out.len() as u64, generation: id.1 });
+        write_indirect(&mut out, *id, object, None)?;
+    }
+
+    let xref_at = out.len() as u64;
+    entries.insert(xref_id, Entry::At { offset: xref_at, generation: 0 });
+    let xref = xref_stream(layout, trailer, &entries, xref_id);
+    write_indirect(&mut out, (xref_id, 0), &xref, None)?;
+    write!(out, "startxref\n{xref_at}\n%%EOF\n")?;
+    Ok(out)
+}
+
+/// An object that could not be encrypted again, as the refusal says it.
+fn encrypting(error: lopdf::encryption::DecryptionError) -> PdfError {
+    PdfError::unreadable(format!("encrypting the result again: {error}"))
+}
+
+/// The object numbers a written file adds (object streams, the encryption dictionary, the
+/// cross-reference stream): each one past the highest in use.
+struct FreeNumbers {
+    /// The highest number given so far.
+    last: u32,
+}
+
+impl FreeNumbers {
+    /// The next free number.
+    ///
+    /// # Errors
+    ///
+    /// [`PdfError::Unreadable`] past the last number PDF can write.
+    fn next(&mut self) -> Result<u32, PdfError> {
+        self.last = self.last.checked_add(1).ok_or_else(|| PdfError::unreadable("too many objects to number"))?;
+        Ok(self.last)
+    }
+}
+
+/// `packed` in object streams of at most `layout.objects_per_stream` objects, deflated and (with
+/// `layout.encryption`) encrypted, numbered from `numbers`; each member's place is recorded in
+/// `entries`.
+fn pack_object_streams(
+    layout: &Layout<'_>,
+    packed: &[Item<'_>],
+    renumber: Renumber<'_>,
+    numbers: &mut FreeNumbers,
+    entries: &mut BTreeMap<u32, Entry>,
+) -> Result<Vec<(ObjectId, Object)>, PdfError> {
     let mut containers: Vec<(ObjectId, Object)> = Vec::new();
     for members in packed.chunks(layout.objects_per_stream.clamp(1, usize::from(u16::MAX))) {
-        let container = new_id()?;
+        let container = numbers.next()?;
         let mut offsets = String::new();
         let mut body = Vec::new();
         for (index, item) in members.iter().enumerate() {
@@ -104,38 +169,13 @@ pub(crate) fn write_pdf(
         }
         containers.push(((container, 0), stream));
     }
-    let mut written_by_us = containers;
-    if let Some(state) = layout.encryption {
-        for item in &mut direct {
-            encryption::encrypt_object(state, item.id, item.object.to_mut()).map_err(encrypting)?;
-        }
-        let encrypt_dict = state.encode().map_err(|error| PdfError::unreadable(format!("encrypting: {error}")))?;
-        let encrypt_id = (new_id()?, 0);
-        trailer.set("Encrypt", Object::Reference(encrypt_id));
-        written_by_us.push((encrypt_id, Object::Dictionary(encrypt_dict)));
-    }
-    let xref_id = new_id()?;
+    Ok(containers)
+}
 
-    // Room for the streams' data up front: for a scan that is nearly all of the file, and
-    // growing into it would copy it again and again.
-    let stream_bytes: usize =
-        direct.iter().filter_map(|item| item.object.as_stream().ok()).map(|s| s.content.len()).sum();
-    let packed_bytes: usize =
-        written_by_us.iter().filter_map(|(_, object)| object.as_stream().ok()).map(|s| s.content.len()).sum();
-    let mut out = Vec::with_capacity(stream_bytes + packed_bytes + 64 * direct.len() + 4096);
-    writeln!(out, "%PDF-{}", layout.version.max("1.5"))?;
-    out.extend_from_slice(b"%\xe2\xe3\xcf\xd3\n");
-    for item in &direct {
-        entries.insert(item.id.0, Entry::At { offset: out.len() as u64, generation: item.id.1 });
-        write_indirect(&mut out, item.id, &item.object, item.renumbered.then_some(renumber))?;
-    }
-    for (id, object) in &written_by_us {
-        entries.insert(id.0, Entry::At { offset: out.len() as u64, generation: id.1 });
-        write_indirect(&mut out, *id, object, None)?;
-    }
-
-    let xref_at = out.len() as u64;
-    entries.insert(xref_id, Entry::At { offset: xref_at, generation: 0 });
+/// The cross-reference stream at number `xref_id`, which ends the file: a row per object number
+/// up to it, from `entries`, under `trailer` stripped of what an earlier file's cross-reference
+/// said about itself.
+fn xref_stream(layout: &Layout<'_>, mut trailer: Dictionary, entries: &BTreeMap<u32, Entry>, xref_id: u32) -> Object {
     let rows: Vec<[u64; 3]> = (0..=xref_id)
         .map(|number| match entries.get(&number) {
             Some(Entry::At { offset, generation }) => [1, *offset, u64::from(*generation)],
@@ -159,9 +199,7 @@ pub(crate) fn write_pdf(
         trailer.set("Filter", "FlateDecode");
         trailer.set("DecodeParms", lopdf::dictionary! { "Columns" => columns as i64, "Predictor" => 12 });
     }
-    write_indirect(&mut out, (xref_id, 0), &Object::Stream(Stream::new(trailer, xref.data)), None)?;
-    write!(out, "startxref\n{xref_at}\n%%EOF\n")?;
-    Ok(out)
+    Object::Stream(Stream::new(trailer, xref.data))
 }
 
 /// `document` as a file: every object that may be packed in object streams of at most
