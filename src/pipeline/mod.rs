@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn};
 
 use crate::domain::{FailureReason, JobEvent, JobState, SharedClock};
-use crate::domain::{Job, Operation};
+use crate::domain::{Job, Lease, Operation};
 use crate::runtime::{self, Drain, Shutdown, Wakeups, Worker, WorkerId};
 use crate::spool::Spool;
 use crate::store::{AttemptRule, Release, Stage, Store};
@@ -186,93 +186,101 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
         error!(ticket = %job.ticket, "claimed a job without a lease; skipping");
         return;
     };
-    {
-        if job.attempts > i64::from(deps.settings.get().max_attempts) {
-            // Earlier attempts died without reporting (a crash, an OOM kill): stop the loop.
-            let attempts = u32::try_from(job.attempts - 1).unwrap_or(u32::MAX);
-            let detail = format!("{attempts} attempts ended without an outcome");
-            record::fail(deps, &job, Some(&lease), FailureReason::GaveUp { attempts }, detail).await;
-            return;
+    if job.attempts > i64::from(deps.settings.get().max_attempts) {
+        // Earlier attempts died without reporting (a crash, an OOM kill): stop the loop.
+        let attempts = u32::try_from(job.attempts - 1).unwrap_or(u32::MAX);
+        let detail = format!("{attempts} attempts ended without an outcome");
+        record::fail(deps, &job, Some(&lease), FailureReason::GaveUp { attempts }, detail).await;
+        return;
+    }
+    info!(declared_size_bytes = job.submission.declared_size, "working on job");
+    let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
+    let step = match stage {
+        Stage::Download => Progress::Downloading { done: 0, total: declared },
+        Stage::Process => Progress::Processing,
+    };
+    progress::report(deps, &job, &step, job.updated_at).await;
+    let received = Arc::new(AtomicU64::new(0));
+    let reporter = (stage == Stage::Download)
+        .then(|| tokio::spawn(progress::report_download(deps.clone(), job.clone(), Arc::clone(&received))));
+    let heartbeat =
+        // Every write of a stage is fenced by its lease token: through an outage longer than
+        // the lease, the stage works on, and stops only if another worker took the job.
+        runtime::keep_lease(
+            deps.settings.get().lease,
+            Arc::clone(&deps.clock),
+            lease.until,
+            runtime::WhenUnreachable::WorkOn,
+            |until, now| deps.store.renew_job_lease(job.ticket, &lease, until, now),
+        );
+    let started = std::time::Instant::now();
+    let outcome = tokio::select! {
+        res = run_stage(stage, deps, &job, &received) => Ok(res),
+        _ = heartbeat => Err(Interrupted::LeaseLost),
+        () = abort.cancelled() => Err(Interrupted::Shutdown),
+    };
+    if let Some(reporter) = reporter {
+        // Stopped for good before the outcome is recorded, so no stale percentage can
+        // overwrite the state that follows.
+        reporter.abort();
+        let _ = reporter.await;
+    }
+    if let Ok(done) = &outcome {
+        record_duration(stage, &job, started, done.is_ok());
+    }
+    match outcome {
+        Ok(Ok(produced)) => record::advance(deps, &job, &lease, produced).await,
+        Ok(Err(e)) => record::handle_error(deps, &job, &lease, e).await,
+        Err(Interrupted::LeaseLost) => after_lease_lost(stage, deps, &job, &lease).await,
+        Err(Interrupted::Shutdown) => release_at_shutdown(stage, deps, &job, &lease).await,
+    }
+}
+
+/// How long a stage that reported an outcome took, by stage, operation and result.
+fn record_duration(stage: Stage, job: &Job, started: std::time::Instant, done: bool) {
+    let name = match stage {
+        Stage::Download => "docket_download_seconds",
+        Stage::Process => "docket_processing_seconds",
+    };
+    let result = if done { "done" } else { "error" };
+    metrics::histogram!(name, "operation" => job.submission.operation.name(), "result" => result)
+        .record(started.elapsed().as_secs_f64());
+}
+
+/// The lease on `job` could not be kept: a job ended meanwhile (cancelled, forgotten) has its
+/// files deleted, since nobody will use them again; otherwise another worker owns the job now,
+/// and this attempt is dropped.
+async fn after_lease_lost(stage: Stage, deps: &PipelineDeps, job: &Job, lease: &Lease) {
+    match deps.store.job(job.ticket).await {
+        Ok(Some(now)) if matches!(now.state, JobState::Failed | JobState::Expired) => {
+            info!(state = %now.state, "the job was ended while it ran; stopped, and deleting its files");
+            reap::reap(deps, job.ticket);
         }
-        info!(declared_size_bytes = job.submission.declared_size, "working on job");
-        let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
-        let step = match stage {
-            Stage::Download => Progress::Downloading { done: 0, total: declared },
-            Stage::Process => Progress::Processing,
-        };
-        progress::report(deps, &job, &step, job.updated_at).await;
-        let received = Arc::new(AtomicU64::new(0));
-        let reporter = (stage == Stage::Download)
-            .then(|| tokio::spawn(progress::report_download(deps.clone(), job.clone(), Arc::clone(&received))));
-        let heartbeat =
-            // Every write of a stage is fenced by its lease token: through an outage longer than
-            // the lease, the stage works on, and stops only if another worker took the job.
-            runtime::keep_lease(
-                deps.settings.get().lease,
-                Arc::clone(&deps.clock),
-                lease.until,
-                runtime::WhenUnreachable::WorkOn,
-                |until, now| deps.store.renew_job_lease(job.ticket, &lease, until, now),
-            );
-        let started = std::time::Instant::now();
-        let outcome = tokio::select! {
-            res = run_stage(stage, deps, &job, &received) => Ok(res),
-            _ = heartbeat => Err(Interrupted::LeaseLost),
-            () = abort.cancelled() => Err(Interrupted::Shutdown),
-        };
-        if let Some(reporter) = reporter {
-            // Stopped for good before the outcome is recorded, so no stale percentage can
-            // overwrite the state that follows.
-            reporter.abort();
-            let _ = reporter.await;
-        }
-        if let Ok(done) = &outcome {
-            let name = match stage {
-                Stage::Download => "docket_download_seconds",
-                Stage::Process => "docket_processing_seconds",
-            };
-            let result = if done.is_ok() { "done" } else { "error" };
-            metrics::histogram!(name, "operation" => job.submission.operation.name(), "result" => result)
-                .record(started.elapsed().as_secs_f64());
-        }
-        match outcome {
-            Ok(Ok(produced)) => record::advance(deps, &job, &lease, produced).await,
-            Ok(Err(e)) => record::handle_error(deps, &job, &lease, e).await,
-            Err(Interrupted::LeaseLost) => {
-                match deps.store.job(job.ticket).await {
-                    Ok(Some(now)) if matches!(now.state, JobState::Failed | JobState::Expired) => {
-                        // Ended while this worker held it (cancelled, forgotten): nobody will use
-                        // its files again.
-                        info!(state = %now.state, "the job was ended while it ran; stopped, and deleting its files");
-                        reap::reap(deps, job.ticket);
-                    }
-                    _ => {
-                        warn!("lost the lease; another worker owns the job now, dropping this attempt");
-                        if stage == Stage::Download {
-                            deps.budget.release_claim(job.ticket, lease.token);
-                        }
-                    }
-                }
-            }
-            Err(Interrupted::Shutdown) => {
-                // Give the job back now instead of letting the lease run out. It keeps its place
-                // in the queue (when it became due) and the attempt is not its fault.
-                let release = Release {
-                    from: job.state,
-                    event: JobEvent::RetryLater,
-                    not_before: job.not_before,
-                    detail: Some("released at shutdown".into()),
-                    attempts: AttemptRule::Refunded,
-                };
-                match deps.store.release_job(job.ticket, &lease, &release, deps.clock.now()).await {
-                    Ok(_) => info!("released the job at shutdown"),
-                    Err(e) => warn!(error = %e, "could not release the job at shutdown; its lease will lapse"),
-                }
-                if stage == Stage::Download {
-                    deps.budget.release_claim(job.ticket, lease.token);
-                }
+        _ => {
+            warn!("lost the lease; another worker owns the job now, dropping this attempt");
+            if stage == Stage::Download {
+                deps.budget.release_claim(job.ticket, lease.token);
             }
         }
+    }
+}
+
+/// Gives `job` back at shutdown instead of letting the lease run out. It keeps its place in the
+/// queue (when it became due) and the attempt is not its fault.
+async fn release_at_shutdown(stage: Stage, deps: &PipelineDeps, job: &Job, lease: &Lease) {
+    let release = Release {
+        from: job.state,
+        event: JobEvent::RetryLater,
+        not_before: job.not_before,
+        detail: Some("released at shutdown".into()),
+        attempts: AttemptRule::Refunded,
+    };
+    match deps.store.release_job(job.ticket, lease, &release, deps.clock.now()).await {
+        Ok(_) => info!("released the job at shutdown"),
+        Err(e) => warn!(error = %e, "could not release the job at shutdown; its lease will lapse"),
+    }
+    if stage == Stage::Download {
+        deps.budget.release_claim(job.ticket, lease.token);
     }
 }
 
