@@ -13,9 +13,11 @@ use crate::domain::{
 };
 use crate::sealing::SealingKey;
 use crate::store::{StoreResult, Tx};
-use crate::texts;
+use crate::texts::{self, Lang};
 
 impl Intake {
+    /// A document sent: refused for its size or its caption, a new ticket, or the answer for one
+    /// the chat has (a further run of it, or a run asked again).
     pub(super) async fn document(
         &self,
         tx: &mut Tx,
@@ -25,26 +27,8 @@ impl Intake {
     ) -> StoreResult<Recorded> {
         let now = self.clock.now();
         let lang = chat_lang(tx, origin.chat).await?;
-        let name = facts.name.clone().unwrap_or_default();
-        if let Some(size) = facts.size.filter(|s| *s > self.settings.get().download_limit) {
-            let text = texts::too_big_to_accept(lang, &name, size, self.settings.get().download_limit);
-            self.reply(tx, update_id, origin, text).await?;
-            info!(
-                update.id = %update_id,
-                size_bytes = size,
-                limit_bytes = self.settings.get().download_limit,
-                "refused a file over the download limit"
-            );
-            return Ok(Recorded::RefusedTooBig);
-        }
-        if let Some(size) = facts.size.filter(|s| *s > self.settings.get().largest_source) {
-            let largest = self.largest_source_anywhere(tx, now).await?;
-            if size > largest {
-                let text = texts::too_big_for_budget(lang, &name, size, largest);
-                self.reply(tx, update_id, origin, text).await?;
-                info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the byte budget of every live host");
-                return Ok(Recorded::RefusedTooBig);
-            }
+        if let Some(refused) = self.refuse_if_too_big(tx, update_id, origin, &facts, lang, now).await? {
+            return Ok(refused);
         }
         let (operation, explicit) = match self.operation_of(tx, origin.chat, &facts).await? {
             Ok(chosen) => chosen,
@@ -54,7 +38,6 @@ impl Intake {
                 return Ok(Recorded::RefusedCaption);
             }
         };
-        let asks_with_password = matches!(&operation, Operation::Decrypt { password } if !password.is_empty());
         let new_job = Submission {
             update_id,
             chat: origin.chat,
@@ -71,23 +54,7 @@ impl Intake {
             run_of: None,
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
-            if self.queue_is_full(tx, update_id, origin, &name).await? {
-                return Ok(Recorded::RefusedQueueFull);
-            }
-            let ticket = tx.insert_job(&new_job, now).await?;
-            let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-            let mut text = texts::ticket_reply(lang, &name, facts.size, ticket, ahead);
-            if new_job.operation != Operation::Optimize {
-                text = format!("{text}\n{}", texts::will_run(lang, &new_job.operation));
-            }
-            if asks_with_password {
-                text = format!("{text}\n{}", texts::delete_the_password(lang, origin.chat_kind == ChatKind::Private));
-            }
-            self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
-                .await?;
-            info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = facts.size, "accepted a document");
-            metrics::counter!("docket_jobs_accepted_total").increment(1);
-            return Ok(Recorded::Submission(ticket));
+            return self.accept(tx, update_id, origin, &new_job, lang, now).await;
         };
         // A caption that names an operation asks for that run of the ticket (a new one, or the
         // one asked before); a file sent again without one asks for its first run again.
@@ -107,6 +74,77 @@ impl Intake {
             ..new_job
         };
         self.ask_again(tx, update_id, origin, &run, &new_job).await
+    }
+
+    /// Refuses a document that declares more than the download limit, or more than the byte
+    /// budget of every live host, with an answer that says so; `None`: its size is no reason
+    /// to refuse it.
+    async fn refuse_if_too_big(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        facts: &DocumentFacts,
+        lang: Lang,
+        now: Timestamp,
+    ) -> StoreResult<Option<Recorded>> {
+        let name = facts.name.as_deref().unwrap_or_default();
+        let declared_size = facts.size;
+        let download_limit = self.settings.get().download_limit;
+        if let Some(size) = declared_size.filter(|s| *s > download_limit) {
+            let text = texts::too_big_to_accept(lang, name, size, download_limit);
+            self.reply(tx, update_id, origin, text).await?;
+            info!(
+                update.id = %update_id,
+                size_bytes = size,
+                limit_bytes = download_limit,
+                "refused a file over the download limit"
+            );
+            return Ok(Some(Recorded::RefusedTooBig));
+        }
+        if let Some(size) = declared_size.filter(|s| *s > self.settings.get().largest_source) {
+            let largest = self.largest_source_anywhere(tx, now).await?;
+            if size > largest {
+                let text = texts::too_big_for_budget(lang, name, size, largest);
+                self.reply(tx, update_id, origin, text).await?;
+                info!(update.id = %update_id, size_bytes = size, "refused a file bigger than the byte budget of every live host");
+                return Ok(Some(Recorded::RefusedTooBig));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A document the chat has no ticket for: a new ticket (unless the chat's queue is full),
+    /// answered with its number, the jobs ahead, the operation it will get and, for a password
+    /// in the caption, a request to delete that message.
+    async fn accept(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        new_job: &Submission,
+        lang: Lang,
+        now: Timestamp,
+    ) -> StoreResult<Recorded> {
+        let name = new_job.declared_name.clone().unwrap_or_default();
+        let size = new_job.declared_size.and_then(|s| u64::try_from(s).ok());
+        if self.queue_is_full(tx, update_id, origin, &name).await? {
+            return Ok(Recorded::RefusedQueueFull);
+        }
+        let ticket = tx.insert_job(new_job, now).await?;
+        let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
+        let mut text = texts::ticket_reply(lang, &name, size, ticket, ahead);
+        if new_job.operation != Operation::Optimize {
+            text = format!("{text}\n{}", texts::will_run(lang, &new_job.operation));
+        }
+        if matches!(&new_job.operation, Operation::Decrypt { password } if !password.is_empty()) {
+            text = format!("{text}\n{}", texts::delete_the_password(lang, origin.chat_kind == ChatKind::Private));
+        }
+        self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
+            .await?;
+        info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = size, "accepted a document");
+        metrics::counter!("docket_jobs_accepted_total").increment(1);
+        Ok(Recorded::Submission(ticket))
     }
 
     /// A press on a ticket's operation button (`run:<ticket>:<operation>`): that run of the
