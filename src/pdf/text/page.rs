@@ -148,6 +148,11 @@ impl<'a> Page<'a, '_> {
         Ok(())
     }
 
+    /// Follows one content-stream operator: the graphics and text state it changes, the text
+    /// it shows, the form it draws.
+    ///
+    /// One match, one arm per operator as the PDF reference lists them: a dispatch table reads
+    /// best whole, and every operator not named changes nothing text extraction sees.
     fn operation(
         &mut self,
         operation: &Operation,
@@ -221,17 +226,7 @@ impl<'a> Page<'a, '_> {
             }
             "TJ" => {
                 if let Some(Object::Array(items)) = operands.first() {
-                    for item in items {
-                        match item {
-                            Object::String(bytes, _) => self.show(bytes, state, text),
-                            other => {
-                                if let Some(offset) = number(other) {
-                                    let advance = -offset / 1000.0 * state.size * state.horizontal_scale;
-                                    text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
-                                }
-                            }
-                        }
-                    }
+                    self.show_array(items, state, text);
                 }
             }
             "Do" => {
@@ -242,6 +237,22 @@ impl<'a> Page<'a, '_> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// `TJ`'s array: its strings shown, its numbers moving the text position back (in
+    /// thousandths of the font size) between them.
+    fn show_array(&mut self, items: &[Object], state: &State<'a>, text: &mut TextObject) {
+        for item in items {
+            match item {
+                Object::String(bytes, _) => self.show(bytes, state, text),
+                other => {
+                    if let Some(offset) = number(other) {
+                        let advance = -offset / 1000.0 * state.size * state.horizontal_scale;
+                        text.matrix = Matrix::translation(advance, 0.0).then(text.matrix);
+                    }
+                }
+            }
+        }
     }
 
     fn font(&mut self, resources: Option<&'a Dictionary>, name: &[u8]) -> Result<Option<Rc<Font<'a>>>, PdfError> {
