@@ -74,30 +74,7 @@ const CHILD_LOG_FILTER: &str = "error";
 /// is [`Outcome::Crashed`]. Errors only when the child cannot be started or its result cannot be
 /// synced.
 pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result<Outcome> {
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(request.child_args())
-        .stdin(if request.password.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_clear()
-        // glibc gives each thread an arena that reserves 64 MiB of address space: under
-        // RLIMIT_AS that is memory the document cannot use. Two arenas are enough for lopdf.
-        .env("MALLOC_ARENA_MAX", "2")
-        .env("RUST_LOG", CHILD_LOG_FILTER)
-        // The run's share of the cores, for the thread pools of the programs a tool starts.
-        .env("RAYON_NUM_THREADS", request.limits.threads.to_string())
-        .env("OMP_THREAD_LIMIT", request.limits.threads.to_string())
-        .env("LANG", "C.UTF-8")
-        // Its own process group, so that the child and everything it starts die together.
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    if let Some(scratch) = &request.scratch {
-        command.env("TMPDIR", scratch).env("HOME", scratch);
-    }
+    let mut command = child_command(program, request);
     let mut child = command.spawn()?;
     let group = GroupKiller::of(&child);
     if let (Some(password), Some(mut stdin)) = (&request.password, child.stdin.take()) {
@@ -139,23 +116,61 @@ pub async fn run_contained(program: &Path, request: &Request) -> std::io::Result
     };
     // Timed out, or over its disk limit: the run is killed here, with all it started.
     drop(group);
-    if let Outcome::Reported(Report::Done { .. }) = &outcome {
-        // The child writes its result and leaves making it durable to here, the one place every
-        // result passes, a built-in operation's and an external tool's alike: once the run is
-        // `ready` its source is deleted. One sync, off the operation's own clock.
-        let path = request.output.clone();
-        let synced = tokio::task::spawn_blocking(move || std::fs::File::open(path)?.sync_all())
-            .await
-            .map_err(std::io::Error::other)?;
-        match synced {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Outcome::Crashed { detail: "the child reported a result it did not write".into() });
-            }
-            Err(error) => return Err(error),
-        }
+    if let Outcome::Reported(Report::Done { .. }) = &outcome
+        && let Some(crashed) = sync_result(&request.output).await?
+    {
+        return Ok(crashed);
     }
     Ok(outcome)
+}
+
+/// The command that starts the child: its arguments, pipes and environment, as
+/// [`run_contained`] says.
+fn child_command(program: &Path, request: &Request) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(request.child_args())
+        .stdin(if request.password.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_clear()
+        // glibc gives each thread an arena that reserves 64 MiB of address space: under
+        // RLIMIT_AS that is memory the document cannot use. Two arenas are enough for lopdf.
+        .env("MALLOC_ARENA_MAX", "2")
+        .env("RUST_LOG", CHILD_LOG_FILTER)
+        // The run's share of the cores, for the thread pools of the programs a tool starts.
+        .env("RAYON_NUM_THREADS", request.limits.threads.to_string())
+        .env("OMP_THREAD_LIMIT", request.limits.threads.to_string())
+        .env("LANG", "C.UTF-8")
+        // Its own process group, so that the child and everything it starts die together.
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    if let Some(scratch) = &request.scratch {
+        command.env("TMPDIR", scratch).env("HOME", scratch);
+    }
+    command
+}
+
+/// Makes the result the child reported at `output` durable; `Some` outcome ([`Outcome::Crashed`])
+/// when the child reported a result it did not write.
+async fn sync_result(output: &Path) -> std::io::Result<Option<Outcome>> {
+    // The child writes its result and leaves making it durable to here, the one place every
+    // result passes, a built-in operation's and an external tool's alike: once the run is
+    // `ready` its source is deleted. One sync, off the operation's own clock.
+    let path = output.to_path_buf();
+    let synced = tokio::task::spawn_blocking(move || std::fs::File::open(path)?.sync_all())
+        .await
+        .map_err(std::io::Error::other)?;
+    match synced {
+        Ok(()) => Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Some(Outcome::Crashed { detail: "the child reported a result it did not write".into() }))
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// The end of what a child wrote to one pipe, and how much before it was dropped.
