@@ -215,24 +215,7 @@ fn copy_local_with(
     let for_hasher = src.try_clone().map_err(read_error)?;
     // Byte ranges already copied; the hasher reads them back from the source's page cache.
     let (to_hasher, copied_ranges) = std::sync::mpsc::sync_channel::<(u64, u64)>(2);
-    let hasher = std::thread::spawn(move || -> io::Result<String> {
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0; 1024 * 1024];
-        for (offset, len) in copied_ranges {
-            let mut done = 0;
-            while done < len {
-                let want = buf.len().min(usize::try_from(len - done).unwrap_or(usize::MAX));
-                let n = read_full_at(&for_hasher, &mut buf[..want], offset + done)?;
-                if n < want {
-                    // The source shrank after its copy.
-                    return Err(io::ErrorKind::UnexpectedEof.into());
-                }
-                hasher.update(&buf[..n]);
-                done += n as u64;
-            }
-        }
-        Ok(hex::encode(hasher.finalize()))
-    });
+    let hasher = spawn_range_hasher(for_hasher, copied_ranges);
     let mut in_kernel = true;
     let mut total: u64 = 0;
     let copied = (|| {
@@ -268,6 +251,32 @@ fn copy_local_with(
     copied?;
     let sha256 = sha256.map_err(read_error)?;
     Ok((total, sha256))
+}
+
+/// A thread that hashes `source` by the byte ranges `copied_ranges` names, in order, reading
+/// them back (from the page cache, just copied); its sha256 in hex once the ranges end.
+fn spawn_range_hasher(
+    source: File,
+    copied_ranges: std::sync::mpsc::Receiver<(u64, u64)>,
+) -> std::thread::JoinHandle<io::Result<String>> {
+    std::thread::spawn(move || -> io::Result<String> {
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0; 1024 * 1024];
+        for (offset, len) in copied_ranges {
+            let mut done = 0;
+            while done < len {
+                let want = buf.len().min(usize::try_from(len - done).unwrap_or(usize::MAX));
+                let n = read_full_at(&source, &mut buf[..want], offset + done)?;
+                if n < want {
+                    // The source shrank after its copy.
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+                hasher.update(&buf[..n]);
+                done += n as u64;
+            }
+        }
+        Ok(hex::encode(hasher.finalize()))
+    })
 }
 
 fn read_error(e: io::Error) -> StageError {
