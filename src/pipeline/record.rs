@@ -4,72 +4,84 @@
 
 use tracing::{info, warn};
 
+use super::download::Fetched;
 use super::outcome::{self, AfterError, Recorded};
+use super::process::Output;
 use super::progress::{chat_lang, report};
 use super::{PipelineDeps, Produced, StageError};
-use crate::domain::{FailureReason, Job, JobState, Lease, Ticket};
+use crate::domain::{FailureReason, Job, JobState, Lease, Ticket, Timestamp};
 use crate::store::{Completion, StoreResult};
 use crate::texts::Progress;
 
+/// Records what a stage produced: a verified download (`fetched`) or a result (`ready`).
 pub(super) async fn advance(deps: &PipelineDeps, job: &Job, lease: &Lease, produced: Produced) {
     let now = deps.clock.now();
     match produced {
-        Produced::Fetched(f) => {
-            let answer = deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await;
-            match recorded(deps, job.ticket, answer, JobState::Fetched, &f.path, Job::source_path).await {
-                Recorded::Yes => {
-                    info!(size_bytes = f.size, "downloaded and verified");
-                    // The real size is known now: a file Telegram did not size gives back the
-                    // room it was assumed to need.
-                    deps.budget.resize(job.ticket, f.size);
-                    metrics::counter!("docket_downloads_total").increment(1);
-                    metrics::counter!("docket_download_bytes_total").increment(f.size);
-                    deps.wake.processing.notify_waiters();
-                    report(deps, job, &Progress::WaitingToProcess, now).await;
-                }
-                Recorded::No => {
-                    warn!("the download was not recorded (the lease was lost); discarding it");
-                    remove_quietly(deps, &f.path);
-                    deps.budget.release_claim(job.ticket, lease.token);
-                }
-                Recorded::Unknown => deps.budget.release_claim(job.ticket, lease.token),
-            }
+        Produced::Fetched(f) => fetched(deps, job, lease, f, now).await,
+        Produced::Result(out) => ready(deps, job, lease, out, now).await,
+    }
+}
+
+/// `fetched`: the download's size and hash recorded, its budget place resized to the real size
+/// and processing woken; a download that could not be recorded is discarded.
+async fn fetched(deps: &PipelineDeps, job: &Job, lease: &Lease, f: Fetched, now: Timestamp) {
+    let answer = deps.store.mark_fetched(job.ticket, lease, &f.path, f.size as i64, &f.sha256, now).await;
+    match recorded(deps, job.ticket, answer, JobState::Fetched, &f.path, Job::source_path).await {
+        Recorded::Yes => {
+            info!(size_bytes = f.size, "downloaded and verified");
+            // The real size is known now: a file Telegram did not size gives back the
+            // room it was assumed to need.
+            deps.budget.resize(job.ticket, f.size);
+            metrics::counter!("docket_downloads_total").increment(1);
+            metrics::counter!("docket_download_bytes_total").increment(f.size);
+            deps.wake.processing.notify_waiters();
+            report(deps, job, &Progress::WaitingToProcess, now).await;
         }
-        Produced::Result(out) => {
-            // The run may have switched to the operation that fits the content.
-            let mut job = job.clone();
-            job.submission.operation = out.operation.clone();
-            let job = &job;
-            let done = Completion {
-                result_path: out.path.clone(),
-                result_size: out.size as i64,
-                detected_format: out.format.clone(),
-                expires_at: now.plus(deps.settings.get().result_ttl),
-            };
-            let mut messages = outcome::completion_messages(
-                chat_lang(deps, job).await,
-                job,
-                &done,
-                out.note.as_deref(),
-                out.message.as_deref(),
-            );
-            messages[1].buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
-            let answer = deps.store.complete_job(job.ticket, lease, &done, &messages, now).await;
-            match recorded(deps, job.ticket, answer, JobState::Ready, &out.path, Job::result_path).await {
-                Recorded::Yes => {
-                    info!(size_bytes = out.size, source_size_bytes = job.source.as_ref().map(|s| s.size), "ready");
-                    metrics::counter!("docket_jobs_ready_total").increment(1);
-                    deps.wake.outbox.notify_waiters();
-                    // Committed: the source and intermediates are no longer anyone's.
-                    release_files(deps, job);
-                }
-                Recorded::No => {
-                    warn!("the result was not recorded (the lease was lost); discarding it");
-                    remove_quietly(deps, &out.path);
-                }
-                Recorded::Unknown => {}
-            }
+        Recorded::No => {
+            warn!("the download was not recorded (the lease was lost); discarding it");
+            remove_quietly(deps, &f.path);
+            deps.budget.release_claim(job.ticket, lease.token);
         }
+        Recorded::Unknown => deps.budget.release_claim(job.ticket, lease.token),
+    }
+}
+
+/// `ready`: the result recorded with its messages (the ready caption, the buttons for other
+/// operations) in one transaction, and the source and intermediates freed; a result that could
+/// not be recorded is discarded.
+async fn ready(deps: &PipelineDeps, job: &Job, lease: &Lease, out: Output, now: Timestamp) {
+    // The run may have switched to the operation that fits the content.
+    let mut job = job.clone();
+    job.submission.operation = out.operation.clone();
+    let job = &job;
+    let done = Completion {
+        result_path: out.path.clone(),
+        result_size: out.size as i64,
+        detected_format: out.format.clone(),
+        expires_at: now.plus(deps.settings.get().result_ttl),
+    };
+    let mut messages = outcome::completion_messages(
+        chat_lang(deps, job).await,
+        job,
+        &done,
+        out.note.as_deref(),
+        out.message.as_deref(),
+    );
+    messages[1].buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
+    let answer = deps.store.complete_job(job.ticket, lease, &done, &messages, now).await;
+    match recorded(deps, job.ticket, answer, JobState::Ready, &out.path, Job::result_path).await {
+        Recorded::Yes => {
+            info!(size_bytes = out.size, source_size_bytes = job.source.as_ref().map(|s| s.size), "ready");
+            metrics::counter!("docket_jobs_ready_total").increment(1);
+            deps.wake.outbox.notify_waiters();
+            // Committed: the source and intermediates are no longer anyone's.
+            release_files(deps, job);
+        }
+        Recorded::No => {
+            warn!("the result was not recorded (the lease was lost); discarding it");
+            remove_quietly(deps, &out.path);
+        }
+        Recorded::Unknown => {}
     }
 }
 
