@@ -124,6 +124,8 @@ fn parse_age(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// Runs the parsed command.
+///
+/// One arm per command, kept in one match: the dispatch reads as the command list.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let cli = match run_if_contained_child(cli) {
         Ok(cli) => cli,

@@ -14,6 +14,10 @@ use crate::spool::Spool;
 
 /// Deletes (or, with `dry_run`, lists in `report`) the files no live job owns at `now`; those of
 /// the jobs in `gone` go with the cause this pass gave them.
+///
+/// One sequence, kept whole because its order is the safety rule: list, judge against the owners,
+/// judge the candidates again against the owners as they are right before deleting, then delete
+/// files before their folders.
 pub(super) async fn sweep(
     deps: &JanitorDeps,
     gone: &HashMap<Ticket, Cause>,

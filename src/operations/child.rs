@@ -26,6 +26,10 @@ use crate::pdf::{self, PdfError};
 /// Limits this process, runs `request` and returns what to report. Synchronous: it is the only
 /// work of its process. `started_by` is the process that started it (`--parent-pid`: the
 /// service), or else this process's parent as it is now.
+///
+/// One sequence, kept whole because its order is the containment: the limits, the check that the
+/// parent still lives and the confinement all come before a byte of the input is read or a thread
+/// or program started, and only then does the work run.
 pub fn run_here(request: &Request, started_by: Option<u32>) -> Report {
     let parent = started_by.or_else(parent);
     let die_with_parent = !request.work.starts_programs();

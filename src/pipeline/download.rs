@@ -37,6 +37,11 @@ pub struct Fetched {
 
 /// Downloads the job's file and verifies it. `received` follows the bytes written to the `.part`
 /// so far (for the person's status message).
+///
+/// One sequence, kept whole because its order is the download's contract: earlier attempts cleaned
+/// up, the declared size checked, getFile called right before the transfer (its link is never
+/// stored), the bytes streamed to a `.part` and hashed, both announced sizes checked, then the
+/// rename.
 pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) -> Result<Fetched, StageError> {
     // The file must fit the mode's download limit and, with its intermediate output, the budget.
     let limit = deps.settings.get().download_limit.min(deps.budget.largest_source());

@@ -36,6 +36,9 @@ pub fn text_cut_short(lang: Lang, page: u32, limit: u64) -> String {
 }
 
 /// `info`'s message: the facts about a document, one per line.
+///
+/// One line per fact, in the order the message shows them: kept whole, so the code reads as the
+/// message does.
 pub fn document_info(lang: Lang, info: &crate::domain::DocumentInfo) -> String {
     use crate::domain::Encryption;
     let mut lines = Vec::new();

@@ -47,6 +47,8 @@ pub fn failed_notice(lang: Lang, ticket: impl std::fmt::Display, reason_text: &s
 }
 
 /// Why a job failed, as a clause naming the file: "report.pdf is not a PDF (…)".
+///
+/// One arm per reason, kept in one match: the compiler checks that every reason has its words.
 pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String {
     let name = s("name", display_name(lang, name));
     let size = |name: &'static str, bytes: u64| s(name, size(lang, bytes));

@@ -42,6 +42,9 @@ pub(super) enum Source {
 }
 
 /// How to shrink image `id`, drawn at `drawn` points at most; `None` to leave it alone.
+///
+/// One sequence of checks, kept whole: each early `None` is a reason an image is left alone, in the
+/// order its dictionary is read, and the plan that survives them all is built at the end.
 pub(super) fn plan(
     document: &Document,
     id: ObjectId,

@@ -111,6 +111,8 @@ fn utf16(bytes: &[u8]) -> Vec<char> {
 
 /// The tokens of a CMap program that matter here: hex strings, array starts and bare words;
 /// the rest (names, numbers, literal strings, dictionaries, array ends) as `Other`.
+///
+/// One pass of a lexer, one arm per kind of token: kept whole.
 fn tokens(program: &[u8]) -> Vec<Token> {
     let mut tokens = Vec::new();
     let mut at = 0;

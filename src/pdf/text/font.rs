@@ -36,6 +36,11 @@ const MAX_CID_WIDTHS: usize = 65_536;
 const DEFAULT_WIDTH: f64 = 500.0;
 
 impl<'a> Font<'a> {
+    /// The font `dict` describes in `document`: how its codes split, the characters and the
+    /// width of each (streams inflated up to `max_inflate` bytes).
+    ///
+    /// Kept whole: the font's facts (its kind, encoding, widths, maps) are read from one
+    /// dictionary in the order each depends on the last.
     pub(super) fn load(document: &'a Document, dict: &'a Dictionary, max_inflate: usize) -> Result<Self, PdfError> {
         let subtype = dict.get(b"Subtype").and_then(Object::as_name).unwrap_or(b"");
         let two_byte = subtype == b"Type0";
@@ -178,6 +183,9 @@ fn font_encoding<'a>(
 /// prefers `/Encoding`, which is wrong for fonts that have both), else its encoding, on top of
 /// the built-in encoding of an embedded Type 1 program when the PDF names no base encoding
 /// (TeX's math and symbol fonts: without it their periods read as colons).
+///
+/// Kept whole: the layers apply in order of precedence, each over the one before, and read best in
+/// that order.
 fn simple_table(document: &Document, dict: &Dictionary, max_inflate: usize) -> Result<Vec<String>, PdfError> {
     let decode_all = |encoding: &Encoding<'_>| -> Vec<Option<String>> {
         (0..=255u8)

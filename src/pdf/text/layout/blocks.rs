@@ -17,6 +17,9 @@ const MAX_OPEN_BLOCKS: usize = 512;
 
 /// Segments (in line order, each line's in order along it) into blocks, in the order their
 /// first lines come.
+///
+/// Kept whole: one pass over the segments, each joining the open block it continues or opening one,
+/// with the open blocks as state every step shares.
 pub(super) fn form_blocks(segments: &[Segment]) -> Vec<Block> {
     let mut blocks: Vec<Block> = Vec::new();
     let mut open: Vec<usize> = Vec::new();

@@ -309,6 +309,9 @@ struct Block {
 }
 
 /// Lays out the runs `members` (indices into `runs`) of `frame`, appending their text to `out`.
+///
+/// Kept whole: one pass places the runs, sorts them into lines and writes each line, and the line
+/// being written (its base, its last run, its size) is state every step shares.
 fn lay_out(runs: &[Run], members: &[usize], frame: usize, text: &str, out: &mut String) {
     let (along, down) = match frame {
         0 => ((1.0, 0.0), (0.0, -1.0)),

@@ -26,6 +26,9 @@ fn is_before_by_rule_2(a: &SortBox, b: &SortBox) -> bool {
 
 /// The blocks' reading order: poppler's depth-first topological sort (`visitDepthFirst`)
 /// by the two rules, with the search for an intervening block done on bit sets.
+///
+/// Kept whole: it follows poppler's `visitDepthFirst` step for step, which is how it can be checked
+/// against poppler.
 pub(super) fn reading_order(blocks: &[Block]) -> Vec<usize> {
     let count = blocks.len();
     let tables = tables(blocks);
@@ -152,6 +155,9 @@ fn overlap_along(a: &Block, b: &Block) -> bool {
 /// neighbour to the right on its lines, its nearest below, and the nearest below and to the
 /// right, aligned in both directions (centred, left or right along the line; centred, top or
 /// bottom across it), are four cells of one table.
+///
+/// Kept whole: it follows poppler's table search step for step (the four cells, then their
+/// alignment), which is how it can be checked against poppler.
 fn tables(blocks: &[Block]) -> Vec<Option<usize>> {
     let mut tables: Vec<Option<usize>> = vec![None; blocks.len()];
     let mut count = 0;
