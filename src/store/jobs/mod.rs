@@ -168,7 +168,8 @@ pub(super) struct JobRow {
 
 impl Conn<'_> {
     /// Runs `sql`, which selects whole `jobs` rows, with `args`: the jobs it lists (`action` says
-    /// what failed in an error).
+    /// what failed in an error). A statement that selects one job at the most (by a unique key,
+    /// or with `LIMIT 1`) takes its job with `pop`.
     pub(super) async fn jobs(
         &mut self,
         sql: &'static str,
@@ -176,16 +177,6 @@ impl Conn<'_> {
         action: &'static str,
     ) -> StoreResult<Vec<Job>> {
         self.fetch_all::<JobRow>(sql, args).await.context(action)?.into_iter().map(JobRow::into_job).collect()
-    }
-
-    /// Like [`jobs`](Self::jobs), for a statement that selects one job at the most.
-    pub(super) async fn job(
-        &mut self,
-        sql: &'static str,
-        args: &[Arg<'_>],
-        action: &'static str,
-    ) -> StoreResult<Option<Job>> {
-        self.fetch_optional::<JobRow>(sql, args).await.context(action)?.map(JobRow::into_job).transpose()
     }
 }
 

@@ -9,7 +9,7 @@ pub const JOB: &str = "SELECT * FROM jobs WHERE id = $1";
 
 /// Runs [`JOB`].
 async fn job(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Option<Job>> {
-    c.job(JOB, &[ticket.0.into()], "reading a job").await
+    Ok(c.jobs(JOB, &[ticket.0.into()], "reading a job").await?.pop())
 }
 
 /// A chat's ticket for a file (its first run), by the unique key: $1 chat, $2 Telegram's
@@ -18,7 +18,7 @@ pub const JOB_BY_FILE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND file_un
 
 /// Runs [`JOB_BY_FILE`].
 async fn job_by_file(c: &mut Conn<'_>, chat: ChatRef, file_unique_id: &str) -> StoreResult<Option<Job>> {
-    c.job(JOB_BY_FILE, &[chat.0.into(), file_unique_id.into()], "finding a job by file").await
+    Ok(c.jobs(JOB_BY_FILE, &[chat.0.into(), file_unique_id.into()], "finding a job by file").await?.pop())
 }
 
 /// Every run of ticket $1, the first one first.
@@ -113,7 +113,7 @@ pub const NEXT_WAITING_DOWNLOAD: &str = "SELECT * FROM jobs WHERE status = 'acce
 
 /// Runs [`NEXT_WAITING_DOWNLOAD`].
 async fn next_waiting_download(c: &mut Conn<'_>, now: Timestamp) -> StoreResult<Option<Job>> {
-    c.job(NEXT_WAITING_DOWNLOAD, &[now.into()], "finding the next download").await
+    Ok(c.jobs(NEXT_WAITING_DOWNLOAD, &[now.into()], "finding the next download").await?.pop())
 }
 
 /// The jobs that may hold files of this machine: every `fetched` or `processing` job of node $3
