@@ -54,7 +54,7 @@ impl Intake {
             run_of: None,
         };
         let Some(job) = tx.job_by_file(origin.chat, &new_job.file_unique_id).await? else {
-            return self.accept(tx, update_id, origin, &new_job, lang, now).await;
+            return self.accept(tx, update_id, origin, &new_job, lang).await;
         };
         // A caption that names an operation asks for that run of the ticket (a new one, or the
         // one asked before); a file sent again without one asks for its first run again.
@@ -124,27 +124,49 @@ impl Intake {
         origin: Origin,
         new_job: &Submission,
         lang: Lang,
-        now: Timestamp,
     ) -> StoreResult<Recorded> {
         let name = new_job.declared_name.clone().unwrap_or_default();
         let size = new_job.declared_size.and_then(|s| u64::try_from(s).ok());
-        if self.queue_is_full(tx, update_id, origin, &name).await? {
+        let reply = |ticket, ahead| {
+            let text = texts::ticket_reply(lang, &name, size, ticket, ahead);
+            match &new_job.operation {
+                Operation::Optimize => text,
+                operation => format!("{text}\n{}", texts::will_run(lang, operation)),
+            }
+        };
+        let Some(ticket) = self.open_run(tx, update_id, origin, new_job, lang, reply).await? else {
             return Ok(Recorded::RefusedQueueFull);
+        };
+        info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = size, "accepted a document");
+        Ok(Recorded::Submission(ticket))
+    }
+
+    /// Inserts `run` as a new job, unless the chat's queue is full (the chat is told so:
+    /// `None`), and queues its ticket reply: `reply`'s text for the new ticket and the jobs ahead
+    /// of it, with the request to delete the message when its caption held a password.
+    async fn open_run(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        run: &Submission,
+        lang: Lang,
+        reply: impl FnOnce(Ticket, u64) -> String,
+    ) -> StoreResult<Option<Ticket>> {
+        let name = run.declared_name.clone().unwrap_or_default();
+        if self.queue_is_full(tx, update_id, origin, &name).await? {
+            return Ok(None);
         }
-        let ticket = tx.insert_job(new_job, now).await?;
+        let ticket = tx.insert_job(run, self.clock.now()).await?;
         let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
-        let mut text = texts::ticket_reply(lang, &name, size, ticket, ahead);
-        if new_job.operation != Operation::Optimize {
-            text = format!("{text}\n{}", texts::will_run(lang, &new_job.operation));
-        }
-        if matches!(&new_job.operation, Operation::Decrypt { password } if !password.is_empty()) {
+        let mut text = reply(ticket, ahead);
+        if matches!(&run.operation, Operation::Decrypt { password } if !password.is_empty()) {
             text = format!("{text}\n{}", texts::delete_the_password(lang, origin.chat_kind == ChatKind::Private));
         }
         self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
             .await?;
-        info!(ticket = %ticket, update.id = %update_id, declared_size_bytes = size, "accepted a document");
         metrics::counter!("docket_jobs_accepted_total").increment(1);
-        Ok(Recorded::Submission(ticket))
+        Ok(Some(ticket))
     }
 
     /// A press on a ticket's operation button (`run:<ticket>:<operation>`): that run of the
@@ -256,23 +278,13 @@ impl Intake {
         first: &Job,
         again: Submission,
     ) -> StoreResult<Recorded> {
-        let name = again.declared_name.clone().unwrap_or_default();
-        if self.queue_is_full(tx, update_id, origin, &name).await? {
-            return Ok(Recorded::RefusedQueueFull);
-        }
-        let asks_with_password = matches!(&again.operation, Operation::Decrypt { password } if !password.is_empty());
         let run = Submission { run_of: Some(first.ticket), ..again };
-        let ticket = tx.insert_job(&run, self.clock.now()).await?;
-        let ahead = tx.jobs_ahead(ticket, texts::QUEUE_COUNT_CAP).await?;
         let lang = chat_lang(tx, origin.chat).await?;
-        let mut text = texts::run_reply(lang, first.ticket, &run.operation, ahead);
-        if asks_with_password {
-            text = format!("{text}\n{}", texts::delete_the_password(lang, origin.chat_kind == ChatKind::Private));
-        }
-        self.queue(tx, IdempotencyKey::ticket_reply(ticket), Some(ticket), origin, MessageKind::TicketReply, text)
-            .await?;
+        let reply = |_, ahead| texts::run_reply(lang, first.ticket, &run.operation, ahead);
+        let Some(ticket) = self.open_run(tx, update_id, origin, &run, lang, reply).await? else {
+            return Ok(Recorded::RefusedQueueFull);
+        };
         info!(ticket = %first.ticket, run = %ticket, operation = run.operation.name(), update.id = %update_id, "started a further run of a document");
-        metrics::counter!("docket_jobs_accepted_total").increment(1);
         Ok(Recorded::Submission(ticket))
     }
 
