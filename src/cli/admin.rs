@@ -64,16 +64,9 @@ pub(super) async fn retry(store: &Store, ticket: Ticket) -> anyhow::Result<Strin
         );
     }
     let now = SystemClock.now();
-    let notice = NewMessage {
-        // One notice per retry: the job's last change (its failure) tells it from an earlier one.
-        idempotency_key: IdempotencyKey::retried(ticket, job.updated_at),
-        job: Some(ticket),
-        chat: job.submission.chat,
-        kind: MessageKind::Reply,
-        body: texts::retrying_for_admin(store.chat_lang(job.submission.chat).await?, &job),
-        reply_to_message_id: Some(job.submission.message_id),
-        buttons: Vec::new(),
-    };
+    let body = texts::retrying_for_admin(store.chat_lang(job.submission.chat).await?, &job);
+    // One notice per retry: the job's last change (its failure) tells it from an earlier one.
+    let notice = NewMessage::about_job(&job, IdempotencyKey::retried(ticket, job.updated_at), MessageKind::Reply, body);
     if !store.retry_job(ticket, &notice, now).await? {
         anyhow::bail!("{ticket} changed meanwhile; it is not failed any more");
     }
@@ -91,15 +84,9 @@ pub(super) async fn cancel(store: &Store, ticket: Ticket) -> anyhow::Result<Stri
     if !crate::intake::cancel_job(&mut tx, &job, "cancelled by an admin (docket cancel)", now).await? {
         anyhow::bail!("{ticket} changed meanwhile; try again");
     }
-    let notice = NewMessage {
-        idempotency_key: IdempotencyKey::cancelled_by_admin(ticket, job.updated_at),
-        job: Some(ticket),
-        chat: job.submission.chat,
-        kind: MessageKind::Reply,
-        body: texts::cancelled(tx.chat_lang(job.submission.chat).await?, &job),
-        reply_to_message_id: Some(job.submission.message_id),
-        buttons: Vec::new(),
-    };
+    let body = texts::cancelled(tx.chat_lang(job.submission.chat).await?, &job);
+    let key = IdempotencyKey::cancelled_by_admin(ticket, job.updated_at);
+    let notice = NewMessage::about_job(&job, key, MessageKind::Reply, body);
     tx.enqueue(&notice, now).await?;
     tx.commit().await?;
     Ok(format!("{ticket} is cancelled (it was {})", job.state))

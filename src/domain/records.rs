@@ -183,6 +183,22 @@ pub struct NewMessage {
     pub buttons: Vec<Button>,
 }
 
+impl NewMessage {
+    /// A message about `job` to its chat, in answer to the message that sent its document,
+    /// without buttons.
+    pub fn about_job(job: &super::Job, idempotency_key: IdempotencyKey, kind: MessageKind, body: String) -> Self {
+        Self {
+            idempotency_key,
+            job: Some(job.ticket),
+            chat: job.submission.chat,
+            kind,
+            body,
+            reply_to_message_id: Some(job.submission.message_id),
+            buttons: Vec::new(),
+        }
+    }
+}
+
 /// One inline button under a message: what it says, and the callback data Telegram sends back
 /// when it is pressed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -318,15 +318,12 @@ async fn apply_results_cap(
             break;
         }
         let lang = deps.store.chat_lang(job.submission.chat).await?;
-        let notice = NewMessage {
-            idempotency_key: IdempotencyKey::early_expiry(job.ticket, job.submission.update_id),
-            job: Some(job.ticket),
-            chat: job.submission.chat,
-            kind: MessageKind::Reply,
-            body: texts::expired_early(lang, job, now),
-            reply_to_message_id: Some(job.submission.message_id),
-            buttons: Vec::new(),
-        };
+        let notice = NewMessage::about_job(
+            job,
+            IdempotencyKey::early_expiry(job.ticket, job.submission.update_id),
+            MessageKind::Reply,
+            texts::expired_early(lang, job, now),
+        );
         if dry_run || deps.store.expire_job(job.ticket, now, Some(&notice), now).await? {
             total = total.saturating_sub(result_bytes(job));
             expired.push(job.ticket);

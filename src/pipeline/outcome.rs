@@ -175,15 +175,12 @@ pub fn completion_messages(
     if let Some(note) = note {
         body = format!("{body}\n({note}.)");
     }
-    let delivery = NewMessage {
-        idempotency_key: IdempotencyKey::result(job.ticket, job.submission.update_id),
-        job: Some(job.ticket),
-        chat: job.submission.chat,
-        kind: if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
+    let delivery = NewMessage::about_job(
+        job,
+        IdempotencyKey::result(job.ticket, job.submission.update_id),
+        if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
         body,
-        reply_to_message_id: Some(job.submission.message_id),
-        buttons: Vec::new(),
-    };
+    );
     [delivery, progress_edit(lang, &finished, &Progress::Ready { until: done.expires_at })]
 }
 
@@ -213,15 +210,12 @@ pub fn other_operations(
 /// the failure notice and the status message's last edit.
 pub fn failure_messages(lang: Lang, job: &Job, reason: &FailureReason) -> (String, [NewMessage; 2]) {
     let reason_text = texts::failure_reason(lang, job.name(), reason);
-    let notice = NewMessage {
-        idempotency_key: IdempotencyKey::failure(job.ticket, job.submission.update_id),
-        job: Some(job.ticket),
-        chat: job.submission.chat,
-        kind: MessageKind::Failure,
-        body: texts::failed_notice(lang, texts::run_label(job), &reason_text),
-        reply_to_message_id: Some(job.submission.message_id),
-        buttons: Vec::new(),
-    };
+    let notice = NewMessage::about_job(
+        job,
+        IdempotencyKey::failure(job.ticket, job.submission.update_id),
+        MessageKind::Failure,
+        texts::failed_notice(lang, texts::run_label(job), &reason_text),
+    );
     let status = progress_edit(lang, job, &Progress::Failed { reason: reason_text.clone() });
     (reason_text, [notice, status])
 }
