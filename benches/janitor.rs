@@ -60,6 +60,17 @@ use tokio::sync::Notify;
 #[path = "common/host.rs"]
 mod host;
 
+/// The struct whose every named duration is the median of that field over `runs` (the rest, after
+/// `;`, taken from the struct given there).
+macro_rules! medians_of {
+    ($runs:expr, $kind:ident { $($field:ident),* $(; ..$rest:expr)? }) => {
+        $kind {
+            $($field: median(&$runs.iter().map(|r| r.$field).collect::<Vec<_>>()),)*
+            $(..$rest)?
+        }
+    };
+}
+
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
 const DAY: i64 = 24 * HOUR;
@@ -929,36 +940,10 @@ async fn janitor_part(args: &Args, dir: &Path) -> anyhow::Result<()> {
             )?;
             runs.push(r);
         }
-        let phase = |f: fn(&Phases) -> Duration| median(&phases.iter().map(f).collect::<Vec<_>>());
-        phase_medians.push((
-            n,
-            Phases {
-                expire: phase(|p| p.expire),
-                list: phase(|p| p.list),
-                owners: phase(|p| p.owners),
-                unlink: phase(|p| p.unlink),
-                dirs: phase(|p| p.dirs),
-                prune: phase(|p| p.prune),
-            },
-        ));
-        let pick = |f: fn(&JanitorRun) -> Duration| median(&runs.iter().map(f).collect::<Vec<_>>());
+        phase_medians.push((n, medians_of!(phases, Phases { expire, list, owners, unlink, dirs, prune })));
         let cold: Vec<Duration> = runs.iter().filter_map(|r| r.cold_dry).collect();
-        medians.push((
-            n,
-            JanitorRun {
-                fill: pick(|r| r.fill),
-                list: pick(|r| r.list),
-                owners: pick(|r| r.owners),
-                ready: pick(|r| r.ready),
-                prune_dry: pick(|r| r.prune_dry),
-                cold_dry: (!cold.is_empty()).then(|| median(&cold)),
-                dry: pick(|r| r.dry),
-                real: pick(|r| r.real),
-                again: pick(|r| r.again),
-                commit: pick(|r| r.commit),
-                ..runs[0].clone()
-            },
-        ));
+        let all = medians_of!(runs, JanitorRun { fill, list, owners, ready, prune_dry, dry, real, again, commit; ..runs[0].clone() });
+        medians.push((n, JanitorRun { cold_dry: (!cold.is_empty()).then(|| median(&cold)), ..all }));
     }
     println!(
         "Medians in ms (\"alone\" columns time one part of the pass by itself; commit = one autocommit \
@@ -1382,6 +1367,18 @@ fn more(samples: &[Duration], iters: usize, started: Instant) -> bool {
     samples.len() < iters && (samples.is_empty() || started.elapsed() < BUDGET)
 }
 
+/// Times `call` `iters` times, or for as long as [`BUDGET`] allows: the latency of its calls.
+async fn timed(iters: usize, mut call: impl AsyncFnMut() -> anyhow::Result<()>) -> anyhow::Result<Latency> {
+    let mut samples = Vec::with_capacity(iters);
+    let started = Instant::now();
+    while more(&samples, iters, started) {
+        let t = Instant::now();
+        call().await?;
+        samples.push(t.elapsed());
+    }
+    Ok(Latency::of(&samples))
+}
+
 /// The most one latency row may take.
 const BUDGET: Duration = Duration::from_secs(6);
 
@@ -1471,34 +1468,33 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     table.start(backend, "message claim's row search alone (SELECT)");
     table.push(raw.time_select(&row_search(SQLITE.message), &lease(now_ms()), iters).await?);
     table.start(backend, "one-row UPDATE by id, autocommit (the floor of any write)");
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    while more(&samples, claims, started) {
-        let t = Instant::now();
-        store.forget_result_file_id(Ticket(1), SystemClock.now()).await?;
-        samples.push(t.elapsed());
-    }
-    table.push(Latency::of(&samples));
+    table.push(
+        timed(claims, async || {
+            store.forget_result_file_id(Ticket(1), SystemClock.now()).await?;
+            Ok(())
+        })
+        .await?,
+    );
 
     table.start(backend, "`next_waiting_download`");
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    while more(&samples, iters, started) {
-        let t = Instant::now();
-        store.next_waiting_download(SystemClock.now()).await?.context("none waiting")?;
-        samples.push(t.elapsed());
-    }
-    table.push(Latency::of(&samples));
+    table.push(
+        timed(iters, async || {
+            store.next_waiting_download(SystemClock.now()).await?.context("none waiting")?;
+            Ok(())
+        })
+        .await?,
+    );
     table.start(backend, "`job(ticket)` (the status query), random tickets");
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    while more(&samples, iters, started) {
-        let ticket = Ticket(rng.random_range(1..=args.rows as i64));
-        let t = Instant::now();
-        store.job(ticket).await?.context("job missing")?;
-        samples.push(t.elapsed());
-    }
-    table.push(Latency::of(&samples));
+    // Drawn before the clock starts: only the query is timed.
+    let tickets: Vec<Ticket> = (0..iters).map(|_| Ticket(rng.random_range(1..=args.rows as i64))).collect();
+    let mut tickets = tickets.into_iter().cycle();
+    table.push(
+        timed(iters, async || {
+            store.job(tickets.next().context("no tickets")?).await?.context("job missing")?;
+            Ok(())
+        })
+        .await?,
+    );
     for (what, chat) in [
         ("a typical chat (~100 jobs)", typical_chat),
         ("the heavy chat (2 % of all jobs)", ChatRef(HEAVY_CHAT)),
@@ -1506,15 +1502,13 @@ async fn query_part(args: &Args, store: Store, mut raw: Raw, backend: &str) -> a
     ] {
         table.start(backend, &format!("`jobs` (/jobs, chat, limit 10): {what}"));
         let filter = JobFilter { chat: Some(chat), limit: 10, ..JobFilter::default() };
-        let mut samples = Vec::new();
-        let started = Instant::now();
-        while more(&samples, iters, started) {
-            let t = Instant::now();
-            let got = store.jobs(&filter).await?;
-            samples.push(t.elapsed());
-            ensure!(!got.is_empty());
-        }
-        table.push(Latency::of(&samples));
+        table.push(
+            timed(iters, async || {
+                ensure!(!store.jobs(&filter).await?.is_empty());
+                Ok(())
+            })
+            .await?,
+        );
     }
     table.start(backend, "order check of the message claim, one candidate of the heavy chat");
     table.push(raw.time_select(&sql::CHAT_ORDER_CHECK, &[B::I(HEAVY_CHAT), B::I(args.rows as i64)], iters).await?);
