@@ -6,6 +6,7 @@ use std::process::Command;
 use docket::domain::{JobState, Ticket};
 use fake_bot_api::FakeTelegram;
 
+use crate::support::calls::to_chat;
 use crate::support::child::{self, DocketProcess, stderr};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
@@ -364,7 +365,7 @@ async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
     let bot = run_binary(&fake, "10s");
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), DEADLINE).await;
+    fake.wait_for_call("sendDocument", to_chat(95), DEADLINE).await;
 
     let body = eventually(DEADLINE, async || {
         scrape(bot.metrics).await.filter(|b| b.contains("docket_messages_sent_total")).ok_or("no metrics served".into())

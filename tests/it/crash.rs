@@ -22,6 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use sha2::{Digest as _, Sha256};
 
+use crate::support::calls::to_chat;
 use crate::support::child::DocketProcess;
 use crate::support::{DEADLINE, files_under, fixture, poll_until};
 
@@ -202,10 +203,6 @@ fn heavy_pdf() -> Vec<u8> {
 
 fn page_count(pdf: &[u8]) -> usize {
     lopdf::Document::load_mem(pdf).expect("a valid PDF").get_pages().len()
-}
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
 }
 
 fn is_part(path: &Path) -> bool {

@@ -6,6 +6,7 @@ use docket::store::UpdateOutcome;
 use fake_bot_api::Call;
 
 use crate::per_backend;
+use crate::support::calls::{caption_of, text_of, to_chat};
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
 per_backend!(
@@ -20,18 +21,6 @@ per_backend!(
     jobs_lists_the_chats_tickets,
     strangers_are_refused_politely,
 );
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn caption_of(call: &Call) -> String {
-    call.params["caption"].as_str().unwrap_or_default().to_owned()
-}
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
 
 async fn a_pdf_travels_from_update_to_result(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;

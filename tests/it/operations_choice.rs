@@ -7,9 +7,9 @@
 use docket::config::ExternalToolConfig;
 use docket::domain::{ChatRef, JobState, MessageKind, Operation, Ticket};
 use docket::store::MessageFilter;
-use fake_bot_api::Call;
 
 use crate::per_backend;
+use crate::support::calls::{says, text_of, to_chat, uploaded_name};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(
@@ -28,14 +28,6 @@ per_backend!(
     cancel_stops_the_unfinished_runs_of_a_ticket,
     a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs,
 );
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat) && text_of(c).contains(words)
-}
 
 async fn a_caption_picks_the_operation_and_its_arguments(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
@@ -61,8 +53,8 @@ async fn a_caption_picks_the_operation_and_its_arguments(backend: Backend) {
         Some("optimize"),
         "en",
     );
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(501), DEADLINE).await;
-    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("plain.pdf"));
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(501), DEADLINE).await;
+    assert_eq!(uploaded_name(&sent), Some("plain.pdf"));
 }
 
 async fn a_caption_naming_no_operation_gets_help_and_no_job(backend: Backend) {
@@ -210,8 +202,8 @@ async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backen
         Some("ocr"),
         "ru",
     );
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(541), DEADLINE).await;
-    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan-ocr.pdf"));
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(541), DEADLINE).await;
+    assert_eq!(uploaded_name(&sent), Some("scan-ocr.pdf"));
     assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "rus");
     // The caption's languages win.
     app.send_document_with_caption(
@@ -222,7 +214,7 @@ async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backen
         Some("ocr deu+eng"),
         "ru",
     );
-    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(542), DEADLINE).await;
+    app.fake.wait_for_call("sendDocument", to_chat(542), DEADLINE).await;
     assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "deu+eng");
 }
 
@@ -241,8 +233,7 @@ async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend
     assert!(text_of(&reply).contains("I delete your message that carries it"), "{}", text_of(&reply));
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     // The run had the password: the person's message that carried it is gone.
-    let deleted =
-        app.fake.wait_for_call("deleteMessage", |c| c.params["chat_id"].as_i64() == Some(550), DEADLINE).await;
+    let deleted = app.fake.wait_for_call("deleteMessage", to_chat(550), DEADLINE).await;
     assert_eq!(deleted.status, 200);
     assert_eq!(deleted.params["message_id"].as_i64(), Some(job.submission.message_id.0));
     assert_eq!(job.submission.operation.name(), "decrypt");
@@ -326,8 +317,7 @@ async fn a_password_given_in_a_reply_to_the_locked_file_opens_it_and_that_reply_
     assert_eq!(run.state, JobState::Ready, "{run:?}");
     assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "decrypt"));
     assert_eq!(run.submission.file_unique_id, file.file_unique_id, "the replied file, downloaded again");
-    let deleted =
-        app.fake.wait_for_call("deleteMessage", |c| c.params["chat_id"].as_i64() == Some(552), DEADLINE).await;
+    let deleted = app.fake.wait_for_call("deleteMessage", to_chat(552), DEADLINE).await;
     assert_eq!(deleted.params["message_id"].as_i64(), Some(reply_id), "the reply carried the password, not the file");
     assert_ne!(Some(reply_id), document_message["message_id"].as_i64());
     assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 0, "erased when the job ended");
@@ -374,14 +364,7 @@ async fn a_button_starts_a_further_run_with_its_own_result_and_asking_again_retu
     let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
     assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "ocr"));
     assert_eq!(run.submission.file_unique_id, file.file_unique_id);
-    let sent = app
-        .fake
-        .wait_for_call(
-            "sendDocument",
-            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("doc-ocr.pdf"),
-            DEADLINE,
-        )
-        .await;
+    let sent = app.fake.wait_for_call("sendDocument", |c| uploaded_name(c) == Some("doc-ocr.pdf"), DEADLINE).await;
     assert!(
         sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready: doc.pdf"),
         "{:?}",
@@ -441,14 +424,14 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
     let app = TestApp::spawn_with(backend, |_| {}).await;
     // A PDF sent as an image with a caption: processed as asked, and the result says what it is.
     app.send_document_with_caption(580, fixture("pdf/text-1page.pdf"), "scan.png", "image/png", Some("optimize"), "en");
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(580), DEADLINE).await;
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(580), DEADLINE).await;
     let caption = sent.params["caption"].as_str().unwrap_or_default();
     assert!(caption.ends_with("\n(sent as scan.png, but it is a PDF document.)"), "{caption}");
-    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan.pdf"));
+    assert_eq!(uploaded_name(&sent), Some("scan.pdf"));
     // Without a caption the declared type chose topdf; the content is a PDF, so the run gets
     // what a PDF without a caption gets (the bot's default), and says so.
     app.send_document(581, fixture("pdf/text-20pages.pdf"), "photo.jpg", "image/jpeg");
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(581), DEADLINE).await;
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(581), DEADLINE).await;
     let caption = sent.params["caption"].as_str().unwrap_or_default();
     assert!(caption.ends_with("\n(sent as photo.jpg, but it is a PDF document.)"), "{caption}");
     let job = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
@@ -511,14 +494,7 @@ async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backen
     let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
     assert_eq!(run.submission.run_of, Some(Ticket(1)));
     assert!(run.attempts >= 1, "{run:?}");
-    let sent = app
-        .fake
-        .wait_for_call(
-            "sendDocument",
-            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("crash-ocr.pdf"),
-            DEADLINE,
-        )
-        .await;
+    let sent = app.fake.wait_for_call("sendDocument", |c| uploaded_name(c) == Some("crash-ocr.pdf"), DEADLINE).await;
     assert!(sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready"), "{:?}", sent.params);
     let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
     assert_eq!(first.state, JobState::Ready, "the first run was never touched");
@@ -574,8 +550,7 @@ async fn a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs(backend: Backend
         let job = app.wait_for_job(Ticket(ticket as i64 + 1), |j| j.state.is_terminal()).await;
         assert_eq!(job.state, JobState::Ready, "{name}: {:?}", job.error);
         assert_eq!(job.submission.operation, Operation::ToPdf, "{name}");
-        let sent =
-            app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(chat), DEADLINE).await;
+        let sent = app.fake.wait_for_call("sendDocument", to_chat(chat), DEADLINE).await;
         let upload = sent.upload.expect("the PDF is uploaded");
         let pdf = lopdf::Document::load_mem(&upload.bytes).expect("a PDF");
         assert_eq!(pdf.get_pages().len(), 1, "{name}");

@@ -5,9 +5,10 @@
 use docket::domain::{ChatRef, Clock as _, JobState, SystemClock, Ticket};
 use docket::runtime::WorkerId;
 use docket::store::{MessageFilter, Stage};
-use fake_bot_api::{Call, DownloadFault};
+use fake_bot_api::DownloadFault;
 
 use crate::per_backend;
+use crate::support::calls::{says, text_of, to_chat};
 use crate::support::child::{self, DocketProcess, stderr};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
 
@@ -19,18 +20,6 @@ per_backend!(
     privacy_says_what_is_kept_and_for_how_long,
     stats_is_for_admins,
 );
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
-fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
-    move |c: &Call| to_chat(chat)(c) && text_of(c).contains(words)
-}
 
 /// Files of `ticket` left in `downloads/` and `work/`.
 fn in_flight_files(app: &TestApp, ticket: Ticket) -> Vec<std::path::PathBuf> {

@@ -10,19 +10,12 @@ use docket::domain::{ChatRef, JobState, ManualClock, Operation, Submission, Tick
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
 use docket::store::{Stage, UpdateOutcome};
-use fake_bot_api::{Call, Fault};
+use fake_bot_api::Fault;
 use tokio::sync::Notify;
 
+use crate::support::calls::{text_of, to_chat};
 use crate::support::child;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
 
 /// A config file for the `docket` binary pointing at the test app's database and data folder.
 fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {

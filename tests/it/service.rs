@@ -10,6 +10,7 @@ use std::time::Duration;
 use fake_bot_api::{FakeTelegram, TEST_TOKEN};
 use prometheus_parse::{Scrape, Value};
 
+use crate::support::calls::to_chat;
 use crate::support::child::DocketProcess;
 use crate::support::{DEADLINE, fixture};
 
@@ -76,7 +77,7 @@ async fn metrics_from_the_database_and_the_pipeline_move_after_a_job() {
 
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), DEADLINE).await;
+    fake.wait_for_call("sendDocument", to_chat(95), DEADLINE).await;
 
     let after = process
         .until("the ready job and its sent messages in /metrics", DEADLINE, async || {
@@ -261,7 +262,7 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
     assert!(!process.dir().join("elsewhere").exists(), "the data folder stays where it was until a restart");
 
     fake.push_update(fake.text_update(500, 500, "/start"));
-    let refusal = fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(500), DEADLINE).await;
+    let refusal = fake.wait_for_call("sendMessage", to_chat(500), DEADLINE).await;
     assert!(refusal.params["text"].as_str().is_some_and(|t| t.contains("this bot is private")), "{:?}", refusal.params);
 
     // A broken file: refused with the key named, and the running settings stay.
@@ -276,7 +277,7 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
         .await;
     assert!(process.log_text().contains("[retention] result_ttl = \"soon\""), "{}", process.log_text());
     fake.push_update(fake.text_update(501, 501, "/start"));
-    let refusal = fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(501), DEADLINE).await;
+    let refusal = fake.wait_for_call("sendMessage", to_chat(501), DEADLINE).await;
     assert!(refusal.params["text"].as_str().is_some_and(|t| t.contains("this bot is private")), "{:?}", refusal.params);
 
     // Back to everyone, and to the data folder in use: nothing needs a restart any more.
@@ -288,7 +289,7 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
         })
         .await;
     fake.push_update(fake.text_update(502, 502, "/start"));
-    let welcome = fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(502), DEADLINE).await;
+    let welcome = fake.wait_for_call("sendMessage", to_chat(502), DEADLINE).await;
     assert!(
         !welcome.params["text"].as_str().is_some_and(|t| t.contains("this bot is private")),
         "{:?}",
@@ -334,7 +335,7 @@ async fn a_full_run_writes_no_secret(format: &str) {
     process.start();
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(97, 97, &file, Some("remote.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(97), DEADLINE).await;
+    fake.wait_for_call("sendDocument", to_chat(97), DEADLINE).await;
     let exit = stop(&process).await;
     assert!(exit.success(), "{exit:?}");
 
@@ -345,7 +346,7 @@ async fn a_full_run_writes_no_secret(format: &str) {
     process.start();
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(98, 98, &file, Some("local.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(98), DEADLINE).await;
+    fake.wait_for_call("sendDocument", to_chat(98), DEADLINE).await;
     let exit = stop(&process).await;
     assert!(exit.success(), "{exit:?}");
 

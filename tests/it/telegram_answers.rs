@@ -11,6 +11,7 @@ use docket::store::{DatabaseUrl, MessageFilter};
 use fake_bot_api::{Call, FakeTelegram, Fault, TEST_TOKEN};
 
 use crate::per_backend;
+use crate::support::calls::to_chat;
 use crate::support::child::DocketProcess;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test_options};
 
@@ -21,10 +22,6 @@ per_backend!(
     a_call_whose_lease_cannot_be_renewed_is_abandoned,
     a_call_whose_lease_was_taken_is_abandoned,
 );
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
 
 /// The one outbox row of `chat`.
 async fn only_message(app: &TestApp, chat: i64) -> OutboxMessage {

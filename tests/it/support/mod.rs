@@ -3,6 +3,7 @@
 //! waiting helpers that poll a condition until a deadline (never a bare sleep).
 
 mod app;
+pub mod calls;
 pub mod child;
 pub mod logs;
 #[cfg(feature = "postgres-tests")]
