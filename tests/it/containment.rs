@@ -15,6 +15,7 @@ use docket::store::DatabaseUrl;
 use docket::store::Store;
 
 use crate::support::child::{self, DocketProcess};
+use crate::support::upload;
 use crate::support::{Backend, DEADLINE, TestApp, fixture, poll_until, test_options};
 
 /// Runs `scripts/hostile-pdfs` into a new temp folder.
@@ -310,10 +311,7 @@ async fn a_run_dies_with_its_service() {
         crate::run_bounds::service(dir.path(), &crate::run_bounds::tool_section(&tool, &[dir.path()])).await;
     let docket = DocketProcess::new(dir, &toml, &fake);
     docket.start();
-    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
-    let mut update = fake.document_update(8501, 8501, &file, Some("long.pdf"), Some("application/pdf"));
-    update["message"]["caption"] = serde_json::json!("ocr");
-    fake.push_update(update);
+    upload::pdf("pdf/text-1page.pdf", "long.pdf").caption("ocr").send_to(&fake, 8501);
     let (tool, child) = tool_and_child(&pid_file).await;
     assert!(!is_dead(tool) && !is_dead(child), "the run is under way");
     docket.kill();

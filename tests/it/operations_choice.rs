@@ -10,6 +10,7 @@ use docket::store::MessageFilter;
 
 use crate::per_backend;
 use crate::support::calls::{says, text_of, to_chat, uploaded_name};
+use crate::support::upload;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(
@@ -31,64 +32,29 @@ per_backend!(
 
 async fn a_caption_picks_the_operation_and_its_arguments(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
-        500,
-        fixture("pdf/text-1page.pdf"),
-        "contract.pdf",
-        "application/pdf",
-        Some("Rotate 180 2,4"),
-        "en",
-    );
+    app.send(500, upload::pdf("pdf/text-1page.pdf", "contract.pdf").caption("Rotate 180 2,4").language("en"));
     let reply = app.fake.wait_for_call("sendMessage", says(500, "ticket #1"), DEADLINE).await;
     assert!(text_of(&reply).contains("It will get: rotate 180 2,4."), "{}", text_of(&reply));
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.submission.operation, Operation::parse("rotate 180 2,4").expect("parses"));
 
     // A caption that only says optimize is the plain default, and its result keeps the name.
-    app.send_document_with_caption(
-        501,
-        fixture("pdf/text-1page.pdf"),
-        "plain.pdf",
-        "application/pdf",
-        Some("optimize"),
-        "en",
-    );
+    app.send(501, upload::pdf("pdf/text-1page.pdf", "plain.pdf").caption("optimize").language("en"));
     let sent = app.fake.wait_for_call("sendDocument", to_chat(501), DEADLINE).await;
     assert_eq!(uploaded_name(&sent), Some("plain.pdf"));
 }
 
 async fn a_caption_naming_no_operation_gets_help_and_no_job(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
-        510,
-        fixture("pdf/text-1page.pdf"),
-        "a.pdf",
-        "application/pdf",
-        Some("please shrink it"),
-        "en",
-    );
+    app.send(510, upload::pdf("pdf/text-1page.pdf", "a.pdf").caption("please shrink it").language("en"));
     let help = app.fake.wait_for_call("sendMessage", says(510, "I did not start anything"), DEADLINE).await;
     let help = text_of(&help);
     assert!(help.contains("\"please\" is not an operation"), "{help}");
     assert!(help.contains("shrink — much smaller"), "the operations are listed: {help}");
-    app.send_document_with_caption(
-        510,
-        fixture("pdf/text-20pages.pdf"),
-        "b.pdf",
-        "application/pdf",
-        Some("pages"),
-        "en",
-    );
+    app.send(510, upload::pdf("pdf/text-20pages.pdf", "b.pdf").caption("pages").language("en"));
     let missing = app.fake.wait_for_call("sendMessage", says(510, "pages: arguments missing"), DEADLINE).await;
     assert!(text_of(&missing).starts_with("I did not start anything"), "{}", text_of(&missing));
-    app.send_document_with_caption(
-        510,
-        fixture("pdf/text-20pages.pdf"),
-        "c.pdf",
-        "application/pdf",
-        Some("decrypt"),
-        "en",
-    );
+    app.send(510, upload::pdf("pdf/text-20pages.pdf", "c.pdf").caption("decrypt").language("en"));
     app.fake.wait_for_call("sendMessage", says(510, "decrypt: arguments missing"), DEADLINE).await;
 
     assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "no job for a caption that was not understood");
@@ -120,14 +86,7 @@ async fn mode_sets_the_chats_default_and_an_image_becomes_a_pdf(backend: Backend
 
 async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
-        530,
-        fixture("other/red-8x8.png"),
-        "pages.pdf",
-        "application/pdf",
-        Some("split"),
-        "en",
-    );
+    app.send(530, upload::pdf("other/red-8x8.png", "pages.pdf").caption("split").language("en"));
     let notice = app.fake.wait_for_call("sendMessage", says(530, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
@@ -138,7 +97,7 @@ async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
     assert!(job.error.as_deref().is_some_and(|e| e.contains("split takes a PDF")), "{:?}", job.error);
 
     // An image operation refuses a PDF, naming both.
-    app.send_document_with_caption(531, fixture("pdf/text-1page.pdf"), "a.pdf", "application/pdf", Some("topdf"), "en");
+    app.send(531, upload::pdf("pdf/text-1page.pdf", "a.pdf").caption("topdf").language("en"));
     let notice = app.fake.wait_for_call("sendMessage", says(531, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
@@ -174,14 +133,7 @@ fn recording_ocr(lang_file: &std::path::Path) -> ExternalToolConfig {
 async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backend) {
     // Without [processing.external.ocr], ocr fails saying so.
     let bare = TestApp::spawn_with(backend, |_| {}).await;
-    bare.send_document_with_caption(
-        540,
-        fixture("pdf/scan-2pages.pdf"),
-        "scan.pdf",
-        "application/pdf",
-        Some("ocr"),
-        "en",
-    );
+    bare.send(540, upload::pdf("pdf/scan-2pages.pdf", "scan.pdf").caption("ocr").language("en"));
     let notice = bare.fake.wait_for_call("sendMessage", says(540, "failed"), DEADLINE).await;
     assert!(text_of(&notice).contains("OCR is not set up on this bot"), "{}", text_of(&notice));
     drop(bare);
@@ -194,26 +146,12 @@ async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backen
     })
     .await;
     // The person's language when the caption names none: Telegram's `ru` is Tesseract's `rus`.
-    app.send_document_with_caption(
-        541,
-        fixture("pdf/scan-2pages.pdf"),
-        "scan.pdf",
-        "application/pdf",
-        Some("ocr"),
-        "ru",
-    );
+    app.send(541, upload::pdf("pdf/scan-2pages.pdf", "scan.pdf").caption("ocr").language("ru"));
     let sent = app.fake.wait_for_call("sendDocument", to_chat(541), DEADLINE).await;
     assert_eq!(uploaded_name(&sent), Some("scan-ocr.pdf"));
     assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "rus");
     // The caption's languages win.
-    app.send_document_with_caption(
-        542,
-        fixture("pdf/text-1page.pdf"),
-        "t.pdf",
-        "application/pdf",
-        Some("ocr deu+eng"),
-        "ru",
-    );
+    app.send(542, upload::pdf("pdf/text-1page.pdf", "t.pdf").caption("ocr deu+eng").language("ru"));
     app.fake.wait_for_call("sendDocument", to_chat(542), DEADLINE).await;
     assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "deu+eng");
 }
@@ -221,13 +159,9 @@ async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backen
 async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend: Backend) {
     const PASSWORD: &str = "Tr0ub4dor-and-3";
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
+    app.send(
         550,
-        fixture("pdf/aes256-userpw.pdf"),
-        "locked.pdf",
-        "application/pdf",
-        Some(&format!("decrypt {PASSWORD}")),
-        "en",
+        upload::pdf("pdf/aes256-userpw.pdf", "locked.pdf").caption(&format!("decrypt {PASSWORD}")).language("en"),
     );
     let reply = app.fake.wait_for_call("sendMessage", says(550, "ticket #1"), DEADLINE).await;
     assert!(text_of(&reply).contains("I delete your message that carries it"), "{}", text_of(&reply));
@@ -275,13 +209,9 @@ async fn a_decrypt_password_never_reaches_the_database_in_plain_text(backend: Ba
     let app = TestApp::spawn_with(backend, |_| {}).await;
     // The download waits on getFile: the job is recorded, with its password, and not yet run.
     let held = app.fake.hold_next("getFile");
-    app.send_document_with_caption(
+    app.send(
         551,
-        fixture("pdf/aes256-userpw.pdf"),
-        "locked.pdf",
-        "application/pdf",
-        Some(&format!("decrypt {PASSWORD}")),
-        "en",
+        upload::pdf("pdf/aes256-userpw.pdf", "locked.pdf").caption(&format!("decrypt {PASSWORD}")).language("en"),
     );
     held.arrived(DEADLINE).await;
     assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 1, "kept, sealed");
@@ -423,7 +353,10 @@ async fn mode_offers_its_choices_as_buttons(backend: Backend) {
 async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     // A PDF sent as an image with a caption: processed as asked, and the result says what it is.
-    app.send_document_with_caption(580, fixture("pdf/text-1page.pdf"), "scan.png", "image/png", Some("optimize"), "en");
+    app.send(
+        580,
+        upload::document(fixture("pdf/text-1page.pdf"), "scan.png", "image/png").caption("optimize").language("en"),
+    );
     let sent = app.fake.wait_for_call("sendDocument", to_chat(580), DEADLINE).await;
     let caption = sent.params["caption"].as_str().unwrap_or_default();
     assert!(caption.ends_with("\n(sent as scan.png, but it is a PDF document.)"), "{caption}");
@@ -448,7 +381,10 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
     let job = app.wait_for_job(Ticket(4), |j| j.state.is_terminal()).await;
     assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::ToPdf), "{job:#?}");
     // A caption is a choice: a PDF sent as an image with the caption topdf is refused as one.
-    app.send_document_with_caption(584, fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg", Some("topdf"), "en");
+    app.send(
+        584,
+        upload::document(fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg").caption("topdf").language("en"),
+    );
     let notice = app.fake.wait_for_call("sendMessage", says(584, "failed"), DEADLINE).await;
     assert!(
         text_of(&notice).ends_with("topdf takes a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF); this is a PDF document: send it with a caption such as optimize or shrink."),

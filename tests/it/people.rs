@@ -10,6 +10,7 @@ use fake_bot_api::DownloadFault;
 use crate::per_backend;
 use crate::support::calls::{says, text_of, to_chat};
 use crate::support::child::{self, DocketProcess, stderr};
+use crate::support::upload;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
 
 per_backend!(
@@ -279,15 +280,8 @@ async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     app.send_document(180, fixture("pdf/text-1page.pdf"), "fine.pdf", "application/pdf");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
-    let caption = Some("decrypt not-the-password");
-    app.send_document_with_caption(
-        180,
-        fixture("pdf/aes256-userpw.pdf"),
-        "locked.pdf",
-        "application/pdf",
-        caption,
-        "en",
-    );
+    let caption = "decrypt not-the-password";
+    app.send(180, upload::pdf("pdf/aes256-userpw.pdf", "locked.pdf").caption(caption).language("en"));
     app.wait_for_job(Ticket(3), |j| j.state == JobState::Failed).await;
     app.stop().await;
 

@@ -6,6 +6,7 @@ use sqlx::Connection;
 
 use crate::per_backend;
 use crate::support::calls::to_chat;
+use crate::support::upload;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
 
 per_backend!(
@@ -50,7 +51,7 @@ async fn a_database_outage_longer_than_the_lease_does_not_restart_a_running_stag
         c.processing.external.insert("ocr".into(), tool);
     })
     .await;
-    app.send_document_with_caption(70, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf", Some("ocr"), "en");
+    app.send(70, upload::pdf("pdf/text-1page.pdf", "long.pdf").caption("ocr").language("en"));
     eventually(DEADLINE, async || if runs.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
         .await;
 

@@ -18,6 +18,7 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 
 #[cfg(feature = "postgres-tests")]
 use super::postgres;
+use super::upload::{self, Upload};
 use super::{Backend, DEADLINE, eventually, logs};
 
 /// A running docket and everything around it.
@@ -283,24 +284,10 @@ impl TestApp {
         }
     }
 
-    /// Sends `bytes` as a document from `chat` (user = chat) with `caption`, the sender's app in
-    /// `language` (`en`, `ru`).
-    pub fn send_document_with_caption(
-        &self,
-        chat: i64,
-        bytes: Vec<u8>,
-        name: &str,
-        mime: &str,
-        caption: Option<&str>,
-        language: &str,
-    ) -> (i64, FileRef) {
-        let file = self.fake.add_file(bytes);
-        let mut update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
-        if let Some(caption) = caption {
-            update["message"]["caption"] = serde_json::json!(caption);
-        }
-        update["message"]["from"]["language_code"] = serde_json::json!(language);
-        (self.fake.push_update(update), file)
+    /// Puts `upload`'s bytes on the fake as a file and sends it as a document from `chat`
+    /// (user = chat), with its caption and the sender's language when it has them.
+    pub fn send(&self, chat: i64, upload: Upload) -> (i64, FileRef) {
+        upload.send_to(&self.fake, chat)
     }
 
     /// The data folder.
@@ -310,9 +297,7 @@ impl TestApp {
 
     /// Puts `bytes` on the fake as a file and sends it as a document from `chat` (user = chat).
     pub fn send_document(&self, chat: i64, bytes: Vec<u8>, name: &str, mime: &str) -> (i64, FileRef) {
-        let file = self.fake.add_file(bytes);
-        let update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
-        (self.fake.push_update(update), file)
+        self.send(chat, upload::document(bytes, name, mime))
     }
 
     /// Sends `text` from `chat` (user = chat).

@@ -8,6 +8,7 @@ pub mod child;
 pub mod logs;
 #[cfg(feature = "postgres-tests")]
 pub mod postgres;
+pub mod upload;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
