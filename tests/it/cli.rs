@@ -12,9 +12,7 @@ use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 #[test]
 fn check_config_names_every_bad_key_and_fails() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, "[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n").expect("write");
+    let (_dir, path) = child::write_config("[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n");
     let out = child::output(&["check-config"], Some(&path));
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -85,9 +83,7 @@ fn keys_in(text: &str) -> Vec<(String, String)> {
 
 #[test]
 fn check_config_says_when_office_documents_cannot_be_converted() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, "[processing]\nsoffice = \"/opt/none/soffice\"\n").expect("write");
+    let (_dir, path) = child::write_config("[processing]\nsoffice = \"/opt/none/soffice\"\n");
     let out = child::output(&["check-config"], Some(&path));
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
@@ -100,13 +96,9 @@ fn check_config_says_when_office_documents_cannot_be_converted() {
 
 #[test]
 fn check_config_never_prints_a_secret() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(
-        &path,
+    let (_dir, path) = child::write_config(
         "[storage]\ndatabase_url = \"postgres://docket:hunter2@db.internal/docket?password=hunter3\"\n",
-    )
-    .expect("write");
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["--config", path.to_str().expect("utf8"), "check-config"])
         .env_remove("DOCKET_CONFIG")
@@ -123,9 +115,7 @@ fn check_config_never_prints_a_secret() {
 
 #[test]
 fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, "[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n").expect("write");
+    let (_dir, path) = child::write_config("[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n");
     let out = child::output(&["check-config"], Some(&path));
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
@@ -202,8 +192,8 @@ async fn run_takes_the_token_from_the_systemd_credential() {
     let credentials = dir.path().join("credentials");
     std::fs::create_dir(&credentials).expect("mkdir");
     std::fs::write(credentials.join("telegram-token"), format!("{}\n", fake.token())).expect("write");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
+    let config =
+        child::write_config_in(dir.path(), "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n");
     let child = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["--config", config.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
@@ -234,8 +224,8 @@ fn run_with_an_unusable_data_dir_stops_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let blocker = dir.path().join("occupied");
     std::fs::write(&blocker, b"a file, not a folder").expect("write");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, format!("[storage]\ndata_dir = {:?}\n", blocker.display().to_string())).expect("write");
+    let path =
+        child::write_config_in(dir.path(), &format!("[storage]\ndata_dir = {:?}\n", blocker.display().to_string()));
     let out = child::command()
         .args(["--config", path.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
@@ -283,8 +273,7 @@ fn process_converts_an_office_document_and_says_when_it_cannot() {
     let doc = lopdf::Document::load(&output).expect("the output is a PDF");
     assert_eq!(doc.get_pages().len(), 2, "a page per slide");
 
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, "[processing]\nsoffice = \"/opt/none/soffice\"\n").expect("write");
+    let config = child::write_config_in(dir.path(), "[processing]\nsoffice = \"/opt/none/soffice\"\n");
     let out = child::output(&args, Some(&config));
     assert!(!out.status.success());
     let refusal = stderr(&out);
@@ -300,10 +289,7 @@ async fn status_and_jobs_read_the_bots_database() {
     app.send_document(90, fixture("pdf/text-1page.pdf"), "cli.pdf", "application/pdf");
     let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let (_dir, config) = child::storage_config(&app, "");
 
     let out = child::output(&["status", "1", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -429,8 +415,7 @@ async fn logs_to_a_pipe_carry_no_colour_codes() {
 fn admin_commands_on_a_missing_database_say_so_and_create_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("nowhere").join("docket.db");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let config = child::write_config_in(dir.path(), &child::sqlite_storage(&db));
     for args in
         [&["status", "1"][..], &["status", "1", "--json"], &["jobs"], &["jobs", "--json"], &["janitor", "--dry-run"]]
     {
@@ -449,8 +434,7 @@ fn admin_commands_refuse_a_sqlite_file_without_dockets_schema() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("other.db");
     std::fs::write(&db, b"").expect("an empty file is an empty SQLite database");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let config = child::write_config_in(dir.path(), &child::sqlite_storage(&db));
     for args in [&["status", "1"][..], &["jobs"]] {
         let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a foreign database");
@@ -467,8 +451,7 @@ async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
 
     let db = crate::support::postgres::TestDatabase::create().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"{}\"\n", db.url)).expect("write");
+    let config = child::write_config_in(dir.path(), &format!("[storage]\ndatabase_url = \"{}\"\n", db.url));
     for args in [&["status", "1"][..], &["jobs"]] {
         let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a database without docket's schema");
@@ -567,10 +550,7 @@ async fn docket_nodes_lists_the_running_node_its_role_and_its_clean_stop() {
     })
     .await;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let (_dir, config) = child::storage_config(&app, "");
     let out = child::output(&["nodes", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("nodes --json is JSON");
@@ -592,12 +572,8 @@ async fn docket_nodes_lists_the_running_node_its_role_and_its_clean_stop() {
 async fn docket_drain_stops_a_running_node_in_order_from_outside() {
     let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = \"sqlite://{db}\"\ndata_dir = {data:?}\n\
-         [workers]\nshutdown_grace = \"3s\"\n[node]\nname = \"drained\"\ndead_after = \"10s\"\n",
-        db = dir.path().join("docket.db").display(),
-        data = dir.path().join("data").display().to_string(),
-    );
+    let toml = child::run_config(dir.path(), &format!("sqlite://{}", dir.path().join("docket.db").display()))
+        + "[workers]\nshutdown_grace = \"3s\"\n[node]\nname = \"drained\"\ndead_after = \"10s\"\n";
     let process = DocketProcess::new(dir, &toml, &fake);
     process.start();
     fake.wait_for_call("getUpdates", |c| c.status == 200, DEADLINE).await;

@@ -60,15 +60,10 @@ async fn hostile_files_fail_with_their_reasons_and_the_service_lives_on() {
     fake.set_download_limit(64 * 1024 * 1024);
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("db").join("docket.db");
-    let data = dir.path().join("data");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n\
-         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [limits]\ncloud_download = \"64 MiB\"\n\
-         [workers]\nlease = \"3s\"\nprocess = 2\nper_chat = 10\n\
-         [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n",
-        url = format!("sqlite://{}", db.display()),
-    );
+    let toml = child::run_config(dir.path(), &format!("sqlite://{}", db.display()))
+        + "[limits]\ncloud_download = \"64 MiB\"\n\
+           [workers]\nlease = \"3s\"\nprocess = 2\nper_chat = 10\n\
+           [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n";
     let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
     let docket = DocketProcess::new(dir, &toml, &fake);
     docket.start();
@@ -206,13 +201,11 @@ async fn a_run_over_its_time_limit_is_killed_and_fails_with_the_reason() {
 #[test]
 fn a_missing_tool_is_reported_as_unavailable() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(
-        &config,
+    let config = child::write_config_in(
+        dir.path(),
         "[processing.external.office]\ncommand = [\"docket-no-such-office-7c1\", \"{input}\", \"{output}\"]\n\
          accepts = [\"docx\", \"odt\", \"xlsx\"]\n",
-    )
-    .expect("write the configuration");
+    );
     let unavailable = "operation \"office\" is unavailable: its program \"docket-no-such-office-7c1\" is not installed";
 
     let checked = child::output(&["check-config"], Some(&config));
@@ -254,14 +247,12 @@ fn ocr_finds_the_words_of_a_scan() {
     assert!(rendered.success(), "gs: {rendered}");
     assert!(text_of(&scan).trim().is_empty(), "the scan has no text layer: {:?}", text_of(&scan));
 
-    let config = dir.path().join("docket.toml");
-    std::fs::write(
-        &config,
+    let config = child::write_config_in(
+        dir.path(),
         "[processing.external.ocr]\n\
          command = [\"ocrmypdf\", \"--quiet\", \"-l\", \"{lang}\", \"{input}\", \"{output}\"]\n\
          accepts = [\"pdf\"]\n",
-    )
-    .expect("write the configuration");
+    );
     let out = dir.path().join("ocr.pdf");
     let ran = child::output(
         &["process", scan.to_str().expect("utf-8"), "--op", "ocr", "--lang", "eng", "-o", out.to_str().expect("utf-8")],

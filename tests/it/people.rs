@@ -285,10 +285,7 @@ async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     app.wait_for_job(Ticket(3), |j| j.state == JobState::Failed).await;
     app.stop().await;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let (_dir, config) = child::storage_config(&app, "");
 
     let out = child::output(&["jobs", "--state", "failed", "--since", "1d"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));

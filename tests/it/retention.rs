@@ -19,19 +19,8 @@ use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 /// A config file for the `docket` binary pointing at the test app's database and data folder.
 fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
-    std::fs::write(
-        &path,
-        format!(
-            "[storage]\ndatabase_url = \"sqlite://{}\"\ndata_dir = {:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n",
-            db.display(),
-            app.data_dir().display().to_string()
-        ),
-    )
-    .expect("write config");
-    (dir, path)
+    let data_dir = app.data_dir().display().to_string();
+    child::storage_config(app, &format!("data_dir = {data_dir:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n"))
 }
 
 fn janitor_cli(config: &Path, dry_run: bool) -> String {

@@ -11,7 +11,7 @@ use docket::domain::{JobState, Ticket};
 use docket::store::{DatabaseUrl, Store};
 
 use crate::containment::{hostile_files, peak_rss};
-use crate::support::child::DocketProcess;
+use crate::support::child::{self, DocketProcess};
 use crate::support::upload;
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
@@ -19,13 +19,10 @@ use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 pub(crate) async fn service(dir: &Path, extra: &str) -> (String, Store) {
     let db = dir.join("db").join("docket.db");
     let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n\
-         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [limits]\ncloud_download = \"64 MiB\"\n\
+        "{storage}[limits]\ncloud_download = \"64 MiB\"\n\
          [workers]\nlease = \"3s\"\n\
          [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n{extra}",
-        url = format!("sqlite://{}", db.display()),
-        data = dir.join("data"),
+        storage = child::run_config(dir, &format!("sqlite://{}", db.display())),
     );
     let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
     (toml, store)
