@@ -134,8 +134,7 @@ async fn a_zip_named_pdf_fails_with_the_reason(backend: Backend) {
 
 async fn status_from_another_chat_says_no_such_ticket(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document(500, fixture("pdf/text-1page.pdf"), "mine.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(500, "mine.pdf").await;
 
     app.send_text(501, "/status 1");
     let stranger = app.fake.wait_for_call("sendMessage", to_chat(501), DEADLINE).await;

@@ -133,8 +133,7 @@ async fn cancel_during_processing_revokes_the_lease_and_frees_everything(backend
 
 async fn cancel_is_only_for_the_owner_and_for_unfinished_jobs(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document(130, fixture("pdf/text-1page.pdf"), "done.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(130, "done.pdf").await;
     app.send_text(131, "/cancel 1");
     let stranger = app.fake.wait_for_call("sendMessage", to_chat(131), DEADLINE).await;
     assert_eq!(text_of(&stranger), "No such ticket: #1.");
@@ -222,8 +221,7 @@ async fn privacy_says_what_is_kept_and_for_how_long(backend: Backend) {
 
 async fn stats_is_for_admins(backend: Backend) {
     let app = TestApp::spawn_with(backend, |c| c.access.admins = vec![161]).await;
-    app.send_document(160, fixture("pdf/text-1page.pdf"), "a.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(160, "a.pdf").await;
     app.send_text(160, "/stats");
     let refused = app.fake.wait_for_call("sendMessage", says(160, "/stats"), DEADLINE).await;
     assert_eq!(text_of(&refused), "Only this bot's admins can use /stats.");

@@ -76,8 +76,7 @@ async fn stickers_voice_notes_and_locations_are_answered_in_the_senders_language
 
 async fn a_document_put_into_an_edited_message_is_a_new_submission(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    let (_, first) = app.send_document(340, fixture("pdf/text-1page.pdf"), "first.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (first, _) = app.first_pdf_ready(340, "first.pdf").await;
     let second = app.fake.add_file(fixture("pdf/text-20pages.pdf"));
     let mut edited = app.fake.document_update(340, 340, &second, Some("second.pdf"), Some("application/pdf"));
     let mut message = edited["message"].take();

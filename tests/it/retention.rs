@@ -23,6 +23,12 @@ fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
     child::storage_config(app, &format!("data_dir = {data_dir:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n"))
 }
 
+/// Whether the store still holds the outcome of update `update` of bot 1.
+async fn update_recorded(app: &TestApp, update: i64) -> bool {
+    let outcome = app.store.update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(update)).await;
+    outcome.expect("read").is_some()
+}
+
 fn janitor_cli(config: &Path, dry_run: bool) -> String {
     let args: &[&str] = if dry_run { &["janitor", "--dry-run"] } else { &["janitor"] };
     let out = child::output(args, Some(config));
@@ -55,8 +61,7 @@ async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_fi
         c.retention.janitor_interval = Duration::from_secs(1);
     })
     .await;
-    let (_, file) = app.send_document(20, fixture("pdf/text-1page.pdf"), "old.pdf", "application/pdf");
-    let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (file, ready) = app.first_pdf_ready(20, "old.pdf").await;
     let result = PathBuf::from(ready.result_path().expect("a result path"));
     assert!(result.exists());
     app.fake.wait_for_call("sendDocument", to_chat(20), DEADLINE).await;
@@ -91,8 +96,7 @@ async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_fi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_between_commit_and_deletion_leaves_an_orphan_that_the_next_pass_removes() {
     let mut app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
-    app.send_document(21, fixture("pdf/text-1page.pdf"), "kept.pdf", "application/pdf");
-    let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (_, ready) = app.first_pdf_ready(21, "kept.pdf").await;
     app.fake.wait_for_call("sendDocument", to_chat(21), DEADLINE).await;
     app.stop().await;
     let result = PathBuf::from(ready.result_path().expect("result"));
@@ -240,31 +244,11 @@ async fn pruning_never_removes_an_update_younger_than_the_history() {
     };
     let report = docket::janitor::pass(&deps, false).await.expect("pass");
     assert_eq!(report.pruned.updates, 1);
-    assert!(
-        app.store
-            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(100))
-            .await
-            .expect("read")
-            .is_none(),
-        "older than the history: pruned"
-    );
-    assert!(
-        app.store
-            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(101))
-            .await
-            .expect("read")
-            .is_some(),
-        "younger than the history: kept"
-    );
+    assert!(!update_recorded(&app, 100).await, "older than the history: pruned");
+    assert!(update_recorded(&app, 101).await, "younger than the history: kept");
     clock.advance(day);
     docket::janitor::pass(&deps, false).await.expect("pass");
-    assert!(
-        app.store
-            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(101))
-            .await
-            .expect("read")
-            .is_none()
-    );
+    assert!(!update_recorded(&app, 101).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -300,6 +300,14 @@ impl TestApp {
         self.send(chat, upload::document(bytes, name, mime))
     }
 
+    /// Sends the one-page text PDF from `chat` as `name`, the app's first document, and waits
+    /// until its job (ticket 1) is ready; returns the file on the fake and that job.
+    pub async fn first_pdf_ready(&self, chat: i64, name: &str) -> (FileRef, Job) {
+        let (_, file) = self.send_document(chat, super::fixture("pdf/text-1page.pdf"), name, "application/pdf");
+        let job = self.wait_for_job(Ticket(1), |j| j.state == docket::domain::JobState::Ready).await;
+        (file, job)
+    }
+
     /// Sends `text` from `chat` (user = chat).
     pub fn send_text(&self, chat: i64, text: &str) -> i64 {
         let update = self.fake.text_update(chat, chat, text);
