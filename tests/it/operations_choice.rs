@@ -7,11 +7,12 @@
 use docket::config::ExternalToolConfig;
 use docket::domain::{ChatRef, JobState, MessageKind, Operation, Ticket};
 use docket::store::MessageFilter;
+use fake_bot_api::FileRef;
 
 use crate::per_backend;
 use crate::support::calls::{says, text_of, to_chat, uploaded_name};
 use crate::support::upload;
-use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, sh_ocr};
 
 per_backend!(
     a_caption_picks_the_operation_and_its_arguments,
@@ -109,25 +110,10 @@ async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
 /// A stand-in OCR program: copies the input to the output and writes the `{lang}` it was given
 /// to `lang_file`, so the test sees which language reached the program.
 fn recording_ocr(lang_file: &std::path::Path) -> ExternalToolConfig {
-    ExternalToolConfig {
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            "cp \"$1\" \"$2\" && printf '%s' \"$3\" > \"$4\"".into(),
-            "ocr".into(),
-            "{input}".into(),
-            "{output}".into(),
-            "{lang}".into(),
-            lang_file.display().to_string(),
-        ],
-        accepts: vec!["pdf".into()],
-        output: "pdf".into(),
-        memory_limit: None,
-        timeout: None,
-        memory_factor: 1.0,
-        // Where it records the languages it was given.
-        reach: lang_file.parent().map(std::path::Path::to_owned).into_iter().collect(),
-    }
+    let script = "cp \"$1\" \"$2\" && printf '%s' \"$3\" > \"$4\"";
+    // Where it records the languages it was given.
+    let reach = lang_file.parent().map(std::path::Path::to_owned).into_iter().collect();
+    sh_ocr(script, &["{lang}".into(), lang_file.display().to_string()], reach)
 }
 
 async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backend) {
@@ -141,10 +127,7 @@ async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backen
     let dir = tempfile::tempdir().expect("temp dir");
     let lang_file = dir.path().join("lang");
     let tool = recording_ocr(&lang_file);
-    let app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
+    let app = with_ocr(backend, tool).await;
     // The person's language when the caption names none: Telegram's `ru` is Tesseract's `rus`.
     app.send(541, upload::pdf("pdf/scan-2pages.pdf", "scan.pdf").caption("ocr").language("ru"));
     let sent = app.fake.wait_for_call("sendDocument", to_chat(541), DEADLINE).await;
@@ -255,6 +238,28 @@ async fn a_password_given_in_a_reply_to_the_locked_file_opens_it_and_that_reply_
     assert!(!crate::support::logs::captured().contains(PASSWORD), "never in the logs");
 }
 
+/// docket on `backend` with `tool` as its `[processing.external.ocr]`, running.
+async fn with_ocr(backend: Backend, tool: ExternalToolConfig) -> TestApp {
+    TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await
+}
+
+/// Sends a one-page PDF from `chat` as `name` (the app's first job, ticket 1) and waits until it
+/// is ready and its status message offers buttons; returns the file, that message's id and the
+/// buttons' labels.
+async fn ready_with_its_buttons(app: &TestApp, chat: i64, name: &str) -> (FileRef, i64, Vec<String>) {
+    let (file, _) = app.first_pdf_ready(chat, name).await;
+    let status = status_message_of(app, Ticket(1)).await;
+    let labels = eventually(DEADLINE, async || {
+        let labels = app.fake.button_labels(chat, status);
+        if labels.is_empty() { Err("no buttons yet".to_owned()) } else { Ok(labels) }
+    })
+    .await;
+    (file, status, labels)
+}
+
 /// The Telegram message id of run `ticket`'s status message (its ticket reply), once delivered.
 async fn status_message_of(app: &TestApp, ticket: Ticket) -> i64 {
     eventually(DEADLINE, async || {
@@ -273,19 +278,9 @@ async fn a_button_starts_a_further_run_with_its_own_result_and_asking_again_retu
     let dir = tempfile::tempdir().expect("temp dir");
     let lang_file = dir.path().join("lang");
     let tool = recording_ocr(&lang_file);
-    let app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
-    let (_, file) = app.send_document(560, fixture("pdf/text-1page.pdf"), "doc.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let status = status_message_of(&app, Ticket(1)).await;
+    let app = with_ocr(backend, tool).await;
+    let (file, status, labels) = ready_with_its_buttons(&app, 560, "doc.pdf").await;
     // The ready status message offers the other operations that take a PDF.
-    let labels = eventually(DEADLINE, async || {
-        let labels = app.fake.button_labels(560, status);
-        if labels.is_empty() { Err("no buttons yet".to_owned()) } else { Ok(labels) }
-    })
-    .await;
     assert_eq!(labels, ["shrink", "split", "text", "info", "ocr"]);
     let downloads = app.fake.calls_to("getFile").len();
 
@@ -409,17 +404,8 @@ async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backen
         ],
         ..recording_ocr(&dir.path().join("lang"))
     };
-    let mut app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
-    app.send_document(590, fixture("pdf/text-1page.pdf"), "crash.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let status = status_message_of(&app, Ticket(1)).await;
-    eventually(DEADLINE, async || {
-        if app.fake.button_labels(590, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
-    })
-    .await;
+    let mut app = with_ocr(backend, tool).await;
+    let (_, status, _) = ready_with_its_buttons(&app, 590, "crash.pdf").await;
     app.fake.press_button_labelled(590, 590, status, "ocr").expect("an ocr button");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing && j.lease.is_some()).await;
     eventually(DEADLINE, async || if ran_once.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
@@ -442,17 +428,8 @@ async fn cancel_stops_the_unfinished_runs_of_a_ticket(backend: Backend) {
         command: vec!["sh".into(), "-c".into(), "sleep 60".into()],
         ..recording_ocr(std::path::Path::new("/nonexistent"))
     };
-    let app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
-    app.send_document(600, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let status = status_message_of(&app, Ticket(1)).await;
-    eventually(DEADLINE, async || {
-        if app.fake.button_labels(600, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
-    })
-    .await;
+    let app = with_ocr(backend, tool).await;
+    let (_, status, _) = ready_with_its_buttons(&app, 600, "long.pdf").await;
     app.fake.press_button_labelled(600, 600, status, "ocr").expect("an ocr button");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing).await;
 
@@ -486,7 +463,8 @@ async fn a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs(backend: Backend
         let job = app.wait_for_job(Ticket(ticket as i64 + 1), |j| j.state.is_terminal()).await;
         assert_eq!(job.state, JobState::Ready, "{name}: {:?}", job.error);
         assert_eq!(job.submission.operation, Operation::ToPdf, "{name}");
-        let sent = app.fake.wait_for_call("sendDocument", to_chat(chat), DEADLINE).await;
+        let sent =
+            app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(chat), DEADLINE).await;
         let upload = sent.upload.expect("the PDF is uploaded");
         let pdf = lopdf::Document::load_mem(&upload.bytes).expect("a PDF");
         assert_eq!(pdf.get_pages().len(), 1, "{name}");

@@ -7,7 +7,7 @@ use sqlx::Connection;
 use crate::per_backend;
 use crate::support::calls::to_chat;
 use crate::support::upload;
-use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture, sh_ocr};
 
 per_backend!(
     a_cut_download_is_retried_with_a_fresh_get_file,
@@ -27,24 +27,11 @@ per_backend!(
 async fn a_database_outage_longer_than_the_lease_does_not_restart_a_running_stage(backend: Backend) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (runs, go) = (dir.path().join("runs"), dir.path().join("go"));
-    let tool = docket::config::ExternalToolConfig {
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            "echo run >> \"$3\"; while [ ! -e \"$4\" ]; do sleep 0.1; done; cp \"$1\" \"$2\"".into(),
-            "ocr".into(),
-            "{input}".into(),
-            "{output}".into(),
-            runs.display().to_string(),
-            go.display().to_string(),
-        ],
-        accepts: vec!["pdf".into()],
-        output: "pdf".into(),
-        memory_limit: None,
-        timeout: None,
-        memory_factor: 1.0,
-        reach: vec![dir.path().to_owned()],
-    };
+    let tool = sh_ocr(
+        "echo run >> \"$3\"; while [ ! -e \"$4\" ]; do sleep 0.1; done; cp \"$1\" \"$2\"",
+        &[runs.display().to_string(), go.display().to_string()],
+        vec![dir.path().to_owned()],
+    );
     // One processing worker: nobody else in this process could claim the job meanwhile.
     let app = TestApp::spawn_with(backend, |c| {
         c.workers.process = 1;

@@ -6,14 +6,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use docket::config::ExternalToolConfig;
 use docket::domain::{JobState, Ticket};
 use docket::store::{DatabaseUrl, Store};
 
 use crate::containment::{hostile_files, peak_rss};
 use crate::support::child::{self, DocketProcess};
 use crate::support::upload;
-use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture, sh_ocr};
 
 /// The configuration of a `docket run` in `dir` with `extra` appended, and the store it uses.
 pub(crate) async fn service(dir: &Path, extra: &str) -> (String, Store) {
@@ -237,15 +236,7 @@ async fn a_result_that_grows_past_the_upload_limit_stops_its_run(backend: Backen
 /// with the reason; its scratch folder goes with it.
 async fn a_run_with_more_than_its_disk_limit_on_disk_is_stopped(backend: Backend) {
     let hog = "head -c 67108864 /dev/zero > \"$TMPDIR/big\"; sleep 30; cp \"$1\" \"$2\"";
-    let tool = ExternalToolConfig {
-        command: vec!["sh".into(), "-c".into(), hog.into(), "ocr".into(), "{input}".into(), "{output}".into()],
-        accepts: vec!["pdf".into()],
-        output: "pdf".into(),
-        memory_limit: None,
-        timeout: None,
-        memory_factor: 1.0,
-        reach: Vec::new(),
-    };
+    let tool = sh_ocr(hog, &[], Vec::new());
     let app = TestApp::spawn_with(backend, |c| {
         c.processing.disk_limit = 8 * 1024 * 1024;
         c.processing.timeout = Duration::from_secs(120);

@@ -77,6 +77,24 @@ pub fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
 }
 
+/// A stand-in for `[processing.external.ocr]`: `sh -c SCRIPT ocr INPUT OUTPUT ARGS…` (so the
+/// script sees the input as `$1`, the output as `$2` and `args` from `$3` on), taking a PDF and
+/// giving one, with no limits of its own, allowed to reach the paths of `reach`.
+pub fn sh_ocr(script: &str, args: &[String], reach: Vec<PathBuf>) -> docket::config::ExternalToolConfig {
+    let mut command: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), "ocr".into()];
+    command.extend(["{input}".into(), "{output}".into()]);
+    command.extend_from_slice(args);
+    docket::config::ExternalToolConfig {
+        command,
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor: 1.0,
+        reach,
+    }
+}
+
 /// Every file under `dir`, recursively.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
