@@ -3,19 +3,31 @@
 use std::path::Path;
 use std::process::Command;
 
-use docket::domain::{JobState, Ticket};
 use fake_bot_api::FakeTelegram;
 
 use crate::support::calls::to_chat;
 use crate::support::child::{self, DocketProcess, stderr};
-use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, input_and_output};
+
+/// `docket check-config` on a file holding `toml`, which it must refuse; returns its stderr.
+fn check_config_refuses(toml: &str) -> String {
+    let (_dir, path) = child::write_config(toml);
+    let out = child::output(&["check-config"], Some(&path));
+    assert!(!out.status.success(), "check-config accepted {toml:?}");
+    stderr(&out)
+}
+
+/// `docket check-config` on a file holding `toml`, which it must accept; returns what it printed.
+fn check_config_accepts(toml: &str) -> String {
+    let (_dir, path) = child::write_config(toml);
+    let out = child::output(&["check-config"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
 #[test]
 fn check_config_names_every_bad_key_and_fails() {
-    let (_dir, path) = child::write_config("[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = check_config_refuses("[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n");
     assert!(err.contains("[workers] download = 0: expected a whole number from 1 to 256"), "{err}");
     assert!(err.contains("[retention] result_ttl = \"soon\""), "{err}");
 }
@@ -83,10 +95,7 @@ fn keys_in(text: &str) -> Vec<(String, String)> {
 
 #[test]
 fn check_config_says_when_office_documents_cannot_be_converted() {
-    let (_dir, path) = child::write_config("[processing]\nsoffice = \"/opt/none/soffice\"\n");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let shown = check_config_accepts("[processing]\nsoffice = \"/opt/none/soffice\"\n");
     assert!(
         shown.contains("\n# office files cannot be converted: LibreOffice's \"/opt/none/soffice\" is not installed"),
         "{shown}"
@@ -115,10 +124,7 @@ fn check_config_never_prints_a_secret() {
 
 #[test]
 fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
-    let (_dir, path) = child::write_config("[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let shown = check_config_accepts("[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n");
     assert!(shown.contains("per_chat_queued = 7"), "{shown}");
     assert!(shown.contains("groups = \"all\""), "{shown}");
 
@@ -126,10 +132,7 @@ fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
     let shown = String::from_utf8_lossy(&defaults.stdout);
     assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = \"addressed\""), "{shown}");
 
-    std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = check_config_refuses("[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n");
     assert!(err.contains("[limits] per_chat_queued = 0: expected a whole number from 1 to"), "{err}");
     assert!(err.contains("[access] groups = \"some\": expected one of \"addressed\", \"all\" or \"off\""), "{err}");
 }
@@ -237,22 +240,21 @@ fn run_with_an_unusable_data_dir_stops_naming_it() {
     assert!(err.contains("occupied") && err.contains("not usable"), "{err}");
 }
 
+/// `docket process INPUT --op OP -o OUTPUT`, which must succeed and write a PDF; its page count.
+fn pages_processed(input: &Path, op: &str, output: &Path) -> usize {
+    let out = child::process(input, Some(op), output, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    lopdf::Document::load(output).expect("the output is a PDF").get_pages().len()
+}
+
 #[test]
 fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("in.pdf");
-    let output = dir.path().join("out.pdf");
+    let (_dir, input, output) = input_and_output("in.pdf", "out.pdf");
     std::fs::write(&input, fixture("pdf/text-20pages.pdf")).expect("write");
-    let out = child::output(
-        &["process", input.to_str().expect("utf8"), "--op", "optimize", "-o", output.to_str().expect("utf8")],
-        None,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc = lopdf::Document::load(&output).expect("the output is a PDF");
-    assert_eq!(doc.get_pages().len(), 20);
+    assert_eq!(pages_processed(&input, "optimize", &output), 20);
 
     std::fs::write(&input, fixture("other/red-8x8.png")).expect("write");
-    let out = child::output(&["process", input.to_str().expect("utf8"), "-o", output.to_str().expect("utf8")], None);
+    let out = child::process(&input, None, &output, None);
     assert!(!out.status.success());
     let refusal = stderr(&out);
     assert!(
@@ -263,18 +265,12 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
 
 #[test]
 fn process_converts_an_office_document_and_says_when_it_cannot() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("slides.bin");
-    let output = dir.path().join("slides.pdf");
+    let (dir, input, output) = input_and_output("slides.bin", "slides.pdf");
     std::fs::write(&input, fixture("office/slides.pptx")).expect("write");
-    let args = ["process", input.to_str().expect("utf8"), "--op", "topdf", "-o", output.to_str().expect("utf8")];
-    let out = child::output(&args, None);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc = lopdf::Document::load(&output).expect("the output is a PDF");
-    assert_eq!(doc.get_pages().len(), 2, "a page per slide");
+    assert_eq!(pages_processed(&input, "topdf", &output), 2, "a page per slide");
 
     let config = child::write_config_in(dir.path(), "[processing]\nsoffice = \"/opt/none/soffice\"\n");
-    let out = child::output(&args, Some(&config));
+    let out = child::process(&input, Some("topdf"), &output, Some(&config));
     assert!(!out.status.success());
     let refusal = stderr(&out);
     assert!(
@@ -286,8 +282,7 @@ fn process_converts_an_office_document_and_says_when_it_cannot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_jobs_read_the_bots_database() {
     let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
-    app.send_document(90, fixture("pdf/text-1page.pdf"), "cli.pdf", "application/pdf");
-    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (_, job) = app.first_pdf_ready(90, "cli.pdf").await;
 
     let (_dir, config) = child::storage_config(&app, "");
 

@@ -16,7 +16,7 @@ use docket::store::Store;
 
 use crate::support::child::{self, DocketProcess};
 use crate::support::upload;
-use crate::support::{Backend, DEADLINE, TestApp, fixture, poll_until, test_options};
+use crate::support::{Backend, DEADLINE, TestApp, fixture, poll_until, render_with_ghostscript, test_options};
 
 /// Runs `scripts/hostile-pdfs` into a new temp folder.
 pub(crate) fn hostile_files() -> tempfile::TempDir {
@@ -238,13 +238,7 @@ fn ocr_finds_the_words_of_a_scan() {
     let dir = tempfile::tempdir().expect("temp dir");
     let text = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pdf/text-1page.pdf");
     let scan = dir.path().join("scan.pdf");
-    let rendered = std::process::Command::new("gs")
-        .args(["-q", "-dNOPAUSE", "-dBATCH", "-dSAFER", "-sDEVICE=pdfimage24", "-r200"])
-        .arg(format!("-sOutputFile={}", scan.display()))
-        .arg(&text)
-        .status()
-        .expect("gs runs");
-    assert!(rendered.success(), "gs: {rendered}");
+    render_with_ghostscript("pdfimage24", 200, &text, &scan);
     assert!(text_of(&scan).trim().is_empty(), "the scan has no text layer: {:?}", text_of(&scan));
 
     let config = child::write_config_in(

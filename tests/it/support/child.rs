@@ -52,6 +52,17 @@ pub fn output(args: &[&str], config: Option<&Path>) -> Output {
     cmd.output().expect("the docket binary runs")
 }
 
+/// `docket process INPUT [--op OP] -o OUTPUT`, followed by `--config PATH` when given, to
+/// completion.
+pub fn process(input: &Path, op: Option<&str>, output: &Path, config: Option<&Path>) -> Output {
+    let mut args = vec!["process", input.to_str().expect("utf8")];
+    if let Some(op) = op {
+        args.extend(["--op", op]);
+    }
+    args.extend(["-o", output.to_str().expect("utf8")]);
+    self::output(&args, config)
+}
+
 /// A fresh temp folder holding `docket.toml` with `toml` in it: the folder (the file goes when
 /// it is dropped) and the file's path, for `--config`.
 pub fn write_config(toml: &str) -> (TempDir, PathBuf) {

@@ -95,6 +95,32 @@ pub fn sh_ocr(script: &str, args: &[String], reach: Vec<PathBuf>) -> docket::con
     }
 }
 
+/// Ghostscript rendering `input` into `output` with `device` at `dpi`, quietly and in its safe
+/// mode; built, not run (see [`render_with_ghostscript`]).
+pub fn ghostscript(device: &str, dpi: u32, input: &Path, output: &Path) -> std::process::Command {
+    let mut gs = std::process::Command::new("gs");
+    gs.args(["-q", "-dNOPAUSE", "-dBATCH", "-dSAFER"])
+        .arg(format!("-sDEVICE={device}"))
+        .arg(format!("-r{dpi}"))
+        .arg(format!("-sOutputFile={}", output.display()))
+        .arg(input);
+    gs
+}
+
+/// Runs [`ghostscript`], which must succeed (its stderr says why not).
+pub fn render_with_ghostscript(device: &str, dpi: u32, input: &Path, output: &Path) {
+    let out = ghostscript(device, dpi, input, output).output().expect("Ghostscript runs (gs, installed by .ci/run)");
+    assert!(out.status.success(), "gs: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A fresh temp folder (deleted when dropped) and the paths of an input file `input` and an
+/// output file `output` in it, for a one-shot command such as `docket process`.
+pub fn input_and_output(input: &str, output: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (input, output) = (dir.path().join(input), dir.path().join(output));
+    (dir, input, output)
+}
+
 /// Every file under `dir`, recursively.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
