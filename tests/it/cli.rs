@@ -3,20 +3,31 @@
 use std::path::Path;
 use std::process::Command;
 
-use docket::domain::{JobState, Ticket};
 use fake_bot_api::FakeTelegram;
 
+use crate::support::calls::to_chat;
 use crate::support::child::{self, DocketProcess, stderr};
-use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, input_and_output};
+
+/// `docket check-config` on a file holding `toml`, which it must refuse; returns its stderr.
+fn check_config_refuses(toml: &str) -> String {
+    let (_dir, path) = child::write_config(toml);
+    let out = child::output(&["check-config"], Some(&path));
+    assert!(!out.status.success(), "check-config accepted {toml:?}");
+    stderr(&out)
+}
+
+/// `docket check-config` on a file holding `toml`, which it must accept; returns what it printed.
+fn check_config_accepts(toml: &str) -> String {
+    let (_dir, path) = child::write_config(toml);
+    let out = child::output(&["check-config"], Some(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
 #[test]
 fn check_config_names_every_bad_key_and_fails() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, "[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n").expect("write");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = check_config_refuses("[workers]\ndownload = 0\n[retention]\nresult_ttl = \"soon\"\n");
     assert!(err.contains("[workers] download = 0: expected a whole number from 1 to 256"), "{err}");
     assert!(err.contains("[retention] result_ttl = \"soon\""), "{err}");
 }
@@ -84,12 +95,7 @@ fn keys_in(text: &str) -> Vec<(String, String)> {
 
 #[test]
 fn check_config_says_when_office_documents_cannot_be_converted() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, "[processing]\nsoffice = \"/opt/none/soffice\"\n").expect("write");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let shown = check_config_accepts("[processing]\nsoffice = \"/opt/none/soffice\"\n");
     assert!(
         shown.contains("\n# office files cannot be converted: LibreOffice's \"/opt/none/soffice\" is not installed"),
         "{shown}"
@@ -99,13 +105,9 @@ fn check_config_says_when_office_documents_cannot_be_converted() {
 
 #[test]
 fn check_config_never_prints_a_secret() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(
-        &path,
+    let (_dir, path) = child::write_config(
         "[storage]\ndatabase_url = \"postgres://docket:hunter2@db.internal/docket?password=hunter3\"\n",
-    )
-    .expect("write");
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["--config", path.to_str().expect("utf8"), "check-config"])
         .env_remove("DOCKET_CONFIG")
@@ -122,12 +124,7 @@ fn check_config_never_prints_a_secret() {
 
 #[test]
 fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, "[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n").expect("write");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let shown = check_config_accepts("[limits]\nper_chat_queued = 7\n[access]\ngroups = \"all\"\n");
     assert!(shown.contains("per_chat_queued = 7"), "{shown}");
     assert!(shown.contains("groups = \"all\""), "{shown}");
 
@@ -135,10 +132,7 @@ fn check_config_shows_and_checks_the_queue_cap_and_the_group_mode() {
     let shown = String::from_utf8_lossy(&defaults.stdout);
     assert!(shown.contains("per_chat_queued = 50") && shown.contains("groups = \"addressed\""), "{shown}");
 
-    std::fs::write(&path, "[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n").expect("write");
-    let out = child::output(&["check-config"], Some(&path));
-    assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = check_config_refuses("[limits]\nper_chat_queued = 0\n[access]\ngroups = \"some\"\n");
     assert!(err.contains("[limits] per_chat_queued = 0: expected a whole number from 1 to"), "{err}");
     assert!(err.contains("[access] groups = \"some\": expected one of \"addressed\", \"all\" or \"off\""), "{err}");
 }
@@ -201,8 +195,8 @@ async fn run_takes_the_token_from_the_systemd_credential() {
     let credentials = dir.path().join("credentials");
     std::fs::create_dir(&credentials).expect("mkdir");
     std::fs::write(credentials.join("telegram-token"), format!("{}\n", fake.token())).expect("write");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n").expect("write");
+    let config =
+        child::write_config_in(dir.path(), "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"1s\"\n");
     let child = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["--config", config.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
@@ -233,8 +227,8 @@ fn run_with_an_unusable_data_dir_stops_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let blocker = dir.path().join("occupied");
     std::fs::write(&blocker, b"a file, not a folder").expect("write");
-    let path = dir.path().join("docket.toml");
-    std::fs::write(&path, format!("[storage]\ndata_dir = {:?}\n", blocker.display().to_string())).expect("write");
+    let path =
+        child::write_config_in(dir.path(), &format!("[storage]\ndata_dir = {:?}\n", blocker.display().to_string()));
     let out = child::command()
         .args(["--config", path.to_str().expect("utf8"), "run"])
         .current_dir(dir.path())
@@ -246,22 +240,21 @@ fn run_with_an_unusable_data_dir_stops_naming_it() {
     assert!(err.contains("occupied") && err.contains("not usable"), "{err}");
 }
 
+/// `docket process INPUT --op OP -o OUTPUT`, which must succeed and write a PDF; its page count.
+fn pages_processed(input: &Path, op: &str, output: &Path) -> usize {
+    let out = child::process(input, Some(op), output, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    lopdf::Document::load(output).expect("the output is a PDF").get_pages().len()
+}
+
 #[test]
 fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("in.pdf");
-    let output = dir.path().join("out.pdf");
+    let (_dir, input, output) = input_and_output("in.pdf", "out.pdf");
     std::fs::write(&input, fixture("pdf/text-20pages.pdf")).expect("write");
-    let out = child::output(
-        &["process", input.to_str().expect("utf8"), "--op", "optimize", "-o", output.to_str().expect("utf8")],
-        None,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc = lopdf::Document::load(&output).expect("the output is a PDF");
-    assert_eq!(doc.get_pages().len(), 20);
+    assert_eq!(pages_processed(&input, "optimize", &output), 20);
 
     std::fs::write(&input, fixture("other/red-8x8.png")).expect("write");
-    let out = child::output(&["process", input.to_str().expect("utf8"), "-o", output.to_str().expect("utf8")], None);
+    let out = child::process(&input, None, &output, None);
     assert!(!out.status.success());
     let refusal = stderr(&out);
     assert!(
@@ -272,19 +265,12 @@ fn process_optimizes_a_local_file_and_refuses_a_non_pdf() {
 
 #[test]
 fn process_converts_an_office_document_and_says_when_it_cannot() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("slides.bin");
-    let output = dir.path().join("slides.pdf");
+    let (dir, input, output) = input_and_output("slides.bin", "slides.pdf");
     std::fs::write(&input, fixture("office/slides.pptx")).expect("write");
-    let args = ["process", input.to_str().expect("utf8"), "--op", "topdf", "-o", output.to_str().expect("utf8")];
-    let out = child::output(&args, None);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let doc = lopdf::Document::load(&output).expect("the output is a PDF");
-    assert_eq!(doc.get_pages().len(), 2, "a page per slide");
+    assert_eq!(pages_processed(&input, "topdf", &output), 2, "a page per slide");
 
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, "[processing]\nsoffice = \"/opt/none/soffice\"\n").expect("write");
-    let out = child::output(&args, Some(&config));
+    let config = child::write_config_in(dir.path(), "[processing]\nsoffice = \"/opt/none/soffice\"\n");
+    let out = child::process(&input, Some("topdf"), &output, Some(&config));
     assert!(!out.status.success());
     let refusal = stderr(&out);
     assert!(
@@ -296,13 +282,9 @@ fn process_converts_an_office_document_and_says_when_it_cannot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_jobs_read_the_bots_database() {
     let app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
-    app.send_document(90, fixture("pdf/text-1page.pdf"), "cli.pdf", "application/pdf");
-    let job = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (_, job) = app.first_pdf_ready(90, "cli.pdf").await;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let (_dir, config) = child::storage_config(&app, "");
 
     let out = child::output(&["status", "1", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -364,7 +346,7 @@ async fn metrics_are_served_and_sigterm_drains_and_exits_zero() {
     let bot = run_binary(&fake, "10s");
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), DEADLINE).await;
+    fake.wait_for_call("sendDocument", to_chat(95), DEADLINE).await;
 
     let body = eventually(DEADLINE, async || {
         scrape(bot.metrics).await.filter(|b| b.contains("docket_messages_sent_total")).ok_or("no metrics served".into())
@@ -428,8 +410,7 @@ async fn logs_to_a_pipe_carry_no_colour_codes() {
 fn admin_commands_on_a_missing_database_say_so_and_create_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("nowhere").join("docket.db");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let config = child::write_config_in(dir.path(), &child::sqlite_storage(&db));
     for args in
         [&["status", "1"][..], &["status", "1", "--json"], &["jobs"], &["jobs", "--json"], &["janitor", "--dry-run"]]
     {
@@ -448,8 +429,7 @@ fn admin_commands_refuse_a_sqlite_file_without_dockets_schema() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("other.db");
     std::fs::write(&db, b"").expect("an empty file is an empty SQLite database");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let config = child::write_config_in(dir.path(), &child::sqlite_storage(&db));
     for args in [&["status", "1"][..], &["jobs"]] {
         let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a foreign database");
@@ -466,8 +446,7 @@ async fn admin_commands_refuse_a_postgres_database_without_dockets_schema() {
 
     let db = crate::support::postgres::TestDatabase::create().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"{}\"\n", db.url)).expect("write");
+    let config = child::write_config_in(dir.path(), &format!("[storage]\ndatabase_url = \"{}\"\n", db.url));
     for args in [&["status", "1"][..], &["jobs"]] {
         let out = child::output(args, Some(&config));
         assert!(!out.status.success(), "{args:?} succeeded on a database without docket's schema");
@@ -566,10 +545,7 @@ async fn docket_nodes_lists_the_running_node_its_role_and_its_clean_stop() {
     })
     .await;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let (_dir, config) = child::storage_config(&app, "");
     let out = child::output(&["nodes", "--json"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("nodes --json is JSON");
@@ -591,12 +567,8 @@ async fn docket_nodes_lists_the_running_node_its_role_and_its_clean_stop() {
 async fn docket_drain_stops_a_running_node_in_order_from_outside() {
     let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = \"sqlite://{db}\"\ndata_dir = {data:?}\n\
-         [workers]\nshutdown_grace = \"3s\"\n[node]\nname = \"drained\"\ndead_after = \"10s\"\n",
-        db = dir.path().join("docket.db").display(),
-        data = dir.path().join("data").display().to_string(),
-    );
+    let toml = child::run_config(dir.path(), &format!("sqlite://{}", dir.path().join("docket.db").display()))
+        + "[workers]\nshutdown_grace = \"3s\"\n[node]\nname = \"drained\"\ndead_after = \"10s\"\n";
     let process = DocketProcess::new(dir, &toml, &fake);
     process.start();
     fake.wait_for_call("getUpdates", |c| c.status == 200, DEADLINE).await;

@@ -15,7 +15,8 @@ use docket::store::DatabaseUrl;
 use docket::store::Store;
 
 use crate::support::child::{self, DocketProcess};
-use crate::support::{Backend, DEADLINE, TestApp, fixture, poll_until, test_options};
+use crate::support::upload;
+use crate::support::{Backend, DEADLINE, TestApp, fixture, poll_until, render_with_ghostscript, test_options};
 
 /// Runs `scripts/hostile-pdfs` into a new temp folder.
 pub(crate) fn hostile_files() -> tempfile::TempDir {
@@ -59,15 +60,10 @@ async fn hostile_files_fail_with_their_reasons_and_the_service_lives_on() {
     fake.set_download_limit(64 * 1024 * 1024);
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("db").join("docket.db");
-    let data = dir.path().join("data");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n\
-         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [limits]\ncloud_download = \"64 MiB\"\n\
-         [workers]\nlease = \"3s\"\nprocess = 2\nper_chat = 10\n\
-         [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n",
-        url = format!("sqlite://{}", db.display()),
-    );
+    let toml = child::run_config(dir.path(), &format!("sqlite://{}", db.display()))
+        + "[limits]\ncloud_download = \"64 MiB\"\n\
+           [workers]\nlease = \"3s\"\nprocess = 2\nper_chat = 10\n\
+           [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n";
     let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
     let docket = DocketProcess::new(dir, &toml, &fake);
     docket.start();
@@ -205,13 +201,11 @@ async fn a_run_over_its_time_limit_is_killed_and_fails_with_the_reason() {
 #[test]
 fn a_missing_tool_is_reported_as_unavailable() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("docket.toml");
-    std::fs::write(
-        &config,
+    let config = child::write_config_in(
+        dir.path(),
         "[processing.external.office]\ncommand = [\"docket-no-such-office-7c1\", \"{input}\", \"{output}\"]\n\
          accepts = [\"docx\", \"odt\", \"xlsx\"]\n",
-    )
-    .expect("write the configuration");
+    );
     let unavailable = "operation \"office\" is unavailable: its program \"docket-no-such-office-7c1\" is not installed";
 
     let checked = child::output(&["check-config"], Some(&config));
@@ -244,23 +238,15 @@ fn ocr_finds_the_words_of_a_scan() {
     let dir = tempfile::tempdir().expect("temp dir");
     let text = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pdf/text-1page.pdf");
     let scan = dir.path().join("scan.pdf");
-    let rendered = std::process::Command::new("gs")
-        .args(["-q", "-dNOPAUSE", "-dBATCH", "-dSAFER", "-sDEVICE=pdfimage24", "-r200"])
-        .arg(format!("-sOutputFile={}", scan.display()))
-        .arg(&text)
-        .status()
-        .expect("gs runs");
-    assert!(rendered.success(), "gs: {rendered}");
+    render_with_ghostscript("pdfimage24", 200, &text, &scan);
     assert!(text_of(&scan).trim().is_empty(), "the scan has no text layer: {:?}", text_of(&scan));
 
-    let config = dir.path().join("docket.toml");
-    std::fs::write(
-        &config,
+    let config = child::write_config_in(
+        dir.path(),
         "[processing.external.ocr]\n\
          command = [\"ocrmypdf\", \"--quiet\", \"-l\", \"{lang}\", \"{input}\", \"{output}\"]\n\
          accepts = [\"pdf\"]\n",
-    )
-    .expect("write the configuration");
+    );
     let out = dir.path().join("ocr.pdf");
     let ran = child::output(
         &["process", scan.to_str().expect("utf-8"), "--op", "ocr", "--lang", "eng", "-o", out.to_str().expect("utf-8")],
@@ -310,10 +296,7 @@ async fn a_run_dies_with_its_service() {
         crate::run_bounds::service(dir.path(), &crate::run_bounds::tool_section(&tool, &[dir.path()])).await;
     let docket = DocketProcess::new(dir, &toml, &fake);
     docket.start();
-    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
-    let mut update = fake.document_update(8501, 8501, &file, Some("long.pdf"), Some("application/pdf"));
-    update["message"]["caption"] = serde_json::json!("ocr");
-    fake.push_update(update);
+    upload::pdf("pdf/text-1page.pdf", "long.pdf").caption("ocr").send_to(&fake, 8501);
     let (tool, child) = tool_and_child(&pid_file).await;
     assert!(!is_dead(tool) && !is_dead(child), "the run is under way");
     docket.kill();

@@ -17,12 +17,13 @@ use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock
 use docket::domain::{Job, OutboxMessage};
 use docket::store::DatabaseUrl;
 use docket::store::{JobFilter, MessageFilter, Store};
-use fake_bot_api::{Call, DownloadFault, FakeTelegram, Fault};
+use fake_bot_api::{Call, DownloadFault, FakeTelegram, Fault, FileRef};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use sha2::{Digest as _, Sha256};
 
-use crate::support::child::DocketProcess;
+use crate::support::calls::to_chat;
+use crate::support::child::{self, DocketProcess};
 use crate::support::{DEADLINE, files_under, fixture, poll_until};
 
 /// `[workers] lease` of every process: the shortest allowed, so a killed process's claims lapse
@@ -55,12 +56,8 @@ impl Docket {
         let db = dir.path().join("db").join("docket.db");
         let data = dir.path().join("data");
         let toml = format!(
-            "[telegram]\npoll_timeout = \"1s\"\n\
-             [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-             [workers]\nlease = \"{lease}s\"\n{workers}\n\
-             [retention]\njanitor_interval = \"1s\"\n{tables}\n",
-            url = format!("sqlite://{}", db.display()),
-            data = data.display().to_string(),
+            "{storage}[workers]\nlease = \"{lease}s\"\n{workers}\n[retention]\njanitor_interval = \"1s\"\n{tables}\n",
+            storage = child::run_config(dir.path(), &format!("sqlite://{}", db.display())),
             lease = LEASE.as_secs(),
         );
         let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
@@ -113,6 +110,72 @@ impl Docket {
     /// The download requests the fake answered for `file_id`.
     fn downloads_of(&self, file_id: &str) -> Vec<fake_bot_api::Download> {
         self.fake.download_log().into_iter().filter(|d| d.file_id.as_deref() == Some(file_id)).collect()
+    }
+
+    /// Puts `bytes` on the fake and sends them from `chat` as the PDF `name` (docket picks the
+    /// update up once a process runs).
+    fn submit(&self, chat: i64, bytes: Vec<u8>, name: &str) -> FileRef {
+        let file = self.fake.add_file(bytes);
+        self.fake.push_update(self.fake.document_update(chat, chat, &file, Some(name), Some("application/pdf")));
+        file
+    }
+
+    /// One download worker and one processing worker, a [`heavy_pdf`] sent from `chat` as
+    /// `name`, and `docket run` started on it; returns the docket, the PDF and its file on the
+    /// fake.
+    async fn started_on_a_heavy_pdf(chat: i64, name: &str) -> (Self, Vec<u8>, FileRef) {
+        let d = Self::new("download = 1\nprocess = 1").await;
+        let pdf = heavy_pdf();
+        let file = d.submit(chat, pdf.clone(), name);
+        d.start();
+        (d, pdf, file)
+    }
+
+    /// `Some` once job `ticket` is `processing` under a lease and its ticket reply is sent: the
+    /// moment a kill cuts the work, not the reply.
+    async fn processing_with_its_reply_out(&self, ticket: Ticket) -> Option<()> {
+        let job = self.job(ticket).await?;
+        (job.state == JobState::Processing && job.lease.is_some()).then_some(())?;
+        self.sent(ticket, MessageKind::TicketReply).await.then_some(())
+    }
+
+    /// Waits (up to `timeout`) for job `ticket` to be ready, then for its result to be sent;
+    /// returns the ready job.
+    async fn ready_and_sent(&self, ticket: Ticket, timeout: Duration) -> Job {
+        let job = self
+            .until("the job to be ready", timeout, async |d| d.job(ticket).await.filter(|j| j.state == JobState::Ready))
+            .await;
+        self.until("the result to be sent", DEADLINE, async |d| {
+            d.sent(ticket, MessageKind::Result).await.then_some(())
+        })
+        .await;
+        job
+    }
+
+    /// The one result document `chat` got, checking there was exactly one and that its caption
+    /// starts with `caption`.
+    fn the_one_result(&self, chat: i64, caption: &str) -> fake_bot_api::Upload {
+        let documents = self.fake.calls_to("sendDocument").into_iter().filter(to_chat(chat)).collect::<Vec<_>>();
+        assert_eq!(documents.len(), 1, "exactly one result: {documents:#?}");
+        let got = documents[0].params["caption"].as_str().unwrap_or_default();
+        assert!(got.starts_with(caption), "{got}");
+        documents[0].upload.clone().expect("the result is uploaded")
+    }
+
+    /// Once the janitor has had its passes, the data folder holds nothing but `job`'s recorded
+    /// result (no .part, no source, no work files, no orphan of a killed attempt).
+    async fn assert_only_the_result_remains(&self, job: &Job) {
+        let files = self.files_when(|f| only_result_of(f, job.ticket)).await;
+        assert!(only_result_of(&files, job.ticket), "only results/{}/… may remain, found {files:?}", job.ticket.0);
+        assert_eq!(
+            Some(self.data.join(&files[0]).to_string_lossy().into_owned()),
+            job.result_path().map(str::to_owned)
+        );
+    }
+
+    /// A file in the data folder's `<folder>/<ticket>/` (`work`, `results`), relative to it.
+    fn file_under(&self, folder: &str, ticket: Ticket) -> Option<PathBuf> {
+        self.files().into_iter().find(|p| p.starts_with(Path::new(folder).join(ticket.0.to_string())))
     }
 
     /// Every file in the data folder, relative to it.
@@ -204,10 +267,6 @@ fn page_count(pdf: &[u8]) -> usize {
     lopdf::Document::load_mem(pdf).expect("a valid PDF").get_pages().len()
 }
 
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
 fn is_part(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "part")
 }
@@ -259,20 +318,10 @@ async fn sigkill_mid_download_then_restart_completes_once() {
     assert!(part_len < pdf.len() as u64, "the kill came mid-stream ({part_len} of {} bytes)", pdf.len());
 
     d.start();
-    let job = d
-        .until("the job to be ready", Duration::from_secs(30), async |d| {
-            d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
-        })
-        .await;
-    d.until("the result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
-        .await;
+    let job = d.ready_and_sent(Ticket(1), Duration::from_secs(30)).await;
 
     // One result, complete and intact.
-    let documents = d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).collect::<Vec<_>>();
-    assert_eq!(documents.len(), 1, "exactly one result: {documents:#?}");
-    let caption = documents[0].params["caption"].as_str().unwrap_or_default();
-    assert!(caption.starts_with("#1 ready: big.pdf, "), "{caption}");
-    let upload = documents[0].upload.as_ref().expect("the result is uploaded");
+    let upload = d.the_one_result(CHAT, "#1 ready: big.pdf, ");
     assert_eq!(page_count(&upload.bytes), 100);
     assert_eq!(job.source.as_ref().map(|s| s.size), Some(pdf.len() as i64));
     assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()), Some(hex::encode(Sha256::digest(&pdf)).as_str()));
@@ -293,9 +342,7 @@ async fn sigkill_mid_download_then_restart_completes_once() {
     assert!(get_files[1].at < downloads[1].at, "getFile afresh, then the download");
 
     // Nothing left but the result: no .part of the killed attempt, no source, no work files.
-    let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
-    assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
-    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path().map(str::to_owned));
+    d.assert_only_the_result_remains(&job).await;
     d.process.assert_no_secrets_logged();
 }
 
@@ -304,21 +351,15 @@ async fn sigkill_mid_download_then_restart_completes_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_processing_then_restart_completes_once() {
     const CHAT: i64 = 7002;
-    let d = Docket::new("download = 1\nprocess = 1").await;
-    let pdf = heavy_pdf();
-    let file = d.fake.add_file(pdf.clone());
-    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("heavy.pdf"), Some("application/pdf")));
-    d.start();
+    let (d, pdf, file) = Docket::started_on_a_heavy_pdf(CHAT, "heavy.pdf").await;
     let first_pid = d.pid();
 
     // Processing has begun: the job is `processing` under a lease and its output file exists in
     // work/1/ (the operation fills it only when done). The ticket reply is out.
     let work_file = d
         .until("processing to be in progress", DEADLINE, async |d| {
-            let job = d.job(Ticket(1)).await?;
-            (job.state == JobState::Processing && job.lease.is_some()).then_some(())?;
-            d.sent(Ticket(1), MessageKind::TicketReply).await.then_some(())?;
-            d.files().into_iter().find(|p| p.starts_with(Path::new("work").join("1")))
+            d.processing_with_its_reply_out(Ticket(1)).await?;
+            d.file_under("work", Ticket(1))
         })
         .await;
     d.kill();
@@ -329,19 +370,9 @@ async fn sigkill_mid_processing_then_restart_completes_once() {
     assert!(d.data.join(&work_file).exists(), "the killed attempt's output is still there: {work_file:?}");
 
     d.start();
-    let job = d
-        .until("the job to be ready", Duration::from_secs(40), async |d| {
-            d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
-        })
-        .await;
-    d.until("the result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
-        .await;
+    let job = d.ready_and_sent(Ticket(1), Duration::from_secs(40)).await;
 
-    let documents = d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).collect::<Vec<_>>();
-    assert_eq!(documents.len(), 1, "exactly one result: {documents:#?}");
-    let caption = documents[0].params["caption"].as_str().unwrap_or_default();
-    assert!(caption.starts_with("#1 ready: heavy.pdf, "), "{caption}");
-    let upload = documents[0].upload.as_ref().expect("the result is uploaded");
+    let upload = d.the_one_result(CHAT, "#1 ready: heavy.pdf, ");
     assert!(upload.bytes.len() < pdf.len(), "the result is the optimized file");
     assert_eq!(page_count(&upload.bytes), page_count(&pdf));
     assert_eq!(job.result.as_ref().map(|r| r.size), Some(upload.bytes.len() as i64));
@@ -349,9 +380,7 @@ async fn sigkill_mid_processing_then_restart_completes_once() {
     assert_eq!(d.fake.calls_to("getFile").len(), 1, "the source was not downloaded again");
     assert_eq!(d.downloads_of(&file.file_id).len(), 1);
 
-    let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
-    assert!(only_result_of(&files, Ticket(1)), "only results/1/… may remain, found {files:?}");
-    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path().map(str::to_owned));
+    d.assert_only_the_result_remains(&job).await;
     d.process.assert_no_secrets_logged();
 }
 
@@ -364,15 +393,9 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
     use sqlx::Connection as _;
 
     const CHAT: i64 = 7003;
-    let d = Docket::new("download = 1\nprocess = 1").await;
-    let pdf = heavy_pdf();
-    let file = d.fake.add_file(pdf.clone());
-    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &file, Some("window.pdf"), Some("application/pdf")));
-    d.start();
+    let (d, _, _) = Docket::started_on_a_heavy_pdf(CHAT, "window.pdf").await;
     d.until("processing to be in progress, the ticket reply out", DEADLINE, async |d| {
-        let job = d.job(Ticket(1)).await?;
-        (job.state == JobState::Processing && job.lease.is_some()).then_some(())?;
-        d.sent(Ticket(1), MessageKind::TicketReply).await.then_some(())
+        d.processing_with_its_reply_out(Ticket(1)).await
     })
     .await;
 
@@ -381,9 +404,7 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
     let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.expect("connect");
     sqlx::query("BEGIN EXCLUSIVE").execute(&mut blocker).await.expect("take the write lock");
     let orphan = d
-        .until("the result to be written, not yet recorded", DEADLINE, async |d| {
-            d.files().into_iter().find(|p| p.starts_with(Path::new("results").join("1")))
-        })
+        .until("the result to be written, not yet recorded", DEADLINE, async |d| d.file_under("results", Ticket(1)))
         .await;
     d.kill();
     sqlx::query("ROLLBACK").execute(&mut blocker).await.expect("release the write lock");
@@ -393,17 +414,9 @@ async fn sigkill_between_writing_the_result_and_recording_it_leaves_one_result()
     assert!(d.data.join(&orphan).exists());
 
     d.start();
-    let job = d
-        .until("the job to be ready", Duration::from_secs(30), async |d| {
-            d.job(Ticket(1)).await.filter(|j| j.state == JobState::Ready)
-        })
-        .await;
-    d.until("the result to be sent", DEADLINE, async |d| d.sent(Ticket(1), MessageKind::Result).await.then_some(()))
-        .await;
+    let job = d.ready_and_sent(Ticket(1), Duration::from_secs(30)).await;
     assert_eq!(d.fake.calls_to("sendDocument").into_iter().filter(to_chat(CHAT)).count(), 1, "exactly one result");
-    let files = d.files_when(|f| only_result_of(f, Ticket(1))).await;
-    assert!(only_result_of(&files, Ticket(1)), "only the recorded result may remain, found {files:?}");
-    assert_eq!(Some(d.data.join(&files[0]).to_string_lossy().into_owned()), job.result_path().map(str::to_owned));
+    d.assert_only_the_result_remains(&job).await;
 }
 
 /// Kill while a result is being sent: the row stays `sending` under the dead process's claim,
@@ -418,8 +431,7 @@ async fn sigkill_mid_send_stalls_the_chat_no_longer_than_a_lease() {
     // the kill cuts the upload before the fake has read it, the fault stays queued and delays
     // the resend instead.)
     d.fake.fail_next_for_chat("sendDocument", CHAT, Fault::Delay(Duration::from_secs(6)));
-    let first = d.fake.add_file(fixture("pdf/text-20pages.pdf"));
-    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &first, Some("first.pdf"), Some("application/pdf")));
+    d.submit(CHAT, fixture("pdf/text-20pages.pdf"), "first.pdf");
     d.start();
     d.until("the result to be in flight", DEADLINE, async |d| {
         d.messages(Ticket(1))
@@ -429,8 +441,7 @@ async fn sigkill_mid_send_stalls_the_chat_no_longer_than_a_lease() {
     })
     .await;
     d.kill();
-    let second = d.fake.add_file(fixture("pdf/text-1page.pdf"));
-    d.fake.push_update(d.fake.document_update(CHAT, CHAT, &second, Some("second.pdf"), Some("application/pdf")));
+    d.submit(CHAT, fixture("pdf/text-1page.pdf"), "second.pdf");
     d.start();
 
     let ticket_reply =

@@ -6,6 +6,7 @@ use docket::store::UpdateOutcome;
 use fake_bot_api::Call;
 
 use crate::per_backend;
+use crate::support::calls::{caption_of, text_of, to_chat};
 use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
 
 per_backend!(
@@ -20,18 +21,6 @@ per_backend!(
     jobs_lists_the_chats_tickets,
     strangers_are_refused_politely,
 );
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn caption_of(call: &Call) -> String {
-    call.params["caption"].as_str().unwrap_or_default().to_owned()
-}
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
 
 async fn a_pdf_travels_from_update_to_result(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
@@ -145,8 +134,7 @@ async fn a_zip_named_pdf_fails_with_the_reason(backend: Backend) {
 
 async fn status_from_another_chat_says_no_such_ticket(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document(500, fixture("pdf/text-1page.pdf"), "mine.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(500, "mine.pdf").await;
 
     app.send_text(501, "/status 1");
     let stranger = app.fake.wait_for_call("sendMessage", to_chat(501), DEADLINE).await;

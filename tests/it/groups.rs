@@ -10,10 +10,11 @@ use std::time::Duration;
 use docket::config::{Config, GroupMode};
 use docket::domain::{ChatRef, MessageKind, Ticket};
 use docket::store::{JobFilter, MessageFilter, UpdateOutcome};
-use fake_bot_api::{Call, FloodLimits};
+use fake_bot_api::FloodLimits;
 use serde_json::{Value, json};
 
 use crate::per_backend;
+use crate::support::calls::{text_of, to_chat};
 use crate::support::{Backend, DEADLINE, TestApp, fixture};
 
 per_backend!(
@@ -28,14 +29,6 @@ per_backend!(
 const GROUP: i64 = -1_001_234_567;
 /// A member of it.
 const MEMBER: i64 = 77;
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
 
 /// No pacing in the way: these tests are about what is answered, not how fast.
 fn unpaced(c: &mut Config) {

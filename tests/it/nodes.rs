@@ -11,7 +11,7 @@ use std::time::Duration;
 use docket::domain::{ChatRef, JobState, MessageKind, NodeStatus, OutboxState, Ticket, Timestamp};
 use docket::store::{JobFilter, MessageFilter};
 
-use crate::support::child::DocketProcess;
+use crate::support::child::{self, DocketProcess};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 /// `dead_after` of these tests: heartbeats every 2.5 s.
@@ -36,15 +36,18 @@ async fn wait_for_roles_within(app: &TestApp, expected: &[(&str, &[&str])], dead
     .await;
 }
 
+/// Makes `config` the node `name`, which counts another node dead `dead_after` after its last
+/// heartbeat.
+fn named(config: &mut docket::config::Config, name: &str, dead_after: Duration) {
+    config.node.name = docket::domain::NodeName::new(name);
+    config.node.dead_after = dead_after;
+}
+
 /// A role shows on its node when it is taken or given up, not at the node's next heartbeat, which
 /// a long `dead_after` puts minutes away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_role_shows_on_its_node_as_soon_as_it_is_taken_whatever_dead_after() {
-    let mut app = TestApp::spawn_with(Backend::Postgres, |c| {
-        c.node.name = docket::domain::NodeName::new("first");
-        c.node.dead_after = Duration::from_secs(600);
-    })
-    .await;
+    let mut app = TestApp::spawn_with(Backend::Postgres, |c| named(c, "first", Duration::from_secs(600))).await;
     wait_for_roles_within(&app, &[("first", &["janitor", "poller"])], DEADLINE).await;
     let second = app.start_another_as("second").await;
     wait_for_roles_within(&app, &[("first", &["janitor", "poller"]), ("second", &[])], DEADLINE).await;
@@ -55,11 +58,7 @@ async fn a_role_shows_on_its_node_as_soon_as_it_is_taken_whatever_dead_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_roles_show_on_their_node_and_move_when_that_node_dies() {
-    let mut app = TestApp::spawn_with(Backend::Postgres, |c| {
-        c.node.name = docket::domain::NodeName::new("first");
-        c.node.dead_after = DEAD_AFTER;
-    })
-    .await;
+    let mut app = TestApp::spawn_with(Backend::Postgres, |c| named(c, "first", DEAD_AFTER)).await;
     wait_for_roles(&app, &[("first", &["janitor", "poller"])]).await;
     let second = app.start_another_as("second").await;
     wait_for_roles(&app, &[("first", &["janitor", "poller"]), ("second", &[])]).await;
@@ -85,18 +84,10 @@ async fn the_roles_show_on_their_node_and_move_when_that_node_dies() {
 /// bounds and polls; the frozen one, thawed, finds its sessions gone and holds nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_host_loses_its_roles_to_another() {
-    let mut app = TestApp::create(Backend::Postgres, |c| {
-        c.node.name = docket::domain::NodeName::new("second");
-        c.node.dead_after = DEAD_AFTER;
-    })
-    .await;
+    let mut app = TestApp::create(Backend::Postgres, |c| named(c, "second", DEAD_AFTER)).await;
     let docket::store::DatabaseUrl::Postgres(url) = &app.config.storage.database_url else { unreachable!() };
     let dir = tempfile::tempdir().expect("temp dir");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [node]\nname = \"frozen\"\ndead_after = \"10s\"\n",
-        data = dir.path().join("data").display().to_string(),
-    );
+    let toml = child::run_config(dir.path(), url) + "[node]\nname = \"frozen\"\ndead_after = \"10s\"\n";
     let frozen = DocketProcess::new(dir, &toml, &app.fake);
     frozen.start();
     wait_for_roles(&app, &[("frozen", &["janitor", "poller"])]).await;
@@ -123,11 +114,7 @@ async fn a_second_process_under_a_live_nodes_name_is_refused_naming_it() {
     let app = TestApp::spawn_with(Backend::Postgres, |c| c.node.name = docket::domain::NodeName::new("twin")).await;
     let docket::store::DatabaseUrl::Postgres(url) = &app.config.storage.database_url else { unreachable!() };
     let dir = tempfile::tempdir().expect("temp dir");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n[node]\nname = \"twin\"\n",
-        url = url,
-        data = dir.path().join("data").display().to_string(),
-    );
+    let toml = child::run_config(dir.path(), url) + "[node]\nname = \"twin\"\n";
     let process = DocketProcess::new(dir, &toml, &app.fake);
     process.start();
     let status = process.exit_status(DEADLINE).await;
@@ -162,11 +149,8 @@ async fn three_hosts_share_the_work_and_take_over_a_killed_ones() {
         .into_iter()
         .map(|name| {
             let dir = tempfile::tempdir().expect("temp dir");
-            let toml = format!(
-                "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-                 [node]\nname = \"{name}\"\ndead_after = \"10s\"\n[workers]\nlease = \"2s\"\ndownload = 2\nprocess = 2\n",
-                data = dir.path().join("data").display().to_string(),
-            );
+            let toml = child::run_config(dir.path(), url)
+                + &format!("[node]\nname = \"{name}\"\ndead_after = \"10s\"\n[workers]\nlease = \"2s\"\ndownload = 2\nprocess = 2\n");
             (name, DocketProcess::new(dir, &toml, &app.fake))
         })
         .collect();
@@ -345,8 +329,7 @@ async fn a_host_whose_clock_is_off_from_the_databases_says_so() {
 async fn a_document_too_big_for_one_hosts_budget_waits_for_a_host_whose_budget_holds_it() {
     const BIG: &str = "pdf/text-20pages.pdf"; // 18 KB: needs 36 KB at the default multiplier of 2
     let mut small = TestApp::create(Backend::Postgres, |c| {
-        c.node.name = docket::domain::NodeName::new("small");
-        c.node.dead_after = Duration::from_secs(120);
+        named(c, "small", Duration::from_secs(120));
         c.budget.bytes = 20_000;
     })
     .await;
@@ -354,11 +337,7 @@ async fn a_document_too_big_for_one_hosts_budget_waits_for_a_host_whose_budget_h
     wait_for_roles(&small, &[("small", &["janitor", "poller"])]).await;
     let docket::store::DatabaseUrl::Postgres(url) = &small.config.storage.database_url else { unreachable!() };
     let dir = tempfile::tempdir().expect("temp dir");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [node]\nname = \"big\"\ndead_after = \"120s\"\n",
-        data = dir.path().join("data").display().to_string(),
-    );
+    let toml = child::run_config(dir.path(), url) + "[node]\nname = \"big\"\ndead_after = \"120s\"\n";
     let big = DocketProcess::new(dir, &toml, &small.fake);
     big.start();
     wait_for_roles(&small, &[("small", &["janitor", "poller"]), ("big", &[])]).await;

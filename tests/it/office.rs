@@ -5,9 +5,9 @@
 //! convert office files.
 
 use docket::domain::{JobState, Operation, Ticket};
-use fake_bot_api::Call;
 
 use crate::per_backend;
+use crate::support::calls::{says, text_of, to_chat};
 use crate::support::{Backend, DEADLINE, TestApp, fixture};
 
 per_backend!(
@@ -20,10 +20,6 @@ const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessing
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 const PPTX: &str = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
 const ODT: &str = "application/vnd.oasis.opendocument.text";
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
 
 /// The text of `pdf`, by Poppler's `pdftotext`, with its lines joined by spaces.
 fn pdf_text(pdf: &[u8]) -> String {
@@ -51,8 +47,7 @@ async fn word_excel_powerpoint_and_opendocument_files_come_back_as_pdfs_of_their
         let job = app.wait_for_job(Ticket(ticket as i64 + 1), |j| j.state.is_terminal()).await;
         assert_eq!(job.state, JobState::Ready, "{name}: {:?}", job.error);
         assert_eq!(job.submission.operation, Operation::ToPdf, "{name}: no caption, so topdf by its type");
-        let sent =
-            app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(chat), DEADLINE).await;
+        let sent = app.fake.wait_for_call("sendDocument", to_chat(chat), DEADLINE).await;
         let upload = sent.upload.expect("the PDF is uploaded");
         let sent_as = upload.file_name.clone().unwrap_or_default();
         assert!(sent_as.ends_with(".pdf"), "{name}: sent as {sent_as:?}");
@@ -77,14 +72,7 @@ async fn a_damaged_office_file_fails_with_a_reason_naming_libreoffice(backend: B
     app.send_document(710, damaged, "cut.docx", DOCX);
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.state, JobState::Failed, "{job:?}");
-    let notice = app
-        .fake
-        .wait_for_call(
-            "sendMessage",
-            |c| c.params["chat_id"].as_i64() == Some(710) && text_of(c).contains("failed"),
-            DEADLINE,
-        )
-        .await;
+    let notice = app.fake.wait_for_call("sendMessage", says(710, "failed"), DEADLINE).await;
     assert_eq!(text_of(&notice), "#1 failed: LibreOffice could not process cut.docx.");
 }
 
@@ -93,14 +81,7 @@ async fn without_libreoffice_an_office_file_is_refused_with_a_reason(backend: Ba
     app.send_document(720, fixture("office/report.docx"), "report.docx", DOCX);
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.state, JobState::Failed);
-    let notice = app
-        .fake
-        .wait_for_call(
-            "sendMessage",
-            |c| c.params["chat_id"].as_i64() == Some(720) && text_of(c).contains("failed"),
-            DEADLINE,
-        )
-        .await;
+    let notice = app.fake.wait_for_call("sendMessage", says(720, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
         "#1 failed: report.docx was not converted: this bot cannot convert office files (Word, Excel, PowerPoint, \

@@ -7,10 +7,12 @@
 use docket::config::ExternalToolConfig;
 use docket::domain::{ChatRef, JobState, MessageKind, Operation, Ticket};
 use docket::store::MessageFilter;
-use fake_bot_api::Call;
+use fake_bot_api::FileRef;
 
 use crate::per_backend;
-use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
+use crate::support::calls::{says, text_of, to_chat, uploaded_name};
+use crate::support::upload;
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, sh_ocr};
 
 per_backend!(
     a_caption_picks_the_operation_and_its_arguments,
@@ -29,74 +31,31 @@ per_backend!(
     a_gif_and_a_heic_photo_sent_as_files_come_back_as_pdfs,
 );
 
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat) && text_of(c).contains(words)
-}
-
 async fn a_caption_picks_the_operation_and_its_arguments(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
-        500,
-        fixture("pdf/text-1page.pdf"),
-        "contract.pdf",
-        "application/pdf",
-        Some("Rotate 180 2,4"),
-        "en",
-    );
+    app.send(500, upload::pdf("pdf/text-1page.pdf", "contract.pdf").caption("Rotate 180 2,4").language("en"));
     let reply = app.fake.wait_for_call("sendMessage", says(500, "ticket #1"), DEADLINE).await;
     assert!(text_of(&reply).contains("It will get: rotate 180 2,4."), "{}", text_of(&reply));
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     assert_eq!(job.submission.operation, Operation::parse("rotate 180 2,4").expect("parses"));
 
     // A caption that only says optimize is the plain default, and its result keeps the name.
-    app.send_document_with_caption(
-        501,
-        fixture("pdf/text-1page.pdf"),
-        "plain.pdf",
-        "application/pdf",
-        Some("optimize"),
-        "en",
-    );
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(501), DEADLINE).await;
-    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("plain.pdf"));
+    app.send(501, upload::pdf("pdf/text-1page.pdf", "plain.pdf").caption("optimize").language("en"));
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(501), DEADLINE).await;
+    assert_eq!(uploaded_name(&sent), Some("plain.pdf"));
 }
 
 async fn a_caption_naming_no_operation_gets_help_and_no_job(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
-        510,
-        fixture("pdf/text-1page.pdf"),
-        "a.pdf",
-        "application/pdf",
-        Some("please shrink it"),
-        "en",
-    );
+    app.send(510, upload::pdf("pdf/text-1page.pdf", "a.pdf").caption("please shrink it").language("en"));
     let help = app.fake.wait_for_call("sendMessage", says(510, "I did not start anything"), DEADLINE).await;
     let help = text_of(&help);
     assert!(help.contains("\"please\" is not an operation"), "{help}");
     assert!(help.contains("shrink — much smaller"), "the operations are listed: {help}");
-    app.send_document_with_caption(
-        510,
-        fixture("pdf/text-20pages.pdf"),
-        "b.pdf",
-        "application/pdf",
-        Some("pages"),
-        "en",
-    );
+    app.send(510, upload::pdf("pdf/text-20pages.pdf", "b.pdf").caption("pages").language("en"));
     let missing = app.fake.wait_for_call("sendMessage", says(510, "pages: arguments missing"), DEADLINE).await;
     assert!(text_of(&missing).starts_with("I did not start anything"), "{}", text_of(&missing));
-    app.send_document_with_caption(
-        510,
-        fixture("pdf/text-20pages.pdf"),
-        "c.pdf",
-        "application/pdf",
-        Some("decrypt"),
-        "en",
-    );
+    app.send(510, upload::pdf("pdf/text-20pages.pdf", "c.pdf").caption("decrypt").language("en"));
     app.fake.wait_for_call("sendMessage", says(510, "decrypt: arguments missing"), DEADLINE).await;
 
     assert!(app.store.job(Ticket(1)).await.expect("read").is_none(), "no job for a caption that was not understood");
@@ -128,14 +87,7 @@ async fn mode_sets_the_chats_default_and_an_image_becomes_a_pdf(backend: Backend
 
 async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
-        530,
-        fixture("other/red-8x8.png"),
-        "pages.pdf",
-        "application/pdf",
-        Some("split"),
-        "en",
-    );
+    app.send(530, upload::pdf("other/red-8x8.png", "pages.pdf").caption("split").language("en"));
     let notice = app.fake.wait_for_call("sendMessage", says(530, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
@@ -146,7 +98,7 @@ async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
     assert!(job.error.as_deref().is_some_and(|e| e.contains("split takes a PDF")), "{:?}", job.error);
 
     // An image operation refuses a PDF, naming both.
-    app.send_document_with_caption(531, fixture("pdf/text-1page.pdf"), "a.pdf", "application/pdf", Some("topdf"), "en");
+    app.send(531, upload::pdf("pdf/text-1page.pdf", "a.pdf").caption("topdf").language("en"));
     let notice = app.fake.wait_for_call("sendMessage", says(531, "failed"), DEADLINE).await;
     assert_eq!(
         text_of(&notice),
@@ -158,38 +110,16 @@ async fn a_refusal_names_the_format_and_what_to_send_instead(backend: Backend) {
 /// A stand-in OCR program: copies the input to the output and writes the `{lang}` it was given
 /// to `lang_file`, so the test sees which language reached the program.
 fn recording_ocr(lang_file: &std::path::Path) -> ExternalToolConfig {
-    ExternalToolConfig {
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            "cp \"$1\" \"$2\" && printf '%s' \"$3\" > \"$4\"".into(),
-            "ocr".into(),
-            "{input}".into(),
-            "{output}".into(),
-            "{lang}".into(),
-            lang_file.display().to_string(),
-        ],
-        accepts: vec!["pdf".into()],
-        output: "pdf".into(),
-        memory_limit: None,
-        timeout: None,
-        memory_factor: 1.0,
-        // Where it records the languages it was given.
-        reach: lang_file.parent().map(std::path::Path::to_owned).into_iter().collect(),
-    }
+    let script = "cp \"$1\" \"$2\" && printf '%s' \"$3\" > \"$4\"";
+    // Where it records the languages it was given.
+    let reach = lang_file.parent().map(std::path::Path::to_owned).into_iter().collect();
+    sh_ocr(script, &["{lang}".into(), lang_file.display().to_string()], reach)
 }
 
 async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backend) {
     // Without [processing.external.ocr], ocr fails saying so.
     let bare = TestApp::spawn_with(backend, |_| {}).await;
-    bare.send_document_with_caption(
-        540,
-        fixture("pdf/scan-2pages.pdf"),
-        "scan.pdf",
-        "application/pdf",
-        Some("ocr"),
-        "en",
-    );
+    bare.send(540, upload::pdf("pdf/scan-2pages.pdf", "scan.pdf").caption("ocr").language("en"));
     let notice = bare.fake.wait_for_call("sendMessage", says(540, "failed"), DEADLINE).await;
     assert!(text_of(&notice).contains("OCR is not set up on this bot"), "{}", text_of(&notice));
     drop(bare);
@@ -197,52 +127,30 @@ async fn ocr_runs_the_configured_program_in_the_persons_language(backend: Backen
     let dir = tempfile::tempdir().expect("temp dir");
     let lang_file = dir.path().join("lang");
     let tool = recording_ocr(&lang_file);
-    let app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
+    let app = with_ocr(backend, tool).await;
     // The person's language when the caption names none: Telegram's `ru` is Tesseract's `rus`.
-    app.send_document_with_caption(
-        541,
-        fixture("pdf/scan-2pages.pdf"),
-        "scan.pdf",
-        "application/pdf",
-        Some("ocr"),
-        "ru",
-    );
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(541), DEADLINE).await;
-    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan-ocr.pdf"));
+    app.send(541, upload::pdf("pdf/scan-2pages.pdf", "scan.pdf").caption("ocr").language("ru"));
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(541), DEADLINE).await;
+    assert_eq!(uploaded_name(&sent), Some("scan-ocr.pdf"));
     assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "rus");
     // The caption's languages win.
-    app.send_document_with_caption(
-        542,
-        fixture("pdf/text-1page.pdf"),
-        "t.pdf",
-        "application/pdf",
-        Some("ocr deu+eng"),
-        "ru",
-    );
-    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(542), DEADLINE).await;
+    app.send(542, upload::pdf("pdf/text-1page.pdf", "t.pdf").caption("ocr deu+eng").language("ru"));
+    app.fake.wait_for_call("sendDocument", to_chat(542), DEADLINE).await;
     assert_eq!(std::fs::read_to_string(&lang_file).expect("the program ran"), "deu+eng");
 }
 
 async fn a_decrypt_password_is_erased_when_the_job_ends_and_never_logged(backend: Backend) {
     const PASSWORD: &str = "Tr0ub4dor-and-3";
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document_with_caption(
+    app.send(
         550,
-        fixture("pdf/aes256-userpw.pdf"),
-        "locked.pdf",
-        "application/pdf",
-        Some(&format!("decrypt {PASSWORD}")),
-        "en",
+        upload::pdf("pdf/aes256-userpw.pdf", "locked.pdf").caption(&format!("decrypt {PASSWORD}")).language("en"),
     );
     let reply = app.fake.wait_for_call("sendMessage", says(550, "ticket #1"), DEADLINE).await;
     assert!(text_of(&reply).contains("I delete your message that carries it"), "{}", text_of(&reply));
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
     // The run had the password: the person's message that carried it is gone.
-    let deleted =
-        app.fake.wait_for_call("deleteMessage", |c| c.params["chat_id"].as_i64() == Some(550), DEADLINE).await;
+    let deleted = app.fake.wait_for_call("deleteMessage", to_chat(550), DEADLINE).await;
     assert_eq!(deleted.status, 200);
     assert_eq!(deleted.params["message_id"].as_i64(), Some(job.submission.message_id.0));
     assert_eq!(job.submission.operation.name(), "decrypt");
@@ -284,13 +192,9 @@ async fn a_decrypt_password_never_reaches_the_database_in_plain_text(backend: Ba
     let app = TestApp::spawn_with(backend, |_| {}).await;
     // The download waits on getFile: the job is recorded, with its password, and not yet run.
     let held = app.fake.hold_next("getFile");
-    app.send_document_with_caption(
+    app.send(
         551,
-        fixture("pdf/aes256-userpw.pdf"),
-        "locked.pdf",
-        "application/pdf",
-        Some(&format!("decrypt {PASSWORD}")),
-        "en",
+        upload::pdf("pdf/aes256-userpw.pdf", "locked.pdf").caption(&format!("decrypt {PASSWORD}")).language("en"),
     );
     held.arrived(DEADLINE).await;
     assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 1, "kept, sealed");
@@ -326,13 +230,34 @@ async fn a_password_given_in_a_reply_to_the_locked_file_opens_it_and_that_reply_
     assert_eq!(run.state, JobState::Ready, "{run:?}");
     assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "decrypt"));
     assert_eq!(run.submission.file_unique_id, file.file_unique_id, "the replied file, downloaded again");
-    let deleted =
-        app.fake.wait_for_call("deleteMessage", |c| c.params["chat_id"].as_i64() == Some(552), DEADLINE).await;
+    let deleted = app.fake.wait_for_call("deleteMessage", to_chat(552), DEADLINE).await;
     assert_eq!(deleted.params["message_id"].as_i64(), Some(reply_id), "the reply carried the password, not the file");
     assert_ne!(Some(reply_id), document_message["message_id"].as_i64());
     assert_eq!(app.count("SELECT COUNT(*) FROM jobs WHERE secret IS NOT NULL").await, 0, "erased when the job ended");
     assert!(!holds(&database_bytes(&app), PASSWORD), "the password is in the database in plain text");
     assert!(!crate::support::logs::captured().contains(PASSWORD), "never in the logs");
+}
+
+/// docket on `backend` with `tool` as its `[processing.external.ocr]`, running.
+async fn with_ocr(backend: Backend, tool: ExternalToolConfig) -> TestApp {
+    TestApp::spawn_with(backend, |c| {
+        c.processing.external.insert("ocr".into(), tool);
+    })
+    .await
+}
+
+/// Sends a one-page PDF from `chat` as `name` (the app's first job, ticket 1) and waits until it
+/// is ready and its status message offers buttons; returns the file, that message's id and the
+/// buttons' labels.
+async fn ready_with_its_buttons(app: &TestApp, chat: i64, name: &str) -> (FileRef, i64, Vec<String>) {
+    let (file, _) = app.first_pdf_ready(chat, name).await;
+    let status = status_message_of(app, Ticket(1)).await;
+    let labels = eventually(DEADLINE, async || {
+        let labels = app.fake.button_labels(chat, status);
+        if labels.is_empty() { Err("no buttons yet".to_owned()) } else { Ok(labels) }
+    })
+    .await;
+    (file, status, labels)
 }
 
 /// The Telegram message id of run `ticket`'s status message (its ticket reply), once delivered.
@@ -353,19 +278,9 @@ async fn a_button_starts_a_further_run_with_its_own_result_and_asking_again_retu
     let dir = tempfile::tempdir().expect("temp dir");
     let lang_file = dir.path().join("lang");
     let tool = recording_ocr(&lang_file);
-    let app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
-    let (_, file) = app.send_document(560, fixture("pdf/text-1page.pdf"), "doc.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let status = status_message_of(&app, Ticket(1)).await;
+    let app = with_ocr(backend, tool).await;
+    let (file, status, labels) = ready_with_its_buttons(&app, 560, "doc.pdf").await;
     // The ready status message offers the other operations that take a PDF.
-    let labels = eventually(DEADLINE, async || {
-        let labels = app.fake.button_labels(560, status);
-        if labels.is_empty() { Err("no buttons yet".to_owned()) } else { Ok(labels) }
-    })
-    .await;
     assert_eq!(labels, ["shrink", "split", "text", "info", "ocr"]);
     let downloads = app.fake.calls_to("getFile").len();
 
@@ -374,14 +289,7 @@ async fn a_button_starts_a_further_run_with_its_own_result_and_asking_again_retu
     let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
     assert_eq!((run.submission.run_of, run.submission.operation.name()), (Some(Ticket(1)), "ocr"));
     assert_eq!(run.submission.file_unique_id, file.file_unique_id);
-    let sent = app
-        .fake
-        .wait_for_call(
-            "sendDocument",
-            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("doc-ocr.pdf"),
-            DEADLINE,
-        )
-        .await;
+    let sent = app.fake.wait_for_call("sendDocument", |c| uploaded_name(c) == Some("doc-ocr.pdf"), DEADLINE).await;
     assert!(
         sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready: doc.pdf"),
         "{:?}",
@@ -440,15 +348,18 @@ async fn mode_offers_its_choices_as_buttons(backend: Backend) {
 async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     // A PDF sent as an image with a caption: processed as asked, and the result says what it is.
-    app.send_document_with_caption(580, fixture("pdf/text-1page.pdf"), "scan.png", "image/png", Some("optimize"), "en");
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(580), DEADLINE).await;
+    app.send(
+        580,
+        upload::document(fixture("pdf/text-1page.pdf"), "scan.png", "image/png").caption("optimize").language("en"),
+    );
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(580), DEADLINE).await;
     let caption = sent.params["caption"].as_str().unwrap_or_default();
     assert!(caption.ends_with("\n(sent as scan.png, but it is a PDF document.)"), "{caption}");
-    assert_eq!(sent.upload.as_ref().and_then(|u| u.file_name.as_deref()), Some("scan.pdf"));
+    assert_eq!(uploaded_name(&sent), Some("scan.pdf"));
     // Without a caption the declared type chose topdf; the content is a PDF, so the run gets
     // what a PDF without a caption gets (the bot's default), and says so.
     app.send_document(581, fixture("pdf/text-20pages.pdf"), "photo.jpg", "image/jpeg");
-    let sent = app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(581), DEADLINE).await;
+    let sent = app.fake.wait_for_call("sendDocument", to_chat(581), DEADLINE).await;
     let caption = sent.params["caption"].as_str().unwrap_or_default();
     assert!(caption.ends_with("\n(sent as photo.jpg, but it is a PDF document.)"), "{caption}");
     let job = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
@@ -465,7 +376,10 @@ async fn a_declaration_that_disagrees_with_the_content_is_shown(backend: Backend
     let job = app.wait_for_job(Ticket(4), |j| j.state.is_terminal()).await;
     assert_eq!((job.state, &job.submission.operation), (JobState::Ready, &Operation::ToPdf), "{job:#?}");
     // A caption is a choice: a PDF sent as an image with the caption topdf is refused as one.
-    app.send_document_with_caption(584, fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg", Some("topdf"), "en");
+    app.send(
+        584,
+        upload::document(fixture("pdf/text-1page.pdf"), "p.jpg", "image/jpeg").caption("topdf").language("en"),
+    );
     let notice = app.fake.wait_for_call("sendMessage", says(584, "failed"), DEADLINE).await;
     assert!(
         text_of(&notice).ends_with("topdf takes a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF); this is a PDF document: send it with a caption such as optimize or shrink."),
@@ -490,17 +404,8 @@ async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backen
         ],
         ..recording_ocr(&dir.path().join("lang"))
     };
-    let mut app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
-    app.send_document(590, fixture("pdf/text-1page.pdf"), "crash.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let status = status_message_of(&app, Ticket(1)).await;
-    eventually(DEADLINE, async || {
-        if app.fake.button_labels(590, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
-    })
-    .await;
+    let mut app = with_ocr(backend, tool).await;
+    let (_, status, _) = ready_with_its_buttons(&app, 590, "crash.pdf").await;
     app.fake.press_button_labelled(590, 590, status, "ocr").expect("an ocr button");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing && j.lease.is_some()).await;
     eventually(DEADLINE, async || if ran_once.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
@@ -511,14 +416,7 @@ async fn a_further_run_cut_by_a_crash_finishes_after_the_restart(backend: Backen
     let run = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
     assert_eq!(run.submission.run_of, Some(Ticket(1)));
     assert!(run.attempts >= 1, "{run:?}");
-    let sent = app
-        .fake
-        .wait_for_call(
-            "sendDocument",
-            |c| c.upload.as_ref().and_then(|u| u.file_name.as_deref()) == Some("crash-ocr.pdf"),
-            DEADLINE,
-        )
-        .await;
+    let sent = app.fake.wait_for_call("sendDocument", |c| uploaded_name(c) == Some("crash-ocr.pdf"), DEADLINE).await;
     assert!(sent.params["caption"].as_str().unwrap_or_default().starts_with("#1 ocr ready"), "{:?}", sent.params);
     let first = app.store.job(Ticket(1)).await.expect("read").expect("the first run");
     assert_eq!(first.state, JobState::Ready, "the first run was never touched");
@@ -530,17 +428,8 @@ async fn cancel_stops_the_unfinished_runs_of_a_ticket(backend: Backend) {
         command: vec!["sh".into(), "-c".into(), "sleep 60".into()],
         ..recording_ocr(std::path::Path::new("/nonexistent"))
     };
-    let app = TestApp::spawn_with(backend, |c| {
-        c.processing.external.insert("ocr".into(), tool);
-    })
-    .await;
-    app.send_document(600, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    let status = status_message_of(&app, Ticket(1)).await;
-    eventually(DEADLINE, async || {
-        if app.fake.button_labels(600, status).is_empty() { Err("no buttons yet".to_owned()) } else { Ok(()) }
-    })
-    .await;
+    let app = with_ocr(backend, tool).await;
+    let (_, status, _) = ready_with_its_buttons(&app, 600, "long.pdf").await;
     app.fake.press_button_labelled(600, 600, status, "ocr").expect("an ocr button");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Processing).await;
 

@@ -6,6 +6,7 @@ use std::path::Path;
 use lopdf::{Dictionary, Document, Object, Stream, dictionary};
 
 use crate::support::child::{self, stderr};
+use crate::support::{ghostscript, input_and_output, render_with_ghostscript};
 
 /// A one-page PDF of 288 × 360 points that draws a 1200 × 1500 pixel JPEG (300 dpi) over the
 /// page, with a line of text.
@@ -65,17 +66,17 @@ fn first_image(document: &Document) -> &Stream {
         .expect("an image")
 }
 
-fn process(input: &Path, op: &str, output: &Path) -> std::process::Output {
-    child::output(&["process", input.to_str().expect("utf8"), "--op", op, "-o", output.to_str().expect("utf8")], None)
+/// `docket process INPUT --op OP -o OUTPUT`, which must succeed (its stderr says why not).
+fn process_succeeds(input: &Path, op: &str, output: &Path) {
+    let out = child::process(input, Some(op), output, None);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]
 fn process_shrinks_a_scan_through_the_contained_child() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (input, output) = (dir.path().join("scan.pdf"), dir.path().join("small.pdf"));
+    let (_dir, input, output) = input_and_output("scan.pdf", "small.pdf");
     scan_pdf(&input);
-    let out = process(&input, "shrink", &output);
-    assert!(out.status.success(), "{}", stderr(&out));
+    process_succeeds(&input, "shrink", &output);
 
     let before = Document::load(&input).expect("input");
     let after = Document::load(&output).expect("the output is a PDF");
@@ -89,14 +90,12 @@ fn process_shrinks_a_scan_through_the_contained_child() {
 
 #[test]
 fn process_turns_a_jpeg_into_a_pdf_holding_its_bytes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (input, output) = (dir.path().join("photo.jpg"), dir.path().join("photo.pdf"));
+    let (_dir, input, output) = input_and_output("photo.jpg", "photo.pdf");
     let pixels: Vec<u8> = (0..64u32 * 48).map(|i| (i % 251) as u8).collect();
     let mut jpeg = Vec::new();
     jpeg_encoder::Encoder::new(&mut jpeg, 80).encode(&pixels, 64, 48, jpeg_encoder::ColorType::Luma).expect("encode");
     std::fs::write(&input, &jpeg).expect("write");
-    let out = process(&input, "topdf", &output);
-    assert!(out.status.success(), "{}", stderr(&out));
+    process_succeeds(&input, "topdf", &output);
     let doc = Document::load(&output).expect("the output is a PDF");
     assert_eq!(doc.get_pages().len(), 1);
     assert!(doc.objects.values().filter_map(|o| o.as_stream().ok()).any(|s| s.content == jpeg));
@@ -158,20 +157,12 @@ fn process_turns_a_fax_tiff_into_a_pdf_that_renders_its_pixels() {
         encoder.encode_line(pels, width as u16).expect("encodes");
     }
     let g4 = encoder.finish().expect("finishes").finish();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (input, output) = (dir.path().join("fax.tiff"), dir.path().join("fax.pdf"));
+    let (dir, input, output) = input_and_output("fax.tiff", "fax.pdf");
     std::fs::write(&input, fax::tiff::wrap(&g4, width as u32, height as u32)).expect("write");
-    let out = process(&input, "topdf", &output);
-    assert!(out.status.success(), "{}", stderr(&out));
+    process_succeeds(&input, "topdf", &output);
 
     let rendered = dir.path().join("fax.pbm");
-    let gs = std::process::Command::new("gs")
-        .args(["-q", "-dBATCH", "-dNOPAUSE", "-dSAFER", "-sDEVICE=pbmraw", "-r200"])
-        .arg(format!("-sOutputFile={}", rendered.display()))
-        .arg(&output)
-        .output()
-        .expect("Ghostscript runs (gs, installed by .ci/run)");
-    assert!(gs.status.success(), "{}", String::from_utf8_lossy(&gs.stderr));
+    render_with_ghostscript("pbmraw", 200, &output, &rendered);
     let pbm = std::fs::read(&rendered).expect("the rendering");
     let (w, h, raster) = pbm_raster(&pbm);
     assert!(w.abs_diff(width) <= 1 && h.abs_diff(height) <= 1, "rendered at {w}×{h}");
@@ -221,11 +212,7 @@ fn rendered_rgb(pdf: &Path, reader: &str) -> Vec<u8> {
     let (command, ppm) = match reader {
         "gs" => {
             let ppm = dir.join(format!("{stem}.ppm"));
-            let mut gs = std::process::Command::new("gs");
-            gs.args(["-q", "-dBATCH", "-dNOPAUSE", "-dSAFER", "-sDEVICE=ppmraw", "-r36"])
-                .arg(format!("-sOutputFile={}", ppm.display()))
-                .arg(pdf);
-            (gs, ppm)
+            (ghostscript("ppmraw", 36, pdf, &ppm), ppm)
         }
         _ => {
             let mut pdftoppm = std::process::Command::new("pdftoppm");
@@ -256,11 +243,9 @@ fn rendered_rgb(pdf: &Path, reader: &str) -> Vec<u8> {
 /// colours (an inverted or channel-swapped JPEG would differ by a hundred levels or more).
 #[test]
 fn process_shrinks_a_cmyk_scan_to_an_image_readers_show_in_its_colours() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (input, output) = (dir.path().join("cmyk.pdf"), dir.path().join("cmyk-shrink.pdf"));
+    let (_dir, input, output) = input_and_output("cmyk.pdf", "cmyk-shrink.pdf");
     cmyk_scan_pdf(&input);
-    let out = process(&input, "shrink", &output);
-    assert!(out.status.success(), "{}", stderr(&out));
+    process_succeeds(&input, "shrink", &output);
     let after = Document::load(&output).expect("the output is a PDF");
     let image = first_image(&after);
     assert_eq!(image.dict.get(b"Filter").and_then(Object::as_name).expect("filter"), b"DCTDecode");
@@ -279,11 +264,9 @@ fn process_shrinks_a_cmyk_scan_to_an_image_readers_show_in_its_colours() {
 /// libheif's heif-convert, run inside the contained child.
 #[test]
 fn process_turns_a_heic_photo_into_a_pdf() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (input, output) = (dir.path().join("IMG_0001.HEIC"), dir.path().join("IMG_0001.pdf"));
+    let (_dir, input, output) = input_and_output("IMG_0001.HEIC", "IMG_0001.pdf");
     std::fs::write(&input, crate::support::fixture("images/marker-64x48.heic")).expect("write");
-    let out = process(&input, "topdf", &output);
-    assert!(out.status.success(), "{}", stderr(&out));
+    process_succeeds(&input, "topdf", &output);
     let doc = Document::load(&output).expect("the output is a PDF");
     assert_eq!(doc.get_pages().len(), 1);
     assert_eq!(first_image(&doc).dict.get(b"Width").and_then(Object::as_i64).expect("width"), 64);
@@ -293,8 +276,7 @@ fn process_turns_a_heic_photo_into_a_pdf() {
 /// file.
 #[test]
 fn process_without_heif_convert_says_topdf_could_not_process_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (input, output) = (dir.path().join("IMG_0001.HEIC"), dir.path().join("IMG_0001.pdf"));
+    let (_dir, input, output) = input_and_output("IMG_0001.HEIC", "IMG_0001.pdf");
     std::fs::write(&input, crate::support::fixture("images/marker-64x48.heic")).expect("write");
     let empty = tempfile::tempdir().expect("tempdir");
     let out = child::command()

@@ -9,6 +9,7 @@ use docket::store::MessageFilter;
 use fake_bot_api::{Call, DownloadFault, Fault};
 
 use crate::per_backend;
+use crate::support::calls::to_chat;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
 per_backend!(
@@ -21,10 +22,6 @@ per_backend!(
     two_senders_on_one_database_send_nothing_twice,
     two_dockets_on_one_database_share_the_global_limit,
 );
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
 
 async fn a_blocked_chat_gets_one_call_and_its_other_messages_are_dead(backend: Backend) {
     let mut app = TestApp::create(backend, |_| {}).await;

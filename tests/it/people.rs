@@ -5,10 +5,12 @@
 use docket::domain::{ChatRef, Clock as _, JobState, SystemClock, Ticket};
 use docket::runtime::WorkerId;
 use docket::store::{MessageFilter, Stage};
-use fake_bot_api::{Call, DownloadFault};
+use fake_bot_api::DownloadFault;
 
 use crate::per_backend;
+use crate::support::calls::{says, text_of, to_chat};
 use crate::support::child::{self, DocketProcess, stderr};
+use crate::support::upload;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
 
 per_backend!(
@@ -19,18 +21,6 @@ per_backend!(
     privacy_says_what_is_kept_and_for_how_long,
     stats_is_for_admins,
 );
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
-fn says(chat: i64, words: &'static str) -> impl Fn(&Call) -> bool {
-    move |c: &Call| to_chat(chat)(c) && text_of(c).contains(words)
-}
 
 /// Files of `ticket` left in `downloads/` and `work/`.
 fn in_flight_files(app: &TestApp, ticket: Ticket) -> Vec<std::path::PathBuf> {
@@ -143,8 +133,7 @@ async fn cancel_during_processing_revokes_the_lease_and_frees_everything(backend
 
 async fn cancel_is_only_for_the_owner_and_for_unfinished_jobs(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    app.send_document(130, fixture("pdf/text-1page.pdf"), "done.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(130, "done.pdf").await;
     app.send_text(131, "/cancel 1");
     let stranger = app.fake.wait_for_call("sendMessage", to_chat(131), DEADLINE).await;
     assert_eq!(text_of(&stranger), "No such ticket: #1.");
@@ -232,8 +221,7 @@ async fn privacy_says_what_is_kept_and_for_how_long(backend: Backend) {
 
 async fn stats_is_for_admins(backend: Backend) {
     let app = TestApp::spawn_with(backend, |c| c.access.admins = vec![161]).await;
-    app.send_document(160, fixture("pdf/text-1page.pdf"), "a.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(160, "a.pdf").await;
     app.send_text(160, "/stats");
     let refused = app.fake.wait_for_call("sendMessage", says(160, "/stats"), DEADLINE).await;
     assert_eq!(text_of(&refused), "Only this bot's admins can use /stats.");
@@ -290,22 +278,12 @@ async fn retry_cancel_and_jobs_since_work_from_the_command_line() {
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Failed).await;
     app.send_document(180, fixture("pdf/text-1page.pdf"), "fine.pdf", "application/pdf");
     app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;
-    let caption = Some("decrypt not-the-password");
-    app.send_document_with_caption(
-        180,
-        fixture("pdf/aes256-userpw.pdf"),
-        "locked.pdf",
-        "application/pdf",
-        caption,
-        "en",
-    );
+    let caption = "decrypt not-the-password";
+    app.send(180, upload::pdf("pdf/aes256-userpw.pdf", "locked.pdf").caption(caption).language("en"));
     app.wait_for_job(Ticket(3), |j| j.state == JobState::Failed).await;
     app.stop().await;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!() };
-    std::fs::write(&config, format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())).expect("write");
+    let (_dir, config) = child::storage_config(&app, "");
 
     let out = child::output(&["jobs", "--state", "failed", "--since", "1d"], Some(&config));
     assert!(out.status.success(), "{}", stderr(&out));

@@ -3,10 +3,10 @@
 //! know arrive by webhook in `webhook.rs`). Each is recorded and confirmed, and a person is always answered.
 
 use docket::domain::{JobState, Ticket};
-use fake_bot_api::Call;
 use serde_json::{Value, json};
 
 use crate::per_backend;
+use crate::support::calls::{text_of, to_chat};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture, logs};
 
 per_backend!(
@@ -15,14 +15,6 @@ per_backend!(
     a_document_put_into_an_edited_message_is_a_new_submission,
     file_names_are_data_never_paths,
 );
-
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
 
 /// A message update from `chat` (user = chat) whose content is `content`.
 fn message_update(app: &TestApp, chat: i64, content: Value) -> Value {
@@ -84,8 +76,7 @@ async fn stickers_voice_notes_and_locations_are_answered_in_the_senders_language
 
 async fn a_document_put_into_an_edited_message_is_a_new_submission(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
-    let (_, first) = app.send_document(340, fixture("pdf/text-1page.pdf"), "first.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (first, _) = app.first_pdf_ready(340, "first.pdf").await;
     let second = app.fake.add_file(fixture("pdf/text-20pages.pdf"));
     let mut edited = app.fake.document_update(340, 340, &second, Some("second.pdf"), Some("application/pdf"));
     let mut message = edited["message"].take();

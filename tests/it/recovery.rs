@@ -5,7 +5,9 @@ use fake_bot_api::{Call, DownloadFault, Fault};
 use sqlx::Connection;
 
 use crate::per_backend;
-use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture};
+use crate::support::calls::to_chat;
+use crate::support::upload;
+use crate::support::{Backend, DEADLINE, TestApp, eventually, files_under, fixture, sh_ocr};
 
 per_backend!(
     a_cut_download_is_retried_with_a_fresh_get_file,
@@ -25,31 +27,18 @@ per_backend!(
 async fn a_database_outage_longer_than_the_lease_does_not_restart_a_running_stage(backend: Backend) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (runs, go) = (dir.path().join("runs"), dir.path().join("go"));
-    let tool = docket::config::ExternalToolConfig {
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            "echo run >> \"$3\"; while [ ! -e \"$4\" ]; do sleep 0.1; done; cp \"$1\" \"$2\"".into(),
-            "ocr".into(),
-            "{input}".into(),
-            "{output}".into(),
-            runs.display().to_string(),
-            go.display().to_string(),
-        ],
-        accepts: vec!["pdf".into()],
-        output: "pdf".into(),
-        memory_limit: None,
-        timeout: None,
-        memory_factor: 1.0,
-        reach: vec![dir.path().to_owned()],
-    };
+    let tool = sh_ocr(
+        "echo run >> \"$3\"; while [ ! -e \"$4\" ]; do sleep 0.1; done; cp \"$1\" \"$2\"",
+        &[runs.display().to_string(), go.display().to_string()],
+        vec![dir.path().to_owned()],
+    );
     // One processing worker: nobody else in this process could claim the job meanwhile.
     let app = TestApp::spawn_with(backend, |c| {
         c.workers.process = 1;
         c.processing.external.insert("ocr".into(), tool);
     })
     .await;
-    app.send_document_with_caption(70, fixture("pdf/text-1page.pdf"), "long.pdf", "application/pdf", Some("ocr"), "en");
+    app.send(70, upload::pdf("pdf/text-1page.pdf", "long.pdf").caption("ocr").language("en"));
     eventually(DEADLINE, async || if runs.exists() { Ok(()) } else { Err("the tool has not started".to_owned()) })
         .await;
 
@@ -183,7 +172,7 @@ async fn a_document_the_database_cannot_take_now_is_taken_once_it_can() {
     assert_eq!(jobs.len(), 1, "one ticket: {jobs:?}");
     let job = app.wait_for_job(jobs[0].ticket, |j| j.state == JobState::Ready).await;
     assert_eq!(job.submission.update_id.0, update_id);
-    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(61), DEADLINE).await;
+    app.fake.wait_for_call("sendDocument", to_chat(61), DEADLINE).await;
     assert_eq!(app.count("SELECT COUNT(*) FROM jobs").await, 1, "one ticket");
     let outcome = app.store.update_outcome(bot, docket::domain::UpdateId(update_id)).await.expect("read");
     assert_eq!(outcome.map(|(o, _)| o), Some(docket::store::UpdateOutcome::Recorded));
@@ -217,7 +206,7 @@ async fn a_restart_continues_from_the_stored_offset(backend: Backend) {
     let mut app = TestApp::spawn_with(backend, |_| {}).await;
     let first = app.send_document(80, fixture("pdf/text-1page.pdf"), "one.pdf", "application/pdf").0;
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(80), DEADLINE).await;
+    app.fake.wait_for_call("sendDocument", to_chat(80), DEADLINE).await;
     app.stop().await;
 
     let polls_before = app.fake.calls_to("getUpdates").len();
@@ -282,7 +271,7 @@ async fn a_local_bot_api_server_file_is_read_from_its_absolute_path() {
     };
     assert_eq!(job.source.as_ref().map(|s| s.sha256.as_str()), Some(expected.as_str()));
     assert_eq!(app.fake.downloads(), 0, "nothing was downloaded over HTTP");
-    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(87), DEADLINE).await;
+    app.fake.wait_for_call("sendDocument", to_chat(87), DEADLINE).await;
 }
 
 /// Downloads are not synced to disk; a power cut can leave a `fetched` job's source with its size

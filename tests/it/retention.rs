@@ -10,35 +10,23 @@ use docket::domain::{ChatRef, JobState, ManualClock, Operation, Submission, Tick
 use docket::janitor::{JanitorDeps, JanitorSettings};
 use docket::spool::Spool;
 use docket::store::{Stage, UpdateOutcome};
-use fake_bot_api::{Call, Fault};
+use fake_bot_api::Fault;
 use tokio::sync::Notify;
 
+use crate::support::calls::{text_of, to_chat};
 use crate::support::child;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_owned()
-}
-
 /// A config file for the `docket` binary pointing at the test app's database and data folder.
 fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("docket.toml");
-    let docket::store::DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("sqlite") };
-    std::fs::write(
-        &path,
-        format!(
-            "[storage]\ndatabase_url = \"sqlite://{}\"\ndata_dir = {:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n",
-            db.display(),
-            app.data_dir().display().to_string()
-        ),
-    )
-    .expect("write config");
-    (dir, path)
+    let data_dir = app.data_dir().display().to_string();
+    child::storage_config(app, &format!("data_dir = {data_dir:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n"))
+}
+
+/// Whether the store still holds the outcome of update `update` of bot 1.
+async fn update_recorded(app: &TestApp, update: i64) -> bool {
+    let outcome = app.store.update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(update)).await;
+    outcome.expect("read").is_some()
 }
 
 fn janitor_cli(config: &Path, dry_run: bool) -> String {
@@ -73,8 +61,7 @@ async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_fi
         c.retention.janitor_interval = Duration::from_secs(1);
     })
     .await;
-    let (_, file) = app.send_document(20, fixture("pdf/text-1page.pdf"), "old.pdf", "application/pdf");
-    let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (file, ready) = app.first_pdf_ready(20, "old.pdf").await;
     let result = PathBuf::from(ready.result_path().expect("a result path"));
     assert!(result.exists());
     app.fake.wait_for_call("sendDocument", to_chat(20), DEADLINE).await;
@@ -109,8 +96,7 @@ async fn a_result_expires_its_file_goes_and_status_says_expired_then_the_same_fi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_between_commit_and_deletion_leaves_an_orphan_that_the_next_pass_removes() {
     let mut app = TestApp::spawn_with(Backend::Sqlite, |_| {}).await;
-    app.send_document(21, fixture("pdf/text-1page.pdf"), "kept.pdf", "application/pdf");
-    let ready = app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    let (_, ready) = app.first_pdf_ready(21, "kept.pdf").await;
     app.fake.wait_for_call("sendDocument", to_chat(21), DEADLINE).await;
     app.stop().await;
     let result = PathBuf::from(ready.result_path().expect("result"));
@@ -258,31 +244,11 @@ async fn pruning_never_removes_an_update_younger_than_the_history() {
     };
     let report = docket::janitor::pass(&deps, false).await.expect("pass");
     assert_eq!(report.pruned.updates, 1);
-    assert!(
-        app.store
-            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(100))
-            .await
-            .expect("read")
-            .is_none(),
-        "older than the history: pruned"
-    );
-    assert!(
-        app.store
-            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(101))
-            .await
-            .expect("read")
-            .is_some(),
-        "younger than the history: kept"
-    );
+    assert!(!update_recorded(&app, 100).await, "older than the history: pruned");
+    assert!(update_recorded(&app, 101).await, "younger than the history: kept");
     clock.advance(day);
     docket::janitor::pass(&deps, false).await.expect("pass");
-    assert!(
-        app.store
-            .update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(101))
-            .await
-            .expect("read")
-            .is_none()
-    );
+    assert!(!update_recorded(&app, 101).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,25 +6,22 @@
 use std::path::Path;
 use std::time::Duration;
 
-use docket::config::ExternalToolConfig;
 use docket::domain::{JobState, Ticket};
 use docket::store::{DatabaseUrl, Store};
 
 use crate::containment::{hostile_files, peak_rss};
-use crate::support::child::DocketProcess;
-use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture};
+use crate::support::child::{self, DocketProcess};
+use crate::support::upload;
+use crate::support::{Backend, DEADLINE, TestApp, files_under, fixture, sh_ocr};
 
 /// The configuration of a `docket run` in `dir` with `extra` appended, and the store it uses.
 pub(crate) async fn service(dir: &Path, extra: &str) -> (String, Store) {
     let db = dir.join("db").join("docket.db");
     let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n\
-         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [limits]\ncloud_download = \"64 MiB\"\n\
+        "{storage}[limits]\ncloud_download = \"64 MiB\"\n\
          [workers]\nlease = \"3s\"\n\
          [processing]\nmemory_limit = \"512 MiB\"\nmax_inflate = \"64 MiB\"\ntimeout = \"60s\"\n{extra}",
-        url = format!("sqlite://{}", db.display()),
-        data = dir.join("data"),
+        storage = child::run_config(dir, &format!("sqlite://{}", db.display())),
     );
     let store = Store::open(&DatabaseUrl::Sqlite(db)).await.expect("the test's store opens");
     (toml, store)
@@ -61,10 +58,7 @@ async fn send_to_a_service(
     let (toml, store) = service(dir.path(), extra).await;
     let docket = env.iter().fold(DocketProcess::new(dir, &toml, &fake), |d, (k, v)| d.env(k, v));
     docket.start();
-    let file = fake.add_file(bytes);
-    let mut update = fake.document_update(8401, 8401, &file, Some(name), Some("application/pdf"));
-    update["message"]["caption"] = serde_json::json!(caption);
-    fake.push_update(update);
+    upload::document(bytes, name, "application/pdf").caption(caption).send_to(&fake, 8401);
     let job = docket
         .until("the job to end", DEADLINE, async || {
             store.job(Ticket(1)).await.expect("read a job").filter(|j| j.state.is_terminal())
@@ -171,10 +165,7 @@ async fn a_run_reaches_only_its_own_files_and_no_network() {
     let (toml, store) = service(dir.path(), &tool_section(&script, &[seen_dir.path()])).await;
     let docket = DocketProcess::new(dir, &toml, &fake);
     docket.start();
-    let file = fake.add_file(fixture("pdf/text-1page.pdf"));
-    let mut update = fake.document_update(8406, 8406, &file, Some("probe.pdf"), Some("application/pdf"));
-    update["message"]["caption"] = serde_json::json!("ocr");
-    fake.push_update(update);
+    upload::pdf("pdf/text-1page.pdf", "probe.pdf").caption("ocr").send_to(&fake, 8406);
     let job = docket
         .until("the job to end", DEADLINE, async || {
             store.job(Ticket(1)).await.expect("read a job").filter(|j| j.state.is_terminal())
@@ -228,13 +219,10 @@ async fn a_child_sees_none_of_the_services_environment() {
 async fn a_result_that_grows_past_the_upload_limit_stops_its_run(backend: Backend) {
     let files = hostile_files();
     let app = TestApp::spawn_with(backend, |c| c.limits.cloud_upload = 8_000_000).await;
-    app.send_document_with_caption(
+    let shared_image = std::fs::read(files.path().join("shared-image.pdf")).expect("the hostile file");
+    app.send(
         8404,
-        std::fs::read(files.path().join("shared-image.pdf")).expect("the hostile file"),
-        "shared-image.pdf",
-        "application/pdf",
-        Some("split"),
-        "en",
+        upload::document(shared_image, "shared-image.pdf", "application/pdf").caption("split").language("en"),
     );
     assert_stopped_at_its_first_attempt(
         &app,
@@ -248,29 +236,14 @@ async fn a_result_that_grows_past_the_upload_limit_stops_its_run(backend: Backen
 /// with the reason; its scratch folder goes with it.
 async fn a_run_with_more_than_its_disk_limit_on_disk_is_stopped(backend: Backend) {
     let hog = "head -c 67108864 /dev/zero > \"$TMPDIR/big\"; sleep 30; cp \"$1\" \"$2\"";
-    let tool = ExternalToolConfig {
-        command: vec!["sh".into(), "-c".into(), hog.into(), "ocr".into(), "{input}".into(), "{output}".into()],
-        accepts: vec!["pdf".into()],
-        output: "pdf".into(),
-        memory_limit: None,
-        timeout: None,
-        memory_factor: 1.0,
-        reach: Vec::new(),
-    };
+    let tool = sh_ocr(hog, &[], Vec::new());
     let app = TestApp::spawn_with(backend, |c| {
         c.processing.disk_limit = 8 * 1024 * 1024;
         c.processing.timeout = Duration::from_secs(120);
         c.processing.external.insert("ocr".into(), tool);
     })
     .await;
-    app.send_document_with_caption(
-        8405,
-        fixture("pdf/text-1page.pdf"),
-        "hog.pdf",
-        "application/pdf",
-        Some("ocr"),
-        "en",
-    );
+    app.send(8405, upload::pdf("pdf/text-1page.pdf", "hog.pdf").caption("ocr").language("en"));
     assert_stopped_at_its_first_attempt(
         &app,
         "processing hog.pdf needed more than 8.4 MB of disk space, more than one run may have, so it was stopped",

@@ -10,6 +10,7 @@ use std::time::Duration;
 use fake_bot_api::{FakeTelegram, TEST_TOKEN};
 use prometheus_parse::{Scrape, Value};
 
+use crate::support::calls::to_chat;
 use crate::support::child::DocketProcess;
 use crate::support::{DEADLINE, fixture};
 
@@ -18,12 +19,15 @@ fn free_addr() -> SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr")
 }
 
-/// `docket run` on a folder of its own with `toml`, the metrics endpoint at the returned address.
-fn with_endpoint(fake: &FakeTelegram, toml: &str) -> (DocketProcess, SocketAddr) {
+/// `docket run` on a folder of its own with `toml`, started, the metrics endpoint at the
+/// returned address.
+fn started_with_endpoint(fake: &FakeTelegram, toml: &str) -> (DocketProcess, SocketAddr) {
     let listen = free_addr();
     let toml = format!("{toml}\n[metrics]\nlisten = \"{listen}\"\n");
     let dir = tempfile::tempdir().expect("tempdir");
-    (DocketProcess::new(dir, &toml, fake), listen)
+    let process = DocketProcess::new(dir, &toml, fake);
+    process.start();
+    (process, listen)
 }
 
 const QUICK: &str = "[telegram]\npoll_timeout = \"1s\"\n[workers]\nshutdown_grace = \"2s\"\n";
@@ -60,8 +64,7 @@ fn series(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_from_the_database_and_the_pipeline_move_after_a_job() {
     let fake = FakeTelegram::start().await;
-    let (process, addr) = with_endpoint(&fake, QUICK);
-    process.start();
+    let (process, addr) = started_with_endpoint(&fake, QUICK);
     let before = process.until("/metrics", DEADLINE, async || scrape(addr).await).await;
     // The gauges read from the database are there before any job, at zero.
     for state in ["accepted", "fetched", "processing", "ready", "failed", "expired"] {
@@ -76,7 +79,7 @@ async fn metrics_from_the_database_and_the_pipeline_move_after_a_job() {
 
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(95, 95, &file, Some("m.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(95), DEADLINE).await;
+    fake.wait_for_call("sendDocument", to_chat(95), DEADLINE).await;
 
     let after = process
         .until("the ready job and its sent messages in /metrics", DEADLINE, async || {
@@ -96,15 +99,13 @@ async fn metrics_from_the_database_and_the_pipeline_move_after_a_job() {
     assert!(series(&after, "docket_messages_sent_total", &[("kind", "result")]).is_some_and(|n| n >= 1.0));
     assert!(series(&after, "docket_sends_total", &[("outcome", "delivered")]).is_some_and(|n| n >= 2.0));
     assert!(series(&after, "docket_budget_reserved_bytes", &[]).is_some());
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    stops_cleanly(&process).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_turns_503_while_the_data_folder_cannot_be_written() {
     let fake = FakeTelegram::start().await;
-    let (process, addr) = with_endpoint(&fake, QUICK);
-    process.start();
+    let (process, addr) = started_with_endpoint(&fake, QUICK);
     let (status, body) = process.until("/healthz", DEADLINE, async || get(addr, "/healthz").await).await;
     assert_eq!((status, body.as_str()), (200, "ok\n"));
 
@@ -113,21 +114,14 @@ async fn healthz_turns_503_while_the_data_folder_cannot_be_written() {
     let data = process.dir().join("data");
     let moved = process.dir().join("data-away");
     std::fs::rename(&data, &moved).expect("move the data folder away");
-    let (status, body) = process
-        .until("/healthz to answer 503", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 503))
-        .await;
+    let (status, body) = healthz_answers(&process, addr, 503, "/healthz to answer 503").await;
     assert_eq!(status, 503);
     assert!(body.contains("data folder") && body.contains("not writable"), "{body}");
     assert!(!body.contains("database unreachable"), "only the folder is wrong: {body}");
 
     std::fs::rename(&moved, &data).expect("bring the data folder back");
-    process
-        .until("/healthz to answer 200 again", DEADLINE, async || {
-            get(addr, "/healthz").await.filter(|(s, _)| *s == 200)
-        })
-        .await;
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    healthz_answers(&process, addr, 200, "/healthz to answer 200 again").await;
+    stops_cleanly(&process).await;
 }
 
 #[cfg(feature = "postgres-tests")]
@@ -138,9 +132,8 @@ async fn healthz_turns_503_while_the_database_refuses_connections() {
     let db = crate::support::postgres::TestDatabase::create().await;
     let name = url::Url::parse(&db.url).expect("a URL").path().trim_start_matches('/').to_owned();
     let fake = FakeTelegram::start().await;
-    let (process, addr) = with_endpoint(&fake, &format!("{QUICK}[storage]\ndatabase_url = \"{}\"\n", db.url));
-    process.start();
-    process.until("/healthz 200", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 200)).await;
+    let (process, addr) = started_with_endpoint(&fake, &format!("{QUICK}[storage]\ndatabase_url = \"{}\"\n", db.url));
+    healthz_answers(&process, addr, 200, "/healthz 200").await;
 
     let admin = std::env::var("DATABASE_URL").expect("DATABASE_URL");
     let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to the server");
@@ -150,35 +143,28 @@ async fn healthz_turns_503_while_the_database_refuses_connections() {
     // No new connections, and docket's open ones cut: as a server going away looks to docket.
     run(&mut conn, format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS false")).await;
     run(&mut conn, format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")).await;
-    let (_, body) =
-        process.until("/healthz 503", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 503)).await;
+    let (_, body) = healthz_answers(&process, addr, 503, "/healthz 503").await;
     assert!(body.contains("database unreachable"), "{body}");
     assert!(!body.contains("data folder"), "only the database is wrong: {body}");
 
     run(&mut conn, format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS true")).await;
-    process
-        .until("/healthz 200 again", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 200))
-        .await;
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    healthz_answers(&process, addr, 200, "/healthz 200 again").await;
+    stops_cleanly(&process).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_names_a_silent_poller() {
     let fake = FakeTelegram::start().await;
-    let (process, addr) = with_endpoint(&fake, QUICK);
-    process.start();
-    process.until("/healthz 200", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 200)).await;
+    let (process, addr) = started_with_endpoint(&fake, QUICK);
+    healthz_answers(&process, addr, 200, "/healthz 200").await;
     // getUpdates fails (a 5xx holds teloxide back 10 s each time): the poller hears nothing for
     // more than 2 × poll_timeout (1 s).
     for _ in 0..5 {
         fake.fail_next("getUpdates", fake_bot_api::Fault::ServerError(502));
     }
-    let (_, body) =
-        process.until("/healthz 503", DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == 503)).await;
+    let (_, body) = healthz_answers(&process, addr, 503, "/healthz 503").await;
     assert!(body.contains("poller"), "{body}");
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    stops_cleanly(&process).await;
 }
 
 /// Binds a datagram socket for `NOTIFY_SOCKET` in `dir`, as systemd does.
@@ -261,7 +247,7 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
     assert!(!process.dir().join("elsewhere").exists(), "the data folder stays where it was until a restart");
 
     fake.push_update(fake.text_update(500, 500, "/start"));
-    let refusal = fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(500), DEADLINE).await;
+    let refusal = fake.wait_for_call("sendMessage", to_chat(500), DEADLINE).await;
     assert!(refusal.params["text"].as_str().is_some_and(|t| t.contains("this bot is private")), "{:?}", refusal.params);
 
     // A broken file: refused with the key named, and the running settings stay.
@@ -276,7 +262,7 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
         .await;
     assert!(process.log_text().contains("[retention] result_ttl = \"soon\""), "{}", process.log_text());
     fake.push_update(fake.text_update(501, 501, "/start"));
-    let refusal = fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(501), DEADLINE).await;
+    let refusal = fake.wait_for_call("sendMessage", to_chat(501), DEADLINE).await;
     assert!(refusal.params["text"].as_str().is_some_and(|t| t.contains("this bot is private")), "{:?}", refusal.params);
 
     // Back to everyone, and to the data folder in use: nothing needs a restart any more.
@@ -288,7 +274,7 @@ async fn sighup_applies_a_valid_configuration_and_keeps_the_old_one_over_an_inva
         })
         .await;
     fake.push_update(fake.text_update(502, 502, "/start"));
-    let welcome = fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(502), DEADLINE).await;
+    let welcome = fake.wait_for_call("sendMessage", to_chat(502), DEADLINE).await;
     assert!(
         !welcome.params["text"].as_str().is_some_and(|t| t.contains("this bot is private")),
         "{:?}",
@@ -316,8 +302,7 @@ async fn the_log_level_comes_from_the_file_and_a_reload_changes_it() {
             process.log_text().contains("configuration reloaded").then_some(())
         })
         .await;
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    stops_cleanly(&process).await;
     assert!(process.log_text().contains("shutting down"), "{}", process.log_text());
 }
 
@@ -334,9 +319,8 @@ async fn a_full_run_writes_no_secret(format: &str) {
     process.start();
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(97, 97, &file, Some("remote.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(97), DEADLINE).await;
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    fake.wait_for_call("sendDocument", to_chat(97), DEADLINE).await;
+    stops_cleanly(&process).await;
 
     // The same with a local Bot API server, whose getFile answers a path under <dir>/<token>/.
     let local = toml.replace("poll_timeout = \"1s\"\n", "poll_timeout = \"1s\"\nlocal_api = true\n");
@@ -345,9 +329,8 @@ async fn a_full_run_writes_no_secret(format: &str) {
     process.start();
     let file = fake.add_file(fixture("pdf/text-1page.pdf"));
     fake.push_update(fake.document_update(98, 98, &file, Some("local.pdf"), Some("application/pdf")));
-    fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(98), DEADLINE).await;
-    let exit = stop(&process).await;
-    assert!(exit.success(), "{exit:?}");
+    fake.wait_for_call("sendDocument", to_chat(98), DEADLINE).await;
+    stops_cleanly(&process).await;
 
     let log = process.log_text();
     let secret = TEST_TOKEN.split(':').nth(1).expect("the token has a secret half");
@@ -386,4 +369,16 @@ async fn a_full_run_in_json_writes_no_secret_and_tells_a_job_by_its_ticket() {
 async fn stop(process: &DocketProcess) -> std::process::ExitStatus {
     process.terminate();
     process.exit_status(DEADLINE).await
+}
+
+/// SIGTERM, after which the process must end with success.
+async fn stops_cleanly(process: &DocketProcess) {
+    let exit = stop(process).await;
+    assert!(exit.success(), "{exit:?}");
+}
+
+/// Waits until `/healthz` at `addr` answers `status` (`what` names the wait in a failure);
+/// returns the answer's status and body.
+async fn healthz_answers(process: &DocketProcess, addr: SocketAddr, status: u16, what: &str) -> (u16, String) {
+    process.until(what, DEADLINE, async || get(addr, "/healthz").await.filter(|(s, _)| *s == status)).await
 }

@@ -8,10 +8,11 @@ use docket::app::Options;
 use docket::domain::OutboxMessage;
 use docket::domain::{ChatRef, JobState, OutboxState, Ticket};
 use docket::store::{DatabaseUrl, MessageFilter};
-use fake_bot_api::{Call, FakeTelegram, Fault, TEST_TOKEN};
+use fake_bot_api::{Call, FakeTelegram, Fault, Hold, TEST_TOKEN};
 
 use crate::per_backend;
-use crate::support::child::DocketProcess;
+use crate::support::calls::to_chat;
+use crate::support::child::{self, DocketProcess};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture, logs, test_options};
 
 per_backend!(
@@ -22,15 +23,20 @@ per_backend!(
     a_call_whose_lease_was_taken_is_abandoned,
 );
 
-fn to_chat(chat: i64) -> impl Fn(&Call) -> bool {
-    move |c: &Call| c.params["chat_id"].as_i64() == Some(chat)
-}
-
 /// The one outbox row of `chat`.
 async fn only_message(app: &TestApp, chat: i64) -> OutboxMessage {
     let mut messages = app.store.messages(&MessageFilter::chat(ChatRef(chat))).await.expect("store reads");
     assert_eq!(messages.len(), 1, "{messages:#?}");
     messages.remove(0)
+}
+
+/// Waits until `repeat`, the held second send of the one message to `chat`, has reached the fake;
+/// returns that message's row and the note its error holds then (empty when none).
+async fn once_the_repeat_is_held(app: &TestApp, chat: i64, repeat: &Hold) -> (OutboxMessage, String) {
+    repeat.arrived(DEADLINE).await;
+    let row = only_message(app, chat).await;
+    let note = row.error.clone().unwrap_or_default();
+    (row, note)
 }
 
 /// Waits until the captured logs contain `needle`.
@@ -95,8 +101,7 @@ async fn a_second_poller_is_named_plainly_and_not_fatal() {
     other.stop().await;
 
     // A warning, not a reason to stop: once alone, docket takes documents as before.
-    app.send_document(102, fixture("pdf/text-1page.pdf"), "after.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(102, "after.pdf").await;
 }
 
 /// On PostgreSQL one docket of all those on the database polls; the others stand by, and when
@@ -117,8 +122,7 @@ async fn on_postgres_one_docket_polls_and_another_takes_over_when_it_dies() {
     app.kill().await;
     let after_kill = app.fake.calls_to("getUpdates").len();
     app.fake.wait_for_calls("getUpdates", |_| true, after_kill + 2, DEADLINE).await;
-    app.send_document(103, fixture("pdf/text-1page.pdf"), "taken-over.pdf", "application/pdf");
-    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    app.first_pdf_ready(103, "taken-over.pdf").await;
     other.stop().await;
 }
 
@@ -135,13 +139,8 @@ fn docket_run(fake: &FakeTelegram, token: &str) -> DocketProcess {
 /// `docket run` as a child process against `fake`, with `token`, not started yet.
 fn docket_process(fake: &FakeTelegram, token: &str) -> DocketProcess {
     let dir = tempfile::tempdir().expect("temp dir");
-    let toml = format!(
-        "[telegram]\npoll_timeout = \"1s\"\n\
-         [storage]\ndatabase_url = {url:?}\ndata_dir = {data:?}\n\
-         [workers]\nlease = \"3s\"\nshutdown_grace = \"5s\"\n",
-        url = format!("sqlite://{}", dir.path().join("docket.db").display()),
-        data = dir.path().join("data").display().to_string(),
-    );
+    let toml = child::run_config(dir.path(), &format!("sqlite://{}", dir.path().join("docket.db").display()))
+        + "[workers]\nlease = \"3s\"\nshutdown_grace = \"5s\"\n";
     DocketProcess::new(dir, &toml, fake).env("TELOXIDE_TOKEN", token)
 }
 
@@ -209,10 +208,8 @@ async fn a_send_that_times_out_is_unknown_and_sent_again(backend: Backend) {
     first.arrived(DEADLINE).await;
     first.abandoned(DEADLINE).await;
     // A reply's rule: sent again. The row tells why while the repeat is on its way.
-    second.arrived(DEADLINE).await;
-    let row = only_message(&app, 110).await;
+    let (row, note) = once_the_repeat_is_held(&app, 110, &second).await;
     assert_eq!((row.state, row.attempts), (OutboxState::Sending, 2), "{row:#?}");
-    let note = row.error.clone().unwrap_or_default();
     assert!(
         note.starts_with("outcome unknown (timed out waiting for the answer); sent again, a duplicate is possible"),
         "{note}"
@@ -316,9 +313,7 @@ async fn a_call_whose_lease_cannot_be_renewed_is_abandoned(backend: Backend) {
     sql.execute("ROLLBACK").await;
 
     // The row's lapsed lease makes it `unknown`, and the reply's rule sends it again.
-    second.arrived(DEADLINE).await;
-    let row = only_message(&app, 130).await;
-    let note = row.error.clone().unwrap_or_default();
+    let (row, note) = once_the_repeat_is_held(&app, 130, &second).await;
     assert!(
         note.starts_with("outcome unknown (the sender stopped while sending (its lease lapsed))"),
         "resolved as a lapsed send: {row:#?}"

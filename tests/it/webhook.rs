@@ -10,6 +10,7 @@ use docket::domain::{BotId, JobState, Ticket, UpdateId};
 use docket::store::UpdateOutcome;
 
 use crate::per_backend;
+use crate::support::calls::to_chat;
 use crate::support::{Backend, DEADLINE, TestApp, fixture, test_options};
 
 per_backend!(
@@ -80,7 +81,7 @@ async fn an_update_with_the_secret_is_recorded_before_the_200(backend: Backend) 
     // Telegram delivering it again changes nothing.
     assert_eq!(post(listen, Some(SECRET), &update).await, 200);
     app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
-    app.fake.wait_for_call("sendDocument", |c| c.params["chat_id"].as_i64() == Some(500), DEADLINE).await;
+    app.fake.wait_for_call("sendDocument", to_chat(500), DEADLINE).await;
     assert!(app.store.job(Ticket(2)).await.expect("read").is_none());
     let replies = app.fake.calls_to("sendMessage");
     assert_eq!(replies.len(), 1, "one ticket reply: {replies:?}");
@@ -98,7 +99,7 @@ async fn a_wrong_or_missing_secret_gets_401_and_records_nothing(backend: Backend
     assert!(app.store.messages(&docket::store::MessageFilter::ALL).await.expect("read").is_empty());
     // The same update with the secret is taken: nothing of the refused ones was in the way.
     assert_eq!(post(listen, Some(SECRET), &update).await, 200);
-    app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(510), DEADLINE).await;
+    app.fake.wait_for_call("sendMessage", to_chat(510), DEADLINE).await;
 }
 
 /// SQLite with another connection holding the write lock: docket cannot record the update and
@@ -178,7 +179,7 @@ async fn updates_teloxide_cannot_read_are_recorded_and_answered(backend: Backend
     broken["message"]["text"] = serde_json::json!({"not": "text"});
     broken["update_id"] = serde_json::json!(9_102);
     assert_eq!(post(listen, Some(SECRET), &broken).await, 200);
-    let answer = app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(522), DEADLINE).await;
+    let answer = app.fake.wait_for_call("sendMessage", to_chat(522), DEADLINE).await;
     assert!(answer.params["text"].as_str().is_some_and(|t| t.contains("could not read that message")), "{answer:?}");
 }
 
@@ -209,7 +210,7 @@ async fn a_refused_set_webhook_is_tried_again_while_docket_stays_up_and_not_read
     let update =
         serde_json::json!({ "update_id": 9_200, "message": app.fake.text_update(530, 530, "/help")["message"] });
     assert_eq!(post(listen, Some(SECRET), &update).await, 200);
-    app.fake.wait_for_call("sendMessage", |c| c.params["chat_id"].as_i64() == Some(530), DEADLINE).await;
+    app.fake.wait_for_call("sendMessage", to_chat(530), DEADLINE).await;
 }
 
 async fn a_clean_stop_deletes_the_webhook_only_when_configured(backend: Backend) {

@@ -18,6 +18,7 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 
 #[cfg(feature = "postgres-tests")]
 use super::postgres;
+use super::upload::{self, Upload};
 use super::{Backend, DEADLINE, eventually, logs};
 
 /// A running docket and everything around it.
@@ -202,18 +203,14 @@ impl TestApp {
         let same_claim = |a: &Option<docket::domain::Lease>, b: &Option<docket::domain::Lease>| {
             a.as_ref().map(|l| (&l.owner, l.token)) == b.as_ref().map(|l| (&l.owner, l.token))
         };
-        let leased: Vec<&Job> = claims
-            .jobs
-            .iter()
-            .filter(|j| !self.crashed.jobs.iter().any(|c| c.ticket == j.ticket && same_claim(&c.lease, &j.lease)))
-            .collect();
+        let leased: Vec<&Job> = not_left_by_the_kill(&claims.jobs, &self.crashed.jobs, |c, j| {
+            c.ticket == j.ticket && same_claim(&c.lease, &j.lease)
+        });
         assert!(leased.is_empty(), "docket stopped in order but left jobs under its lease: {leased:#?}");
         if stop_took < SENDERS_AFTER_WORKERS {
-            let sending: Vec<&OutboxMessage> = claims
-                .sending
-                .iter()
-                .filter(|m| !self.crashed.sending.iter().any(|c| c.id == m.id && same_claim(&c.lease, &m.lease)))
-                .collect();
+            let sending: Vec<&OutboxMessage> = not_left_by_the_kill(&claims.sending, &self.crashed.sending, |c, m| {
+                c.id == m.id && same_claim(&c.lease, &m.lease)
+            });
             assert!(sending.is_empty(), "docket stopped in order but left messages half sent: {sending:#?}");
         }
     }
@@ -249,68 +246,48 @@ impl TestApp {
 
     /// Runs one SQL statement on the test's database (to set up a state no API reaches).
     pub async fn execute(&self, sql: &str) {
-        use sqlx::Connection as _;
-        match &self.config.storage.database_url {
-            DatabaseUrl::Sqlite(path) => {
-                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-                    .await
-                    .expect("connect to the test database");
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("run the statement");
-            }
+        let statement = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()));
+        let ran = match self.connect().await {
+            TestConnection::Sqlite(mut conn) => statement.execute(&mut conn).await.map(drop),
             #[cfg(feature = "postgres-tests")]
-            DatabaseUrl::Postgres(url) => {
-                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect to the test database");
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut conn).await.expect("run the statement");
-            }
-            #[allow(unreachable_patterns)]
-            other => panic!("no test connection for {other:?}"),
-        }
+            TestConnection::Postgres(mut conn) => statement.execute(&mut conn).await.map(drop),
+        };
+        ran.expect("run the statement");
     }
 
     /// The number one SQL query answers (`SELECT COUNT(*) …`) on the test's database.
     pub async fn count(&self, sql: &str) -> i64 {
+        let sql = || sqlx::AssertSqlSafe(sql.to_owned());
+        let answer = match self.connect().await {
+            TestConnection::Sqlite(mut conn) => sqlx::query_scalar(sql()).fetch_one(&mut conn).await,
+            #[cfg(feature = "postgres-tests")]
+            TestConnection::Postgres(mut conn) => sqlx::query_scalar(sql()).fetch_one(&mut conn).await,
+        };
+        answer.expect("run the query")
+    }
+
+    /// A connection of the test's own to its database, outside docket's pool.
+    async fn connect(&self) -> TestConnection {
         use sqlx::Connection as _;
         match &self.config.storage.database_url {
-            DatabaseUrl::Sqlite(path) => {
-                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+            DatabaseUrl::Sqlite(path) => TestConnection::Sqlite(
+                sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
                     .await
-                    .expect("connect to the test database");
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .fetch_one(&mut conn)
-                    .await
-                    .expect("run the query")
-            }
+                    .expect("connect to the test database"),
+            ),
             #[cfg(feature = "postgres-tests")]
             DatabaseUrl::Postgres(url) => {
-                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect to the test database");
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .fetch_one(&mut conn)
-                    .await
-                    .expect("run the query")
+                TestConnection::Postgres(sqlx::PgConnection::connect(url).await.expect("connect to the test database"))
             }
             #[allow(unreachable_patterns)]
             other => panic!("no test connection for {other:?}"),
         }
     }
 
-    /// Sends `bytes` as a document from `chat` (user = chat) with `caption`, the sender's app in
-    /// `language` (`en`, `ru`).
-    pub fn send_document_with_caption(
-        &self,
-        chat: i64,
-        bytes: Vec<u8>,
-        name: &str,
-        mime: &str,
-        caption: Option<&str>,
-        language: &str,
-    ) -> (i64, FileRef) {
-        let file = self.fake.add_file(bytes);
-        let mut update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
-        if let Some(caption) = caption {
-            update["message"]["caption"] = serde_json::json!(caption);
-        }
-        update["message"]["from"]["language_code"] = serde_json::json!(language);
-        (self.fake.push_update(update), file)
+    /// Puts `upload`'s bytes on the fake as a file and sends it as a document from `chat`
+    /// (user = chat), with its caption and the sender's language when it has them.
+    pub fn send(&self, chat: i64, upload: Upload) -> (i64, FileRef) {
+        upload.send_to(&self.fake, chat)
     }
 
     /// The data folder.
@@ -320,9 +297,15 @@ impl TestApp {
 
     /// Puts `bytes` on the fake as a file and sends it as a document from `chat` (user = chat).
     pub fn send_document(&self, chat: i64, bytes: Vec<u8>, name: &str, mime: &str) -> (i64, FileRef) {
-        let file = self.fake.add_file(bytes);
-        let update = self.fake.document_update(chat, chat, &file, Some(name), Some(mime));
-        (self.fake.push_update(update), file)
+        self.send(chat, upload::document(bytes, name, mime))
+    }
+
+    /// Sends the one-page text PDF from `chat` as `name`, the app's first document, and waits
+    /// until its job (ticket 1) is ready; returns the file on the fake and that job.
+    pub async fn first_pdf_ready(&self, chat: i64, name: &str) -> (FileRef, Job) {
+        let (_, file) = self.send_document(chat, super::fixture("pdf/text-1page.pdf"), name, "application/pdf");
+        let job = self.wait_for_job(Ticket(1), |j| j.state == docket::domain::JobState::Ready).await;
+        (file, job)
     }
 
     /// Sends `text` from `chat` (user = chat).
@@ -356,11 +339,24 @@ impl TestApp {
     }
 }
 
+/// A connection to the test's database, of the kind its backend takes.
+enum TestConnection {
+    Sqlite(sqlx::SqliteConnection),
+    #[cfg(feature = "postgres-tests")]
+    Postgres(sqlx::PgConnection),
+}
+
 /// What docket holds claimed: see [`TestApp::stop`].
 #[derive(Default)]
 struct Leftovers {
     jobs: Vec<Job>,
     sending: Vec<OutboxMessage>,
+}
+
+/// The claims among `now` that are not one the last kill left (`crashed`); `same(left, claim)`
+/// says whether two are the same claim.
+fn not_left_by_the_kill<'a, T>(now: &'a [T], crashed: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<&'a T> {
+    now.iter().filter(|claim| !crashed.iter().any(|left| same(left, claim))).collect()
 }
 
 impl Drop for TestApp {

@@ -15,10 +15,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use docket::config::DatabaseUrl;
 use fake_bot_api::{FakeTelegram, TEST_TOKEN};
 use tempfile::TempDir;
 
-use super::poll_until;
+use super::{TestApp, poll_until};
 
 /// Variables that steer docket from outside; no child inherits them from the test's environment.
 const STEERING: &[&str] =
@@ -49,6 +50,53 @@ pub fn output(args: &[&str], config: Option<&Path>) -> Output {
         cmd.arg("--config").arg(config);
     }
     cmd.output().expect("the docket binary runs")
+}
+
+/// `docket process INPUT [--op OP] -o OUTPUT`, followed by `--config PATH` when given, to
+/// completion.
+pub fn process(input: &Path, op: Option<&str>, output: &Path, config: Option<&Path>) -> Output {
+    let mut args = vec!["process", input.to_str().expect("utf8")];
+    if let Some(op) = op {
+        args.extend(["--op", op]);
+    }
+    args.extend(["-o", output.to_str().expect("utf8")]);
+    self::output(&args, config)
+}
+
+/// A fresh temp folder holding `docket.toml` with `toml` in it: the folder (the file goes when
+/// it is dropped) and the file's path, for `--config`.
+pub fn write_config(toml: &str) -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write_config_in(dir.path(), toml);
+    (dir, path)
+}
+
+/// Writes `toml` to `<dir>/docket.toml` and returns that path.
+pub fn write_config_in(dir: &Path, toml: &str) -> PathBuf {
+    let path = dir.join("docket.toml");
+    std::fs::write(&path, toml).expect("write the configuration");
+    path
+}
+
+/// A configuration file for a one-shot `docket` command (`status`, `jobs`, `janitor`, …) that
+/// reads `app`'s SQLite database: its `[storage]` table names that database, `extra` follows.
+pub fn storage_config(app: &TestApp, extra: &str) -> (TempDir, PathBuf) {
+    let DatabaseUrl::Sqlite(db) = &app.config.storage.database_url else { unreachable!("a SQLite test app") };
+    write_config(&format!("{}{extra}", sqlite_storage(db)))
+}
+
+/// The `[storage]` table naming the SQLite database at `db`, and nothing else.
+pub fn sqlite_storage(db: &Path) -> String {
+    format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())
+}
+
+/// The start of a `docket run` configuration for a process in `dir`: quick long polls, the
+/// database at `url` and the data folder `<dir>/data`. The tables a test needs go after it.
+pub fn run_config(dir: &Path, url: &str) -> String {
+    format!(
+        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {:?}\n",
+        dir.join("data").display().to_string()
+    )
 }
 
 /// A finished command's stderr, as text.

@@ -3,10 +3,12 @@
 //! waiting helpers that poll a condition until a deadline (never a bare sleep).
 
 mod app;
+pub mod calls;
 pub mod child;
 pub mod logs;
 #[cfg(feature = "postgres-tests")]
 pub mod postgres;
+pub mod upload;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -73,6 +75,50 @@ pub async fn poll_until<T, E>(deadline: Duration, mut probe: impl AsyncFnMut() -
 pub fn fixture(rel: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel);
     std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// A stand-in for `[processing.external.ocr]`: `sh -c SCRIPT ocr INPUT OUTPUT ARGS…` (so the
+/// script sees the input as `$1`, the output as `$2` and `args` from `$3` on), taking a PDF and
+/// giving one, with no limits of its own, allowed to reach the paths of `reach`.
+pub fn sh_ocr(script: &str, args: &[String], reach: Vec<PathBuf>) -> docket::config::ExternalToolConfig {
+    let mut command: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), "ocr".into()];
+    command.extend(["{input}".into(), "{output}".into()]);
+    command.extend_from_slice(args);
+    docket::config::ExternalToolConfig {
+        command,
+        accepts: vec!["pdf".into()],
+        output: "pdf".into(),
+        memory_limit: None,
+        timeout: None,
+        memory_factor: 1.0,
+        reach,
+    }
+}
+
+/// Ghostscript rendering `input` into `output` with `device` at `dpi`, quietly and in its safe
+/// mode; built, not run (see [`render_with_ghostscript`]).
+pub fn ghostscript(device: &str, dpi: u32, input: &Path, output: &Path) -> std::process::Command {
+    let mut gs = std::process::Command::new("gs");
+    gs.args(["-q", "-dNOPAUSE", "-dBATCH", "-dSAFER"])
+        .arg(format!("-sDEVICE={device}"))
+        .arg(format!("-r{dpi}"))
+        .arg(format!("-sOutputFile={}", output.display()))
+        .arg(input);
+    gs
+}
+
+/// Runs [`ghostscript`], which must succeed (its stderr says why not).
+pub fn render_with_ghostscript(device: &str, dpi: u32, input: &Path, output: &Path) {
+    let out = ghostscript(device, dpi, input, output).output().expect("Ghostscript runs (gs, installed by .ci/run)");
+    assert!(out.status.success(), "gs: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A fresh temp folder (deleted when dropped) and the paths of an input file `input` and an
+/// output file `output` in it, for a one-shot command such as `docket process`.
+pub fn input_and_output(input: &str, output: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (input, output) = (dir.path().join(input), dir.path().join(output));
+    (dir, input, output)
 }
 
 /// Every file under `dir`, recursively.
