@@ -41,8 +41,9 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
         None => None,
     };
     // Listened for before anything starts: a SIGHUP during the start is a reload once it is done,
-    // never the default action (ending the process).
+    // and a SIGTERM or SIGINT a clean stop, never the default action (ending the process).
     let mut hangup = hangups()?;
+    let shutdown = shutdown_signals()?;
     let mut running = start(config, token, Options::default()).await?;
     let endpoint_stop = CancellationToken::new();
     if let Some((listener, metrics)) = endpoint {
@@ -54,7 +55,6 @@ pub async fn run(config: &Config, config_path: Option<&std::path::Path>, token: 
     // Migrations and the startup janitor pass are done (`start`): systemd may go on.
     notify(&[sd_notify::NotifyState::Ready]);
     let mut watchdog = watchdog_ticker();
-    let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     let drained = running.drain_requested();
     tokio::pin!(drained);
@@ -138,29 +138,16 @@ fn notify(state: &[sd_notify::NotifyState<'_>]) {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
+/// SIGTERM (`systemctl stop`) and SIGINT (Ctrl-C), listened for from now on: resolves at the
+/// first of either.
+fn shutdown_signals() -> anyhow::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
+    })
 }

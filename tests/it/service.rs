@@ -365,6 +365,23 @@ async fn a_full_run_in_json_writes_no_secret_and_tells_a_job_by_its_ticket() {
     a_full_run_writes_no_secret("json").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_while_starting_is_a_clean_stop_once_started() {
+    let fake = FakeTelegram::start().await;
+    // The start waits on getMe: a SIGTERM now comes before any loop runs.
+    let get_me = fake.hold_next("getMe");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let process = DocketProcess::new(dir, QUICK, &fake);
+    process.start();
+    get_me.arrived(DEADLINE).await;
+    process.terminate();
+    get_me.release();
+    // Caught and kept for when the start is done: the default action would end the process by
+    // the signal, before it could stop its loops and record the stop.
+    let exit = process.exit_status(DEADLINE).await;
+    assert!(exit.success(), "{exit:?}; its log:\n{}", process.log_text());
+}
+
 /// SIGTERM, then the exit status.
 async fn stop(process: &DocketProcess) -> std::process::ExitStatus {
     process.terminate();
