@@ -37,6 +37,28 @@ pub struct ClaimSql {
     pub message: &'static str,
 }
 
+/// A processing claim of [`ClaimSql`]: `$set` added to what every claim sets, the job's state
+/// as `$state` requires it, and the due, node and order rules both processing claims share.
+macro_rules! process_claim_sql {
+    ($set:literal, $state:literal, $row_lock:literal) => {
+        concat!(
+            "UPDATE jobs SET ",
+            $set,
+            "lease_owner = $1, lease_token = lease_token + 1,
+                lease_until = $2, attempts = attempts + 1, updated_at = $3
+            WHERE id = (SELECT id FROM jobs WHERE ",
+            $state,
+            " AND not_before <= $3
+                          AND ($7 IS NULL OR node IS NULL OR node = $7)
+                        ORDER BY not_before, id LIMIT 1",
+            $row_lock,
+            ")
+            RETURNING *"
+        )
+    };
+}
+pub(super) use process_claim_sql;
+
 /// Writes the [`ClaimSql`] of a backend, whose statements differ only in how the subquery locks
 /// the row it picks: `$row_lock` follows each `LIMIT 1` (`""` for SQLite, whose single writer
 /// already serialises a claim; `" FOR UPDATE SKIP LOCKED"` for PostgreSQL). One text for both,
@@ -59,26 +81,15 @@ macro_rules! claim_sql {
                 ")
                 RETURNING *"
             ),
-            process_lapsed: concat!(
-                "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1,
-                    lease_until = $2, attempts = attempts + 1, updated_at = $3
-                WHERE id = (SELECT id FROM jobs
-                            WHERE status = 'processing' AND not_before <= $3 AND lease_until <= $3
-                              AND ($7 IS NULL OR node IS NULL OR node = $7)
-                            ORDER BY not_before, id LIMIT 1",
-                $row_lock,
-                ")
-                RETURNING *"
+            process_lapsed: $crate::store::statements::process_claim_sql!(
+                "",
+                "status = 'processing' AND lease_until <= $3",
+                $row_lock
             ),
-            process_fetched: concat!(
-                "UPDATE jobs SET status = 'processing', lease_owner = $1, lease_token = lease_token + 1,
-                    lease_until = $2, attempts = attempts + 1, updated_at = $3
-                WHERE id = (SELECT id FROM jobs WHERE status = 'fetched' AND not_before <= $3
-                              AND ($7 IS NULL OR node IS NULL OR node = $7)
-                            ORDER BY not_before, id LIMIT 1",
-                $row_lock,
-                ")
-                RETURNING *"
+            process_fetched: $crate::store::statements::process_claim_sql!(
+                "status = 'processing', ",
+                "status = 'fetched'",
+                $row_lock
             ),
             message: concat!(
                 "UPDATE outbox SET status = 'sending', lease_owner = $1, lease_token = lease_token + 1,
