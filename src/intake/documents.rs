@@ -125,10 +125,10 @@ impl Intake {
         new_job: &Submission,
         lang: Lang,
     ) -> StoreResult<Recorded> {
-        let name = new_job.declared_name.clone().unwrap_or_default();
+        let name = new_job.declared_name.as_deref().unwrap_or_default();
         let size = new_job.declared_size.and_then(|s| u64::try_from(s).ok());
         let reply = |ticket, ahead| {
-            let text = texts::ticket_reply(lang, &name, size, ticket, ahead);
+            let text = texts::ticket_reply(lang, name, size, ticket, ahead);
             match &new_job.operation {
                 Operation::Optimize => text,
                 operation => format!("{text}\n{}", texts::will_run(lang, operation)),
@@ -153,8 +153,8 @@ impl Intake {
         lang: Lang,
         reply: impl FnOnce(Ticket, u64) -> String,
     ) -> StoreResult<Option<Ticket>> {
-        let name = run.declared_name.clone().unwrap_or_default();
-        if self.queue_is_full(tx, update_id, origin, &name).await? {
+        let name = run.declared_name.as_deref().unwrap_or_default();
+        if self.queue_is_full(tx, update_id, origin, name).await? {
             return Ok(None);
         }
         let ticket = tx.insert_job(run, self.clock.now()).await?;
