@@ -97,6 +97,7 @@ async fn throughput(args: &Args, run: usize) -> anyhow::Result<Throughput> {
             body: format!("message {n}"),
             reply_to_message_id: None,
             buttons: Vec::new(),
+            part: None,
         };
         tx.enqueue(&m, now).await?;
     }

@@ -400,6 +400,7 @@ async fn throughput_run(db: &Db, jobs: usize, workers: usize, hold: bool, claims
                     result_size: 100_000,
                     detected_format: "pdf".into(),
                     expires_at: now.plus(Duration::from_secs(7 * 24 * 3600)),
+                    parts: None,
                 };
                 ensure!(store.complete_job(job.ticket, &lease, &result, &[], now).await?, "lost {}", job.ticket);
                 done.fetch_add(1, Ordering::Relaxed);

@@ -33,6 +33,7 @@
 //! request abandoned) and nothing is written for it; the row is then another sender's, or its
 //! lapsed lease makes it `unknown` and the kind's rule applies.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -445,6 +446,7 @@ async fn alert_admins(deps: &OutboxDeps, failed: &OutboxMessage, why: &str, now:
                 body,
                 reply_to_message_id: None,
                 buttons: Vec::new(),
+                part: None,
             };
             tx.enqueue(&alert, now).await?;
         }
@@ -478,10 +480,16 @@ async fn apply_unknown_rule(deps: &OutboxDeps, message: &OutboxMessage, why: &st
         }
         AfterUnknown::SendAgain => true,
         AfterUnknown::SendAgainUnlessSuperseded => {
-            // A later delivery of the same job's result (a /get, the same file again) already
-            // carries the document: repeating this one would only duplicate it.
+            // A later delivery of the same job's result (a /get, the same file again), or of the
+            // same part of it, already carries the document: repeating this one would only
+            // duplicate it.
             let later = deps.store.messages(&MessageFilter { chat: Some(message.chat), job: message.job }).await?;
-            !later.iter().any(|m| m.id > message.id && m.kind == MessageKind::Result && m.state == OutboxState::Sent)
+            !later.iter().any(|m| {
+                m.id > message.id
+                    && m.kind == MessageKind::Result
+                    && m.part == message.part
+                    && m.state == OutboxState::Sent
+            })
         }
     };
     if !send_again {
@@ -527,7 +535,9 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
     let Some(result) = &job.result else {
         return Err(TelegramError::Permanent("no result recorded".into()));
     };
-    if let Some(file_id) = &result.telegram_file_id {
+    if message.part.is_none()
+        && let Some(file_id) = &result.telegram_file_id
+    {
         let by_id = DocumentSource::FileId(file_id.clone());
         match deps.telegram.send_document(message.chat, &by_id, &message.body, message.reply_to_message_id).await {
             Err(TelegramError::Permanent(why)) => {
@@ -541,14 +551,19 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
         }
     }
     let path = result.path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?;
-    let size = result.size;
-    if u64::try_from(size).unwrap_or(0) > deps.settings.get().upload_limit {
+    let (upload, size) = match message.part {
+        None => {
+            let upload = DocumentSource::Path {
+                path: path.into(),
+                file_name: result_file_name_for(job.submission.declared_name.as_deref(), &job.submission.operation),
+            };
+            (upload, u64::try_from(result.size).unwrap_or(0))
+        }
+        Some(part) => part_upload(path.into(), part, job.submission.declared_name.as_deref()).await?,
+    };
+    if size > deps.settings.get().upload_limit {
         return Err(TelegramError::Permanent(format!("result of {size} bytes is over the upload limit")));
     }
-    let upload = DocumentSource::Path {
-        path: path.into(),
-        file_name: result_file_name_for(job.submission.declared_name.as_deref(), &job.submission.operation),
-    };
     // The person sees "sending a file…" while the bytes go out (Telegram shows it for ~5 s),
     // once the upload takes longer than a moment.
     let action = async {
@@ -560,13 +575,39 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
             tokio::time::sleep(Duration::from_secs(3)).await;
         }
     };
-    let limit = upload_timeout(u64::try_from(size).unwrap_or(0));
+    let limit = upload_timeout(size);
+    let send = async {
+        let sent = deps.telegram.send_document(message.chat, &upload, &message.body, message.reply_to_message_id).await;
+        // A part's file_id is not the result's: the job keeps none, so `/get` uploads each part again.
+        sent.map(|sent| if message.part.is_some() { Sent { file_id: None, ..sent } } else { sent })
+    };
     tokio::select! {
-        res = deps.telegram.send_document(message.chat, &upload, &message.body, message.reply_to_message_id) => res,
+        res = send => res,
         () = action => unreachable!("the chat action loop never ends"),
         // The bytes may have arrived although the answer did not: the outcome is unknown.
         () = tokio::time::sleep(limit) => Err(TelegramError::Lost(format!("the upload took longer than {} s", limit.as_secs()))),
     }
+}
+
+/// The upload of part `part` (from 1) of the result sent in parts at `path`, and its size: the
+/// part's bytes where they lie in the stored ZIP.
+async fn part_upload(path: PathBuf, part: u32, declared: Option<&str>) -> Result<(DocumentSource, u64), TelegramError> {
+    let archive = path.clone();
+    let parts = tokio::task::spawn_blocking(move || crate::pdf::parts::parts(&archive))
+        .await
+        .map_err(|e| TelegramError::Transient(format!("reading the parts panicked: {e}")))?
+        .map_err(|e| TelegramError::Transient(format!("reading the parts: {e}")))?;
+    let index = usize::try_from(part).unwrap_or(usize::MAX).wrapping_sub(1);
+    let Some(found) = parts.get(index) else {
+        return Err(TelegramError::Permanent(format!("the result has no part {part}")));
+    };
+    let upload = DocumentSource::Slice {
+        path,
+        offset: found.offset,
+        length: found.size,
+        file_name: crate::spool::part_file_name(declared, &found.name),
+    };
+    Ok((upload, found.size))
 }
 
 /// The longest an upload of `bytes` may take: a minute, plus the time at 256 KiB/s (a slow

@@ -244,6 +244,16 @@ pub fn result_file_name_for(declared: Option<&str>, operation: &crate::domain::O
     }
 }
 
+/// The file name a person sees for one part of a result sent in parts: the declared name's stem
+/// with the part's pages (`contract-p001-040.pdf` for the archive's `page-p001-040.pdf`).
+pub fn part_file_name(declared: Option<&str>, part_name: &str) -> String {
+    let plain = result_file_name(declared);
+    let stem = plain.get(..plain.len() - ".pdf".len()).unwrap_or("document");
+    let pages = part_name.strip_prefix(crate::pdf::split::PART_PREFIX).unwrap_or(part_name);
+    let pages: String = pages.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.')).collect();
+    format!("{stem}{pages}")
+}
+
 /// A safe file name for an uploaded PDF, derived from the declared name: path separators and
 /// control characters removed, length bounded, `.pdf` ensured.
 pub fn result_file_name(declared: Option<&str>) -> String {

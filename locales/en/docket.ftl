@@ -109,6 +109,7 @@ cannot-use = { $kind ->
 
 ready-caption = { $ticket } ready: { $name }, { $before } → { $after }. Available until { $until }.
 ready-caption-no-source = { $ticket } ready: { $name }, { $after }. Available until { $until }.
+result-part = Part { $part } of { $parts }. { $caption }
 expired-early = { $ticket }: the result for { $name } had to be removed early, on { $date }, to make room. Send the file again to process it again.
 failed-notice = { $ticket } failed: { $reason }.
 failure-not-a-pdf = { $name } is not a PDF (the content looks like { $found })
@@ -141,6 +142,8 @@ failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
    *[other] { $pages } pages
 }
 failure-wrong-password = the password does not open { $name }; please check it and reply to the file with “decrypt” and the right one
+failure-cannot-shrink-to = { $name } cannot be shrunk to { $target }: the smallest docket can make it is { $smallest }; try split to send it in parts
+failure-page-too-big-for-parts = page { $page } of { $name } alone is { $size }, over the { $target } each part may have; try shrink first
 
 ## /status, /get, /jobs, /cancel
 
@@ -242,8 +245,8 @@ delivery-alert-about-ticket = docket: a message to chat { $chat } about ticket {
 
 ## Operations: choosing what to do
 operation-optimize = optimize — smaller without any loss (the default)
-operation-shrink = shrink — much smaller: images downsampled and recompressed (for scans and photos)
-operation-split = split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges
+operation-shrink = shrink — much smaller: images downsampled and recompressed (for scans and photos); shrink 10MB — as much as it takes to fit in 10 MB
+operation-split = split — each page as its own PDF, in a ZIP; split 1-3,7 — those ranges; split 45MB — parts under 45 MB, sent one by one
 operation-pages = pages 2-10 — only those pages, as one PDF
 operation-text = text — the text of every page, as a .txt file
 operation-info = info — pages, size, version, fonts and images, as a message

@@ -106,6 +106,7 @@ cannot-use = { $kind ->
 
 ready-caption = { $ticket } готова: { $name }, { $before } → { $after }. Доступна до { $until }.
 ready-caption-no-source = { $ticket } готова: { $name }, { $after }. Доступна до { $until }.
+result-part = Часть { $part } из { $parts }. { $caption }
 expired-early = { $ticket }: результат для { $name } пришлось удалить раньше срока, { $date }, чтобы освободить место. Пришлите файл снова, чтобы обработать его заново.
 failed-notice = { $ticket } не удалась: { $reason }.
 failure-not-a-pdf = { $name } — не PDF (по содержимому это { $found })
@@ -141,6 +142,8 @@ failure-no-such-page = в { $name } нет страницы { $page }: в нём
    *[many] { $pages } страниц
 }
 failure-wrong-password = пароль не открывает { $name }; проверьте его и ответьте на файл сообщением «decrypt» с верным паролем
+failure-cannot-shrink-to = { $name } не сжать до { $target }: меньше всего получается { $smallest }; попробуйте split, чтобы отправить его частями
+failure-page-too-big-for-parts = страница { $page } файла { $name } одна весит { $size }, больше { $target }, допустимых для части; сначала попробуйте shrink
 
 ## /status, /get, /jobs, /cancel
 
@@ -243,8 +246,8 @@ delivery-alert-about-ticket = docket: сообщение в чат { $chat } о 
 
 ## Операции: что сделать с файлом
 operation-optimize = optimize — меньше без потерь (по умолчанию)
-operation-shrink = shrink — намного меньше: картинки уменьшены и пережаты (для сканов и фото)
-operation-split = split — каждая страница отдельным PDF, в ZIP; split 1-3,7 — эти диапазоны
+operation-shrink = shrink — намного меньше: картинки уменьшены и пережаты (для сканов и фото); shrink 10MB — сколько нужно, чтобы уложиться в 10 МБ
+operation-split = split — каждая страница отдельным PDF, в ZIP; split 1-3,7 — эти диапазоны; split 45MB — части меньше 45 МБ, по одной
 operation-pages = pages 2-10 — только эти страницы, одним PDF
 operation-text = text — текст всех страниц файлом .txt
 operation-info = info — страницы, размер, версия, шрифты и картинки, сообщением

@@ -288,6 +288,22 @@ pub enum FailureReason {
     },
     /// `decrypt` was given a password that does not open the document.
     WrongPassword,
+    /// `shrink` to a size: even its smallest settings give more.
+    CannotShrinkTo {
+        /// The target, in bytes.
+        target: u64,
+        /// The smallest result it made, in bytes.
+        smallest: u64,
+    },
+    /// `split` by size: one page alone is over the size every part must fit in.
+    PageTooBigForParts {
+        /// The page, from 1.
+        page: u32,
+        /// Its size alone, in bytes.
+        size: u64,
+        /// The part size, in bytes.
+        target: u64,
+    },
     /// `topdf` of an office document, on a host without LibreOffice.
     OfficeUnavailable,
 }

@@ -16,6 +16,7 @@ pub mod operation;
 pub mod outbox;
 pub mod records;
 pub mod retry;
+pub mod size_target;
 pub mod time;
 
 pub use default_operation::default_operation;
@@ -27,4 +28,5 @@ pub use node::{Node, NodeBeat, NodeName, NodeStatus};
 pub use operation::{Angle, Languages, Operation, Output, PageRange, PageRanges, Password};
 pub use outbox::{AfterUnknown, IdempotencyKey, MessageKind, OutboxState, PROGRESS_SETTLE, Paced};
 pub use records::{BotStats, Button, FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, Submission};
+pub use size_target::SizeTarget;
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

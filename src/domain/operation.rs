@@ -1,7 +1,7 @@
 //! Operations: what a person asks docket to do with a document, and the words they ask with.
 //!
 //! A caption's first word names the operation and the rest are its arguments (`rotate 180 2,4`,
-//! `pages 2-10`, `ocr rus+eng`, `decrypt PASSWORD`). [`Operation::parse`] reads that; the same
+//! `pages 2-10`, `ocr rus+eng`, `decrypt PASSWORD`, `shrink 10MB`, `split 45MB`). [`Operation::parse`] reads that; the same
 //! words, without a password, are what storage keeps ([`Operation::name`] and
 //! [`Operation::arguments`]) and what `docket process --op NAME ARGS` takes.
 //!
@@ -12,17 +12,29 @@
 use std::fmt;
 use std::num::NonZeroU32;
 
+use super::size_target::{SizeProblem, SizeTarget};
+
 /// What is done to a document.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Operation {
     /// Lossless: recompress streams, drop unused and duplicate objects, never bigger.
     Optimize,
-    /// Lossy: downsample and re-encode images above the configured resolution, then optimize.
-    Shrink,
+    /// Lossy: downsample and re-encode images above the configured resolution, then optimize;
+    /// with a target, step resolution and quality down until the result fits in it.
+    Shrink {
+        /// The size the result must fit in; `None`: the configured settings, whatever comes out.
+        target: Option<SizeTarget>,
+    },
     /// Each page, or each listed range, as its own PDF, together in a ZIP.
     Split {
         /// The ranges, each one output; `None`: every page on its own.
         ranges: Option<PageRanges>,
+    },
+    /// Consecutive pages in parts each at most `under`, together in a ZIP whose entries are sent
+    /// one by one, each as its own document.
+    SplitBySize {
+        /// The size every part must fit in.
+        under: SizeTarget,
     },
     /// The listed pages, in the listed order, as one PDF.
     Pages {
@@ -60,8 +72,10 @@ pub enum Operation {
 pub enum Output {
     /// A PDF file.
     Pdf,
-    /// A ZIP of PDFs.
+    /// A ZIP of PDFs, sent as one file.
     Zip,
+    /// A ZIP of PDFs kept as one file, each entry sent as its own document.
+    Parts,
     /// A UTF-8 text file.
     Text,
     /// A message, not a file (the child writes the message's facts to its output file).
@@ -73,7 +87,7 @@ impl Output {
     pub const fn extension(self) -> &'static str {
         match self {
             Self::Pdf => "pdf",
-            Self::Zip => "zip",
+            Self::Zip | Self::Parts => "zip",
             Self::Text | Self::Message => "txt",
         }
     }
@@ -93,8 +107,8 @@ impl Operation {
     pub const fn name(&self) -> &'static str {
         match self {
             Self::Optimize => "optimize",
-            Self::Shrink => "shrink",
-            Self::Split { .. } => "split",
+            Self::Shrink { .. } => "shrink",
+            Self::Split { .. } | Self::SplitBySize { .. } => "split",
             Self::Pages { .. } => "pages",
             Self::Text => "text",
             Self::Info => "info",
@@ -110,9 +124,14 @@ impl Operation {
     /// gives the operation back (for a decrypt, with an empty password).
     pub fn arguments(&self) -> String {
         match self {
-            Self::Optimize | Self::Shrink | Self::Text | Self::Info | Self::ToPdf | Self::Decrypt { .. } => {
-                String::new()
-            }
+            Self::Optimize
+            | Self::Shrink { target: None }
+            | Self::Text
+            | Self::Info
+            | Self::ToPdf
+            | Self::Decrypt { .. } => String::new(),
+            Self::Shrink { target: Some(target) } => target.to_string(),
+            Self::SplitBySize { under } => under.to_string(),
             Self::Split { ranges } => ranges.as_ref().map(ToString::to_string).unwrap_or_default(),
             Self::Pages { ranges } => ranges.to_string(),
             Self::Rotate { angle, pages: None } => angle.to_string(),
@@ -125,6 +144,7 @@ impl Operation {
     pub const fn output(&self) -> Output {
         match self {
             Self::Split { .. } => Output::Zip,
+            Self::SplitBySize { .. } => Output::Parts,
             Self::Text => Output::Text,
             Self::Info => Output::Message,
             _ => Output::Pdf,
@@ -159,12 +179,21 @@ impl Operation {
         let bad = |operation: &'static str, problem: ArgumentProblem| ParseError::Arguments { operation, problem };
         match name.as_str() {
             "optimize" => no_arguments(Self::Optimize),
-            "shrink" => no_arguments(Self::Shrink),
+            "shrink" => match rest.as_slice() {
+                [] => Ok(Self::Shrink { target: None }),
+                size => Ok(Self::Shrink { target: Some(size_argument("shrink", size)?) }),
+            },
             "text" => no_arguments(Self::Text),
             "info" => no_arguments(Self::Info),
             "topdf" => no_arguments(Self::ToPdf),
             "split" => match rest.as_slice() {
                 [] => Ok(Self::Split { ranges: None }),
+                [first, ..]
+                    if SizeTarget::looks_like_one(first)
+                        || rest.get(1).is_some_and(|unit| SizeTarget::is_unit(unit)) =>
+                {
+                    Ok(Self::SplitBySize { under: size_argument("split", &rest)? })
+                }
                 [ranges] => Ok(Self::Split { ranges: Some(ranges.parse().map_err(|p| bad("split", p))?) }),
                 _ => Err(bad("split", ArgumentProblem::Unexpected)),
             },
@@ -220,6 +249,17 @@ impl Operation {
         }
         Self::parse(&name).ok()
     }
+}
+
+/// A size target written as one word or two (`10MB`, `10 MB`), for `operation`'s error.
+fn size_argument(operation: &'static str, words: &[&str]) -> Result<SizeTarget, ParseError> {
+    SizeTarget::parse_words(words).map_err(|problem| ParseError::Arguments {
+        operation,
+        problem: match problem {
+            SizeProblem::Unreadable => ArgumentProblem::Size,
+            SizeProblem::TooSmall => ArgumentProblem::SizeTooSmall,
+        },
+    })
 }
 
 /// An operation's name as `word` writes it: case-insensitive, a leading `/` allowed (`/Split`).
@@ -282,6 +322,12 @@ pub enum ArgumentProblem {
     /// Not Tesseract language codes like `rus+eng`.
     #[error("not languages like rus+eng")]
     Languages,
+    /// Not a size like `10MB`.
+    #[error("not a size like 10MB")]
+    Size,
+    /// A size under [`SizeTarget::MIN`].
+    #[error("a size is at least 10kB")]
+    SizeTooSmall,
 }
 
 /// Page numbers and ranges, in the order written: `1-3,7,10-` (`10-`: from 10 to the end).
@@ -487,107 +533,4 @@ impl fmt::Display for Password {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(words: &str) -> Operation {
-        Operation::parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"))
-    }
-
-    #[test]
-    fn captions_name_operations_and_their_arguments() {
-        assert_eq!(parse("optimize"), Operation::Optimize);
-        assert_eq!(parse("  Shrink "), Operation::Shrink);
-        assert_eq!(parse("/split"), Operation::Split { ranges: None });
-        assert_eq!(parse("split 1-3,7").arguments(), "1-3,7");
-        assert_eq!(parse("pages 2-10").to_string(), "pages 2-10");
-        assert_eq!(parse("rotate 90"), Operation::Rotate { angle: Angle::Quarter, pages: None });
-        assert_eq!(parse("rotate 180 2,4").to_string(), "rotate 180 2,4");
-        assert_eq!(parse("rotate -90").to_string(), "rotate 270");
-        assert_eq!(parse("ocr"), Operation::Ocr { languages: None });
-        assert_eq!(parse("ocr RUS+eng").arguments(), "rus+eng");
-        assert_eq!(parse("text").output(), Output::Text);
-        assert_eq!(parse("info").output(), Output::Message);
-        assert_eq!(parse("split").output(), Output::Zip);
-        assert_eq!(parse("topdf"), Operation::ToPdf);
-    }
-
-    #[test]
-    fn every_name_parses_to_itself() {
-        for name in Operation::NAMES {
-            let words = match name {
-                "pages" => "pages 1",
-                "rotate" => "rotate 90",
-                other => other,
-            };
-            assert_eq!(parse(words).name(), name);
-        }
-    }
-
-    #[test]
-    fn stored_form_gives_the_operation_back() {
-        for words in ["optimize", "split", "split 1-3,7,10-", "pages 2", "rotate 270 1-2", "ocr rus+eng", "info"] {
-            let operation = parse(words);
-            let stored = Operation::from_stored(operation.name(), &operation.arguments());
-            assert_eq!(stored, Ok(operation), "{words}");
-        }
-        assert!(Operation::from_stored("rotate 90", "").is_err(), "a name is one word");
-    }
-
-    #[test]
-    fn a_password_is_never_shown_nor_stored_with_the_arguments() {
-        let operation = parse("decrypt correct horse battery");
-        let Operation::Decrypt { password } = &operation else { panic!("{operation:?}") };
-        assert_eq!(password.expose(), "correct horse battery");
-        for shown in [format!("{operation:?}"), operation.to_string(), operation.arguments(), format!("{password}")] {
-            assert!(!shown.contains("horse"), "{shown}");
-        }
-        assert_eq!(
-            Operation::from_stored("decrypt", ""),
-            Ok(Operation::Decrypt { password: Password::new(String::new()) })
-        );
-    }
-
-    #[test]
-    fn wrong_words_say_what_is_wrong() {
-        assert_eq!(Operation::parse(""), Err(ParseError::Empty));
-        assert_eq!(Operation::parse("please shrink"), Err(ParseError::Unknown("please".into())));
-        let problem = |words| match Operation::parse(words) {
-            Err(ParseError::Arguments { problem, .. }) => problem,
-            other => panic!("{words}: {other:?}"),
-        };
-        assert_eq!(problem("pages"), ArgumentProblem::Missing);
-        assert_eq!(problem("pages 1 2"), ArgumentProblem::Unexpected);
-        assert_eq!(problem("shrink more"), ArgumentProblem::Unexpected);
-        assert_eq!(problem("pages a-b"), ArgumentProblem::Pages);
-        assert_eq!(problem("pages 1,,2"), ArgumentProblem::Pages);
-        assert_eq!(problem("pages 0"), ArgumentProblem::PageOrder);
-        assert_eq!(problem("pages 5-2"), ArgumentProblem::PageOrder);
-        assert_eq!(problem("rotate 45"), ArgumentProblem::Angle);
-        assert_eq!(problem("ocr ru;rm"), ArgumentProblem::Languages);
-        assert_eq!(problem("ocr e"), ArgumentProblem::Languages);
-    }
-
-    #[test]
-    fn modes_are_the_operations_without_arguments() {
-        for name in Operation::MODES {
-            let operation = Operation::mode(name).unwrap_or_else(|| panic!("{name}"));
-            assert_eq!((operation.name(), operation.arguments()), (name, String::new()));
-        }
-        assert_eq!(Operation::mode(" Shrink "), Some(Operation::Shrink));
-        for not_a_mode in ["pages", "rotate", "decrypt", "topdf", "sharpen", ""] {
-            assert_eq!(Operation::mode(not_a_mode), None, "{not_a_mode}");
-        }
-    }
-
-    #[test]
-    fn page_lists_resolve_against_the_document() {
-        let ranges: PageRanges = "3,1-2,4-".parse().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ranges.resolve(5), Ok(vec![vec![3], vec![1, 2], vec![4, 5]]));
-        assert_eq!(ranges.resolve(2), Err(3));
-        let beyond: PageRanges = "2-9".parse().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(beyond.resolve(4), Err(9));
-        let too_many = vec!["1"; MAX_RANGES + 1].join(",");
-        assert_eq!(too_many.parse::<PageRanges>(), Err(ArgumentProblem::Pages));
-    }
-}
+mod tests;

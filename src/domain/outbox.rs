@@ -35,6 +35,12 @@ impl IdempotencyKey {
         Self(format!("job:{}:u{}:result", ticket.0, update.0))
     }
 
+    /// Part `part` (from 1) of the result of `ticket`'s run started by `update`, for a result
+    /// sent in parts.
+    pub fn result_part(ticket: Ticket, update: UpdateId, part: u32) -> Self {
+        Self(format!("job:{}:u{}:result:part:{part}", ticket.0, update.0))
+    }
+
     /// The failure notice of `ticket`'s run started by `update`.
     pub fn failure(ticket: Ticket, update: UpdateId) -> Self {
         Self(format!("job:{}:u{}:failure", ticket.0, update.0))
@@ -54,6 +60,11 @@ impl IdempotencyKey {
     /// A kept result sent again in answer to `update`.
     pub fn result_for(update: UpdateId) -> Self {
         Self(format!("update:{}:result", update.0))
+    }
+
+    /// Part `part` (from 1) of a kept result sent in parts, sent again in answer to `update`.
+    pub fn result_part_for(update: UpdateId, part: u32) -> Self {
+        Self(format!("update:{}:result:part:{part}", update.0))
     }
 
     /// The alert to `admin` that messages went undelivered, at most one per `hour` (hours since

@@ -160,8 +160,11 @@ pub struct ResultFile {
     pub size: i64,
     /// It is kept until then (or, once expired, was kept until then).
     pub expires_at: Timestamp,
-    /// Telegram's file_id of the delivered document, for sending it again without an upload.
+    /// Telegram's file_id of the delivered document, for sending it again without an upload
+    /// (never for a result sent in parts: each part is uploaded every time).
     pub telegram_file_id: Option<String>,
+    /// For a result sent in parts (a ZIP of them), how many there are; `None`: one file.
+    pub parts: Option<u32>,
 }
 
 /// A message to queue in the outbox.
@@ -181,6 +184,8 @@ pub struct NewMessage {
     pub reply_to_message_id: Option<MessageId>,
     /// The inline buttons under the message, one per row (none: no keyboard).
     pub buttons: Vec<Button>,
+    /// For a result sent in parts, the part this message sends, from 1; `None`: all of it.
+    pub part: Option<u32>,
 }
 
 impl NewMessage {
@@ -195,6 +200,7 @@ impl NewMessage {
             body,
             reply_to_message_id: Some(job.submission.message_id),
             buttons: Vec::new(),
+            part: None,
         }
     }
 }
@@ -240,6 +246,8 @@ pub struct OutboxMessage {
     pub reply_to_message_id: Option<MessageId>,
     /// The inline buttons under the message, one per row (none: no keyboard).
     pub buttons: Vec<Button>,
+    /// For a result sent in parts, the part this message sends, from 1; `None`: all of it.
+    pub part: Option<u32>,
     /// Delivery state.
     pub state: OutboxState,
     /// Send attempts so far.

@@ -161,7 +161,19 @@ impl Intake {
     ) -> StoreResult<()> {
         let lang = chat_lang(tx, origin.chat).await?;
         let caption = texts::ready_caption(lang, job);
-        // One per run and update: `/get` of a ticket sends each of its kept results.
+        // One per run and update: `/get` of a ticket sends each of its kept results, and each
+        // part of one sent in parts.
+        if let Some(count) = job.result.as_ref().and_then(|result| result.parts) {
+            let parts =
+                crate::pipeline::outcome::result_parts(lang, job, update_id, count, &caption, |_, update, part| {
+                    IdempotencyKey::result_part_for(update, part)
+                });
+            for part in parts {
+                let part = NewMessage { reply_to_message_id: Some(origin.message_id), ..part };
+                tx.enqueue(&part, self.clock.now()).await?;
+            }
+            return Ok(());
+        }
         let key = IdempotencyKey::result(job.ticket, update_id);
         self.queue(tx, key, Some(job.ticket), origin, MessageKind::Result, caption).await
     }
@@ -241,6 +253,7 @@ pub async fn cancel_job(tx: &mut Tx, job: &Job, detail: &str, now: crate::domain
         body: texts::progress(lang, job, &texts::Progress::Cancelled),
         reply_to_message_id: None,
         buttons: Vec::new(),
+        part: None,
     };
     tx.enqueue(&edit, now).await?;
     metrics::counter!("docket_jobs_cancelled_total").increment(1);

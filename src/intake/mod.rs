@@ -346,6 +346,7 @@ impl Intake {
             body,
             reply_to_message_id: Some(origin.message_id),
             buttons,
+            part: None,
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())
@@ -368,6 +369,7 @@ impl Intake {
             body,
             reply_to_message_id: Some(origin.message_id),
             buttons: Vec::new(),
+            part: None,
         };
         tx.enqueue(&message, self.clock.now()).await?;
         Ok(())

@@ -104,6 +104,8 @@ fn pdf_failure(error: PdfError) -> Report {
         PdfError::Io(_) => Failure::Io,
         PdfError::NoSuchPage { page, page_count } => Failure::NoSuchPage { page, page_count },
         PdfError::WrongPassword => Failure::WrongPassword,
+        PdfError::CannotShrinkTo { target, smallest } => Failure::CannotShrinkTo { target, smallest },
+        PdfError::PageTooBigForParts { page, size, target } => Failure::PageTooBigForParts { page, size, target },
         PdfError::Unreadable { .. } | PdfError::NotPdf { .. } => Failure::Unreadable,
         // The person is told the operation could not process the file; the detail, in the log,
         // names the package to install.

@@ -198,7 +198,7 @@ fn base_address_space(work: &Work) -> u64 {
 /// Peak resident memory per byte of input of a built-in operation, at worst.
 fn builtin_memory_factor(operation: &Operation) -> f64 {
     match operation {
-        Operation::Shrink => SHRINK_MEMORY_FACTOR,
+        Operation::Shrink { .. } => SHRINK_MEMORY_FACTOR,
         Operation::ToPdf => TOPDF_MEMORY_FACTOR,
         _ => OPTIMIZE_MEMORY_FACTOR,
     }
@@ -304,6 +304,12 @@ impl Failure {
             Self::NoPages => FailureReason::NoPages,
             Self::NoSuchPage { page, page_count } => FailureReason::NoSuchPage { page: *page, pages: *page_count },
             Self::WrongPassword => FailureReason::WrongPassword,
+            Self::CannotShrinkTo { target, smallest } => {
+                FailureReason::CannotShrinkTo { target: *target, smallest: *smallest }
+            }
+            Self::PageTooBigForParts { page, size, target } => {
+                FailureReason::PageTooBigForParts { page: *page, size: *size, target: *target }
+            }
             Self::Unreadable => FailureReason::Unreadable,
             Self::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit: *limit },
             Self::ToolFailed => FailureReason::ToolFailed { tool: work.program_name().to_owned() },
@@ -344,6 +350,22 @@ pub enum Failure {
     },
     /// The password given does not open the PDF.
     WrongPassword,
+    /// `shrink` to a size: the smallest settings still gave more.
+    CannotShrinkTo {
+        /// The target, in bytes.
+        target: u64,
+        /// The smallest result, in bytes.
+        smallest: u64,
+    },
+    /// `split` by size: one page alone is over the part size.
+    PageTooBigForParts {
+        /// The page, from 1.
+        page: u32,
+        /// Its size alone, in bytes.
+        size: u64,
+        /// The part size, in bytes.
+        target: u64,
+    },
     /// An external program was stopped for writing a file larger than [`Limits::max_file`].
     FileTooBig {
         /// The limit, in bytes.

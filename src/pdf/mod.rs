@@ -68,10 +68,12 @@ mod file_writer;
 pub mod images;
 pub mod info;
 pub mod optimize;
+pub mod parts;
 mod rewrite;
 pub mod rotate;
 pub mod shrink;
 pub mod split;
+pub mod split_by_size;
 pub mod text;
 mod work;
 
@@ -139,7 +141,11 @@ pub fn run(operation: &Operation, input: &Path, output: &Path, settings: &Settin
     let max_inflate = settings.max_inflate;
     match operation {
         Operation::Optimize => optimize(input, output, max_inflate).map(Produced::from),
-        Operation::Shrink => shrink::shrink(input, output, settings).map(Produced::from),
+        Operation::Shrink { target: None } => shrink::shrink(input, output, settings).map(Produced::from),
+        Operation::Shrink { target: Some(target) } => {
+            shrink::shrink_to(input, output, settings, *target).map(Produced::from)
+        }
+        Operation::SplitBySize { under } => split_by_size::split_by_size(input, output, *under, max_inflate),
         Operation::ToPdf => images::to_pdf(input, output, settings).map(Produced::from),
         Operation::Split { ranges } => split::split(input, output, ranges.as_ref(), max_inflate),
         Operation::Pages { ranges } => split::pages(input, output, ranges, max_inflate),
@@ -197,6 +203,24 @@ pub enum PdfError {
         page: u32,
         /// The pages the document has.
         page_count: u32,
+    },
+    /// `shrink` to a size: even the smallest settings give more than the target.
+    #[error("the smallest shrink is {smallest} bytes, over the target of {target}")]
+    CannotShrinkTo {
+        /// The target, in bytes.
+        target: u64,
+        /// The smallest result the settings gave, in bytes.
+        smallest: u64,
+    },
+    /// `split` by size: one page alone is over the size every part must fit in.
+    #[error("page {page} alone is {size} bytes, over the part size of {target}")]
+    PageTooBigForParts {
+        /// The page, from 1.
+        page: u32,
+        /// Its size as a part of its own, in bytes.
+        size: u64,
+        /// The part size, in bytes.
+        target: u64,
     },
     /// `decrypt` was given a password that does not open the PDF.
     #[error("the password does not open the PDF")]

@@ -92,7 +92,7 @@ pub fn split(
 
 /// Writes the parts that come from `parts` into a ZIP at `output`, until the sender is done;
 /// the ZIP's size.
-fn write_zip(output: &Path, parts: mpsc::Receiver<(String, Vec<u8>)>) -> Result<u64, PdfError> {
+pub(super) fn write_zip(output: &Path, parts: mpsc::Receiver<(String, Vec<u8>)>) -> Result<u64, PdfError> {
     // Parts pass the buffer by: only the entries' headers are small enough to gather.
     let mut zip = ZipWriter::new(BufWriter::with_capacity(64 << 10, File::create(output)?));
     // The parts are PDFs with compressed object streams: deflating them again gains little
@@ -129,7 +129,7 @@ pub fn pages(input: &Path, output: &Path, ranges: &PageRanges, max_inflate: usiz
 }
 
 /// The pages `listed` (numbers from 1 into `page_ids`) of `document`, to be written as a file.
-fn extract<'a>(
+pub(super) fn extract<'a>(
     document: &'a Document,
     shared_resources: &'a HashSet<ObjectId>,
     page_ids: &[ObjectId],
@@ -145,7 +145,7 @@ fn extract<'a>(
 
 /// `page-p003.pdf` for one page, `page-p003-007.pdf` for a run of pages, page numbers padded to
 /// `digits`.
-fn part_name(pages: &[u32], digits: usize) -> String {
+pub(super) fn part_name(pages: &[u32], digits: usize) -> String {
     match (pages.first(), pages.last()) {
         (Some(first), Some(last)) if first != last => {
             format!("{PART_PREFIX}-p{first:0digits$}-{last:0digits$}.pdf")

@@ -160,13 +160,14 @@ pub fn completion_messages(
     done: &Completion,
     note: Option<&str>,
     message: Option<&str>,
-) -> [NewMessage; 2] {
+) -> Vec<NewMessage> {
     let mut finished = job.clone();
     finished.result = Some(ResultFile {
         path: Some(done.result_path.clone()),
         size: done.result_size,
         expires_at: done.expires_at,
         telegram_file_id: None,
+        parts: done.parts,
     });
     let mut body = match message {
         Some(message) => message.to_owned(),
@@ -175,13 +176,40 @@ pub fn completion_messages(
     if let Some(note) = note {
         body = format!("{body}\n({note}.)");
     }
-    let delivery = NewMessage::about_job(
-        job,
-        IdempotencyKey::result(job.ticket, job.submission.update_id),
-        if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
-        body,
-    );
-    [delivery, progress_edit(lang, &finished, &Progress::Ready { until: done.expires_at })]
+    let mut messages = match done.parts {
+        None => vec![NewMessage::about_job(
+            job,
+            IdempotencyKey::result(job.ticket, job.submission.update_id),
+            if message.is_some() { MessageKind::Reply } else { MessageKind::Result },
+            body,
+        )],
+        Some(count) => result_parts(lang, job, job.submission.update_id, count, &body, IdempotencyKey::result_part),
+    };
+    messages.push(progress_edit(lang, &finished, &Progress::Ready { until: done.expires_at }));
+    messages
+}
+
+/// One result message per part of a result sent in parts, each captioned with its place
+/// ("part 2 of 3") and `caption`, keyed by `key` of the update that asked and the part.
+pub fn result_parts(
+    lang: Lang,
+    job: &Job,
+    update: crate::domain::UpdateId,
+    count: u32,
+    caption: &str,
+    key: impl Fn(crate::domain::Ticket, crate::domain::UpdateId, u32) -> IdempotencyKey,
+) -> Vec<NewMessage> {
+    (1..=count)
+        .map(|part| NewMessage {
+            part: Some(part),
+            ..NewMessage::about_job(
+                job,
+                key(job.ticket, update, part),
+                MessageKind::Result,
+                texts::result_part_caption(lang, part, count, caption),
+            )
+        })
+        .collect()
 }
 
 /// The buttons under a ready run's status message: the other operations without arguments that
@@ -230,6 +258,7 @@ pub fn progress_edit(lang: Lang, job: &Job, step: &Progress) -> NewMessage {
         body: texts::progress(lang, job, step),
         reply_to_message_id: None,
         buttons: Vec::new(),
+        part: None,
     }
 }
 
@@ -379,13 +408,39 @@ mod tests {
             result_size: 600,
             detected_format: "pdf".into(),
             expires_at: NOW.plus(Duration::from_secs(86_400)),
+            parts: None,
         };
-        let [result, status] = completion_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &done, None, None);
+        let messages = completion_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &done, None, None);
+        let [result, status] = messages.as_slice() else { panic!("{messages:?}") };
         assert_eq!((result.idempotency_key.as_str(), result.kind), ("job:12:u5:result", MessageKind::Result));
         assert_eq!((result.chat, result.reply_to_message_id), (ChatRef(42), Some(MessageId(7))));
         assert!(result.body.starts_with("#12 ready: report.pdf, 1.0 kB → 600 B."), "{}", result.body);
         assert_eq!((status.idempotency_key.as_str(), status.kind), ("job:12:progress", MessageKind::Progress));
         assert!(status.body.contains("Ready"), "{}", status.body);
+    }
+
+    #[test]
+    fn a_result_in_parts_queues_one_message_per_part_then_the_status_edit() {
+        let done = Completion {
+            result_path: "/data/results/12/3-x.zip".into(),
+            result_size: 600,
+            detected_format: "pdf".into(),
+            expires_at: NOW.plus(Duration::from_secs(86_400)),
+            parts: Some(3),
+        };
+        let messages = completion_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &done, None, None);
+        let shown: Vec<(&str, MessageKind, Option<u32>)> =
+            messages.iter().map(|m| (m.idempotency_key.as_str(), m.kind, m.part)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("job:12:u5:result:part:1", MessageKind::Result, Some(1)),
+                ("job:12:u5:result:part:2", MessageKind::Result, Some(2)),
+                ("job:12:u5:result:part:3", MessageKind::Result, Some(3)),
+                ("job:12:progress", MessageKind::Progress, None),
+            ]
+        );
+        assert!(messages[1].body.starts_with("Part 2 of 3. #12 ready"), "{}", messages[1].body);
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct Output {
     pub note: Option<String>,
     /// For an operation whose result is a message (`info`): the message's text.
     pub message: Option<String>,
+    /// For a result sent in parts (`split 45MB`): how many there are.
+    pub parts: Option<u32>,
 }
 
 /// Runs the job's operation on its verified source.
@@ -68,12 +70,16 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     let output_bytes = run_contained(deps, work, files, lang, chat_lang).await?;
 
     let limit = deps.settings.get().upload_limit;
-    if output_bytes > limit {
-        return Err(StageError::fail(
-            FailureReason::ResultTooBig { size: output_bytes, limit, operation: operation.name().to_owned() },
-            format!("result of {} bytes over the upload limit", output_bytes),
-        ));
-    }
+    let parts = match operation.output() {
+        ResultKind::Parts => Some(parts_within(&attempt.output, limit, operation).await?),
+        _ if output_bytes > limit => {
+            return Err(StageError::fail(
+                FailureReason::ResultTooBig { size: output_bytes, limit, operation: operation.name().to_owned() },
+                format!("result of {output_bytes} bytes over the upload limit"),
+            ));
+        }
+        _ => None,
+    };
     let message = match operation.output() {
         ResultKind::Message => Some(info_message(chat_lang, job, &attempt.output).await?),
         _ => None,
@@ -88,7 +94,26 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         format: format.label().to_owned(),
         note,
         message,
+        parts,
     })
+}
+
+/// How many parts the result sent in parts at `zip` has, each within the upload `limit` (a
+/// part size asked for above the limit is refused here, with the biggest part's size).
+async fn parts_within(zip: &Path, limit: u64, operation: &Operation) -> Result<u32, StageError> {
+    let archive = zip.to_path_buf();
+    let parts = tokio::task::spawn_blocking(move || crate::pdf::parts::parts(&archive))
+        .await
+        .map_err(|e| StageError::retry(format!("reading the parts panicked: {e}")))?
+        .map_err(|e| StageError::retry(format!("reading the parts: {e}")))?;
+    let biggest = parts.iter().map(|part| part.size).max().unwrap_or(0);
+    if biggest > limit {
+        return Err(StageError::fail(
+            FailureReason::ResultTooBig { size: biggest, limit, operation: operation.name().to_owned() },
+            format!("a part of {biggest} bytes over the upload limit"),
+        ));
+    }
+    u32::try_from(parts.len()).map_err(|_| StageError::retry("more parts than can be counted"))
 }
 
 /// The job's source, checked to be what was downloaded, and its format detected from the content.
@@ -464,7 +489,8 @@ fn judge_outcome(
 }
 
 /// What one run may write, and where each bound comes from: a built-in operation's one file, its
-/// result, may be no larger than the upload limit (a larger one could not be sent); all the run
+/// result, may be no larger than the upload limit (a larger one could not be sent), unless it is
+/// sent in parts (each part is checked once it is made); all the run
 /// has on disk, no more than `[processing] disk_limit` nor the free space above `min_free`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct DiskBounds {
@@ -481,6 +507,8 @@ impl DiskBounds {
         let configured = limits.disk;
         limits.disk = room.map_or(configured, |room| room.min(configured));
         limits.max_file = match work {
+            // A result sent in parts may be larger than one upload: each part is checked instead.
+            Work::Builtin(operation) if operation.output() == ResultKind::Parts => limits.disk,
             Work::Builtin(_) => upload_limit.min(limits.disk),
             // A program's intermediate files may well be larger than its result.
             Work::Tool(_) | Work::Office(_) => limits.disk,

@@ -59,6 +59,7 @@ async fn ready(deps: &PipelineDeps, job: &Job, lease: &Lease, out: Output, now: 
         result_size: out.size as i64,
         detected_format: out.format.clone(),
         expires_at: now.plus(deps.settings.get().result_ttl),
+        parts: out.parts,
     };
     let mut messages = outcome::completion_messages(
         chat_lang(deps, job).await,
@@ -67,7 +68,9 @@ async fn ready(deps: &PipelineDeps, job: &Job, lease: &Lease, out: Output, now: 
         out.note.as_deref(),
         out.message.as_deref(),
     );
-    messages[1].buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
+    if let Some(status) = messages.last_mut() {
+        status.buttons = outcome::other_operations(job, &out.format, &deps.settings.get().tools);
+    }
     let answer = deps.store.complete_job(job.ticket, lease, &done, &messages, now).await;
     match recorded(deps, job.ticket, answer, JobState::Ready, &out.path, Job::result_path).await {
         Recorded::Yes => {

@@ -41,14 +41,15 @@ impl MessageFilter {
 }
 
 /// Queues a message: $1 idempotency key, $2 job, $3 chat, $4 kind, $5 priority, $6 body, $7 the
-/// message it answers, $8 now, $9 and $10 the label and data of its inline button (NULL: none).
+/// message it answers, $8 now, $9 and $10 the label and data of its inline button (NULL: none),
+/// $11 the part of a result it sends (NULL: all of it).
 /// A key queued before inserts nothing; a message to a dead chat is stored `dead`.
 pub const ENQUEUE: &str =
     "INSERT INTO outbox (idempotency_key, job_id, chat_id, kind, priority, body, reply_to_message_id,
-                        status, created_at, updated_at, button_label, button_data)
+                        status, created_at, updated_at, button_label, button_data, part)
     VALUES ($1, $2, $3, $4, $5, $6, $7,
             CASE WHEN EXISTS (SELECT 1 FROM dead_chats WHERE chat_id = $3) THEN 'dead' ELSE 'pending' END,
-            $8, $8, $9, $10)
+            $8, $8, $9, $10, $11)
     ON CONFLICT (idempotency_key) DO NOTHING";
 
 /// Removes a job's delivered or dropped progress row so it can be queued anew: $1 idempotency key,
@@ -155,6 +156,7 @@ struct OutboxRow {
     error: Option<String>,
     button_label: Option<String>,
     button_data: Option<String>,
+    part: Option<i64>,
 }
 
 /// The separator of several buttons in `button_label` and `button_data`: a line break, which
@@ -190,6 +192,7 @@ impl OutboxRow {
             body: self.body,
             reply_to_message_id: self.reply_to_message_id.map(MessageId),
             buttons: buttons_from_columns(self.button_label.as_deref(), self.button_data.as_deref()),
+            part: self.part.and_then(|part| u32::try_from(part).ok()),
             state: self.status.parse::<OutboxState>()?,
             attempts: self.attempts,
             lease: lease(self.lease_owner, self.lease_token, self.lease_until),
@@ -208,6 +211,7 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, m: &NewMessage, now: Timestamp) ->
     }
     let mut args = message_columns(m, now);
     args.extend(button_columns(m));
+    args.push(m.part.map(i64::from).into());
     let inserted = c.execute(ENQUEUE, &args).await.context("queueing a message")?;
     Ok(inserted == 1)
 }

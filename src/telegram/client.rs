@@ -90,6 +90,17 @@ pub enum DocumentSource {
         /// The name the person sees.
         file_name: String,
     },
+    /// Upload `length` bytes of a file from `offset` (a part lying in a stored ZIP), streamed.
+    Slice {
+        /// The local file.
+        path: PathBuf,
+        /// Where the bytes start.
+        offset: u64,
+        /// How many.
+        length: u64,
+        /// The name the person sees.
+        file_name: String,
+    },
 }
 
 /// How to reach the Bot API.
@@ -402,8 +413,18 @@ impl TelegramClient {
         let input = match source {
             DocumentSource::FileId(id) => InputFile::file_id(FileId(id.clone())),
             DocumentSource::Path { path, file_name } => InputFile::file(path.clone()).file_name(file_name.clone()),
+            DocumentSource::Slice { path, offset, length, file_name } => {
+                use tokio::io::{AsyncReadExt, AsyncSeekExt};
+                let mut file = tokio::fs::File::open(path)
+                    .await
+                    .map_err(|e| TelegramError::Transient(format!("opening the result: {e}")))?;
+                file.seek(std::io::SeekFrom::Start(*offset))
+                    .await
+                    .map_err(|e| TelegramError::Transient(format!("reading the result: {e}")))?;
+                InputFile::read(file.take(*length)).file_name(file_name.clone())
+            }
         };
-        let bot = if matches!(source, DocumentSource::Path { .. }) { &self.slow_bot } else { &self.bot };
+        let bot = if matches!(source, DocumentSource::FileId(_)) { &self.bot } else { &self.slow_bot };
         let mut req = bot.send_document(ChatId(chat.0), input).caption(caption);
         if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
             req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());

@@ -32,6 +32,11 @@ pub fn ready_caption(lang: Lang, job: &Job) -> String {
     }
 }
 
+/// The caption of one part of a result sent in parts: its place, then the result's caption.
+pub fn result_part_caption(lang: Lang, part: u32, parts: u32, caption: &str) -> String {
+    render(lang, "result-part", &[n("part", u64::from(part)), n("parts", u64::from(parts)), s("caption", caption)])
+}
+
 /// The notice that a result was removed before its promised date to make room.
 pub fn expired_early(lang: Lang, job: &Job, at: Timestamp) -> String {
     render(
@@ -116,6 +121,14 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
             render(lang, "failure-no-such-page", &[name, n("page", u64::from(*page)), n("pages", u64::from(*pages))])
         }
         FailureReason::WrongPassword => render(lang, "failure-wrong-password", &[name]),
+        FailureReason::CannotShrinkTo { target, smallest } => {
+            render(lang, "failure-cannot-shrink-to", &[name, size("target", *target), size("smallest", *smallest)])
+        }
+        FailureReason::PageTooBigForParts { page, size: bytes, target } => render(
+            lang,
+            "failure-page-too-big-for-parts",
+            &[name, n("page", u64::from(*page)), size("size", *bytes), size("target", *target)],
+        ),
         FailureReason::OfficeUnavailable => render(lang, "failure-office-unavailable", &[name]),
     }
 }

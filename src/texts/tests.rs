@@ -134,6 +134,8 @@ fn every_text(lang: Lang) -> Vec<String> {
         FailureReason::NoSuchPage { page: 3, pages: 1 },
         FailureReason::WrongPassword,
         FailureReason::OfficeUnavailable,
+        FailureReason::CannotShrinkTo { target: 10_000_000, smallest: 14_000_000 },
+        FailureReason::PageTooBigForParts { page: 7, size: 60_000_000, target: 50_000_000 },
         FailureReason::WrongFormat {
             operation: "split".into(),
             accepts: vec!["pdf".into()],
@@ -153,7 +155,7 @@ fn every_text(lang: Lang) -> Vec<String> {
     // The operations: choosing what to do, and what they write for people.
     use crate::domain::operation::{ArgumentProblem, ParseError};
     use crate::domain::{DocumentInfo, Operation};
-    let shrink = Operation::Shrink;
+    let shrink = Operation::Shrink { target: None };
     all.extend([
         operation_lines(lang),
         caption_not_understood(lang, "\"please\" is not an operation"),
@@ -213,7 +215,7 @@ fn every_text(lang: Lang) -> Vec<String> {
     for state in JobState::ALL {
         job.state = state;
         job.error = Some("x".into());
-        job.result = Some(ResultFile { path: None, size: 1, expires_at: until, telegram_file_id: None });
+        job.result = Some(ResultFile { path: None, size: 1, expires_at: until, telegram_file_id: None, parts: None });
         all.push(status(lang, &job));
     }
     all
@@ -287,7 +289,7 @@ mod properties {
             let mut job = job(1, &raw, Some(size as i64));
             let _ = status(E, &job);
             let _ = progress(E, &job, &Progress::Downloading { done: n, total: Some(size) });
-            job.result = Some(ResultFile { path: None, size: n as i64, expires_at: Timestamp::from_millis(0), telegram_file_id: None });
+            job.result = Some(ResultFile { path: None, size: n as i64, expires_at: Timestamp::from_millis(0), telegram_file_id: None, parts: None });
             let _ = ready_caption(E, &job);
             let _ = jobs(E, &[job]);
         }

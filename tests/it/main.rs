@@ -22,6 +22,7 @@ mod people;
 mod queue;
 mod real_input;
 mod recovery;
+mod results_that_fit;
 mod retention;
 mod run_bounds;
 mod service;

@@ -74,7 +74,7 @@ async fn mode_sets_the_chats_default_and_an_image_becomes_a_pdf(backend: Backend
 
     app.send_document(520, fixture("pdf/text-1page.pdf"), "scan.pdf", "application/pdf");
     let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
-    assert_eq!(job.submission.operation, Operation::Shrink, "the chat's default");
+    assert_eq!(job.submission.operation, Operation::Shrink { target: None }, "the chat's default");
     // Another chat still has the bot's default.
     app.send_document(521, fixture("pdf/text-1page.pdf"), "other.pdf", "application/pdf");
     let other = app.wait_for_job(Ticket(2), |j| j.state == JobState::Ready).await;

@@ -291,6 +291,7 @@ async fn an_edit_that_changes_nothing_counts_as_delivered() {
         body: shown.body.clone(),
         reply_to_message_id: None,
         buttons: shown.buttons.clone(),
+        part: None,
     };
     let now = docket::domain::Clock::now(&docket::domain::SystemClock);
     assert!(app.store.enqueue(&again, now).await.expect("enqueue"), "re-armed as a new row");

@@ -65,6 +65,7 @@ use lopdf::Document;
 use rayon::prelude::*;
 
 use self::drawn::drawn_sizes;
+pub use self::fit::{FIT_STEPS, shrink_to};
 use self::plan::plan;
 use self::rewrite::guarded_shrink_image;
 use super::{OptimizeReport, PdfError, Settings};
@@ -72,6 +73,7 @@ use super::{OptimizeReport, PdfError, Settings};
 mod decode;
 mod drawn;
 mod encode;
+mod fit;
 mod plan;
 mod rewrite;
 #[cfg(test)]

@@ -132,7 +132,8 @@ async fn complete_job_records_the_result_and_queues_delivery(store: Store) {
             path: Some("/spool/results/1.pdf".into()),
             size: 777,
             expires_at: at(86_400_000),
-            telegram_file_id: None
+            telegram_file_id: None,
+            parts: None,
         })
     );
     let source = SourceFile { size: 2_048, sha256: "ab12".into(), path: None, format: Some("pdf-1.7".into()) };
@@ -393,7 +394,7 @@ async fn only_a_default_operation_switches_and_only_to_one_the_ticket_has_not_ru
     assert_eq!(switched.submission.operation, Operation::Optimize);
     assert!(!switched.submission.chosen_by_default, "the operation now fits the content");
     assert_eq!(switched.state, JobState::Processing, "and the run goes on");
-    assert!(!switch(lease, Operation::Shrink).await, "a run switches once");
+    assert!(!switch(lease, Operation::Shrink { target: None }).await, "a run switches once");
 
     let on_purpose = insert(&store, &new_job(CHAT, 3), at(3)).await;
     assert!(!job(&store, on_purpose).await.submission.chosen_by_default);

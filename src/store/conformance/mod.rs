@@ -99,6 +99,7 @@ fn message(key: &str, chat: ChatRef, kind: MessageKind, job: Option<Ticket>) -> 
         body: format!("body of {key}"),
         reply_to_message_id: Some(MessageId(500)),
         buttons: Vec::new(),
+        part: None,
     }
 }
 
@@ -150,6 +151,7 @@ fn completion(n: i64) -> Completion {
         result_size: 777,
         detected_format: "pdf-1.7".into(),
         expires_at: at(86_400_000),
+        parts: None,
     }
 }
 

@@ -69,7 +69,7 @@ async fn a_ticket_is_pruned_with_its_last_run(store: Store) {
     use crate::domain::{Operation, Submission};
     use crate::store::History;
     let first = insert(&store, &new_job(CHAT, 1), T0).await;
-    let further = Submission { operation: Operation::Shrink, run_of: Some(first), ..new_job(CHAT, 1) };
+    let further = Submission { operation: Operation::Shrink { target: None }, run_of: Some(first), ..new_job(CHAT, 1) };
     let run = insert(&store, &further, T0).await;
     let mut tx = store.begin().await.unwrap();
     assert!(tx.cancel_job(first, JobState::Accepted, "cancelled", "test", at(1)).await.unwrap());

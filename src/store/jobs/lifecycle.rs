@@ -56,7 +56,7 @@ pub const RESUBMIT_JOB: &str = "UPDATE jobs SET status = $10, update_id = $3, me
         declared_mime = $7, declared_size = $8, operation = $11, arguments = $12, secret = $13, language_code = $14,
         chosen_by_default = $15, local_path = NULL, real_size = NULL, sha256 = NULL,
         detected_format = NULL, lease_owner = NULL, lease_until = NULL, attempts = 0, not_before = $9,
-        source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_file_id = NULL,
+        source_losses = 0, error = NULL, error_detail = NULL, result_path = NULL, result_size = NULL, result_parts = NULL, result_file_id = NULL,
         result_expires_at = NULL, node = NULL, updated_at = $9
     WHERE id = $1 AND status = $2";
 
@@ -132,8 +132,8 @@ pub(in crate::store) async fn fail_job(
 
 /// `processing` → `ready` with the result, as the lease holder, forgetting the secret: $1 ticket, $2 lease token, $3
 /// result path, $4 result size, $5 detected format, $6 when the result expires, $7 now, $8 the
-/// state it must be in, $9 the state it takes.
-pub const COMPLETE_JOB: &str = "UPDATE jobs SET status = $9, result_path = $3, result_size = $4, detected_format = $5,
+/// state it must be in, $9 the state it takes, $10 its parts (NULL: one file).
+pub const COMPLETE_JOB: &str = "UPDATE jobs SET status = $9, result_path = $3, result_size = $4, result_parts = $10, detected_format = $5,
         result_expires_at = $6, local_path = NULL, secret = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $7
     WHERE id = $1 AND status = $8 AND lease_token = $2 AND lease_owner IS NOT NULL";
 
@@ -159,6 +159,7 @@ pub(in crate::store) async fn complete_job(
                 now.into(),
                 step.from.as_str().into(),
                 step.to.as_str().into(),
+                done.parts.map(i64::from).into(),
             ],
         )
         .await

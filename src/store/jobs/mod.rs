@@ -106,6 +106,8 @@ pub struct Completion {
     pub result_path: String,
     /// Result size.
     pub result_size: i64,
+    /// For a result sent in parts, how many there are; `None`: one file.
+    pub parts: Option<u32>,
     /// Detected source format.
     pub detected_format: String,
     /// When the result is deleted.
@@ -159,6 +161,7 @@ pub(super) struct JobRow {
     error_detail: Option<String>,
     result_path: Option<String>,
     result_size: Option<i64>,
+    result_parts: Option<i64>,
     result_file_id: Option<String>,
     result_expires_at: Option<i64>,
     node: Option<String>,
@@ -198,6 +201,7 @@ impl JobRow {
                 size,
                 expires_at: Timestamp::from_millis(expires_at),
                 telegram_file_id: self.result_file_id,
+                parts: self.result_parts.and_then(|parts| u32::try_from(parts).ok()),
             }),
             (None, None) if self.result_path.is_none() && self.result_file_id.is_none() => None,
             _ => return Err(StoreError::Corrupt(format!("job {} has part of a result recorded", self.id))),

@@ -140,6 +140,7 @@ impl TestApp {
             body: body.to_owned(),
             reply_to_message_id: None,
             buttons: Vec::new(),
+            part: None,
         };
         self.store.enqueue(&m, docket::domain::Clock::now(&SystemClock)).await.expect("enqueue");
     }
