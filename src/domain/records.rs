@@ -223,7 +223,13 @@ impl Button {
     /// The button that asks for `operation` (one without arguments) on `ticket`, labelled with
     /// its name.
     pub fn run(ticket: Ticket, operation: &str) -> Self {
-        Self { label: operation.to_owned(), data: format!("{}{}:{operation}", Self::RUN_PREFIX, ticket.0) }
+        Self::run_with(ticket, operation, operation.to_owned())
+    }
+
+    /// The button that asks for `operation` with its arguments (`shrink 50MB`) on `ticket`,
+    /// labelled `label`.
+    pub fn run_with(ticket: Ticket, operation: &str, label: String) -> Self {
+        Self { label, data: format!("{}{}:{operation}", Self::RUN_PREFIX, ticket.0) }
     }
 }
 

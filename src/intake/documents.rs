@@ -181,7 +181,7 @@ impl Intake {
         let lang = chat_lang(tx, origin.chat).await?;
         let parsed = data
             .split_once(':')
-            .and_then(|(ticket, name)| Some((ticket.parse().ok().map(Ticket)?, Operation::mode(name)?)));
+            .and_then(|(ticket, words)| Some((ticket.parse().ok().map(Ticket)?, pressed_operation(words)?)));
         let Some((ticket, operation)) = parsed else {
             debug!(update.id = %update_id, "an operation button docket does not know; ignored");
             return Ok(());
@@ -358,6 +358,17 @@ impl Intake {
         info!(update.id = %update_id, waiting, limit = cap, "refused a file: the chat's queue is full");
         Ok(true)
     }
+}
+
+/// The operation a button's data names: one of the modes (`split`), or a run to fit a size
+/// (`shrink 50MB`, `split 50MB`, from a result too big). Nothing else: no button carries a
+/// password or a page list.
+fn pressed_operation(words: &str) -> Option<Operation> {
+    Operation::mode(words).or_else(|| {
+        Operation::parse(words).ok().filter(|operation| {
+            matches!(operation, Operation::Shrink { target: Some(_) } | Operation::SplitBySize { .. })
+        })
+    })
 }
 
 /// Whether two operations are the same run of a document: the same name and arguments (a

@@ -238,14 +238,35 @@ pub fn other_operations(
 /// the failure notice and the status message's last edit.
 pub fn failure_messages(lang: Lang, job: &Job, reason: &FailureReason) -> (String, [NewMessage; 2]) {
     let reason_text = texts::failure_reason(lang, job.name(), reason);
-    let notice = NewMessage::about_job(
-        job,
-        IdempotencyKey::failure(job.ticket, job.submission.update_id),
-        MessageKind::Failure,
-        texts::failed_notice(lang, texts::run_label(job), &reason_text),
-    );
+    let notice = NewMessage {
+        buttons: ways_to_fit(lang, job, reason),
+        ..NewMessage::about_job(
+            job,
+            IdempotencyKey::failure(job.ticket, job.submission.update_id),
+            MessageKind::Failure,
+            texts::failed_notice(lang, texts::run_label(job), &reason_text),
+        )
+    };
     let status = progress_edit(lang, job, &Progress::Failed { reason: reason_text.clone() });
     (reason_text, [notice, status])
+}
+
+/// For a result over the upload limit, made from a PDF: the buttons that run the ticket again so
+/// that it fits (`shrink` to the limit, `split` into parts under it). None for other failures:
+/// the source of an operation that takes other formats may not be a PDF, which both need.
+fn ways_to_fit(lang: Lang, job: &Job, reason: &FailureReason) -> Vec<crate::domain::Button> {
+    let (FailureReason::ResultTooBig { limit, .. } | FailureReason::ResultGrewTooBig { limit, .. }) = reason else {
+        return Vec::new();
+    };
+    if job.submission.operation.accepts() != ["pdf"] {
+        return Vec::new();
+    }
+    let target = crate::domain::SizeTarget::bytes(*limit);
+    let ticket = job.ticket_number();
+    vec![
+        crate::domain::Button::run_with(ticket, &format!("shrink {target}"), texts::shrink_to_fit(lang, *limit)),
+        crate::domain::Button::run_with(ticket, &format!("split {target}"), texts::split_under(lang, *limit)),
+    ]
 }
 
 /// The edit of `job`'s status message to `step`: one outbox row per job, coalesced.
@@ -441,6 +462,21 @@ mod tests {
             ]
         );
         assert!(messages[1].body.starts_with("Part 2 of 3. #12 ready"), "{}", messages[1].body);
+    }
+
+    #[test]
+    fn a_result_too_big_offers_to_shrink_it_to_fit_or_split_it_under_the_limit() {
+        let too_big = FailureReason::ResultTooBig { size: 60_000_000, limit: 50_000_000, operation: "optimize".into() };
+        let (_, [notice, status]) = failure_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &too_big);
+        let buttons: Vec<(&str, &str)> = notice.buttons.iter().map(|b| (b.label.as_str(), b.data.as_str())).collect();
+        assert_eq!(
+            buttons,
+            [("Shrink to fit 50.0 MB", "run:12:shrink 50MB"), ("Split into parts under 50.0 MB", "run:12:split 50MB")]
+        );
+        assert!(status.buttons.is_empty());
+        let (_, [notice, _]) =
+            failure_messages(Lang::ENGLISH, &job(JobState::Processing, 1, 0), &FailureReason::Unreadable);
+        assert!(notice.buttons.is_empty(), "only a result too big can be made to fit");
     }
 
     #[test]

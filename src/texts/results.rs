@@ -32,6 +32,16 @@ pub fn ready_caption(lang: Lang, job: &Job) -> String {
     }
 }
 
+/// The label of the button that shrinks a result to fit in `limit` bytes.
+pub fn shrink_to_fit(lang: Lang, limit: u64) -> String {
+    render(lang, "button-shrink-to-fit", &[s("limit", size(lang, limit))])
+}
+
+/// The label of the button that splits a result into parts under `limit` bytes.
+pub fn split_under(lang: Lang, limit: u64) -> String {
+    render(lang, "button-split-under", &[s("limit", size(lang, limit))])
+}
+
 /// The caption of one part of a result sent in parts: its place, then the result's caption.
 pub fn result_part_caption(lang: Lang, part: u32, parts: u32, caption: &str) -> String {
     render(lang, "result-part", &[n("part", u64::from(part)), n("parts", u64::from(parts)), s("caption", caption)])
