@@ -33,7 +33,6 @@
 //! request abandoned) and nothing is written for it; the row is then another sender's, or its
 //! lapsed lease makes it `unknown` and the kind's rule applies.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,11 +48,12 @@ use crate::domain::{
 };
 use crate::domain::{IdempotencyKey, NewMessage, OutboxMessage};
 use crate::runtime::{self, Drain, Shutdown, Worker, WorkerId};
-use crate::spool::result_file_name_for;
 use crate::store::{MessageFilter, Store, StoreResult};
 use crate::telegram::client::Sent;
 use crate::telegram::{DocumentSource, TelegramClient, TelegramError};
 use crate::texts;
+
+mod upload;
 
 /// Telegram's limits as the senders keep them, and how hard they try.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -550,17 +550,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
             other => return other,
         }
     }
-    let path = result.path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?;
-    let (upload, size) = match message.part {
-        None => {
-            let upload = DocumentSource::Path {
-                path: path.into(),
-                file_name: result_file_name_for(job.submission.declared_name.as_deref(), &job.submission.operation),
-            };
-            (upload, u64::try_from(result.size).unwrap_or(0))
-        }
-        Some(part) => part_upload(path.into(), part, job.submission.declared_name.as_deref()).await?,
-    };
+    let (upload, size) = upload::result_upload(&job, message.part).await?;
     if size > deps.settings.get().upload_limit {
         return Err(TelegramError::Permanent(format!("result of {size} bytes is over the upload limit")));
     }
@@ -587,27 +577,6 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
         // The bytes may have arrived although the answer did not: the outcome is unknown.
         () = tokio::time::sleep(limit) => Err(TelegramError::Lost(format!("the upload took longer than {} s", limit.as_secs()))),
     }
-}
-
-/// The upload of part `part` (from 1) of the result sent in parts at `path`, and its size: the
-/// part's bytes where they lie in the stored ZIP.
-async fn part_upload(path: PathBuf, part: u32, declared: Option<&str>) -> Result<(DocumentSource, u64), TelegramError> {
-    let archive = path.clone();
-    let parts = tokio::task::spawn_blocking(move || crate::pdf::parts::parts(&archive))
-        .await
-        .map_err(|e| TelegramError::Transient(format!("reading the parts panicked: {e}")))?
-        .map_err(|e| TelegramError::Transient(format!("reading the parts: {e}")))?;
-    let index = usize::try_from(part).unwrap_or(usize::MAX).wrapping_sub(1);
-    let Some(found) = parts.get(index) else {
-        return Err(TelegramError::Permanent(format!("the result has no part {part}")));
-    };
-    let upload = DocumentSource::Slice {
-        path,
-        offset: found.offset,
-        length: found.size,
-        file_name: crate::spool::part_file_name(declared, &found.name),
-    };
-    Ok((upload, found.size))
 }
 
 /// The longest an upload of `bytes` may take: a minute, plus the time at 256 KiB/s (a slow

@@ -3,7 +3,7 @@
 //! own straight from the archive, without being copied out.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One part: its name and where its bytes lie in the archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +36,18 @@ pub fn parts(path: &Path) -> std::io::Result<Vec<Part>> {
             Ok(Part { name, offset, size: entry.compressed_size() })
         })
         .collect()
+}
+
+/// [`parts`], read on a blocking thread: what the pools call, so a large archive's directory
+/// never holds up the runtime.
+///
+/// # Errors
+///
+/// As [`parts`]; a read that panicked is an error too.
+pub async fn parts_of(path: PathBuf) -> std::io::Result<Vec<Part>> {
+    tokio::task::spawn_blocking(move || parts(&path))
+        .await
+        .map_err(|e| std::io::Error::other(format!("reading the parts panicked: {e}")))?
 }
 
 #[cfg(test)]

@@ -101,10 +101,8 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
 /// How many parts the result sent in parts at `zip` has, each within the upload `limit` (a
 /// part size asked for above the limit is refused here, with the biggest part's size).
 async fn parts_within(zip: &Path, limit: u64, operation: &Operation) -> Result<u32, StageError> {
-    let archive = zip.to_path_buf();
-    let parts = tokio::task::spawn_blocking(move || crate::pdf::parts::parts(&archive))
+    let parts = crate::pdf::parts::parts_of(zip.to_path_buf())
         .await
-        .map_err(|e| StageError::retry(format!("reading the parts panicked: {e}")))?
         .map_err(|e| StageError::retry(format!("reading the parts: {e}")))?;
     let biggest = parts.iter().map(|part| part.size).max().unwrap_or(0);
     if biggest > limit {

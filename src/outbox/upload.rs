@@ -1,0 +1,40 @@
+//! What a result message uploads: the whole stored result from its path, or one part of a
+//! result sent in parts from where its bytes lie in the stored ZIP, each under the name the
+//! person sees.
+
+use std::path::PathBuf;
+
+use crate::domain::Job;
+use crate::spool::{part_file_name, result_file_name_for};
+use crate::telegram::{DocumentSource, TelegramError};
+
+/// The upload for `job`'s result (or for its part `part`, from 1), and its size in bytes.
+///
+/// # Errors
+///
+/// `Permanent` when no result file is recorded or the result has no such part; `Transient` when
+/// its parts cannot be read (the file may be back once the disk is).
+pub async fn result_upload(job: &Job, part: Option<u32>) -> Result<(DocumentSource, u64), TelegramError> {
+    let result = job.result.as_ref().ok_or_else(|| TelegramError::Permanent("no result recorded".into()))?;
+    let path: PathBuf =
+        result.path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?.into();
+    let declared = job.submission.declared_name.as_deref();
+    let Some(part) = part else {
+        let file_name = result_file_name_for(declared, &job.submission.operation);
+        return Ok((DocumentSource::Path { path, file_name }, u64::try_from(result.size).unwrap_or(0)));
+    };
+    let parts = crate::pdf::parts::parts_of(path.clone())
+        .await
+        .map_err(|e| TelegramError::Transient(format!("reading the parts: {e}")))?;
+    let index = usize::try_from(part).unwrap_or(usize::MAX).wrapping_sub(1);
+    let Some(found) = parts.get(index) else {
+        return Err(TelegramError::Permanent(format!("the result has no part {part}")));
+    };
+    let upload = DocumentSource::Slice {
+        path,
+        offset: found.offset,
+        length: found.size,
+        file_name: part_file_name(declared, &found.name),
+    };
+    Ok((upload, found.size))
+}
