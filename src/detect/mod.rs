@@ -38,7 +38,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-pub use self::declared::declared_label;
+pub use self::declared::{declared_disagrees, declared_label};
 use self::kinds::{Kind, fallback_label, kind_by_mime};
 use self::signatures::{detect_extra_signature, from_infer};
 use self::text::detect_text;

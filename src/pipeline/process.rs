@@ -50,12 +50,15 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
     if matches!(operation, Operation::Decrypt { .. }) {
         delete_the_password_message(deps, job).await;
     }
-    let note =
-        declared_disagrees(job.submission.declared_name.as_deref(), job.submission.declared_mime.as_deref(), &format)
-            .then(|| {
-                let found = crate::texts::format_name(chat_lang, format.label(), &format.describe());
-                crate::texts::declared_but_is(chat_lang, job.name(), &found)
-            });
+    let note = detect::declared_disagrees(
+        job.submission.declared_name.as_deref(),
+        job.submission.declared_mime.as_deref(),
+        &format,
+    )
+    .then(|| {
+        let found = crate::texts::format_name(chat_lang, format.label(), &format.describe());
+        crate::texts::declared_but_is(chat_lang, job.name(), &found)
+    });
     let lang = tesseract_languages(operation, job.submission.language_code.as_deref());
 
     let spool = deps.spool.clone();
@@ -308,41 +311,6 @@ pub fn tesseract_languages(operation: &Operation, language_code: Option<&str>) -
         .map_or_else(|| DEFAULT_LANG.to_owned(), |(_, tesseract)| (*tesseract).to_owned())
 }
 
-/// Whether the declared name's extension or the declared MIME type names another format than the
-/// content's. Only what is declared is compared: no name and no MIME type disagree with nothing.
-fn declared_disagrees(name: Option<&str>, mime: Option<&str>, format: &DetectedFormat) -> bool {
-    let label = format.label();
-    // The spellings one format goes by.
-    let same = |word: &str| {
-        let word = word.to_ascii_lowercase();
-        word == label
-            || matches!(
-                (word.as_str(), label),
-                ("jpg" | "jpe", "jpeg") | ("tif", "tiff") | ("htm", "html") | ("txt", "text")
-            )
-    };
-    let by_name =
-        name.and_then(|n| n.rsplit_once('.')).map(|(_, ext)| ext).filter(|ext| !ext.is_empty() && ext.len() <= 5);
-    let by_mime = mime.filter(|m| *m != "application/octet-stream").map(|m| {
-        let subtype = m.rsplit('/').next().unwrap_or(m);
-        subtype.trim_start_matches("x-").to_owned()
-    });
-    if matches!(format, DetectedFormat::Unknown) {
-        return false;
-    }
-    by_name.is_some_and(|ext| !same(ext))
-        || by_mime.is_some_and(|subtype| !same(&subtype) && !mime_matches(mime, format))
-}
-
-/// Whether the declared MIME type is the detected one exactly.
-fn mime_matches(mime: Option<&str>, format: &DetectedFormat) -> bool {
-    match (mime, format) {
-        (Some(m), DetectedFormat::Pdf) => m.eq_ignore_ascii_case("application/pdf"),
-        (Some(m), DetectedFormat::Other { mime, .. }) => m.eq_ignore_ascii_case(mime),
-        _ => false,
-    }
-}
-
 /// The source must be on disk with the recorded size and sha256; otherwise it is lost, and the
 /// job goes back to be downloaded again.
 fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError> {
@@ -585,18 +553,5 @@ mod tests {
         assert_eq!(tesseract_languages(&ocr("ocr"), Some("pt-BR")), "por");
         assert_eq!(tesseract_languages(&ocr("ocr"), Some("xx")), "eng");
         assert_eq!(tesseract_languages(&ocr("ocr"), None), "eng");
-    }
-
-    #[test]
-    fn a_declaration_disagrees_only_with_another_format() {
-        let zip = DetectedFormat::Other { mime: "application/zip".into(), description: "a ZIP archive".into() };
-        let jpeg = DetectedFormat::Other { mime: "image/jpeg".into(), description: "a JPEG image".into() };
-        assert!(declared_disagrees(Some("report.pdf"), Some("application/pdf"), &zip));
-        assert!(declared_disagrees(None, Some("application/pdf"), &zip));
-        assert!(!declared_disagrees(Some("report.pdf"), Some("application/pdf"), &DetectedFormat::Pdf));
-        assert!(!declared_disagrees(Some("photo.JPG"), Some("image/jpeg"), &jpeg));
-        assert!(!declared_disagrees(Some("README"), Some("application/octet-stream"), &DetectedFormat::Pdf));
-        assert!(!declared_disagrees(None, None, &zip));
-        assert!(declared_disagrees(Some("scan.png"), None, &DetectedFormat::Pdf));
     }
 }
