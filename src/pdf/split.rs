@@ -194,7 +194,7 @@ pub(crate) mod tests {
     }
 
     /// The parts in the ZIP at `path`: name and bytes, in order.
-    fn parts(path: &Path) -> Vec<(String, Vec<u8>)> {
+    pub(crate) fn parts(path: &Path) -> Vec<(String, Vec<u8>)> {
         let mut archive = zip::ZipArchive::new(File::open(path).unwrap()).unwrap();
         (0..archive.len())
             .map(|i| {

@@ -124,21 +124,7 @@ fn longest_part(
 mod tests {
     use super::*;
     use crate::pdf::DEFAULT_MAX_INFLATE_BYTES;
-    use crate::pdf::split::tests::fixture;
-    use std::fs::File;
-    use std::io::Read;
-
-    fn parts(path: &Path) -> Vec<(String, Vec<u8>)> {
-        let mut archive = zip::ZipArchive::new(File::open(path).unwrap()).unwrap();
-        (0..archive.len())
-            .map(|i| {
-                let mut entry = archive.by_index(i).unwrap();
-                let mut bytes = Vec::new();
-                entry.read_to_end(&mut bytes).unwrap();
-                (entry.name().unwrap().to_string(), bytes)
-            })
-            .collect()
-    }
+    use crate::pdf::split::tests::{fixture, parts};
 
     #[test]
     fn every_part_fits_and_together_they_hold_every_page_in_order() {
