@@ -2,7 +2,8 @@
 //!
 //! - `downloads/`: `.part` files being written and verified sources of unfinished jobs;
 //! - `work/<ticket>/`: intermediate output of a job being processed;
-//! - `results/<ticket>/`: results of `ready` jobs.
+//! - `results/<ticket>/`: results of `ready` jobs, each with its preview beside it when it has
+//!   one ([`preview_path_for`]).
 //!
 //! Every name is derived from the ticket plus random characters, never from anything a user
 //! sent, so a file name like `../../etc/passwd` is only ever text in a message.
@@ -214,6 +215,18 @@ fn remove_older(root: &Path, dir: &Path, token: i64, attempt_part: impl Fn(&str)
     }
     Ok(removed)
 }
+
+/// Where the preview of the result at `result` lies: beside it, under the result's own name with
+/// `.preview.jpg` added. It carries the result's attempt prefix, so it goes with the result
+/// wherever the result goes (a later attempt's cleanup, the janitor, the job's end).
+pub fn preview_path_for(result: &Path) -> PathBuf {
+    let mut name = result.as_os_str().to_owned();
+    name.push(PREVIEW_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// What [`preview_path_for`] adds to a result's path.
+pub const PREVIEW_SUFFIX: &str = ".preview.jpg";
 
 /// A safe file name for the uploaded result of `operation`, derived from the declared name: path
 /// separators and control characters removed, length bounded, the declared extension replaced

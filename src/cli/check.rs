@@ -26,7 +26,15 @@ pub(super) fn tool_availability(config: &Config) -> String {
         }
         Availability::Unavailable(why) => format!("# {why}"),
     };
-    format!("{tools}\n{office}")
+    let preview = if config.processing.preview {
+        match operations::Renderer::find(&config.processing.renderer) {
+            Availability::Available(path) => format!("# previews: available, MuPDF at {}", path.display()),
+            Availability::Unavailable(why) => format!("# {why}"),
+        }
+    } else {
+        "# previews: off ([processing] preview = false)".to_owned()
+    };
+    format!("{tools}\n{office}\n{preview}")
 }
 
 /// What `check-config` prints: a comment saying the configuration is valid and where it came

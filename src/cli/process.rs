@@ -62,6 +62,7 @@ fn work_for_file(config: &Config, op: &str, file: &Path) -> anyhow::Result<Work>
         Work::Builtin(operation) => operation.accepts().to_vec(),
         Work::Tool(tool) => tool.accepts.iter().map(String::as_str).collect(),
         Work::Office(_) => operations::office::FORMATS.to_vec(),
+        Work::Render(_) => vec!["pdf"],
     };
     if !accepts.contains(&format.label()) {
         anyhow::bail!(

@@ -56,6 +56,12 @@ pub struct ProcessingConfig {
     /// or a name looked up in `PATH`. Without it, office files are refused with a reason.
     /// Default: "soffice".
     pub soffice: String,
+    /// `preview`: whether a PDF result is sent with its first page as the document's
+    /// thumbnail, drawn by `renderer`. Default: true.
+    pub preview: bool,
+    /// `renderer`: MuPDF's `mutool`, which draws previews: a path, or a name looked up in
+    /// `PATH`. Without it, results are sent without a preview. Default: "mutool".
+    pub renderer: String,
 }
 
 impl Default for ProcessingConfig {
@@ -70,6 +76,8 @@ impl Default for ProcessingConfig {
             external: BTreeMap::new(),
             default_operation: crate::operations::OPTIMIZE.to_owned(),
             soffice: crate::operations::office::DEFAULT_PROGRAM.to_owned(),
+            preview: true,
+            renderer: crate::operations::render::DEFAULT_PROGRAM.to_owned(),
         }
     }
 }

@@ -192,7 +192,15 @@ fn judge(
     let owned = match file.area {
         Area::Downloads => recorded(&job.local_path),
         Area::Work => false,
-        Area::Results => job.state == JobState::Ready && recorded(&job.result_path),
+        // A result's preview lies beside it and is the job's as long as the result is.
+        Area::Results => {
+            job.state == JobState::Ready
+                && (recorded(&job.result_path)
+                    || job
+                        .result_path
+                        .as_deref()
+                        .is_some_and(|result| crate::spool::preview_path_for(Path::new(result)) == file.path))
+        }
     };
     if owned {
         return Verdict::Keep;
@@ -294,6 +302,19 @@ mod tests {
         assert_eq!(verdict(&result, Some(&owner(JobState::Ready, None)), None), Verdict::Keep);
         // The recorded result path of a job that is no longer ready is not a result.
         assert_eq!(verdict(&result, Some(&owner(JobState::Accepted, None)), None), Verdict::Delete(Cause::Orphan));
+    }
+
+    #[test]
+    fn a_ready_results_preview_is_kept_with_it_and_any_other_preview_is_not() {
+        let preview = found("/d/results/7/3-r.pdf.preview.jpg", Area::Results, Duration::ZERO);
+        assert_eq!(verdict(&preview, Some(&owner(JobState::Ready, None)), None), Verdict::Keep);
+        assert_eq!(verdict(&preview, Some(&owner(JobState::Accepted, None)), None), Verdict::Delete(Cause::Orphan));
+        let earlier = found("/d/results/7/2-q.pdf.preview.jpg", Area::Results, Duration::ZERO);
+        assert_eq!(
+            verdict(&earlier, Some(&owner(JobState::Ready, None)), None),
+            Verdict::Delete(Cause::Orphan),
+            "the preview of a result the job no longer records"
+        );
     }
 
     #[test]

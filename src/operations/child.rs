@@ -48,7 +48,7 @@ pub fn run_here(request: &Request, started_by: Option<u32>) -> Report {
     // before a byte of the input is read.
     let extra = match &request.work {
         Work::Tool(tool) => tool.reach.as_slice(),
-        Work::Builtin(_) | Work::Office(_) => &[],
+        Work::Builtin(_) | Work::Office(_) | Work::Render(_) => &[],
     };
     let mut reach = Reach::of(&request.input, &request.output, extra);
     if let Work::Office(_) = &request.work {
@@ -92,6 +92,9 @@ pub fn run_here(request: &Request, started_by: Option<u32>) -> Report {
                 run_to_end(args, &request.limits, parent)
             })
         }
+        Work::Render(renderer) => super::render::render(renderer, &request.input, &request.output, |args| {
+            run_to_end(args, &request.limits, parent)
+        }),
     }
 }
 

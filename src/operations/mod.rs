@@ -23,6 +23,7 @@ pub mod confine;
 pub mod contained;
 pub mod external;
 pub mod office;
+pub mod render;
 pub mod run;
 
 use std::path::PathBuf;
@@ -36,6 +37,7 @@ pub use crate::pdf::ShrinkSettings;
 pub use contained::{Outcome, run_contained};
 pub use external::{Availability, ExternalTool};
 pub use office::Office;
+pub use render::Renderer;
 
 /// The name of the operation that runs when none is asked for.
 pub const OPTIMIZE: &str = "optimize";
@@ -92,9 +94,10 @@ pub fn this_binary() -> PathBuf {
 }
 
 /// Says once, at start, which programs operations can run here: each external tool, and
-/// LibreOffice for office documents (`soffice`: `[processing] soffice`), with a hint for an
-/// admin when one is missing.
-pub fn announce_programs(tools: &[ExternalTool], soffice: &str) {
+/// LibreOffice for office documents (`soffice`: `[processing] soffice`), and MuPDF for previews
+/// when they are on (`renderer`: `[processing] renderer`), with a hint for an admin when one is
+/// missing.
+pub fn announce_programs(tools: &[ExternalTool], soffice: &str, renderer: Option<&str>) {
     for tool in tools {
         match tool.availability() {
             Availability::Available(path) => {
@@ -109,6 +112,13 @@ pub fn announce_programs(tools: &[ExternalTool], soffice: &str) {
         }
         Availability::Unavailable(why) => tracing::warn!("{why}"),
     }
+    match renderer.map(Renderer::find) {
+        Some(Availability::Available(path)) => {
+            tracing::info!(program = %path.display(), "previews available: PDF results are sent with their first page as a thumbnail")
+        }
+        Some(Availability::Unavailable(why)) => tracing::warn!("{why}"),
+        None => tracing::info!("previews are off ([processing] preview = false)"),
+    }
 }
 
 /// What a contained run does.
@@ -120,6 +130,8 @@ pub enum Work {
     Tool(ExternalTool),
     /// `topdf` of an office document: LibreOffice converts it ([`office`]).
     Office(Office),
+    /// A PDF's first page as a JPEG, drawn by MuPDF ([`render`]): a result's preview.
+    Render(Renderer),
 }
 
 impl Work {
@@ -129,6 +141,7 @@ impl Work {
             Self::Builtin(operation) => operation.name(),
             Self::Tool(tool) => &tool.name,
             Self::Office(_) => Operation::ToPdf.name(),
+            Self::Render(_) => "preview",
         }
     }
 
@@ -147,6 +160,7 @@ impl Work {
     pub fn program_name(&self) -> &str {
         match self {
             Self::Office(_) => "LibreOffice",
+            Self::Render(_) => "MuPDF",
             other => other.name(),
         }
     }
@@ -163,6 +177,7 @@ impl Work {
             Self::Builtin(operation) => builtin_memory_factor(operation),
             Self::Tool(tool) => tool.memory_factor,
             Self::Office(_) => office::OFFICE_MEMORY_FACTOR,
+            Self::Render(_) => render::RENDER_MEMORY_FACTOR,
         }
     }
 
@@ -177,7 +192,7 @@ impl Work {
     /// The limits of a run of this operation: a tool's own where it sets them, else `defaults`.
     pub fn limits(&self, defaults: Limits) -> Limits {
         match self {
-            Self::Builtin(_) | Self::Office(_) => defaults,
+            Self::Builtin(_) | Self::Office(_) | Self::Render(_) => defaults,
             Self::Tool(tool) => Limits {
                 memory: tool.memory_limit.unwrap_or(defaults.memory),
                 timeout: tool.timeout.unwrap_or(defaults.timeout),
@@ -191,7 +206,7 @@ impl Work {
 fn base_address_space(work: &Work) -> u64 {
     match work {
         Work::Builtin(_) => CHILD_BASE_ADDRESS_SPACE,
-        Work::Tool(_) | Work::Office(_) => TOOL_BASE_ADDRESS_SPACE,
+        Work::Tool(_) | Work::Office(_) | Work::Render(_) => TOOL_BASE_ADDRESS_SPACE,
     }
 }
 

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::{ExternalTool, Limits, Office, Report, Request, ShrinkSettings, Work};
+use super::{ExternalTool, Limits, Office, Renderer, Report, Request, ShrinkSettings, Work};
 use crate::domain::{Operation, Password};
 use crate::texts::Lang;
 
@@ -66,6 +66,15 @@ pub struct ProcessArgs {
     /// LibreOffice's program, for `topdf` of an office document.
     #[arg(long, hide = true, requires = "contained")]
     office: Option<PathBuf>,
+    /// MuPDF's program, for a preview.
+    #[arg(long, hide = true, requires = "contained")]
+    renderer: Option<PathBuf>,
+    /// A preview's longest side, in pixels.
+    #[arg(long, hide = true, requires = "renderer")]
+    max_side: Option<u32>,
+    /// The most bytes a preview may have.
+    #[arg(long, hide = true, requires = "renderer")]
+    max_bytes: Option<u64>,
     /// A path the external program may reach besides its own files (repeated).
     #[arg(long, hide = true, requires = "contained")]
     reach: Vec<PathBuf>,
@@ -122,6 +131,16 @@ impl Request {
         if let Work::Office(office) = &self.work {
             args.extend(["--office".into(), office.program.clone().into_os_string()]);
         }
+        if let Work::Render(renderer) = &self.work {
+            args.extend([
+                "--renderer".into(),
+                renderer.program.clone().into_os_string(),
+                "--max-side".into(),
+                renderer.max_side.to_string().into(),
+                "--max-bytes".into(),
+                renderer.max_bytes.to_string().into(),
+            ]);
+        }
         if let Work::Tool(tool) = &self.work {
             for path in &tool.reach {
                 args.extend(["--reach".into(), path.clone().into_os_string()]);
@@ -145,6 +164,12 @@ impl ProcessArgs {
         let op = self.operation_words();
         let work = if let Some(program) = self.office {
             Work::Office(Office { program })
+        } else if let Some(program) = self.renderer {
+            Work::Render(Renderer {
+                program,
+                max_side: self.max_side.context("--max-side is required with --renderer")?,
+                max_bytes: self.max_bytes.context("--max-bytes is required with --renderer")?,
+            })
         } else if self.tool.is_empty() {
             match Operation::parse(&op).with_context(|| format!("operation {op:?} needs its command after `--`"))? {
                 Operation::Decrypt { .. } => Work::Builtin(Operation::Decrypt {
@@ -282,9 +307,12 @@ mod tests {
     }
 
     #[test]
-    fn office_and_external_tools_come_back_with_their_program_command_and_reach() {
+    fn office_renders_and_external_tools_come_back_with_their_program_command_and_reach() {
         let office = request(Work::Office(Office { program: PathBuf::from("/usr/bin/soffice") }));
         assert_eq!(read_back(&office, ""), as_the_child_sees_it(office.clone()));
+        let preview = Renderer { program: PathBuf::from("/usr/bin/mutool"), max_side: 320, max_bytes: 200_000 };
+        let render = request(Work::Render(preview));
+        assert_eq!(read_back(&render, ""), as_the_child_sees_it(render.clone()));
 
         let tool = ExternalTool {
             name: "ocr".into(),

@@ -1,11 +1,11 @@
-//! What a result message uploads: the whole stored result from its path, or one part of a
-//! result sent in parts from where its bytes lie in the stored ZIP, each under the name the
-//! person sees.
+//! What a result message uploads: the whole stored result from its path, with its preview as
+//! the thumbnail when it has one, or one part of a result sent in parts from where its bytes lie
+//! in the stored ZIP, each under the name the person sees.
 
 use std::path::PathBuf;
 
 use crate::domain::Job;
-use crate::spool::{part_file_name, result_file_name_for};
+use crate::spool::{part_file_name, preview_path_for, result_file_name_for};
 use crate::telegram::{DocumentSource, TelegramError};
 
 /// The upload for `job`'s result (or for its part `part`, from 1), and its size in bytes.
@@ -21,7 +21,12 @@ pub async fn result_upload(job: &Job, part: Option<u32>) -> Result<(DocumentSour
     let declared = job.submission.declared_name.as_deref();
     let Some(part) = part else {
         let file_name = result_file_name_for(declared, &job.submission.operation);
-        return Ok((DocumentSource::Path { path, file_name }, u64::try_from(result.size).unwrap_or(0)));
+        let preview = preview_path_for(&path);
+        // A preview that is not there (previews were off, or it could not be drawn) is no reason
+        // to hold the result back.
+        let thumbnail = tokio::fs::try_exists(&preview).await.unwrap_or(false).then_some(preview);
+        let upload = DocumentSource::Path { path, file_name, thumbnail };
+        return Ok((upload, u64::try_from(result.size).unwrap_or(0)));
     };
     let parts = crate::pdf::parts::parts_of(path.clone())
         .await

@@ -53,19 +53,28 @@ impl Attempt {
         Ok(Self { output, scratch })
     }
 
-    /// Moves the output into `results/<ticket>/` under a name of its own and makes that durable;
-    /// the scratch folder goes. Returns the result's path.
+    /// Moves the output into `results/<ticket>/` under a name of its own, with its `preview`
+    /// beside it ([`crate::spool::preview_path_for`]) before it, and makes that durable; the
+    /// scratch folder goes. Returns the result's path.
     pub(super) fn place_result(
         self,
         spool: &Spool,
         ticket: Ticket,
         token: i64,
         extension: &str,
+        preview: Option<tempfile::TempPath>,
     ) -> Result<PathBuf, StageError> {
         drop(self.scratch);
         let result_dir = spool.result_dir(ticket).map_err(|e| StageError::io("creating the result folder", e))?;
         let result =
             result_dir.join(format!("{}{:016x}.{extension}", Spool::attempt_prefix(token), rand::random::<u64>(),));
+        // First, so that a result never lies without the preview it was drawn with; a preview
+        // that cannot be moved only goes missing.
+        if let Some(preview) = preview
+            && let Err(e) = preview.persist(crate::spool::preview_path_for(&result))
+        {
+            tracing::warn!(%ticket, error = %e.error, "could not place the result's preview; it is sent without one");
+        }
         self.output.persist(&result).map_err(|e| StageError::io("moving the result", e.error))?;
         // The file's bytes are synced (`operations::run_contained`); its name in
         // `results/<ticket>/`, and that folder's in `results/`, must survive a power cut too,

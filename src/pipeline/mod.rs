@@ -16,6 +16,7 @@ pub mod download;
 mod error;
 pub mod memory;
 pub mod outcome;
+mod preview;
 pub mod process;
 mod progress;
 pub mod reap;
@@ -78,6 +79,9 @@ pub struct PipelineSettings {
     /// LibreOffice, when `[processing] soffice` found it: what `topdf` converts office
     /// documents with.
     pub office: Option<crate::operations::Office>,
+    /// MuPDF, when `[processing] preview` is on and `renderer` found it: what draws a PDF
+    /// result's first page as its thumbnail.
+    pub preview: Option<crate::operations::Renderer>,
     /// What a document sent without a caption gets in a chat without a `/mode`
     /// (`[processing] default_operation`): a run whose declared type lied switches to it when
     /// its content is a PDF.

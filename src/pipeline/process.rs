@@ -1,7 +1,7 @@
 //! The processing stage: verify the source, detect what it really is, check that the job's
 //! operation takes that format, run the operation in a child process under the run's limits
-//! (after reserving its memory), check the result against the upload limit, move it into
-//! `results/`.
+//! (after reserving its memory), check the result against the upload limit, draw its preview
+//! ([`super::preview`]), move both into `results/`.
 //!
 //! The job's [`Operation`] decides the [`Work`]: a built-in one runs as itself; `ocr` runs the
 //! external program configured as `[processing.external.ocr]`, with the operation's languages or
@@ -87,9 +87,12 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         ResultKind::Message => Some(info_message(chat_lang, job, &attempt.output).await?),
         _ => None,
     };
+    let preview = super::preview::draw(deps, ticket, token, operation, &attempt, chat_lang).await;
     let spool = deps.spool.clone();
-    let result =
-        attempt::blocking("placing the result", move || attempt.place_result(&spool, ticket, token, extension)).await?;
+    let result = attempt::blocking("placing the result", move || {
+        attempt.place_result(&spool, ticket, token, extension, preview)
+    })
+    .await?;
     Ok(Output {
         operation: operation.clone(),
         path: result.to_string_lossy().into_owned(),
@@ -336,10 +339,13 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
 }
 
 /// The paths of one run.
-struct RunFiles<'a> {
-    input: &'a Path,
-    output: &'a Path,
-    scratch: &'a Path,
+pub(super) struct RunFiles<'a> {
+    /// What it reads.
+    pub(super) input: &'a Path,
+    /// What it writes.
+    pub(super) output: &'a Path,
+    /// Its temporary folder.
+    pub(super) scratch: &'a Path,
 }
 
 /// Runs `work` on `files.input` into `files.output` in a child process, once its memory is
@@ -351,7 +357,7 @@ struct RunFiles<'a> {
 /// ([`MemoryReservation::threads`](super::memory::MemoryReservation::threads)). A run that
 /// reaches a sized limit below the configured one is given one more try at the configured limit
 /// (the factor is a measured worst case, not a promise), reserving that much.
-async fn run_contained(
+pub(super) async fn run_contained(
     deps: &PipelineDeps,
     work: Work,
     files: RunFiles<'_>,
@@ -477,7 +483,7 @@ impl DiskBounds {
             Work::Builtin(operation) if operation.output() == ResultKind::Parts => limits.disk,
             Work::Builtin(_) => upload_limit.min(limits.disk),
             // A program's intermediate files may well be larger than its result.
-            Work::Tool(_) | Work::Office(_) => limits.disk,
+            Work::Tool(_) | Work::Office(_) | Work::Render(_) => limits.disk,
         };
         Self { limits, upload_limit, short_of_space: limits.disk < configured }
     }

@@ -89,6 +89,9 @@ pub enum DocumentSource {
         path: PathBuf,
         /// The name the person sees.
         file_name: String,
+        /// A JPEG of at most 320 × 320 pixels and 200 kB that Telegram shows as the document's
+        /// thumbnail (its preview), uploaded with it.
+        thumbnail: Option<PathBuf>,
     },
     /// Upload `length` bytes of a file from `offset` (a part lying in a stored ZIP), streamed.
     Slice {
@@ -412,7 +415,7 @@ impl TelegramClient {
     ) -> Result<Sent, TelegramError> {
         let input = match source {
             DocumentSource::FileId(id) => InputFile::file_id(FileId(id.clone())),
-            DocumentSource::Path { path, file_name } => InputFile::file(path.clone()).file_name(file_name.clone()),
+            DocumentSource::Path { path, file_name, .. } => InputFile::file(path.clone()).file_name(file_name.clone()),
             DocumentSource::Slice { path, offset, length, file_name } => {
                 use tokio::io::{AsyncReadExt, AsyncSeekExt};
                 let mut file = tokio::fs::File::open(path)
@@ -426,6 +429,9 @@ impl TelegramClient {
         };
         let bot = if matches!(source, DocumentSource::FileId(_)) { &self.bot } else { &self.slow_bot };
         let mut req = bot.send_document(ChatId(chat.0), input).caption(caption);
+        if let DocumentSource::Path { thumbnail: Some(thumbnail), .. } = source {
+            req = req.thumbnail(InputFile::file(thumbnail.clone()).file_name("preview.jpg"));
+        }
         if let Some(id) = reply_to.and_then(|id| i32::try_from(id.0).ok()) {
             req = req.reply_parameters(ReplyParameters::new(TelegramMessageId(id)).allow_sending_without_reply());
         }

@@ -1,6 +1,7 @@
 //! Crashes of the real `docket run` binary: the process is SIGKILLed mid-download, mid-processing
 //! and at random moments, started again on the same database and data folder, and every job must
-//! still end once — one result or one reason — with nothing left on disk but the results.
+//! still end once — one result or one reason — with nothing left on disk but the results, each
+//! with its preview.
 //!
 //! The bot runs as a child process (`CARGO_BIN_EXE_docket`), talking over loopback to the fake
 //! Bot API served by the test's own runtime; the test reads the same SQLite file through its own
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
 use docket::domain::{Job, OutboxMessage};
+use docket::spool::preview_path_for;
 use docket::store::DatabaseUrl;
 use docket::store::{JobFilter, MessageFilter, Store};
 use fake_bot_api::{Call, DownloadFault, FakeTelegram, Fault, FileRef};
@@ -167,6 +169,7 @@ impl Docket {
     async fn assert_only_the_result_remains(&self, job: &Job) {
         let files = self.files_when(|f| only_result_of(f, job.ticket)).await;
         assert!(only_result_of(&files, job.ticket), "only results/{}/… may remain, found {files:?}", job.ticket.0);
+        let files = without_previews(&files);
         assert_eq!(
             Some(self.data.join(&files[0]).to_string_lossy().into_owned()),
             job.result_path().map(str::to_owned)
@@ -271,9 +274,17 @@ fn is_part(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "part")
 }
 
-/// The only files a finished job may leave: its result, under `results/<ticket>/`.
+/// The only files a finished job may leave: its result, under `results/<ticket>/`, with the
+/// preview drawn for it.
 fn only_result_of(files: &[PathBuf], ticket: Ticket) -> bool {
-    files.len() == 1 && files[0].starts_with(Path::new("results").join(ticket.0.to_string()))
+    let results = without_previews(files);
+    results.len() == 1 && results[0].starts_with(Path::new("results").join(ticket.0.to_string()))
+}
+
+/// `files` without the preview of a result among them (`spool::preview_path_for`): what is
+/// left must each be a result.
+fn without_previews(files: &[PathBuf]) -> Vec<PathBuf> {
+    files.iter().filter(|f| !files.iter().any(|result| preview_path_for(result) == **f)).cloned().collect()
 }
 
 /// Kill while the file is still streaming in; the next process waits out the lease, asks
@@ -673,7 +684,7 @@ async fn chaos_random_kills_every_job_ends_ready_or_failed() {
         .collect();
     let mut expected_sorted = expected.clone();
     expected_sorted.sort();
-    let files = d.files_when(|f| f == expected_sorted.as_slice()).await;
+    let files = without_previews(&d.files_when(|f| without_previews(f) == expected_sorted).await);
     let unexpected = files.iter().filter(|f| !expected.contains(f)).collect::<Vec<_>>();
     let missing = expected.iter().filter(|f| !files.contains(f)).collect::<Vec<_>>();
     assert!(missing.is_empty(), "results of ready jobs are missing: {missing:?}");

@@ -53,10 +53,12 @@ async fn a_pdf_travels_from_update_to_result(backend: Backend) {
     // The logs were captured (so the harness's no-secrets check has something to read).
     assert!(crate::support::logs::captured().contains("accepted a document"));
 
-    // The source and intermediates are gone; only the result stays.
-    let files = files_under(&app.data_dir());
-    assert_eq!(files.len(), 1, "only the result should remain: {files:?}");
-    assert!(files[0].starts_with(app.data_dir().join("results").join("1")));
+    // The source and intermediates are gone; only the result and its preview stay.
+    let mut files = files_under(&app.data_dir());
+    files.sort();
+    let result = std::path::PathBuf::from(job.result_path().expect("a result"));
+    assert_eq!(files, [result.clone(), docket::spool::preview_path_for(&result)], "only the result should remain");
+    assert!(result.starts_with(app.data_dir().join("results").join("1")));
 }
 
 async fn the_same_update_twice_gives_one_job_and_one_reply(backend: Backend) {

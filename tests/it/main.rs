@@ -19,6 +19,7 @@ mod operations_lossy;
 mod operations_pages;
 mod outbox;
 mod people;
+mod previews;
 mod queue;
 mod real_input;
 mod recovery;

@@ -109,8 +109,9 @@ async fn a_crash_between_commit_and_deletion_leaves_an_orphan_that_the_next_pass
 
     let (_dir, config) = config_file(&app, "");
     let report = janitor_cli(&config, false);
-    assert!(!result.exists() && !stray.exists(), "{report}");
-    assert_eq!(listed(&report, "deleted").len(), 2, "{report}");
+    let preview = docket::spool::preview_path_for(&result);
+    assert!(!result.exists() && !preview.exists() && !stray.exists(), "{report}");
+    assert_eq!(listed(&report, "deleted").len(), 3, "the result, its preview and the source: {report}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -43,6 +43,8 @@ pub struct Upload {
     pub file_name: Option<String>,
     /// The uploaded bytes.
     pub bytes: Vec<u8>,
+    /// The thumbnail uploaded with it (`thumbnail`), if any.
+    pub thumbnail: Option<Vec<u8>>,
 }
 
 impl FakeTelegram {

@@ -86,14 +86,15 @@ async fn read_multipart(request: Request, params: &mut Map<String, Value>) -> Re
     Ok(files)
 }
 
-/// The uploaded file a sendDocument request carries: the part `document` attaches, or a file
-/// part named `document`.
-pub(crate) fn document_part(params: &Map<String, Value>, parts: Vec<FilePart>) -> Option<FilePart> {
-    let wanted = match params.get("document").and_then(Value::as_str) {
+/// The uploaded file of a sendDocument request's `field` (`document`, `thumbnail`): the part the
+/// field attaches (`attach://<name>`), or a file part named as the field. Taken out of `parts`.
+pub(crate) fn attached_part(params: &Map<String, Value>, parts: &mut Vec<FilePart>, field: &str) -> Option<FilePart> {
+    let wanted = match params.get(field).and_then(Value::as_str) {
         Some(value) => value.strip_prefix("attach://")?.to_owned(),
-        None => "document".to_owned(),
+        None => field.to_owned(),
     };
-    parts.into_iter().find(|p| p.name == wanted)
+    let at = parts.iter().position(|p| p.name == wanted)?;
+    Some(parts.remove(at))
 }
 
 /// A form value as JSON: numbers, booleans and JSON objects parsed, text-like fields kept.

@@ -23,7 +23,7 @@ use crate::files::{FileStore, download};
 use crate::flood::{Flood, counts_against_limits};
 use crate::methods::{ChatLog, METHODS, perform};
 use crate::reply::{error, not_found, unauthorized};
-use crate::request::{document_part, lenient_i64, parse_request};
+use crate::request::{attached_part, lenient_i64, parse_request};
 use crate::updates::{UpdateQueue, get_updates};
 use crate::webhook::PollingState;
 use crate::{DEFAULT_BOT_USERNAME, TEST_TOKEN};
@@ -195,8 +195,17 @@ async fn api(
             return reply.into_response();
         }
     };
-    let upload_part = if canonical == Some("sendDocument") { document_part(&params, parts) } else { None };
-    let upload = upload_part.as_ref().map(|p| Upload { file_name: p.file_name.clone(), bytes: p.bytes.to_vec() });
+    let (upload_part, thumbnail) = if canonical == Some("sendDocument") {
+        let mut parts = parts;
+        (attached_part(&params, &mut parts, "document"), attached_part(&params, &mut parts, "thumbnail"))
+    } else {
+        (None, None)
+    };
+    let upload = upload_part.as_ref().map(|p| Upload {
+        file_name: p.file_name.clone(),
+        bytes: p.bytes.to_vec(),
+        thumbnail: thumbnail.as_ref().map(|t| t.bytes.to_vec()),
+    });
     let params_json = Value::Object(params.clone());
 
     if !shared.accepts_token(&bot_token) {
