@@ -170,10 +170,13 @@ const PARENT_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis
 
 /// Waits for `tool` to end. Should this process's parent (the service) die first, kills this
 /// process group (the tool, what it started, and this process) rather than run on unwatched.
+/// Wakes the moment the tool ends (a short run costs no polling delay), and at least every
+/// [`PARENT_CHECK_EVERY`] to look at the parent.
 fn wait_while_parent_lives(
     tool: &mut std::process::Child,
     parent: Option<u32>,
 ) -> std::io::Result<std::process::ExitStatus> {
+    let ended = ExitSignal::of(tool);
     loop {
         if let Some(status) = tool.try_wait()? {
             return Ok(status);
@@ -181,7 +184,42 @@ fn wait_while_parent_lives(
         if parent.is_some() && self::parent() != parent {
             kill_own_group();
         }
-        std::thread::sleep(PARENT_CHECK_EVERY);
+        ended.wait_at_most(PARENT_CHECK_EVERY);
+    }
+}
+
+/// What says that a child ended: on Linux, a pidfd, readable once it has.
+struct ExitSignal {
+    #[cfg(target_os = "linux")]
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl ExitSignal {
+    #[cfg(target_os = "linux")]
+    fn of(child: &std::process::Child) -> Self {
+        let pid = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
+        let pidfd = pid.and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+        Self { pidfd }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn of(_child: &std::process::Child) -> Self {
+        Self {}
+    }
+
+    /// Returns once the child ended, or after `most` (or on a signal) if it has not.
+    fn wait_at_most(&self, most: std::time::Duration) {
+        #[cfg(target_os = "linux")]
+        if let Some(pidfd) = &self.pidfd {
+            use rustix::event::{PollFd, PollFlags, Timespec, poll};
+            let seconds = i64::try_from(most.as_secs()).unwrap_or(i64::MAX);
+            let timeout = Timespec { tv_sec: seconds, tv_nsec: i64::from(most.subsec_nanos()) };
+            let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+            if poll(&mut fds, Some(&timeout)).is_ok() {
+                return;
+            }
+        }
+        std::thread::sleep(most);
     }
 }
 
