@@ -64,6 +64,9 @@ fn fastest(command: &mut Command, runs: usize) -> (Duration, bool) {
 /// at most `max_bytes`.
 fn docket(input: &Path, output: &Path, renderer: &str, side: u32, max_bytes: u64, runs: usize) -> (Duration, bool) {
     let mut command = child::process(input, Some("preview"), output, 4 << 30, 256 << 20);
+    // The drawn page goes in the child's TMPDIR, which must be within its reach (the output's
+    // folder), as the run's scratch folder is in the service.
+    command.env("TMPDIR", output.parent().unwrap_or(Path::new(".")));
     command.args(["--renderer", renderer, "--max-side", &side.to_string(), "--max-bytes", &max_bytes.to_string()]);
     fastest(&mut command, runs)
 }
@@ -99,9 +102,9 @@ fn main() -> anyhow::Result<()> {
     let renderer = args.renderer.as_str();
 
     println!(
-        "| file | thumbnail ms | KB | at 72 dpi ms | KB | pdftoppm ms | KB | thumbnail / pdftoppm | 72 dpi / pdftoppm |"
+        "| file | MiB | thumbnail ms | KB | at 72 dpi ms | KB | pdftoppm ms | KB | thumbnail / pdftoppm | 72 dpi / pdftoppm |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let (mut thumb_ratios, mut same_ratios, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for file in &files {
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
