@@ -550,7 +550,7 @@ async fn send_result(deps: &OutboxDeps, message: &OutboxMessage) -> Result<Sent,
             other => return other,
         }
     }
-    let (upload, size) = upload::result_upload(&job, message.part).await?;
+    let (upload, size) = upload::result_upload(result, &job.submission, message.part).await?;
     if size > deps.settings.get().upload_limit {
         return Err(TelegramError::Permanent(format!("result of {size} bytes is over the upload limit")));
     }

@@ -4,23 +4,27 @@
 
 use std::path::PathBuf;
 
-use crate::domain::Job;
+use crate::domain::{ResultFile, Submission};
 use crate::spool::{part_file_name, preview_path_for, result_file_name_for};
 use crate::telegram::{DocumentSource, TelegramError};
 
-/// The upload for `job`'s result (or for its part `part`, from 1), and its size in bytes.
+/// The upload for `result`, made for `submission` (or for its part `part`, from 1), and its size
+/// in bytes.
 ///
 /// # Errors
 ///
 /// `Permanent` when no result file is recorded or the result has no such part; `Transient` when
 /// its parts cannot be read (the file may be back once the disk is).
-pub async fn result_upload(job: &Job, part: Option<u32>) -> Result<(DocumentSource, u64), TelegramError> {
-    let result = job.result.as_ref().ok_or_else(|| TelegramError::Permanent("no result recorded".into()))?;
+pub async fn result_upload(
+    result: &ResultFile,
+    submission: &Submission,
+    part: Option<u32>,
+) -> Result<(DocumentSource, u64), TelegramError> {
     let path: PathBuf =
         result.path.clone().ok_or_else(|| TelegramError::Permanent("no result file recorded".into()))?.into();
-    let declared = job.submission.declared_name.as_deref();
+    let declared = submission.declared_name.as_deref();
     let Some(part) = part else {
-        let file_name = result_file_name_for(declared, &job.submission.operation);
+        let file_name = result_file_name_for(declared, &submission.operation);
         let preview = preview_path_for(&path);
         // A preview that is not there (previews were off, or it could not be drawn) is no reason
         // to hold the result back.
