@@ -4,65 +4,69 @@
 //! the claim named another format (processing tells the person so).
 
 use super::DetectedFormat;
-use super::kinds::{kind_by_infer_extension, kind_by_mime};
+use super::kinds::{fallback_label, kind_by_infer_extension, kind_by_mime};
 
-/// Extensions people write for a format, other than the one the table knows it by.
-const EXTENSION_SPELLINGS: &[(&str, &str)] = &[("jpeg", "jpg"), ("jpe", "jpg"), ("tiff", "tif"), ("heic", "heif")];
+/// Extensions people write for a format that infer's names for it (the table's) leave out, and
+/// the label of that format.
+const EXTENSION_SPELLINGS: &[(&str, &str)] =
+    &[("jpeg", "jpeg"), ("jpe", "jpeg"), ("tiff", "tiff"), ("heic", "heif"), ("htm", "html"), ("txt", "text")];
 
 /// MIME types clients send for a format, other than the one the table records.
 const MIME_SPELLINGS: &[(&str, &str)] =
     &[("image/jpg", "image/jpeg"), ("image/heic", "image/heif"), ("image/heic-sequence", "image/heif")];
 
+/// The label of the format a file name's `extension` names (`JPG` → `jpeg`, `htm` → `html`).
+fn label_of_extension(extension: &str) -> Option<&'static str> {
+    let extension = extension.to_ascii_lowercase();
+    EXTENSION_SPELLINGS
+        .iter()
+        .find(|(spelt, _)| *spelt == extension)
+        .map(|(_, label)| *label)
+        .or_else(|| kind_by_infer_extension(&extension).map(|kind| kind.label))
+}
+
+/// The label of the format the table records for `mime` (`image/jpg` → `jpeg`).
+fn label_of_mime(mime: &str) -> Option<&'static str> {
+    let mime = mime.to_ascii_lowercase();
+    let mime = MIME_SPELLINGS.iter().find(|(spelt, _)| *spelt == mime).map_or(mime.as_str(), |(_, m)| m);
+    kind_by_mime(mime).map(|kind| kind.label)
+}
+
 /// The label of the format `name`'s extension or `mime` names (`photo.JPG` → `jpeg`,
 /// `application/msword` → `doc`), the MIME type first; `None` when neither names one the table
 /// has.
 pub fn declared_label(name: Option<&str>, mime: Option<&str>) -> Option<&'static str> {
-    let by_mime = mime.map(str::to_ascii_lowercase).and_then(|mime| {
-        let mime = MIME_SPELLINGS.iter().find(|(spelt, _)| *spelt == mime).map_or(mime.as_str(), |(_, m)| m);
-        kind_by_mime(mime)
-    });
-    let by_name = || {
-        let (_, extension) = name?.rsplit_once('.')?;
-        let extension = extension.to_ascii_lowercase();
-        let extension =
-            EXTENSION_SPELLINGS.iter().find(|(spelt, _)| *spelt == extension).map_or(extension.as_str(), |(_, e)| e);
-        kind_by_infer_extension(extension)
-    };
-    by_mime.or_else(by_name).map(|kind| kind.label)
+    mime.and_then(label_of_mime).or_else(|| label_of_extension(name?.rsplit_once('.')?.1))
 }
 
 /// Whether the declared name's extension or the declared MIME type names another format than the
-/// content's. Only what is declared is compared: no name and no MIME type disagree with nothing.
+/// content's. Only what is declared is compared: no name and no MIME type disagree with nothing,
+/// and neither does anything with content no format was found for. An extension the table does
+/// not know disagrees when it looks like one (at most 5 characters); a MIME type, unless its
+/// subtype is the content's label.
 pub fn declared_disagrees(name: Option<&str>, mime: Option<&str>, format: &DetectedFormat) -> bool {
-    let label = format.label();
-    // The spellings one format goes by.
-    let same = |word: &str| {
-        let word = word.to_ascii_lowercase();
-        word == label
-            || matches!(
-                (word.as_str(), label),
-                ("jpg" | "jpe", "jpeg") | ("tif", "tiff") | ("htm", "html") | ("txt", "text")
-            )
-    };
-    let by_name =
-        name.and_then(|n| n.rsplit_once('.')).map(|(_, ext)| ext).filter(|ext| !ext.is_empty() && ext.len() <= 5);
-    let by_mime = mime.filter(|m| *m != "application/octet-stream").map(|m| {
-        let subtype = m.rsplit('/').next().unwrap_or(m);
-        subtype.trim_start_matches("x-").to_owned()
-    });
     if matches!(format, DetectedFormat::Unknown) {
         return false;
     }
-    by_name.is_some_and(|ext| !same(ext))
-        || by_mime.is_some_and(|subtype| !same(&subtype) && !mime_matches(mime, format))
+    let label = format.label();
+    let by_name =
+        name.and_then(|n| n.rsplit_once('.')).map(|(_, ext)| ext).filter(|ext| !ext.is_empty() && ext.len() <= 5);
+    let by_mime = mime.filter(|m| !m.is_empty() && *m != "application/octet-stream");
+    let name_agrees = |ext: &str| ext.eq_ignore_ascii_case(label) || label_of_extension(ext) == Some(label);
+    let mime_agrees = |mime: &str| {
+        label_of_mime(mime) == Some(label)
+            || fallback_label(&mime.to_ascii_lowercase()) == label
+            || mime_matches(mime, format)
+    };
+    by_name.is_some_and(|ext| !name_agrees(ext)) || by_mime.is_some_and(|mime| !mime_agrees(mime))
 }
 
 /// Whether the declared MIME type is the detected one exactly.
-fn mime_matches(mime: Option<&str>, format: &DetectedFormat) -> bool {
-    match (mime, format) {
-        (Some(m), DetectedFormat::Pdf) => m.eq_ignore_ascii_case("application/pdf"),
-        (Some(m), DetectedFormat::Other { mime, .. }) => m.eq_ignore_ascii_case(mime),
-        _ => false,
+fn mime_matches(declared: &str, format: &DetectedFormat) -> bool {
+    match format {
+        DetectedFormat::Pdf => declared.eq_ignore_ascii_case("application/pdf"),
+        DetectedFormat::Other { mime, .. } => declared.eq_ignore_ascii_case(mime),
+        DetectedFormat::Unknown => false,
     }
 }
 
@@ -98,5 +102,25 @@ mod tests {
         assert!(!declared_disagrees(Some("README"), Some("application/octet-stream"), &DetectedFormat::Pdf));
         assert!(!declared_disagrees(None, None, &zip));
         assert!(declared_disagrees(Some("scan.png"), None, &DetectedFormat::Pdf));
+    }
+
+    #[test]
+    fn every_spelling_of_a_format_agrees_with_it_and_an_unknown_short_extension_does_not() {
+        let other = |mime: &str| DetectedFormat::Other { mime: mime.into(), description: String::new() };
+        let (jpeg, tiff, html, text) =
+            (other("image/jpeg"), other("image/tiff"), other("text/html"), other("text/plain"));
+        for (name, format) in
+            [("a.jpe", &jpeg), ("a.JPEG", &jpeg), ("a.tif", &tiff), ("a.htm", &html), ("notes.TXT", &text)]
+        {
+            assert!(!declared_disagrees(Some(name), None, format), "{name}");
+        }
+        assert!(!declared_disagrees(None, Some("image/jpg"), &jpeg));
+        assert!(!declared_disagrees(None, Some("application/x-pdf"), &DetectedFormat::Pdf), "its subtype is pdf");
+        // An extension of at most 5 characters the table does not know still disagrees; a longer
+        // one is not taken for an extension at all.
+        assert!(declared_disagrees(Some("report.abcde"), None, &DetectedFormat::Pdf));
+        assert!(!declared_disagrees(Some("report.2024-final"), None, &DetectedFormat::Pdf));
+        assert!(!declared_disagrees(Some("x.pdf"), Some("image/png"), &DetectedFormat::Unknown));
+        assert!(!declared_disagrees(Some("x.pdf"), Some(""), &DetectedFormat::Pdf), "an empty type declares nothing");
     }
 }
