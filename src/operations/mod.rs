@@ -192,7 +192,10 @@ impl Work {
     /// The limits of a run of this operation: a tool's own where it sets them, else `defaults`.
     pub fn limits(&self, defaults: Limits) -> Limits {
         match self {
-            Self::Builtin(_) | Self::Office(_) | Self::Render(_) => defaults,
+            Self::Builtin(_) | Self::Office(_) => defaults,
+            // A preview is a courtesy the result waits for: a page MuPDF cannot draw in that
+            // time delays the result no longer.
+            Self::Render(_) => Limits { timeout: defaults.timeout.min(render::MAX_DRAWING_TIME), ..defaults },
             Self::Tool(tool) => Limits {
                 memory: tool.memory_limit.unwrap_or(defaults.memory),
                 timeout: tool.timeout.unwrap_or(defaults.timeout),
@@ -409,5 +412,21 @@ mod tests {
         assert_eq!(configured.sized_for(&optimize, 1 << 30).memory, 2 << 30, "never past the configured limit");
         let tool = Work::Tool(external::stand_in(&["ocrmypdf"], 10.0));
         assert_eq!(configured.sized_for(&tool, 1000).memory, TOOL_BASE_ADDRESS_SPACE + 10_000);
+    }
+
+    #[test]
+    fn a_preview_gets_at_most_its_own_drawing_time_and_otherwise_the_runs_limits() {
+        let configured = Limits {
+            memory: 2 << 30,
+            timeout: Duration::from_secs(600),
+            max_inflate: 1,
+            max_file: 1,
+            disk: 1,
+            threads: 4,
+        };
+        let render = Work::Render(Renderer { program: "mutool".into(), max_side: 320, max_bytes: 200_000 });
+        assert_eq!(render.limits(configured), Limits { timeout: render::MAX_DRAWING_TIME, ..configured });
+        let short = Limits { timeout: Duration::from_secs(5), ..configured };
+        assert_eq!(render.limits(short), short, "never longer than the configured timeout");
     }
 }

@@ -34,6 +34,10 @@ pub const THUMBNAIL_BYTES: u64 = 200 * 1000;
 /// at most 320 pixels a side; the tool's base address space is what it mostly needs.
 pub const RENDER_MEMORY_FACTOR: f64 = 1.0;
 
+/// The longest a preview's drawing may take, however long `[processing] timeout` lets a run
+/// take: the result waits for its preview.
+pub const MAX_DRAWING_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The JPEG qualities tried, best first, until the picture is within its byte limit.
 const QUALITIES: &[u8] = &[80, 65, 50, 35, 20];
 
