@@ -55,15 +55,7 @@ impl ExternalTool {
         let Some(program) = self.command.first() else {
             return Availability::Unavailable(format!("operation {:?} has an empty command", self.name));
         };
-        match find_program(program, std::env::var_os("PATH")) {
-            Some(path) => Availability::Available(path),
-            None => Availability::Unavailable(format!(
-                "operation {:?} is unavailable: its program {program:?} is not installed on this machine \
-                 (not an executable file{})",
-                self.name,
-                if program.contains('/') { "" } else { " in PATH" },
-            )),
-        }
+        locate(program, |missing| format!("operation {:?} is unavailable: its program {missing}", self.name))
     }
 }
 
@@ -83,6 +75,20 @@ pub fn expand(command: &[String], input: &Path, output: &Path, lang: &str, threa
                 .into(),
         })
         .collect()
+}
+
+/// Whether `program` (a path, or a name looked up in `PATH`) is there to run. When it is not,
+/// `unavailable` says what that means, given what is missing, worded the same for every program:
+/// `"mutool" is not installed on this machine (not an executable file in PATH)`.
+pub fn locate(program: &str, unavailable: impl FnOnce(&str) -> String) -> Availability {
+    match find_program(program, std::env::var_os("PATH")) {
+        Some(path) => Availability::Available(path),
+        None => {
+            let where_ = if program.contains('/') { "" } else { " in PATH" };
+            let missing = format!("{program:?} is not installed on this machine (not an executable file{where_})");
+            Availability::Unavailable(unavailable(&missing))
+        }
+    }
 }
 
 /// Where `program` is: itself when it names a path, else the first executable file of that

@@ -27,7 +27,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::external::find_program;
+use super::external::locate;
 use super::{Availability, Failure, Report};
 
 /// The formats LibreOffice turns into PDFs here, by detection label: those `topdf` takes that
@@ -73,14 +73,12 @@ impl Office {
     /// Whether `program` (`[processing] soffice`: a path, or a name looked up in `PATH`) is
     /// there to run.
     pub fn find(program: &str) -> Availability {
-        match find_program(program, std::env::var_os("PATH")) {
-            Some(path) => Availability::Available(path),
-            None => Availability::Unavailable(format!(
-                "office files cannot be converted: LibreOffice's {program:?} is not installed on this machine \
-                 (not an executable file{}); install {PACKAGES}, or set [processing] soffice",
-                if program.contains('/') { "" } else { " in PATH" },
-            )),
-        }
+        locate(program, |missing| {
+            format!(
+                "office files cannot be converted: LibreOffice's {missing}; install {PACKAGES}, or set \
+                 [processing] soffice"
+            )
+        })
     }
 
     /// [`Office::find`] as the converter, when it is there.

@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::external::find_program;
+use super::external::locate;
 use super::{Availability, Failure, Report};
 
 /// The program `[processing] renderer` names by default (looked up in `PATH`).
@@ -56,14 +56,12 @@ impl Renderer {
     /// Whether `program` (`[processing] renderer`: a path, or a name looked up in `PATH`) is
     /// there to run.
     pub fn find(program: &str) -> Availability {
-        match find_program(program, std::env::var_os("PATH")) {
-            Some(path) => Availability::Available(path),
-            None => Availability::Unavailable(format!(
-                "results are sent without a preview: MuPDF's {program:?} is not installed on this machine \
-                 (not an executable file{}); install {PACKAGE}, or set [processing] renderer",
-                if program.contains('/') { "" } else { " in PATH" },
-            )),
-        }
+        locate(program, |missing| {
+            format!(
+                "results are sent without a preview: MuPDF's {missing}; install {PACKAGE}, or set \
+                 [processing] renderer"
+            )
+        })
     }
 
     /// [`Renderer::find`] as the thumbnail renderer, when it is there.
@@ -216,9 +214,11 @@ mod tests {
             .collect();
         assert_eq!(args.join(" "), "draw -q -r 72 -w 320 -h 320 -F pnm -o /w/s/page.pnm /w/in.pdf 1");
         match Renderer::find("docket-no-such-mutool-5f2a") {
-            Availability::Unavailable(why) => {
-                assert!(why.contains(PACKAGE) && why.contains("without a preview"), "{why}")
-            }
+            Availability::Unavailable(why) => assert_eq!(
+                why,
+                "results are sent without a preview: MuPDF's \"docket-no-such-mutool-5f2a\" is not installed on this \
+                 machine (not an executable file in PATH); install mupdf-tools, or set [processing] renderer"
+            ),
             other => panic!("{other:?}"),
         }
         assert!(Renderer::thumbnails("/no/such/mutool").is_none());
