@@ -87,18 +87,12 @@ async fn the_janitor_keeps_a_ready_results_preview_and_removes_it_with_the_resul
     let preview = preview_path_for(&result);
     assert!(preview.exists(), "drawn");
 
-    let data_dir = app.data_dir().display().to_string();
-    let (_dir, config) = child::storage_config(&app, &format!("data_dir = {data_dir:?}\nmin_free = \"1 B\"\n"));
-    let janitor = || {
-        let out = child::output(&["janitor"], Some(&config));
-        assert!(out.status.success(), "{}", child::stderr(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let report = janitor();
+    let (_dir, config) = child::janitor_config(&app, "");
+    let report = child::janitor(&config, false);
     assert!(preview.exists() && result.exists(), "a ready job's preview is its own, not an orphan: {report}");
 
     let now = Timestamp::from_millis(i64::MAX / 2);
     assert!(app.store.expire_job(Ticket(1), now, None, now).await.expect("expire"));
-    let report = janitor();
+    let report = child::janitor(&config, false);
     assert!(!preview.exists() && !result.exists(), "both go once the result expired: {report}");
 }

@@ -17,23 +17,10 @@ use crate::support::calls::{text_of, to_chat};
 use crate::support::child;
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
-/// A config file for the `docket` binary pointing at the test app's database and data folder.
-fn config_file(app: &TestApp, extra: &str) -> (tempfile::TempDir, PathBuf) {
-    let data_dir = app.data_dir().display().to_string();
-    child::storage_config(app, &format!("data_dir = {data_dir:?}\nmin_free = \"1 B\"\n[retention]\n{extra}\n"))
-}
-
 /// Whether the store still holds the outcome of update `update` of bot 1.
 async fn update_recorded(app: &TestApp, update: i64) -> bool {
     let outcome = app.store.update_outcome(docket::domain::BotId(1), docket::domain::UpdateId(update)).await;
     outcome.expect("read").is_some()
-}
-
-fn janitor_cli(config: &Path, dry_run: bool) -> String {
-    let args: &[&str] = if dry_run { &["janitor", "--dry-run"] } else { &["janitor"] };
-    let out = child::output(args, Some(config));
-    assert!(out.status.success(), "{}", child::stderr(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The paths a janitor report lists after `verb` ("would delete" / "deleted").
@@ -107,8 +94,8 @@ async fn a_crash_between_commit_and_deletion_leaves_an_orphan_that_the_next_pass
     let stray = app.data_dir().join("downloads").join("1-left.source");
     plant(&stray, b"source of a finished job", Duration::ZERO);
 
-    let (_dir, config) = config_file(&app, "");
-    let report = janitor_cli(&config, false);
+    let (_dir, config) = child::janitor_config(&app, "");
+    let report = child::janitor(&config, false);
     let preview = docket::spool::preview_path_for(&result);
     assert!(!result.exists() && !preview.exists() && !stray.exists(), "{report}");
     assert_eq!(listed(&report, "deleted").len(), 3, "the result, its preview and the source: {report}");
@@ -147,8 +134,8 @@ async fn an_old_part_of_a_dead_job_goes_but_the_part_of_a_leased_job_stays() {
     plant(&leased_part, b"in progress", Duration::from_secs(3 * 86_400));
     plant(&dead_part, b"abandoned", Duration::from_secs(3 * 86_400));
 
-    let (_dir, config) = config_file(&app, "part_max_age = \"1h\"");
-    let report = janitor_cli(&config, false);
+    let (_dir, config) = child::janitor_config(&app, "part_max_age = \"1h\"");
+    let report = child::janitor(&config, false);
     assert!(leased_part.exists(), "a leased job's .part is kept whatever its age: {report}");
     assert!(!dead_part.exists(), "{report}");
     assert!(report.contains("stale .part"), "{report}");
@@ -167,12 +154,12 @@ async fn dry_run_deletes_nothing_and_lists_everything_the_real_run_deletes() {
     for p in &planted {
         plant(p, b"nobody owns me", Duration::from_secs(2 * 86_400));
     }
-    let (_dir, config) = config_file(&app, "part_max_age = \"1h\"");
-    let dry = janitor_cli(&config, true);
+    let (_dir, config) = child::janitor_config(&app, "part_max_age = \"1h\"");
+    let dry = child::janitor(&config, true);
     assert!(planted.iter().all(|p| p.exists()), "a dry run deletes nothing");
     let would = listed(&dry, "would delete");
     assert_eq!(would.len(), planted.len(), "{dry}");
-    let real = janitor_cli(&config, false);
+    let real = child::janitor(&config, false);
     assert_eq!(listed(&real, "deleted"), would, "the real run deletes exactly what the dry run listed");
     assert!(planted.iter().all(|p| !p.exists()));
 }
@@ -327,8 +314,8 @@ async fn a_pass_keeps_the_folders_of_jobs_that_can_still_be_claimed() {
         }
     }
 
-    let (_dir, config) = config_file(&app, "");
-    let report = janitor_cli(&config, false);
+    let (_dir, config) = child::janitor_config(&app, "");
+    let report = child::janitor(&config, false);
     assert!(leftovers.iter().all(|f| !f.exists()), "every leftover goes: {report}");
     for area in ["work", "results"] {
         let folder = app.data_dir().join(area);

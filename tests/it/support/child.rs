@@ -85,6 +85,22 @@ pub fn storage_config(app: &TestApp, extra: &str) -> (TempDir, PathBuf) {
     write_config(&format!("{}{extra}", sqlite_storage(db)))
 }
 
+/// A configuration file for `docket janitor` on `app`'s database and data folder (with no
+/// free-space floor to speak of), whose `[retention]` table holds `retention`.
+pub fn janitor_config(app: &TestApp, retention: &str) -> (TempDir, PathBuf) {
+    let data_dir = app.data_dir().display().to_string();
+    storage_config(app, &format!("data_dir = {data_dir:?}\nmin_free = \"1 B\"\n[retention]\n{retention}\n"))
+}
+
+/// `docket janitor` (with `dry_run`, `--dry-run`) run with `config` to its end, which must be
+/// a success; its report.
+pub fn janitor(config: &Path, dry_run: bool) -> String {
+    let args: &[&str] = if dry_run { &["janitor", "--dry-run"] } else { &["janitor"] };
+    let out = output(args, Some(config));
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The `[storage]` table naming the SQLite database at `db`, and nothing else.
 pub fn sqlite_storage(db: &Path) -> String {
     format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())
