@@ -50,8 +50,8 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
     let telegram = telegram_client(config, token, &options);
     let bot_username = check_the_token(&telegram).await?;
 
-    let renderer = config.processing.preview.then_some(config.processing.renderer.as_str());
-    crate::operations::announce_programs(&config.processing.tools(), &config.processing.soffice, renderer);
+    let processing = &config.processing;
+    crate::operations::announce_programs(&processing.tools(), &processing.soffice, processing.preview_renderer());
     crate::operations::confine::announce();
     let webhook = match config.telegram.mode {
         UpdateMode::Polling => None,

@@ -26,13 +26,10 @@ pub(super) fn tool_availability(config: &Config) -> String {
         }
         Availability::Unavailable(why) => format!("# {why}"),
     };
-    let preview = if config.processing.preview {
-        match operations::Renderer::find(&config.processing.renderer) {
-            Availability::Available(path) => format!("# previews: available, MuPDF at {}", path.display()),
-            Availability::Unavailable(why) => format!("# {why}"),
-        }
-    } else {
-        "# previews: off ([processing] preview = false)".to_owned()
+    let preview = match config.processing.preview_renderer().map(operations::Renderer::find) {
+        Some(Availability::Available(path)) => format!("# previews: available, MuPDF at {}", path.display()),
+        Some(Availability::Unavailable(why)) => format!("# {why}"),
+        None => "# previews: off ([processing] preview = false)".to_owned(),
     };
     format!("{tools}\n{office}\n{preview}")
 }

@@ -167,6 +167,12 @@ fn command<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Err
 }
 
 impl ProcessingConfig {
+    /// The program that draws previews (`renderer`) when `preview` is on; `None` when they are
+    /// off.
+    pub fn preview_renderer(&self) -> Option<&str> {
+        self.preview.then_some(self.renderer.as_str())
+    }
+
     /// The operation of `default_operation` (checked: optimize when it names none).
     pub fn default_operation(&self) -> crate::domain::Operation {
         crate::domain::Operation::mode(&self.default_operation).unwrap_or(crate::domain::Operation::Optimize)

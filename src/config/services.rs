@@ -86,11 +86,7 @@ impl PipelineSettings {
             program,
             tools: config.processing.tools(),
             office: crate::operations::Office::available(&config.processing.soffice),
-            preview: config
-                .processing
-                .preview
-                .then(|| crate::operations::Renderer::thumbnails(&config.processing.renderer))
-                .flatten(),
+            preview: config.processing.preview_renderer().and_then(crate::operations::Renderer::thumbnails),
             dead_after: config.node.dead_after,
             default_operation: config.processing.default_operation(),
         }

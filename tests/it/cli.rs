@@ -44,6 +44,8 @@ fn check_config_accepts_the_documented_example() {
     assert!(shown.contains("\n[budget]\nbytes = "), "{shown}");
     // Whether office documents can be converted here (CI installs LibreOffice).
     assert!(shown.contains("\n# office conversion (topdf): available, LibreOffice at /"), "{shown}");
+    // And previews drawn (CI installs mupdf-tools).
+    assert!(shown.contains("\n# previews: available, MuPDF at /"), "{shown}");
 
     // Every key appears in its section: set, or `# key = (not set)` when optional and unset.
     let shown_keys = keys_in(&shown);
@@ -101,6 +103,18 @@ fn check_config_says_when_office_documents_cannot_be_converted() {
         "{shown}"
     );
     assert!(shown.contains("libreoffice-writer-nogui"), "the hint names the packages: {shown}");
+}
+
+#[test]
+fn check_config_says_whether_previews_are_off_or_cannot_be_drawn() {
+    let off = check_config_accepts("[processing]\npreview = false\n");
+    assert!(off.contains("\n# previews: off ([processing] preview = false)\n"), "{off}");
+    let missing = check_config_accepts("[processing]\nrenderer = \"/opt/none/mutool\"\n");
+    assert!(
+        missing.contains("\n# results are sent without a preview: MuPDF's \"/opt/none/mutool\" is not installed"),
+        "{missing}"
+    );
+    assert!(missing.contains("install mupdf-tools"), "the hint names the package: {missing}");
 }
 
 #[test]
