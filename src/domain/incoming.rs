@@ -22,6 +22,9 @@ pub struct DocumentFacts {
     pub caption: Option<String>,
     /// The sender's Telegram `language_code` (`en`, `ru`), when Telegram gave one.
     pub language_code: Option<String>,
+    /// The album (Telegram's `media_group_id`) the message is a part of: the messages of one
+    /// album are one ticket.
+    pub media_group_id: Option<String>,
 }
 
 impl std::fmt::Debug for DocumentFacts {
@@ -34,6 +37,7 @@ impl std::fmt::Debug for DocumentFacts {
             .field("size", &self.size)
             .field("caption", &self.caption.as_ref().map(|c| format!("[{} characters]", c.chars().count())))
             .field("language_code", &self.language_code)
+            .field("media_group_id", &self.media_group_id)
             .finish()
     }
 }

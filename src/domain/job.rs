@@ -306,6 +306,18 @@ pub enum FailureReason {
     },
     /// `topdf` of an office document, on a host without LibreOffice.
     OfficeUnavailable,
+    /// One file of a ticket of several (an album) failed for `reason`: the whole ticket fails,
+    /// naming it, and nothing half-made is sent.
+    InPart {
+        /// Its place in the album, from 1.
+        number: u32,
+        /// How many files the album has.
+        count: u32,
+        /// Its declared name.
+        name: String,
+        /// Why it failed.
+        reason: Box<FailureReason>,
+    },
 }
 
 #[cfg(test)]

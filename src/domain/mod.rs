@@ -27,6 +27,8 @@ pub use lease::Lease;
 pub use node::{Node, NodeBeat, NodeName, NodeStatus};
 pub use operation::{Angle, Languages, Operation, Output, PageRange, PageRanges, Password};
 pub use outbox::{AfterUnknown, IdempotencyKey, MessageKind, OutboxState, PROGRESS_SETTLE, Paced};
-pub use records::{BotStats, Button, FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, Submission};
+pub use records::{
+    BotStats, Button, FileOwner, Job, NewMessage, OutboxMessage, ResultFile, SourceFile, SourcePart, Submission,
+};
 pub use size_target::SizeTarget;
 pub use time::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};

@@ -65,6 +65,9 @@ pub enum Operation {
     /// A picture (JPEG, PNG, TIFF, WebP, GIF, HEIF/HEIC, AVIF) as a one-page-per-image PDF, or an
     /// office document (Word, Excel, PowerPoint, OpenDocument, RTF) converted by LibreOffice.
     ToPdf,
+    /// The files of a ticket of several (an album: pictures, PDFs or both) as one PDF, in their
+    /// order: a PDF's pages as they are, a picture as a page made the way `topdf` makes it.
+    Merge,
 }
 
 /// What an operation gives back.
@@ -95,8 +98,8 @@ impl Output {
 
 impl Operation {
     /// Every operation's name, in the order help lists them.
-    pub const NAMES: [&'static str; 10] =
-        ["optimize", "shrink", "split", "pages", "text", "info", "rotate", "decrypt", "ocr", "topdf"];
+    pub const NAMES: [&'static str; 11] =
+        ["optimize", "shrink", "split", "pages", "text", "info", "rotate", "decrypt", "ocr", "topdf", "merge"];
 
     /// Whether `word` names an operation, as a caption may write it (any case, a leading `/`).
     pub fn is_name(word: &str) -> bool {
@@ -116,6 +119,7 @@ impl Operation {
             Self::Decrypt { .. } => "decrypt",
             Self::Ocr { .. } => "ocr",
             Self::ToPdf => "topdf",
+            Self::Merge => "merge",
         }
     }
 
@@ -129,6 +133,7 @@ impl Operation {
             | Self::Text
             | Self::Info
             | Self::ToPdf
+            | Self::Merge
             | Self::Decrypt { .. } => String::new(),
             Self::Shrink { target: Some(target) } => target.to_string(),
             Self::SplitBySize { under } => under.to_string(),
@@ -158,6 +163,7 @@ impl Operation {
                 "jpeg", "png", "tiff", "webp", "gif", "heif", "avif", "doc", "docx", "odt", "rtf", "xls", "xlsx",
                 "ods", "ppt", "pptx", "odp",
             ],
+            Self::Merge => &["pdf", "jpeg", "png", "tiff", "webp", "gif", "heif", "avif"],
             _ => &["pdf"],
         }
     }
@@ -186,6 +192,7 @@ impl Operation {
             "text" => no_arguments(Self::Text),
             "info" => no_arguments(Self::Info),
             "topdf" => no_arguments(Self::ToPdf),
+            "merge" => no_arguments(Self::Merge),
             "split" => match rest.as_slice() {
                 [] => Ok(Self::Split { ranges: None }),
                 [first, ..]

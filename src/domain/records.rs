@@ -151,6 +151,34 @@ pub struct SourceFile {
     pub format: Option<String>,
 }
 
+/// One file of a ticket of several (an album), as Telegram described it: its place in the
+/// ticket and what getFile needs. A ticket of one file has none; its one source is its
+/// [`Submission`]'s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcePart {
+    /// Its place among the ticket's files, from 1: the order they become pages in.
+    pub position: u32,
+    /// The message that carried it.
+    pub message_id: MessageId,
+    /// Telegram's file_id, for getFile.
+    pub file_id: String,
+    /// Telegram's stable id of the file content: a ticket holds a file once.
+    pub file_unique_id: String,
+    /// File name as sent; a hint only, never used as a path.
+    pub declared_name: Option<String>,
+    /// MIME type as sent; a hint only.
+    pub declared_mime: Option<String>,
+    /// Size as sent; `None` when Telegram did not say.
+    pub declared_size: Option<i64>,
+}
+
+impl SourcePart {
+    /// The display name: the declared one, or a neutral stand-in.
+    pub fn name(&self) -> &str {
+        self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
+    }
+}
+
 /// The processed document: its size, how long it is kept, and how to send it again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResultFile {

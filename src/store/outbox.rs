@@ -117,6 +117,12 @@ pub const NEXT_MESSAGE_DUE: &str = "SELECT CASE WHEN g.not_before > d.first THEN
                             AND (e.status = 'sending' OR (e.id < o.id AND e.kind <> 'progress')))) AS d
     LEFT JOIN chat_pacing g ON g.chat_id = 0";
 
+/// Rewrites a message that is still `pending` and holds it back until later: $1 idempotency
+/// key, $2 its new body, $3 not before, $4 now. An album's ticket reply waits so, listing its
+/// parts as they come, until the album is quiet.
+pub const DEFER_PENDING: &str = "UPDATE outbox SET body = $2, not_before = $3, updated_at = $4
+    WHERE idempotency_key = $1 AND status = 'pending'";
+
 /// Turns `sending` rows whose lease lapsed at $1 now into `unknown`, and returns them.
 pub const LAPSE_MESSAGES: &str =
     "UPDATE outbox SET status = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $1,
@@ -543,5 +549,18 @@ impl Tx {
     /// Queues a message; `false` when its idempotency key was queued before.
     pub async fn enqueue(&mut self, message: &NewMessage, now: Timestamp) -> StoreResult<bool> {
         enqueue(&mut self.conn(), message, now).await
+    }
+
+    /// Gives the message `key`, while it is still `pending`, the text `body` and holds it back
+    /// until `not_before`; `false` when it is not pending any more (it went out).
+    pub async fn defer_pending(
+        &mut self,
+        key: &IdempotencyKey,
+        body: &str,
+        not_before: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let args = [key.as_str().into(), body.into(), not_before.into(), now.into()];
+        Ok(self.conn().execute(DEFER_PENDING, &args).await.context("holding back a message")? == 1)
     }
 }

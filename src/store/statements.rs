@@ -18,6 +18,7 @@ pub struct ClaimSql {
     /// Claims an `accepted` job: $1 owner, $2 lease until, $3 now, $4 the size assumed for a
     /// job without a declared size, $5 the largest size that fits the byte budget, $6 how many
     /// jobs of one chat may be in flight, $7 the claiming node (unused: any host downloads).
+    /// Taking an album's ticket seals it: a part that comes later is a file of its own.
     pub download: &'static str,
     /// Claims a `processing` job whose lease lapsed (resumed first: it already holds a source on
     /// disk and a place in the budget): same binds; only a job of node $7 (NULL: any node) or of
@@ -68,7 +69,7 @@ macro_rules! claim_sql {
         $crate::store::statements::ClaimSql {
             download: concat!(
                 "UPDATE jobs SET lease_owner = $1, lease_token = lease_token + 1, lease_until = $2,
-                    attempts = attempts + 1, updated_at = $3
+                    attempts = attempts + 1, updated_at = $3, gathering = NULL
                 WHERE id = (SELECT j.id FROM jobs j WHERE j.status = 'accepted' AND j.not_before <= $3
                               AND (j.lease_until IS NULL OR j.lease_until <= $3)
                               AND COALESCE(j.declared_size, $4) <= $5

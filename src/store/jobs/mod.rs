@@ -19,15 +19,18 @@
 //!
 //! This file holds the parameter types and the row; the statements, with the functions that run
 //! them and the [`Store`](super::Store) and [`Tx`](super::Tx) methods over those, are in
-//! `queries.rs` (reads), `claims.rs` (leases) and `lifecycle.rs` (state moves).
+//! `queries.rs` (reads), `claims.rs` (leases), `lifecycle.rs` (state moves) and `sources.rs`
+//! (the several sources of an album's ticket, and its gathering).
 
 mod claims;
 mod lifecycle;
 mod queries;
+mod sources;
 
 pub use claims::*;
 pub use lifecycle::*;
 pub use queries::*;
+pub use sources::*;
 
 use super::args::Arg;
 use super::{Conn, QueryContext, StoreError, StoreResult, lease};

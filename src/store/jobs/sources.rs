@@ -1,0 +1,135 @@
+//! The sources of a ticket of several files (a Telegram album): its parts, in order, in
+//! `job_sources`, keyed by the ticket's first run; and the album's gathering, which stays open
+//! while parts keep coming and is sealed by the download claim that takes the job
+//! ([`ClaimSql::download`](crate::store::statements::ClaimSql) sets `gathering` NULL).
+//!
+//! The quiet window is the job's own `not_before`: each part moves it to its arrival plus the
+//! window, so no claim takes the job before the album has been quiet that long, on whichever
+//! host, and no timer of one process decides it.
+
+use super::Conn;
+use crate::domain::{ChatRef, Job, MessageId, SourcePart, Ticket, Timestamp};
+use crate::store::{QueryContext, Store, StoreResult, Tx};
+
+/// A chat's ticket for an album: $1 chat, $2 the album's media_group_id.
+pub const JOB_BY_ALBUM: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND media_group_id = $2 AND ticket_id IS NULL";
+
+/// Opens the gathering of a new album's ticket: $1 ticket, $2 media_group_id, $3 the end of
+/// its quiet window.
+pub const START_ALBUM: &str =
+    "UPDATE jobs SET gathering = 'album', media_group_id = $2, not_before = $3 WHERE id = $1 AND status = 'accepted'";
+
+/// Moves the end of an album's quiet window while it still gathers: $1 ticket, $2 the new end,
+/// $3 now. Zero rows: the album was sealed (a download took it).
+pub const EXTEND_ALBUM: &str =
+    "UPDATE jobs SET not_before = $2, updated_at = $3 WHERE id = $1 AND gathering = 'album' AND status = 'accepted'";
+
+/// Adds a source to ticket $1 after its last one: $2 message, $3 file_id, $4 file_unique_id, $5
+/// declared name, $6 declared MIME type, $7 declared size. A file the ticket holds already is
+/// not added again. Run after [`EXTEND_ALBUM`] (or [`START_ALBUM`]), whose row lock keeps two
+/// parts from taking the same position.
+pub const ADD_SOURCE_PART: &str = "INSERT INTO job_sources (job_id, position, message_id, file_id, file_unique_id,
+        declared_name, declared_mime, declared_size)
+    VALUES ($1, (SELECT COALESCE(MAX(s.position), 0) + 1 FROM job_sources s WHERE s.job_id = $1), $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (job_id, file_unique_id) DO NOTHING";
+
+/// Sets ticket $1's declared size to the total its sources declared (a source that declared
+/// none counts $2).
+pub const TOTAL_DECLARED_SIZE: &str = "UPDATE jobs SET declared_size =
+        (SELECT SUM(COALESCE(s.declared_size, $2)) FROM job_sources s WHERE s.job_id = $1)
+    WHERE id = $1";
+
+/// Ticket $1's sources, in album order: Telegram's message order, then arrival.
+pub const SOURCE_PARTS: &str = "SELECT position, message_id, file_id, file_unique_id, declared_name, declared_mime,
+        declared_size
+    FROM job_sources WHERE job_id = $1 ORDER BY message_id, position";
+
+/// A `job_sources` row as the databases return it.
+#[derive(Debug, sqlx::FromRow)]
+struct SourcePartRow {
+    position: i64,
+    message_id: i64,
+    file_id: String,
+    file_unique_id: String,
+    declared_name: Option<String>,
+    declared_mime: Option<String>,
+    declared_size: Option<i64>,
+}
+
+impl From<SourcePartRow> for SourcePart {
+    fn from(row: SourcePartRow) -> Self {
+        Self {
+            position: u32::try_from(row.position).unwrap_or(u32::MAX),
+            message_id: MessageId(row.message_id),
+            file_id: row.file_id,
+            file_unique_id: row.file_unique_id,
+            declared_name: row.declared_name,
+            declared_mime: row.declared_mime,
+            declared_size: row.declared_size,
+        }
+    }
+}
+
+async fn source_parts(c: &mut Conn<'_>, ticket: Ticket) -> StoreResult<Vec<SourcePart>> {
+    let rows: Vec<SourcePartRow> =
+        c.fetch_all(SOURCE_PARTS, &[ticket.0.into()]).await.context("reading a ticket's sources")?;
+    Ok(rows.into_iter().map(SourcePart::from).collect())
+}
+
+impl Store {
+    /// The sources of `ticket` (a ticket's number: its first run), in album order; empty for a
+    /// ticket of one file.
+    pub async fn source_parts(&self, ticket: Ticket) -> StoreResult<Vec<SourcePart>> {
+        source_parts(&mut self.acquire().await?.conn(), ticket).await
+    }
+}
+
+impl Tx {
+    /// The chat's ticket for the album `media_group_id`, if it has one.
+    pub async fn job_by_album(&mut self, chat: ChatRef, media_group_id: &str) -> StoreResult<Option<Job>> {
+        let args = [chat.0.into(), media_group_id.into()];
+        Ok(self.conn().jobs(JOB_BY_ALBUM, &args, "finding an album's ticket").await?.pop())
+    }
+
+    /// Opens the gathering of `ticket`, a new album's, until `quiet_until`.
+    pub async fn start_album(
+        &mut self,
+        ticket: Ticket,
+        media_group_id: &str,
+        quiet_until: Timestamp,
+    ) -> StoreResult<()> {
+        let args = [ticket.0.into(), media_group_id.into(), quiet_until.into()];
+        self.conn().execute(START_ALBUM, &args).await.context("opening an album")?;
+        Ok(())
+    }
+
+    /// Keeps `ticket`'s album open until `quiet_until`; `false` when it was sealed already.
+    pub async fn extend_album(&mut self, ticket: Ticket, quiet_until: Timestamp, now: Timestamp) -> StoreResult<bool> {
+        let args = [ticket.0.into(), quiet_until.into(), now.into()];
+        Ok(self.conn().execute(EXTEND_ALBUM, &args).await.context("extending an album")? == 1)
+    }
+
+    /// Adds `part` after `ticket`'s last source, and sets the ticket's declared size to their
+    /// total (`unknown_size` for a part that declared none); `false` when the ticket holds that
+    /// file already.
+    pub async fn add_source_part(&mut self, ticket: Ticket, part: &SourcePart, unknown_size: i64) -> StoreResult<bool> {
+        let args = [
+            ticket.0.into(),
+            part.message_id.0.into(),
+            (&part.file_id).into(),
+            (&part.file_unique_id).into(),
+            (&part.declared_name).into(),
+            (&part.declared_mime).into(),
+            part.declared_size.into(),
+        ];
+        let added = self.conn().execute(ADD_SOURCE_PART, &args).await.context("adding a source")? == 1;
+        let args = [ticket.0.into(), unknown_size.into()];
+        self.conn().execute(TOTAL_DECLARED_SIZE, &args).await.context("adding up a ticket's sizes")?;
+        Ok(added)
+    }
+
+    /// The sources of `ticket`, in album order, inside the transaction.
+    pub async fn source_parts(&mut self, ticket: Ticket) -> StoreResult<Vec<SourcePart>> {
+        source_parts(&mut self.conn(), ticket).await
+    }
+}
