@@ -63,6 +63,11 @@ ticket-reply = { $ahead ->
    *[other] { $line }, queued, { $ahead } jobs ahead of it.
 }
 ticket-reply-crowded = { $line }, queued, more than { $cap } jobs ahead of it.
+album-line = { $count ->
+    [one] Got 1 file ({ $names }, { $size })
+   *[other] Got { $count } files ({ $names }; { $size } in all)
+} — ticket { $ticket }
+album-becomes = They become one PDF, in this order.
 status-message =
     { $header }.
     { $line }
@@ -138,6 +143,7 @@ failure-inflates-too-much = { $name } holds compressed data that unpacks to more
 failure-crashed = { $name } made the processing crash, so it cannot be processed
 failure-tool-failed = { $tool } could not process { $name }
 failure-office-unavailable = { $name } was not converted: this bot cannot convert office files (Word, Excel, PowerPoint, OpenDocument); please send it as a PDF
+failure-in-part = file { $number } of the { $count } in the album: { $reason }
 failure-cancelled = { $name } was cancelled
 failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
     [one] { $pages } page
@@ -256,6 +262,7 @@ operation-rotate = rotate 90 — turn every page; rotate 180 2,4 — only pages 
 operation-decrypt = decrypt PASSWORD — open a password-protected PDF and save it without the password
 operation-ocr = ocr — add a searchable text layer to a scan; ocr rus+eng — in those languages
 operation-topdf = topdf — a picture (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) or an office document (Word, Excel, PowerPoint, OpenDocument, RTF) as a PDF
+operation-merge = merge — the files of an album (pictures and PDFs sent together) as one PDF, in their order
 caption-not-understood = I did not start anything: { $problem }. Send the file again with one of these as its caption (or without a caption for your default, see /mode):
     { $operations }
 caption-names-nothing = the caption names no operation

@@ -59,6 +59,12 @@ ticket-reply = { $ahead ->
    *[many] { $line }, в очереди, перед ней { $ahead } заданий.
 }
 ticket-reply-crowded = { $line }, в очереди, перед ней больше { $cap } заданий.
+album-line = { $count ->
+    [one] Получен { $count } файл ({ $names }, { $size })
+    [few] Получено { $count } файла ({ $names }; всего { $size })
+   *[many] Получено { $count } файлов ({ $names }; всего { $size })
+} — заявка { $ticket }
+album-becomes = Из них получится один PDF, в этом порядке.
 status-message =
     { $header }.
     { $line }
@@ -137,6 +143,7 @@ failure-inflates-too-much = в { $name } есть сжатые данные, к�
 failure-crashed = { $name } вызвал сбой обработки, поэтому его нельзя обработать
 failure-tool-failed = { $tool } не смог обработать { $name }
 failure-office-unavailable = { $name } не преобразован: этот бот не умеет преобразовывать офисные файлы (Word, Excel, PowerPoint, OpenDocument); пришлите его в PDF
+failure-in-part = файл { $number } из { $count } в альбоме: { $reason }
 failure-cancelled = { $name } отменён
 failure-no-such-page = в { $name } нет страницы { $page }: в нём { $pages ->
     [one] { $pages } страница
@@ -257,6 +264,7 @@ operation-rotate = rotate 90 — повернуть все страницы; rot
 operation-decrypt = decrypt ПАРОЛЬ — открыть PDF с паролем и сохранить без пароля
 operation-ocr = ocr — добавить к скану слой текста для поиска; ocr rus+eng — на этих языках
 operation-topdf = topdf — картинка (JPEG, PNG, TIFF, WebP, GIF, HEIC, AVIF) или офисный документ (Word, Excel, PowerPoint, OpenDocument, RTF) в PDF
+operation-merge = merge — файлы альбома (картинки и PDF, отправленные вместе) одним PDF, по порядку
 caption-not-understood = Я ничего не начал: { $problem }. Пришлите файл ещё раз с одной из этих подписей (или без подписи — тогда по умолчанию, см. /mode):
     { $operations }
 caption-names-nothing = в подписи нет операции

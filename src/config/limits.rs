@@ -1,4 +1,7 @@
-//! `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
+//! `[limits]`: byte limits of the two Bot API modes, how much one chat may queue, and how long
+//! an album's ticket waits for its next part.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,8 +17,11 @@ pub const DEFAULT_CLOUD_UPLOAD: u64 = 50_000_000;
 pub const DEFAULT_LOCAL_UPLOAD: u64 = 2_000_000_000;
 /// `per_chat_queued` when not set.
 pub const DEFAULT_PER_CHAT_QUEUED: u64 = 50;
+/// `album_quiet_window` when not set: Telegram sends an album's messages within a second.
+pub const DEFAULT_ALBUM_QUIET_WINDOW: Duration = Duration::from_secs(2);
 
-/// `[limits]`: byte limits of the two Bot API modes, and how much one chat may queue.
+/// `[limits]`: byte limits of the two Bot API modes, how much one chat may queue, and an album's
+/// quiet window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
@@ -35,6 +41,10 @@ pub struct Limits {
     /// yet); a document beyond it is refused, with no job. 1 to 100 000.
     #[serde(deserialize_with = "Between::<1, 100_000>::count")]
     pub per_chat_queued: u64,
+    /// `album_quiet_window`: an album's ticket takes parts until none came for this long (1 s
+    /// to 1 min), measured on the job's row, so it holds across hosts and restarts.
+    #[serde(deserialize_with = "Between::<1, 60>::duration", serialize_with = "value::write_duration")]
+    pub album_quiet_window: Duration,
 }
 
 impl Default for Limits {
@@ -45,6 +55,7 @@ impl Default for Limits {
             cloud_upload: DEFAULT_CLOUD_UPLOAD,
             local_upload: DEFAULT_LOCAL_UPLOAD,
             per_chat_queued: DEFAULT_PER_CHAT_QUEUED,
+            album_quiet_window: DEFAULT_ALBUM_QUIET_WINDOW,
         }
     }
 }

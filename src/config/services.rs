@@ -40,6 +40,7 @@ impl IntakeSettings {
             budget_multiplier: config.budget.multiplier,
             dead_after: config.node.dead_after,
             per_chat_queued: config.limits.per_chat_queued,
+            album_quiet_window: config.limits.album_quiet_window,
             budget_bytes: config.budget.bytes,
             invites,
             default_operation: config.processing.default_operation(),

@@ -27,6 +27,11 @@ impl Intake {
     ) -> StoreResult<Recorded> {
         let now = self.clock.now();
         let lang = chat_lang(tx, origin.chat).await?;
+        if let Some(album) = facts.media_group_id.as_deref()
+            && let Some(recorded) = self.album_part(tx, update_id, origin, &facts, album, lang).await?
+        {
+            return Ok(recorded);
+        }
         if let Some(refused) = self.refuse_if_too_big(tx, update_id, origin, &facts, lang, now).await? {
             return Ok(refused);
         }
@@ -144,7 +149,7 @@ impl Intake {
     /// Inserts `run` as a new job, unless the chat's queue is full (the chat is told so:
     /// `None`), and queues its ticket reply: `reply`'s text for the new ticket and the jobs ahead
     /// of it, with the request to delete the message when its caption held a password.
-    async fn open_run(
+    pub(super) async fn open_run(
         &self,
         tx: &mut Tx,
         update_id: UpdateId,

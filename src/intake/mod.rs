@@ -13,10 +13,12 @@
 //!
 //! This file holds the transaction itself ([`Intake::record`]) and what every answer shares.
 //! Which updates are docket's is `addressing.rs`; who may use it, `access.rs`; a document and
-//! its runs, `documents.rs`; commands and button presses, `commands.rs`.
+//! its runs, `documents.rs`; the parts of an album, one ticket, `albums.rs`; commands and button
+//! presses, `commands.rs`.
 
 mod access;
 mod addressing;
+mod albums;
 mod commands;
 mod documents;
 pub mod polling;
@@ -47,6 +49,8 @@ pub enum Recorded {
     Repeat,
     /// A new job and its ticket reply.
     Submission(Ticket),
+    /// One more file of an album whose ticket is still taking them.
+    AlbumPart(Ticket),
     /// The file was known: same ticket, answered accordingly.
     KnownFile(Ticket),
     /// The caption named no operation, or gave it wrong arguments: answered with help, no job.
@@ -97,6 +101,8 @@ pub struct IntakeSettings {
     pub dead_after: Duration,
     /// How many of one chat's jobs may wait in `accepted` (not downloading yet).
     pub per_chat_queued: u64,
+    /// `[limits] album_quiet_window`: an album's ticket takes parts until none came for this long.
+    pub album_quiet_window: Duration,
     /// `[budget] bytes`, for `/stats`.
     pub budget_bytes: u64,
     /// Tokens that let a person in with `/start <token>`.
@@ -293,7 +299,10 @@ impl Intake {
                 _ => info!(update.id = %update_id, kind, "an update docket cannot use; recorded"),
             }
         }
-        if matches!(recorded, Recorded::Submission(_) | Recorded::KnownFile(_) | Recorded::Pressed { .. }) {
+        if matches!(
+            recorded,
+            Recorded::Submission(_) | Recorded::AlbumPart(_) | Recorded::KnownFile(_) | Recorded::Pressed { .. }
+        ) {
             self.jobs_waiting.notify_waiters();
         }
         if !matches!(recorded, Recorded::Ignored | Recorded::Rejected) {

@@ -79,6 +79,8 @@ fn pruned_message(fields: &Map<String, Value>, depth: u32) -> Map<String, Value>
     for key in ["text", "caption"] {
         copy_string(fields, &mut kept, key, true);
     }
+    // An album's part keeps its album, or it would become a ticket of its own.
+    copy_string(fields, &mut kept, "media_group_id", false);
     if let Some(chat) = fields.get("chat").and_then(Value::as_object) {
         let mut c = Map::new();
         copy_integer(chat, &mut c, "id");

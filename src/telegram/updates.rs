@@ -103,7 +103,8 @@ pub(super) fn classify_message(msg: &Message) -> Incoming {
         message_id: MessageId(i64::from(msg.id.0)),
         language: msg.from.as_ref().and_then(|u| u.language_code.as_deref()).and_then(LanguageCode::parse),
     };
-    if let Some(facts) = file_facts(msg, msg.caption(), language_code(msg)) {
+    if let Some(mut facts) = file_facts(msg, msg.caption(), language_code(msg)) {
+        facts.media_group_id = msg.media_group_id().map(|group| without_nul(&group.0));
         let names = mentions(msg.caption().unwrap_or_default()).into_iter().map(str::to_owned).collect();
         return Incoming::Document(origin, facts, Address { names, replies_to: replied_sender(msg) });
     }
@@ -132,7 +133,8 @@ pub(super) fn classify_message(msg: &Message) -> Incoming {
 }
 
 /// The file `msg` carries (a document, or a photo as the JPEG of its largest size, as if it had
-/// been sent as a file), with `caption` as the words that came with it; `None` without one.
+/// been sent as a file), with `caption` as the words that came with it; `None` without one. Its
+/// album is the caller's to add: a reply that names an operation asks for that one file.
 fn file_facts(msg: &Message, caption: Option<&str>, language_code: Option<String>) -> Option<DocumentFacts> {
     if let Some(doc) = msg.document() {
         // teloxide reports a missing file_size as u32::MAX: that means "unknown", not 4 GB.
@@ -147,6 +149,7 @@ fn file_facts(msg: &Message, caption: Option<&str>, language_code: Option<String
             size,
             caption: caption.map(without_nul),
             language_code,
+            media_group_id: None,
         });
     }
     let largest = msg.photo()?.iter().max_by_key(|p| u64::from(p.width) * u64::from(p.height))?;
@@ -159,6 +162,7 @@ fn file_facts(msg: &Message, caption: Option<&str>, language_code: Option<String
         size,
         caption: caption.map(without_nul),
         language_code,
+        media_group_id: None,
     })
 }
 

@@ -140,6 +140,15 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
             &[name, n("page", u64::from(*page)), size("size", *bytes), size("target", *target)],
         ),
         FailureReason::OfficeUnavailable => render(lang, "failure-office-unavailable", &[name]),
+        FailureReason::InPart { number, count, name: part_name, reason } => render(
+            lang,
+            "failure-in-part",
+            &[
+                n("number", u64::from(*number)),
+                n("count", u64::from(*count)),
+                s("reason", failure_reason(lang, part_name, reason)),
+            ],
+        ),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::catalog::{Lang, n, plain, render, s};
 use super::values::{display_name, known_size, run_label, size, state_words};
-use crate::domain::{Job, JobState, Ticket, Timestamp};
+use crate::domain::{Job, JobState, SourcePart, Ticket, Timestamp};
 
 /// The queue is counted up to this many jobs ahead; beyond it the ticket reply says "more than".
 pub const QUEUE_COUNT_CAP: u64 = 1000;
@@ -28,7 +28,30 @@ fn ticket_line(lang: Lang, name: &str, declared_size: Option<u64>, ticket: &dyn 
 /// [`QUEUE_COUNT_CAP`]). It becomes the job's status message, which [`progress`] edits as the
 /// job moves.
 pub fn ticket_reply(lang: Lang, name: &str, declared_size: Option<u64>, ticket: Ticket, ahead: u64) -> String {
-    let line = ticket_line(lang, name, declared_size, &ticket);
+    queued(lang, ticket_line(lang, name, declared_size, &ticket), ahead)
+}
+
+/// The answer to an album, rewritten with each part until it goes out: its files so far by
+/// name, their total size and its ticket, queued with `ahead` jobs before it, and that they
+/// become one PDF.
+pub fn album_reply(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64) -> String {
+    let names: Vec<String> = parts.iter().map(|part| display_name(lang, part.name())).collect();
+    let total = parts.iter().map(|part| part.declared_size.and_then(|s| u64::try_from(s).ok())).sum();
+    let line = render(
+        lang,
+        "album-line",
+        &[
+            n("count", parts.len() as u64),
+            s("names", names.join(", ")),
+            s("size", known_size(lang, total)),
+            s("ticket", ticket.to_string()),
+        ],
+    );
+    format!("{}\n{}", queued(lang, line, ahead), plain(lang, "album-becomes"))
+}
+
+/// `line` (what arrived, and its ticket), queued with `ahead` jobs before it.
+fn queued(lang: Lang, line: String, ahead: u64) -> String {
     if ahead > QUEUE_COUNT_CAP {
         return render(lang, "ticket-reply-crowded", &[s("line", line), n("cap", QUEUE_COUNT_CAP)]);
     }

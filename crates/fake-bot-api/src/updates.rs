@@ -158,6 +158,28 @@ impl FakeTelegram {
         })
     }
 
+    /// A full Update (without `update_id`) in which `user_id` sends `file` as a photo of
+    /// `width` × `height` to `chat_id`: Telegram's `photo` array, here of that one size.
+    pub fn photo_update(&self, chat_id: i64, user_id: i64, file: &FileRef, width: u32, height: u32) -> Value {
+        let mut state = self.state();
+        let message_id = state.next_message_id(chat_id);
+        json!({
+            "message": {
+                "message_id": message_id,
+                "date": unix_now(),
+                "chat": chat_json(chat_id),
+                "from": user_json(user_id, state.language_of(user_id).as_deref()),
+                "photo": [{
+                    "file_id": file.file_id,
+                    "file_unique_id": file.file_unique_id,
+                    "width": width,
+                    "height": height,
+                    "file_size": file.size,
+                }],
+            }
+        })
+    }
+
     /// A full Update (without `update_id`) in which `user_id` writes `text` to `chat_id`. A
     /// leading `/command` gets a `bot_command` entity, as Telegram adds.
     pub fn text_update(&self, chat_id: i64, user_id: i64, text: &str) -> Value {

@@ -13,11 +13,28 @@ pub struct Upload {
     mime: String,
     caption: Option<String>,
     language: Option<String>,
+    /// Sent as a photo of this size (Telegram's `photo`), not as a file.
+    photo: Option<(u32, u32)>,
+    /// The album (`media_group_id`) the message is a part of.
+    album: Option<String>,
 }
 
 /// `bytes` named `name` and declared as any type `mime`, without a caption.
 pub fn document(bytes: Vec<u8>, name: &str, mime: &str) -> Upload {
-    Upload { bytes, name: name.to_owned(), mime: mime.to_owned(), caption: None, language: None }
+    Upload {
+        bytes,
+        name: name.to_owned(),
+        mime: mime.to_owned(),
+        caption: None,
+        language: None,
+        photo: None,
+        album: None,
+    }
+}
+
+/// A JPEG of `width` × `height` sent as a photo (Telegram's compressed kind, with no name).
+pub fn photo(jpeg: Vec<u8>, width: u32, height: u32) -> Upload {
+    Upload { photo: Some((width, height)), ..document(jpeg, "photo.jpg", "image/jpeg") }
 }
 
 /// The fixture file `rel` sent as `name`, declared `application/pdf` (whatever it holds).
@@ -31,7 +48,13 @@ impl Upload {
     /// and the file.
     pub fn send_to(self, fake: &FakeTelegram, chat: i64) -> (i64, FileRef) {
         let file = fake.add_file(self.bytes);
-        let mut update = fake.document_update(chat, chat, &file, Some(&self.name), Some(&self.mime));
+        let mut update = match self.photo {
+            Some((width, height)) => fake.photo_update(chat, chat, &file, width, height),
+            None => fake.document_update(chat, chat, &file, Some(&self.name), Some(&self.mime)),
+        };
+        if let Some(album) = self.album {
+            update["message"]["media_group_id"] = serde_json::json!(album);
+        }
         if let Some(caption) = self.caption {
             update["message"]["caption"] = serde_json::json!(caption);
         }
@@ -44,6 +67,12 @@ impl Upload {
     /// The caption the person wrote (its first word picks the operation).
     pub fn caption(mut self, caption: &str) -> Self {
         self.caption = Some(caption.to_owned());
+        self
+    }
+
+    /// A part of the album `media_group_id`, as Telegram marks each message of an album.
+    pub fn in_album(mut self, media_group_id: &str) -> Self {
+        self.album = Some(media_group_id.to_owned());
         self
     }
 
