@@ -216,6 +216,19 @@ fn remove_older(root: &Path, dir: &Path, token: i64, attempt_part: impl Fn(&str)
     Ok(removed)
 }
 
+/// Where the `number`-th file of an album lies in its source folder (from 1, in album order):
+/// `<folder>/<number>`. The download writes them so, and processing and the run's child read
+/// them so ([`album_files`]).
+pub fn album_file(folder: &Path, number: u32) -> PathBuf {
+    folder.join(number.to_string())
+}
+
+/// The files of the album source folder `folder`, in album order: `1`, `2`, … up to the first
+/// number that is not a file.
+pub fn album_files(folder: &Path) -> Vec<PathBuf> {
+    (1..).map(|number| album_file(folder, number)).take_while(|path| path.is_file()).collect()
+}
+
 /// Where the preview of the result at `result` lies: beside it, under the result's own name with
 /// `.preview.jpg` added. It carries the result's attempt prefix, so it goes with the result
 /// wherever the result goes (a later attempt's cleanup, the janitor, the job's end).

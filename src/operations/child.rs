@@ -20,7 +20,7 @@ use std::process::Stdio;
 use super::confine::{Reach, confine};
 use super::external::expand;
 use super::{Failure, Limits, Report, Request, Work};
-use crate::domain::Password;
+use crate::domain::{Operation, Password};
 use crate::pdf::{self, PdfError};
 
 /// Limits this process, runs `request` and returns what to report. Synchronous: it is the only
@@ -70,13 +70,17 @@ pub fn run_here(request: &Request, started_by: Option<u32>) -> Report {
             }
             let max_inflate = usize::try_from(request.limits.max_inflate).unwrap_or(usize::MAX);
             let settings = pdf::Settings { max_inflate, shrink: request.shrink, lang: request.texts_lang };
-            match pdf::run(operation, &request.input, &request.output, &settings) {
+            let produced = match operation {
+                Operation::Merge => merge_album(&request.input, &request.output, &settings),
+                operation => pdf::run(operation, &request.input, &request.output, &settings).map_err(|e| (None, e)),
+            };
+            match produced {
                 Ok(produced) => Report::Done {
                     output_bytes: produced.output_bytes,
                     pages: produced.pages,
                     peak_rss_bytes: peak_rss(),
                 },
-                Err(e) => pdf_failure(e),
+                Err((part, e)) => in_part(part, pdf_failure(e)),
             }
         }
         Work::Tool(tool) => {
@@ -95,6 +99,32 @@ pub fn run_here(request: &Request, started_by: Option<u32>) -> Report {
         Work::Render(renderer) => super::render::render(renderer, &request.input, &request.output, |args| {
             run_to_end(args, &request.limits, parent)
         }),
+    }
+}
+
+/// `merge` of the album whose source folder is `folder` ([`crate::spool::album_files`]), each
+/// file's format detected from its content; a failure with the part (from 1) it names.
+fn merge_album(
+    folder: &Path,
+    output: &Path,
+    settings: &pdf::Settings,
+) -> Result<pdf::Produced, (Option<u32>, PdfError)> {
+    let mut inputs = Vec::new();
+    for path in crate::spool::album_files(folder) {
+        let format = crate::detect::detect_path(&path).map_err(|e| (None, PdfError::Io(e)))?;
+        inputs.push(pdf::merge::MergeInput { path, label: format.label().to_owned() });
+    }
+    pdf::merge::merge(&inputs, output, settings)
+        .map_err(|e| (e.part.and_then(|part| u32::try_from(part).ok()), e.error))
+}
+
+/// `report`, a failure, as one of the album's file `part` when a part is named.
+fn in_part(part: Option<u32>, report: Report) -> Report {
+    match (part, report) {
+        (Some(part), Report::Failed { failure, detail }) => {
+            Report::Failed { failure: Failure::InPart { part, failure: Box::new(failure) }, detail }
+        }
+        (_, report) => report,
     }
 }
 

@@ -2,8 +2,8 @@
 //! else. Applied by the child to itself with Landlock before it reads a byte of the input, and
 //! inherited by every program it starts.
 //!
-//! - Files: the input may be read; the output's folder (`work/<ticket>/`, where the run's
-//!   temporary folder is too) may be read and written; the system's programs, libraries, fonts
+//! - Files: the input may be read (an album's folder of files listed too); the output's folder
+//!   (`work/<ticket>/`, where the run's temporary folder is too) may be read and written; the system's programs, libraries, fonts
 //!   and language data ([`SYSTEM`]) may be read and run; a few devices and `/dev/shm` (Python's
 //!   process pools need it) may be used; a tool's own `reach` paths may be read and written;
 //!   LibreOffice may make (and remove) its single-instance socket in `/tmp`, and nothing more there.
@@ -118,7 +118,8 @@ pub fn confine(reach: &Reach) -> Result<Confinement, landlock::RulesetError> {
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_read(abi) | AccessFs::from_write(abi)))?
         // This process's own /proc entry (its memory figures), not the others'.
         .add_rules(path_beneath_rules(["/proc/self"], AccessFs::ReadFile | AccessFs::ReadDir))?
-        .add_rules(path_beneath_rules([&reach.input], AccessFs::ReadFile))?
+        // An album's input is the folder of its files; listing is only granted for a folder.
+        .add_rules(path_beneath_rules([&reach.input], AccessFs::ReadFile | AccessFs::ReadDir))?
         .add_rules(path_beneath_rules([&reach.output_dir], all))?
         .add_rules(path_beneath_rules(&reach.extra, all))?
         .add_rules(path_beneath_rules(&reach.sockets, AccessFs::MakeSock | AccessFs::RemoveFile))?;

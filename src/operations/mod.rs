@@ -217,7 +217,8 @@ fn base_address_space(work: &Work) -> u64 {
 fn builtin_memory_factor(operation: &Operation) -> f64 {
     match operation {
         Operation::Shrink { .. } => SHRINK_MEMORY_FACTOR,
-        Operation::ToPdf => TOPDF_MEMORY_FACTOR,
+        // PENDING(measure): pictures decode as topdf's do; PDFs are copied stream for stream.
+        Operation::ToPdf | Operation::Merge => TOPDF_MEMORY_FACTOR,
         _ => OPTIMIZE_MEMORY_FACTOR,
     }
 }
@@ -331,6 +332,14 @@ impl Failure {
             Self::Unreadable => FailureReason::Unreadable,
             Self::InflatesTooMuch { limit } => FailureReason::InflatesTooMuch { limit: *limit },
             Self::ToolFailed => FailureReason::ToolFailed { tool: work.program_name().to_owned() },
+            // The child knows the file's place only; the pipeline adds its name and the album's
+            // size from the ticket (`pipeline::process`).
+            Self::InPart { part, failure } => FailureReason::InPart {
+                number: *part,
+                count: 0,
+                name: String::new(),
+                reason: Box::new(failure.reason(work)?),
+            },
             // What the limit was made of decides the reason (`pipeline::process`).
             Self::FileTooBig { .. } => return None,
             Self::Io | Self::LimitsRefused => return None,
@@ -388,6 +397,13 @@ pub enum Failure {
     FileTooBig {
         /// The limit, in bytes.
         limit: u64,
+    },
+    /// `merge` failed on one of the album's files: `failure` is that file's.
+    InPart {
+        /// The file, from 1 in album order.
+        part: u32,
+        /// What went wrong with it.
+        failure: Box<Failure>,
     },
 }
 

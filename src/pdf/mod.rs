@@ -67,6 +67,7 @@ pub mod decrypt;
 mod file_writer;
 pub mod images;
 pub mod info;
+pub mod merge;
 pub mod optimize;
 pub mod parts;
 mod rewrite;
@@ -75,7 +76,6 @@ pub mod shrink;
 pub mod split;
 pub mod split_by_size;
 pub mod text;
-pub mod merge;
 mod work;
 
 pub use rewrite::{OptimizeReport, optimize};
@@ -148,6 +148,8 @@ pub fn run(operation: &Operation, input: &Path, output: &Path, settings: &Settin
         }
         Operation::SplitBySize { under } => split_by_size::split_by_size(input, output, *under, max_inflate),
         Operation::ToPdf => images::to_pdf(input, output, settings).map(Produced::from),
+        // Several inputs, each named in a failure: the run's child calls `merge::merge` itself.
+        Operation::Merge => Err(PdfError::unreadable("merge takes an album's files, not one input")),
         Operation::Split { ranges } => split::split(input, output, ranges.as_ref(), max_inflate),
         Operation::Pages { ranges } => split::pages(input, output, ranges, max_inflate),
         Operation::Text => text::text(input, output, max_inflate, settings.lang),

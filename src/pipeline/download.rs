@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt as _;
 
 use super::{PipelineDeps, StageError};
-use crate::domain::{FailureReason, Job};
+use crate::domain::{FailureReason, Job, Operation};
 use crate::spool::Spool;
 use crate::telegram::TelegramError;
 use crate::telegram::client::ByteStream;
@@ -35,13 +35,8 @@ pub struct Fetched {
     pub sha256: String,
 }
 
-/// Downloads the job's file and verifies it. `received` follows the bytes written to the `.part`
-/// so far (for the person's status message).
-///
-/// One sequence, kept whole because its order is the download's contract: earlier attempts cleaned
-/// up, the declared size checked, getFile called right before the transfer (its link is never
-/// stored), the bytes streamed to a `.part` and hashed, both announced sizes checked, then the
-/// rename.
+/// Downloads the job's file (or, for an album's ticket, every file of it) and verifies it.
+/// `received` follows the bytes written so far (for the person's status message).
 pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) -> Result<Fetched, StageError> {
     // The file must fit the mode's download limit and, with its intermediate output, the budget.
     let limit = deps.settings.get().download_limit.min(deps.budget.largest_source());
@@ -52,22 +47,120 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
         Ok(n) => tracing::info!(files = n, "removed files of an earlier, unfinished attempt"),
         Err(e) => return Err(StageError::io("cleaning up an earlier attempt", e)),
     }
+    if job.submission.operation == Operation::Merge {
+        return fetch_album(deps, job, limit, token, received).await;
+    }
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
+    let part = tempfile::Builder::new()
+        .prefix(&Spool::download_attempt_prefix(job.ticket, token))
+        .suffix(".part")
+        .tempfile_in(deps.spool.downloads())
+        .map_err(|e| StageError::io("creating the .part file", e))?;
+    let (std_file, part_path) = part.into_parts();
+    let wanted = Wanted { file_id: &job.submission.file_id, declared, limit };
+    // Known at last for a file Telegram did not size: reserve what it really needs.
+    let (size, sha256) =
+        fetch_into(deps, wanted, std_file, received, |size| deps.budget.resize(job.ticket, size)).await?;
+    let source = deps.spool.source_path_for(&part_path);
+    part_path.persist(&source).map_err(|e| StageError::io("renaming the download", e.error))?;
+    Ok(Fetched { path: source.to_string_lossy().into_owned(), size, sha256 })
+}
+
+/// Downloads every file of an album's ticket, in album order, into one folder: file `n` is the
+/// album's `n`-th ([`album_file`](crate::spool::album_file):
+/// `downloads/<ticket>-<token>-<random>.part/1`, `…/2`), and the folder is
+/// renamed to `.source` once all are in. The ticket's source is that folder: its size the
+/// files' total, its sha256 that of their sha256s in order ([`album_digest`]), which is what
+/// processing verifies. A file that fails for good fails the ticket, naming it; the byte budget
+/// holds the total the album declared.
+async fn fetch_album(
+    deps: &PipelineDeps,
+    job: &Job,
+    limit: u64,
+    token: i64,
+    received: &Arc<AtomicU64>,
+) -> Result<Fetched, StageError> {
+    let parts = deps
+        .store
+        .source_parts(job.ticket_number())
+        .await
+        .map_err(|e| StageError::store("reading the album's files", e))?;
+    if parts.is_empty() {
+        return Err(StageError::fail(FailureReason::FileUnavailable, "an album's ticket with no files"));
+    }
+    let folder = tempfile::Builder::new()
+        .prefix(&Spool::download_attempt_prefix(job.ticket, token))
+        .suffix(".part")
+        .tempdir_in(deps.spool.downloads())
+        .map_err(|e| StageError::io("creating the album's .part folder", e))?;
+    let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+    let mut digests = Vec::with_capacity(parts.len());
+    let mut total = 0;
+    for (number, part) in (1..).zip(&parts) {
+        let in_part = |error: StageError| match error {
+            StageError::Fail { reason, detail } => StageError::Fail {
+                reason: FailureReason::InPart { number, count, name: part.name().to_owned(), reason: Box::new(reason) },
+                detail,
+            },
+            other => other,
+        };
+        let file = File::create_new(crate::spool::album_file(folder.path(), number))
+            .map_err(|e| StageError::io("creating an album file's .part", e))?;
+        let declared = part.declared_size.and_then(|s| u64::try_from(s).ok());
+        let wanted = Wanted { file_id: &part.file_id, declared, limit };
+        let (size, sha256) = fetch_into(deps, wanted, file, received, |_| {}).await.map_err(in_part)?;
+        total += size;
+        digests.push(sha256);
+    }
+    let folder = folder.keep();
+    let source = deps.spool.source_path_for(&folder);
+    std::fs::rename(&folder, &source).map_err(|e| StageError::io("renaming the album's download", e))?;
+    Ok(Fetched { path: source.to_string_lossy().into_owned(), size: total, sha256: album_digest(&digests) })
+}
+
+/// The sha256 an album's source is recorded with: that of its files' hex sha256s, in order, each
+/// on a line of its own.
+pub fn album_digest(digests: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    for digest in digests {
+        hasher.update(digest.as_bytes());
+        hasher.update(b"\n");
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// One file to download: its file_id, the size Telegram declared, and the most bytes it may have.
+#[derive(Debug, Clone, Copy)]
+struct Wanted<'a> {
+    file_id: &'a str,
+    declared: Option<u64>,
+    limit: u64,
+}
+
+/// Downloads `wanted` into `file` (a `.part`), hashing while it goes; its size and hex sha256.
+/// `sized` learns the size getFile announced, when it did.
+///
+/// One sequence, kept whole because its order is the download's contract: the declared size
+/// checked, getFile called right before the transfer (its link is never stored), the bytes
+/// streamed and hashed, and both announced sizes checked against what came.
+async fn fetch_into(
+    deps: &PipelineDeps,
+    wanted: Wanted<'_>,
+    file: File,
+    received: &Arc<AtomicU64>,
+    sized: impl FnOnce(u64),
+) -> Result<(u64, String), StageError> {
+    let Wanted { file_id, declared, limit } = wanted;
     if let Some(size) = declared.filter(|s| *s > limit) {
         return Err(StageError::fail(FailureReason::TooBig { size, limit }, "declared size over the download limit"));
     }
     // A fresh getFile for every attempt: links expire, and are never stored.
-    let remote = deps
-        .telegram
-        .get_file(&job.submission.file_id)
-        .await
-        .map_err(|e| get_file_error(e, declared.unwrap_or(0), limit))?;
+    let remote = deps.telegram.get_file(file_id).await.map_err(|e| get_file_error(e, declared.unwrap_or(0), limit))?;
     if let Some(size) = remote.size.filter(|s| *s > limit) {
         return Err(StageError::fail(FailureReason::TooBig { size, limit }, "getFile size over the download limit"));
     }
     if let Some(size) = remote.size {
-        // Known at last for a file Telegram did not size: reserve what it really needs.
-        deps.budget.resize(job.ticket, size);
+        sized(size);
     }
     // Telegram's two announcements must agree with the bytes; stop soon after the smaller.
     let expected = match (remote.size, declared) {
@@ -75,26 +168,19 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
         (a, b) => a.or(b),
     };
     let bound = SizeBound { limit, expected };
-    let part = tempfile::Builder::new()
-        .prefix(&Spool::download_attempt_prefix(job.ticket, token))
-        .suffix(".part")
-        .tempfile_in(deps.spool.downloads())
-        .map_err(|e| StageError::io("creating the .part file", e))?;
-    let (std_file, part_path) = part.into_parts();
     let (total, sha256) = match deps.telegram.local_source(&remote) {
         // A local Bot API server's own disk: one blocking copy loop, no async hops per chunk.
         Some(source) => {
             let received = Arc::clone(received);
-            tokio::task::spawn_blocking(move || copy_local(&source, std_file, bound, &received))
+            tokio::task::spawn_blocking(move || copy_local(&source, file, bound, &received))
                 .await
                 .map_err(|e| StageError::retry(format!("the local copy panicked: {e}")))??
         }
         None => {
             let body = deps.telegram.open_file(&remote).await.map_err(transfer_error)?;
-            stream_to_file(body, std_file, bound, received).await?
+            stream_to_file(body, file, bound, received).await?
         }
     };
-
     for (what, expected) in [("declared", declared), ("getFile", remote.size)] {
         if let Some(expected) = expected.filter(|e| *e != total) {
             return Err(StageError::fail(
@@ -103,9 +189,7 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
             ));
         }
     }
-    let source = deps.spool.source_path_for(&part_path);
-    part_path.persist(&source).map_err(|e| StageError::io("renaming the download", e.error))?;
-    Ok(Fetched { path: source.to_string_lossy().into_owned(), size: total, sha256 })
+    Ok((total, sha256))
 }
 
 /// How far past the size Telegram announced a download may run before it is stopped. The final
@@ -171,7 +255,8 @@ async fn stream_to_file(
         // the join below reports.
         let _ = to_hasher.send(chunk.clone()).await;
         file.write_all(&chunk).await.map_err(|e| StageError::io("writing the download", e))?;
-        received.store(total, Ordering::Relaxed);
+        // Added, not set: an album's files count up one after the other.
+        received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
     }
     drop(to_hasher);
     let sha256 = hashing.await.map_err(|e| StageError::retry(format!("hashing the download failed: {e}")))?;
@@ -241,7 +326,7 @@ fn copy_local_with(
             }
             let offset = total;
             total += done;
-            received.store(total, Ordering::Relaxed);
+            received.fetch_add(done, Ordering::Relaxed);
             if total > limit {
                 let size = src.metadata().map_or(total, |m| m.len().max(total));
                 return Err(bound.exceeded(size));

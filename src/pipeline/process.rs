@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use super::attempt::{self, Attempt};
 use super::{Detail, PipelineDeps, StageError};
 use crate::detect::{self, DetectedFormat};
-use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password, default_operation};
+use crate::domain::{FailureReason, Job, Operation, Output as ResultKind, Password, SourcePart, default_operation};
 use crate::operations::{self, DEFAULT_LANG, Failure, Limits, Outcome, Report, Request, Work};
 use crate::sealing::SealingKey;
 
@@ -44,17 +44,20 @@ pub struct Output {
 /// Runs the job's operation on its verified source.
 pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageError> {
     let chat_lang = super::progress::chat_lang(deps, job).await;
-    let (source, format) = verified_source(job).await?;
+    let (source, format, parts) = verified_source(deps, job).await?;
     let (operation, work) = choose_work(deps, job, &format).await?;
     let operation = &operation;
     if matches!(operation, Operation::Decrypt { .. }) {
         delete_the_password_message(deps, job).await;
     }
-    let note = detect::declared_disagrees(
-        job.submission.declared_name.as_deref(),
-        job.submission.declared_mime.as_deref(),
-        &format,
-    )
+    // An album's files are named one by one in its ticket reply; its first one's name says
+    // nothing of the rest.
+    let note = (*operation != Operation::Merge
+        && detect::declared_disagrees(
+            job.submission.declared_name.as_deref(),
+            job.submission.declared_mime.as_deref(),
+            &format,
+        ))
     .then(|| {
         let found = crate::texts::format_name(chat_lang, format.label(), &format.describe());
         crate::texts::declared_but_is(chat_lang, job.name(), &found)
@@ -70,7 +73,7 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         attempt::blocking("preparing the run", move || Attempt::prepare(&spool, ticket, token, &name, extension))
             .await?;
     let files = RunFiles { input: &source, output: &attempt.output, scratch: attempt.scratch.path() };
-    let output_bytes = run_contained(deps, work, files, lang, chat_lang).await?;
+    let output_bytes = run_contained(deps, work, files, lang, chat_lang).await.map_err(|e| named_part(e, &parts))?;
 
     let limit = deps.settings.get().upload_limit;
     let parts = match operation.output() {
@@ -120,8 +123,16 @@ async fn parts_within(zip: &Path, limit: u64, operation: &Operation) -> Result<u
     u32::try_from(parts.len()).map_err(|_| StageError::retry("more parts than can be counted"))
 }
 
-/// The job's source, checked to be what was downloaded, and its format detected from the content.
-async fn verified_source(job: &Job) -> Result<(PathBuf, DetectedFormat), StageError> {
+/// The job's source, checked to be what was downloaded, and its format detected from the
+/// content. For an album's ticket, the folder of its files, each checked and of a format `merge`
+/// takes (the first one's format stands for the album's).
+async fn verified_source(
+    deps: &PipelineDeps,
+    job: &Job,
+) -> Result<(PathBuf, DetectedFormat, Vec<SourcePart>), StageError> {
+    if job.submission.operation == Operation::Merge {
+        return verified_album(deps, job).await;
+    }
     let Some(expected) = job.source.clone() else {
         return Err(StageError::SourceLost { detail: "no source recorded".into() });
     };
@@ -140,7 +151,20 @@ async fn verified_source(job: &Job) -> Result<(PathBuf, DetectedFormat), StageEr
         .await
         .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
         .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading the source", e) })?;
-    Ok((source, format))
+    Ok((source, format, Vec::new()))
+}
+
+/// `error`, with the album's file it names (the child knows its place only) given its name and
+/// the album's size from `parts`.
+fn named_part(error: StageError, parts: &[SourcePart]) -> StageError {
+    match error {
+        StageError::Fail { reason: FailureReason::InPart { number, reason, .. }, detail } => {
+            let name = parts.get(number as usize - 1).map(|part| part.name().to_owned()).unwrap_or_default();
+            let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+            StageError::Fail { reason: FailureReason::InPart { number, count, name, reason }, detail }
+        }
+        other => other,
+    }
 }
 
 /// The operation the run carries out on content of `format`, and the work that does it: the
@@ -317,25 +341,111 @@ pub fn tesseract_languages(operation: &Operation, language_code: Option<&str>) -
 /// The source must be on disk with the recorded size and sha256; otherwise it is lost, and the
 /// job goes back to be downloaded again.
 fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError> {
-    let lost = |detail: String| StageError::SourceLost { detail: detail.into() };
-    let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source missing: {e}")))?;
-    let len = file.metadata().map_err(|e| lost(format!("source unreadable: {e}")))?.len();
+    let (len, digest) = hash_file(path)?;
     if i64::try_from(len).ok() != Some(size) {
         return Err(lost(format!("source has {len} bytes, {size} recorded")));
     }
+    if digest != sha256 {
+        return Err(lost("source does not match its recorded sha256".into()));
+    }
+    Ok(())
+}
+
+/// The files of an album's source folder (`1`, `2`, … in album order), checked together against
+/// the total size and the digest of digests the download recorded
+/// ([`album_digest`](super::download::album_digest)).
+fn verify_album_folder(folder: &Path, size: i64, sha256: &str) -> Result<Vec<PathBuf>, StageError> {
+    let files = crate::spool::album_files(folder);
+    let mut digests = Vec::with_capacity(files.len());
+    let mut total: u64 = 0;
+    for path in &files {
+        let (len, digest) = hash_file(path)?;
+        total += len;
+        digests.push(digest);
+    }
+    if i64::try_from(total).ok() != Some(size) {
+        return Err(lost(format!("the album's files have {total} bytes, {size} recorded")));
+    }
+    if super::download::album_digest(&digests) != sha256 {
+        return Err(lost("the album's files do not match their recorded sha256".into()));
+    }
+    Ok(files)
+}
+
+/// An album's source folder, verified ([`verify_album_folder`]), with each file's format
+/// checked against what `merge` takes; the first file's format, and the album's files as
+/// Telegram described them.
+async fn verified_album(
+    deps: &PipelineDeps,
+    job: &Job,
+) -> Result<(PathBuf, DetectedFormat, Vec<SourcePart>), StageError> {
+    let Some(expected) = job.source.clone() else {
+        return Err(StageError::SourceLost { detail: "no source recorded".into() });
+    };
+    let Some(folder) = expected.path.as_deref().map(PathBuf::from) else {
+        return Err(StageError::SourceLost { detail: "no source recorded".into() });
+    };
+    let parts = deps
+        .store
+        .source_parts(job.ticket_number())
+        .await
+        .map_err(|e| StageError::store("reading the album's files", e))?;
+    let dir = folder.clone();
+    let formats = tokio::task::spawn_blocking(move || {
+        let files = verify_album_folder(&dir, expected.size, &expected.sha256)?;
+        files
+            .iter()
+            .map(|file| {
+                detect::detect_path(file)
+                    .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading an album's file", e) })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| StageError::retry(format!("verifying the album panicked: {e}")))??;
+    if formats.len() != parts.len() {
+        return Err(lost(format!("the album has {} files on disk, {} recorded", formats.len(), parts.len())));
+    }
+    let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+    let accepts = Operation::Merge.accepts();
+    for ((number, part), format) in (1..).zip(&parts).zip(&formats) {
+        if !accepts.contains(&format.label()) {
+            let reason = FailureReason::WrongFormat {
+                operation: Operation::Merge.name().to_owned(),
+                accepts: accepts.iter().map(|a| (*a).to_owned()).collect(),
+                found: format.describe(),
+                found_label: format.label().to_owned(),
+            };
+            return Err(StageError::fail(
+                FailureReason::InPart { number, count, name: part.name().to_owned(), reason: Box::new(reason) },
+                format!("album file {number} is {}", format.label()),
+            ));
+        }
+    }
+    let first = formats.into_iter().next().ok_or_else(|| lost("an album with no files".to_owned()))?;
+    Ok((folder, first, parts))
+}
+
+/// The source is missing or not what was downloaded: download it again.
+fn lost(detail: String) -> StageError {
+    StageError::SourceLost { detail: detail.into() }
+}
+
+/// The size and hex sha256 of the file at `path`, read in full.
+fn hash_file(path: &Path) -> Result<(u64, String), StageError> {
+    let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source missing: {e}")))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1024 * 1024];
+    let mut len = 0;
     loop {
         let n = file.read(&mut buf).map_err(|e| lost(format!("source unreadable: {e}")))?;
         if n == 0 {
             break;
         }
+        len += n as u64;
         hasher.update(&buf[..n]);
     }
-    if hex::encode(hasher.finalize()) != sha256 {
-        return Err(lost("source does not match its recorded sha256".into()));
-    }
-    Ok(())
+    Ok((len, hex::encode(hasher.finalize())))
 }
 
 /// The paths of one run.
@@ -367,7 +477,8 @@ pub(super) async fn run_contained(
     let settings = deps.settings.get();
     let room = fs4::available_space(deps.spool.root()).ok().map(|free| free.saturating_sub(settings.min_free));
     let disk = DiskBounds::of(&work, work.limits(settings.limits), settings.upload_limit, room);
-    let input_bytes = tokio::fs::metadata(files.input).await.map(|m| m.len()).unwrap_or(0);
+    let input = files.input.to_path_buf();
+    let input_bytes = tokio::task::spawn_blocking(move || input_size(&input)).await.unwrap_or(0);
     let configured = disk.limits;
     let mut limits = configured.sized_for(&work, input_bytes);
     loop {
@@ -386,6 +497,12 @@ pub(super) async fn run_contained(
             outcome => return judge_outcome(&work, &disk, input_bytes, limits.memory, outcome),
         }
     }
+}
+
+/// The bytes a run reads: its input file's, or an album's files' together.
+fn input_size(input: &Path) -> u64 {
+    let size = |path: &Path| std::fs::metadata(path).map_or(0, |m| m.len());
+    if input.is_dir() { crate::spool::album_files(input).iter().map(|file| size(file)).sum() } else { size(input) }
 }
 
 /// Reserves `limits.memory` from the memory budget, then runs `work` under `limits` with the

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod albums;
 mod budget;
 mod cli;
 mod containment;

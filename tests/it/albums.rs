@@ -1,0 +1,199 @@
+//! Albums: the messages of one `media_group_id` are one ticket, answered once in reply to the
+//! first, whose files become one PDF in album order; a part that fails fails the whole ticket,
+//! naming it; a part that comes after the ticket was sealed is a file of its own.
+
+use std::path::Path;
+
+use docket::domain::{JobState, Operation, Ticket};
+use docket::store::JobFilter;
+use fake_bot_api::FakeTelegram;
+
+use crate::per_backend;
+use crate::support::calls::{caption_of, text_of, to_chat};
+use crate::support::upload::{self, Upload};
+use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
+
+per_backend!(
+    an_album_of_photos_is_one_ticket_and_one_pdf_a_page_per_photo_in_order,
+    an_album_whose_parts_come_in_separate_polls_is_still_one_ticket,
+    a_mixed_album_of_pdfs_and_photos_merges_in_album_order,
+    an_album_with_a_part_that_is_neither_picture_nor_pdf_fails_naming_it,
+    an_album_with_a_part_over_the_download_limit_fails_naming_it,
+    a_part_that_comes_after_the_album_was_sealed_is_a_file_of_its_own,
+);
+
+/// A JPEG photo of `width` × `height`, a gradient (so each is told apart by its size).
+fn jpeg(width: u32, height: u32) -> Vec<u8> {
+    let picture = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x * 255 / width) as u8, (y * 255 / height) as u8, 128])
+    });
+    let mut bytes = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 85).encode_image(&picture).expect("encodes a JPEG");
+    bytes
+}
+
+/// Sends `parts` from `chat` as the album `album`, one update each, in order.
+fn send_album(fake: &FakeTelegram, chat: i64, album: &str, parts: Vec<Upload>) {
+    for part in parts {
+        part.in_album(album).send_to(fake, chat);
+    }
+}
+
+/// Every ticket docket holds (first runs and further ones).
+async fn all_jobs(app: &TestApp) -> Vec<docket::domain::Job> {
+    app.store.jobs(&JobFilter { limit: 100, ..JobFilter::default() }).await.expect("store reads")
+}
+
+/// What each page of the PDF at `path` is, in order: `Some(width)` for a page that draws one
+/// image (a photo's page: the image's width in pixels), `None` for any other page.
+fn pages_of(path: &Path) -> Vec<Option<i64>> {
+    let document = lopdf::Document::load(path).expect("the result is a PDF lopdf loads");
+    document
+        .get_pages()
+        .values()
+        .map(|page| {
+            let resources = document.get_page_resources(*page).ok()?;
+            let dict = match resources {
+                (Some(dict), _) => dict.clone(),
+                (None, ids) => document.get_dictionary(*ids.first()?).ok()?.clone(),
+            };
+            let xobjects = dict.get_deref(b"XObject", &document).ok()?.as_dict().ok()?;
+            let image = xobjects.get_deref(b"Im0", &document).ok()?.as_stream().ok()?;
+            image.dict.get(b"Width").ok()?.as_i64().ok()
+        })
+        .collect()
+}
+
+async fn an_album_of_photos_is_one_ticket_and_one_pdf_a_page_per_photo_in_order(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 900;
+    let sizes = [(300, 200), (200, 300), (400, 100)];
+    let parts = sizes.iter().map(|(w, h)| upload::photo(jpeg(*w, *h), *w, *h)).collect();
+    send_album(&app.fake, chat, "album-1", parts);
+
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    assert_eq!(job.submission.operation, Operation::Merge);
+    assert_eq!(all_jobs(&app).await.len(), 1, "three photos of one album are one ticket");
+    let widths: Vec<Option<i64>> = sizes.iter().map(|(w, _)| Some(i64::from(*w))).collect();
+    assert_eq!(pages_of(Path::new(job.result_path().expect("a result"))), widths, "a page per photo, in album order");
+
+    let results = app.fake.wait_for_calls("sendDocument", to_chat(chat), 1, DEADLINE).await;
+    assert_eq!(results.len(), 1, "one result");
+    let replies: Vec<_> = app
+        .fake
+        .calls_to("sendMessage")
+        .into_iter()
+        .filter(|c| to_chat(chat)(c) && text_of(c).contains("#1"))
+        .collect();
+    assert_eq!(replies.len(), 1, "one ticket reply: {replies:#?}");
+    let reply = text_of(&replies[0]);
+    assert!(reply.contains("Got 3 files"), "{reply}");
+    assert!(reply.contains("one PDF"), "{reply}");
+    let first_message = job.submission.message_id.0;
+    assert_eq!(replies[0].params["reply_parameters"]["message_id"].as_i64(), Some(first_message), "{replies:#?}");
+    assert!(caption_of(&results[0]).contains("#1"), "{results:#?}");
+}
+
+async fn an_album_whose_parts_come_in_separate_polls_is_still_one_ticket(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |c| c.limits.album_quiet_window = std::time::Duration::from_secs(3)).await;
+    let chat = 901;
+    upload::photo(jpeg(120, 80), 120, 80).in_album("album-2").send_to(&app.fake, chat);
+    // The first part is taken before the others are sent: they come in later polls.
+    app.wait_for_job(Ticket(1), |_| true).await;
+    eventually(DEADLINE, async || {
+        if app.fake.pending_updates() == 0 { Ok(()) } else { Err("the first part was never polled".to_owned()) }
+    })
+    .await;
+    send_album(
+        &app.fake,
+        chat,
+        "album-2",
+        vec![upload::photo(jpeg(80, 120), 80, 120), upload::photo(jpeg(90, 90), 90, 90)],
+    );
+
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    assert_eq!(all_jobs(&app).await.len(), 1, "one ticket for the album");
+    assert_eq!(pages_of(Path::new(job.result_path().expect("a result"))), vec![Some(120), Some(80), Some(90)]);
+}
+
+async fn a_mixed_album_of_pdfs_and_photos_merges_in_album_order(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 902;
+    send_album(
+        &app.fake,
+        chat,
+        "album-3",
+        vec![
+            upload::pdf("pdf/text-1page.pdf", "cover.pdf").caption("merge"),
+            upload::photo(jpeg(160, 90), 160, 90),
+            upload::pdf("pdf/text-20pages.pdf", "body.pdf"),
+        ],
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    let pages = pages_of(Path::new(job.result_path().expect("a result")));
+    assert_eq!(pages.len(), 22, "1 + 1 + 20 pages");
+    assert_eq!(pages[1], Some(160), "the photo is the second page: {pages:?}");
+    assert!(pages[0].is_none() && pages[2..].iter().all(Option::is_none), "{pages:?}");
+}
+
+async fn an_album_with_a_part_that_is_neither_picture_nor_pdf_fails_naming_it(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 903;
+    send_album(
+        &app.fake,
+        chat,
+        "album-4",
+        vec![
+            upload::photo(jpeg(100, 100), 100, 100),
+            upload::document(fixture("other/stored-pdf.zip"), "notes.pdf", "application/pdf"),
+            upload::photo(jpeg(100, 50), 100, 50),
+        ],
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Failed, "{job:#?}");
+    let reason = job.error.clone().unwrap_or_default();
+    assert!(reason.contains("file 2 of the 3") && reason.contains("notes.pdf"), "{reason}");
+    let notice = app
+        .fake
+        .wait_for_call("sendMessage", |c| to_chat(chat)(c) && text_of(c).contains("file 2 of the 3"), DEADLINE)
+        .await;
+    assert!(text_of(&notice).contains("notes.pdf"), "{notice:#?}");
+    assert!(app.fake.calls_to("sendDocument").iter().all(|c| !to_chat(chat)(c)), "nothing half-made is sent");
+}
+
+async fn an_album_with_a_part_over_the_download_limit_fails_naming_it(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |c| c.limits.cloud_download = 100_000).await;
+    let chat = 904;
+    let big = vec![b'x'; 150_000];
+    send_album(
+        &app.fake,
+        chat,
+        "album-5",
+        vec![upload::photo(jpeg(64, 64), 64, 64), upload::document(big, "huge.pdf", "application/pdf")],
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Failed, "{job:#?}");
+    let reason = job.error.clone().unwrap_or_default();
+    assert!(reason.contains("file 2 of the 2") && reason.contains("huge.pdf"), "{reason}");
+    assert!(app.fake.calls_to("sendDocument").iter().all(|c| !to_chat(chat)(c)), "nothing half-made is sent");
+}
+
+async fn a_part_that_comes_after_the_album_was_sealed_is_a_file_of_its_own(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 905;
+    upload::photo(jpeg(70, 70), 70, 70).in_album("album-6").send_to(&app.fake, chat);
+    app.wait_for_job(Ticket(1), |j| j.state == JobState::Ready).await;
+    upload::photo(jpeg(50, 50), 50, 50).in_album("album-6").send_to(&app.fake, chat);
+    let late = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
+    assert_eq!(late.state, JobState::Ready, "{late:#?}");
+    assert_eq!(late.submission.operation, Operation::ToPdf, "a photo on its own becomes a PDF as any photo does");
+    let first = app.store.job(Ticket(1)).await.expect("store reads").expect("ticket 1");
+    assert_eq!(
+        pages_of(Path::new(first.result_path().expect("a result"))),
+        vec![Some(70)],
+        "the album kept its one part"
+    );
+}
