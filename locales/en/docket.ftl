@@ -68,6 +68,22 @@ album-line = { $count ->
    *[other] Got { $count } files ({ $names }; { $size } in all)
 } — ticket { $ticket }
 album-becomes = They become one PDF, in this order.
+merge-opened = Ticket { $ticket } is open: send the files to merge, pictures and PDFs, in the order they go (at most { $files }, { $size } in all). Then send /done, or /cancel to drop them.
+merge-still-open = Ticket { $ticket } is still taking files ({ $count ->
+    [one] 1 file
+   *[other] { $count } files
+} so far): send more, then /done, or /cancel to drop them.
+merge-file-added = { $name } added to ticket { $ticket }: { $count ->
+    [one] 1 file
+   *[other] { $count } files
+} so far. Send more, or /done.
+merge-full = { $name } was not added: ticket { $ticket } holds { $files } files, the most one merge takes. Send /done.
+merge-too-big = { $name } was not added: with it, ticket { $ticket } would hold { $size }, more than the { $limit } one merge takes. Send /done.
+merge-done-button = Done
+merge-none-open = No merge is open. Send /merge, then the files, then /done.
+merge-empty = Ticket { $ticket } was closed: no file was sent, so there is nothing to merge.
+merge-dropped = Ticket { $ticket } was dropped: its files will not be merged.
+merge-needs-several = merge joins several files into one PDF: send them as an album (several at once), or send /merge, then the files, then /done.
 status-message =
     { $header }.
     { $line }
@@ -144,6 +160,7 @@ failure-crashed = { $name } made the processing crash, so it cannot be processed
 failure-tool-failed = { $tool } could not process { $name }
 failure-office-unavailable = { $name } was not converted: this bot cannot convert office files (Word, Excel, PowerPoint, OpenDocument); please send it as a PDF
 failure-in-part = file { $number } of the { $count } in the album: { $reason }
+failure-nothing-to-merge = no file was sent after /merge, so there was nothing to merge
 failure-cancelled = { $name } was cancelled
 failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
     [one] { $pages } page
@@ -217,6 +234,7 @@ help =
     /get 4812 — the result again, while it is kept
     /jobs — your latest tickets
     /cancel 4812 — stop a ticket that is not ready yet
+    /merge — join the files you send next into one PDF, until /done
     /mode — what a file without a caption gets in this chat
     /privacy — what I keep, and for how long
     /forget — delete everything of yours now
@@ -231,6 +249,8 @@ command-status = Where a ticket is: /status 4812
 command-get = A kept result again: /get 4812
 command-jobs = Your latest tickets
 command-cancel = Stop a ticket that is not ready yet: /cancel 4812
+command-merge = Join the next files into one PDF, until /done
+command-done = Merge the files sent since /merge
 command-privacy = What is kept, and for how long
 command-forget = Delete everything of yours now
 command-lang = Choose the language

@@ -65,6 +65,24 @@ album-line = { $count ->
    *[many] Получено { $count } файлов ({ $names }; всего { $size })
 } — заявка { $ticket }
 album-becomes = Из них получится один PDF, в этом порядке.
+merge-opened = Заявка { $ticket } открыта: присылайте файлы для объединения, картинки и PDF, в нужном порядке (не больше { $files }, всего до { $size }). Затем пришлите /done, или /cancel, чтобы отказаться.
+merge-still-open = Заявка { $ticket } ещё принимает файлы (пока { $count ->
+    [one] { $count } файл
+    [few] { $count } файла
+   *[many] { $count } файлов
+}): пришлите ещё, затем /done, или /cancel, чтобы отказаться.
+merge-file-added = { $name } добавлен в заявку { $ticket }: пока { $count ->
+    [one] { $count } файл
+    [few] { $count } файла
+   *[many] { $count } файлов
+}. Пришлите ещё или /done.
+merge-full = { $name } не добавлен: в заявке { $ticket } уже { $files } файлов, больше одно объединение не берёт. Пришлите /done.
+merge-too-big = { $name } не добавлен: с ним в заявке { $ticket } было бы { $size }, больше { $limit }, которые берёт одно объединение. Пришлите /done.
+merge-done-button = Готово
+merge-none-open = Объединение не открыто. Пришлите /merge, затем файлы, затем /done.
+merge-empty = Заявка { $ticket } закрыта: файлов не было, объединять нечего.
+merge-dropped = Заявка { $ticket } отменена: её файлы не будут объединены.
+merge-needs-several = merge объединяет несколько файлов в один PDF: пришлите их альбомом (несколько сразу) или пришлите /merge, затем файлы, затем /done.
 status-message =
     { $header }.
     { $line }
@@ -144,6 +162,7 @@ failure-crashed = { $name } вызвал сбой обработки, поэто
 failure-tool-failed = { $tool } не смог обработать { $name }
 failure-office-unavailable = { $name } не преобразован: этот бот не умеет преобразовывать офисные файлы (Word, Excel, PowerPoint, OpenDocument); пришлите его в PDF
 failure-in-part = файл { $number } из { $count } в альбоме: { $reason }
+failure-nothing-to-merge = после /merge не пришло ни одного файла, объединять было нечего
 failure-cancelled = { $name } отменён
 failure-no-such-page = в { $name } нет страницы { $page }: в нём { $pages ->
     [one] { $pages } страница
@@ -219,6 +238,7 @@ help =
     /get 4812 — результат ещё раз, пока он хранится
     /jobs — ваши последние заявки
     /cancel 4812 — остановить заявку, которая ещё не готова
+    /merge — объединить следующие файлы в один PDF, до /done
     /mode — что получает файл без подписи в этом чате
     /privacy — что я храню и как долго
     /forget — удалить всё ваше сейчас же
@@ -233,6 +253,8 @@ command-status = Где заявка: /status 4812
 command-get = Результат ещё раз: /get 4812
 command-jobs = Ваши последние заявки
 command-cancel = Остановить заявку, которая ещё не готова: /cancel 4812
+command-merge = Объединить следующие файлы в один PDF, до /done
+command-done = Объединить файлы, присланные после /merge
 command-privacy = Что хранится и как долго
 command-forget = Удалить всё ваше сейчас же
 command-lang = Выбрать язык

@@ -1,5 +1,5 @@
--- Tickets of several files: a Telegram album (one media_group_id) is one ticket whose sources,
--- in album order, become one PDF (`merge`).
+-- Tickets of several files: a Telegram album (one media_group_id), or the files sent between
+-- `/merge` and `/done`, are one ticket whose sources, in order, become one PDF (`merge`).
 --
 -- `job_sources` holds each source of such a ticket, keyed by its first run: what Telegram said of
 -- it, for getFile and for what people read. A ticket of one file keeps its source in `jobs` as
@@ -52,8 +52,10 @@ CREATE TABLE jobs_new (
     chosen_by_default INTEGER NOT NULL DEFAULT 0 CHECK (chosen_by_default IN (0, 1)),
     result_parts      INTEGER,
     -- While a ticket of several files is still taking them: 'album' (Telegram's media group,
-    -- sealed once no part came for `[album] quiet_window`); NULL: sealed, or a single file.
-    gathering         TEXT    CHECK (gathering IN ('album')),
+    -- sealed once no part came for `[limits] album_quiet_window`) or 'merge' (opened by
+    -- `/merge`, sealed by `/done`, or once no file came for `[limits] merge_idle`); NULL:
+    -- sealed, or a single file.
+    gathering         TEXT    CHECK (gathering IN ('album', 'merge')),
     -- The album's Telegram media_group_id, for the first run of an album's ticket.
     media_group_id    TEXT
 );
@@ -110,6 +112,8 @@ CREATE INDEX jobs_ended ON jobs (updated_at) WHERE status IN ('failed', 'expired
 CREATE INDEX jobs_node ON jobs (node) WHERE node IS NOT NULL;
 -- One ticket per chat and album.
 CREATE UNIQUE INDEX jobs_album ON jobs (chat_id, media_group_id) WHERE media_group_id IS NOT NULL AND ticket_id IS NULL;
+-- One open `/merge` per chat.
+CREATE UNIQUE INDEX jobs_merging ON jobs (chat_id) WHERE gathering = 'merge';
 CREATE INDEX outbox_open ON outbox (status, priority, id, not_before);
 CREATE INDEX outbox_chat ON outbox (chat_id, id);
 CREATE INDEX outbox_job ON outbox (job_id);

@@ -1,5 +1,5 @@
-//! `[limits]`: byte limits of the two Bot API modes, how much one chat may queue, and how long
-//! an album's ticket waits for its next part.
+//! `[limits]`: byte limits of the two Bot API modes, how much one chat may queue, how long an
+//! album's ticket waits for its next part, and what one `/merge` takes.
 
 use std::time::Duration;
 
@@ -19,9 +19,15 @@ pub const DEFAULT_LOCAL_UPLOAD: u64 = 2_000_000_000;
 pub const DEFAULT_PER_CHAT_QUEUED: u64 = 50;
 /// `album_quiet_window` when not set: Telegram sends an album's messages within a second.
 pub const DEFAULT_ALBUM_QUIET_WINDOW: Duration = Duration::from_secs(2);
+/// `merge_files` when not set.
+pub const DEFAULT_MERGE_FILES: u64 = 50;
+/// `merge_bytes` when not set: 200 MB.
+pub const DEFAULT_MERGE_BYTES: u64 = 200_000_000;
+/// `merge_idle` when not set.
+pub const DEFAULT_MERGE_IDLE: Duration = Duration::from_secs(3600);
 
-/// `[limits]`: byte limits of the two Bot API modes, how much one chat may queue, and an album's
-/// quiet window.
+/// `[limits]`: byte limits of the two Bot API modes, how much one chat may queue, an album's
+/// quiet window, and what one `/merge` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
@@ -45,6 +51,17 @@ pub struct Limits {
     /// to 1 min), measured on the job's row, so it holds across hosts and restarts.
     #[serde(deserialize_with = "Between::<1, 60>::duration", serialize_with = "value::write_duration")]
     pub album_quiet_window: Duration,
+    /// `merge_files`: the most files one `/merge` takes (2 to 500).
+    #[serde(deserialize_with = "Between::<2, 500>::count")]
+    pub merge_files: u64,
+    /// `merge_bytes`: the most bytes one `/merge` takes, all its files together; the byte
+    /// budget must hold them too.
+    #[serde(deserialize_with = "value::size", serialize_with = "value::write_size")]
+    pub merge_bytes: u64,
+    /// `merge_idle`: an open `/merge` that got no file for this long (1 min to 1 day) is merged
+    /// as it is, as if `/done` had come.
+    #[serde(deserialize_with = "Between::<60, 86_400>::duration", serialize_with = "value::write_duration")]
+    pub merge_idle: Duration,
 }
 
 impl Default for Limits {
@@ -56,6 +73,9 @@ impl Default for Limits {
             local_upload: DEFAULT_LOCAL_UPLOAD,
             per_chat_queued: DEFAULT_PER_CHAT_QUEUED,
             album_quiet_window: DEFAULT_ALBUM_QUIET_WINDOW,
+            merge_files: DEFAULT_MERGE_FILES,
+            merge_bytes: DEFAULT_MERGE_BYTES,
+            merge_idle: DEFAULT_MERGE_IDLE,
         }
     }
 }

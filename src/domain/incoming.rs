@@ -68,6 +68,10 @@ pub enum Command {
     Mode(Option<String>),
     /// `/lang`: choose the language docket writes to the chat in, with one button per language.
     Lang,
+    /// `/merge`: the files sent next are one ticket, merged into one PDF at `/done`.
+    Merge,
+    /// `/done`: merge the files sent since `/merge`.
+    Done,
 }
 
 /// A press on an inline button (a callback query).

@@ -306,6 +306,8 @@ pub enum FailureReason {
     },
     /// `topdf` of an office document, on a host without LibreOffice.
     OfficeUnavailable,
+    /// A `/merge` nobody finished got no file before its idle time ran out.
+    NothingToMerge,
     /// One file of a ticket of several (an album) failed for `reason`: the whole ticket fails,
     /// naming it, and nothing half-made is sent.
     InPart {

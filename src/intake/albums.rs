@@ -46,7 +46,7 @@ impl Intake {
         };
         let ticket = match tx.job_by_album(origin.chat, album).await? {
             Some(job) => {
-                if !tx.extend_album(job.ticket, quiet_until, now).await? {
+                if !tx.extend_gathering(job.ticket, quiet_until, now).await? {
                     info!(ticket = %job.ticket, update.id = %update_id, "an album's part came after its ticket was sealed; a file of its own");
                     return Ok(None);
                 }
@@ -62,7 +62,7 @@ impl Intake {
         };
         self.hold_album_reply(tx, ticket, lang, quiet_until, now).await?;
         info!(ticket = %ticket, update.id = %update_id, "took a part of an album");
-        Ok(Some(Recorded::AlbumPart(ticket)))
+        Ok(Some(Recorded::AddedFile(ticket)))
     }
 
     /// The ticket of a new album, with `part` its first file; `None` when the chat's queue is

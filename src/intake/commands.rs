@@ -83,6 +83,12 @@ impl Intake {
             }
             return Ok(false);
         }
+        if data == super::merges::MERGE_DONE {
+            if allowed {
+                return Ok(self.finish_merge(tx, update_id, origin).await?.1);
+            }
+            return Ok(false);
+        }
         if let Some(name) = data.strip_prefix(MODE_PREFIX) {
             if allowed {
                 let text = self.mode(tx, origin.chat, Some(name.to_owned())).await?;
@@ -188,7 +194,9 @@ impl Intake {
             Command::Cancel(_) => texts::cancel_usage(lang),
             Command::Privacy => texts::privacy(lang, &facts),
             // Handled before they get here.
-            Command::Forget | Command::Stats | Command::Lang => texts::help(lang, &facts),
+            Command::Forget | Command::Stats | Command::Lang | Command::Merge | Command::Done => {
+                texts::help(lang, &facts)
+            }
             Command::Status(Some(ticket)) => {
                 // Another chat's ticket reads exactly like a missing one.
                 let runs: Vec<Job> = tx.runs(ticket).await?.into_iter().filter(|r| r.submission.chat == chat).collect();

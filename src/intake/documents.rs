@@ -27,6 +27,11 @@ impl Intake {
     ) -> StoreResult<Recorded> {
         let now = self.clock.now();
         let lang = chat_lang(tx, origin.chat).await?;
+        if let Some(merge) = tx.open_merge(origin.chat).await?
+            && let Some(recorded) = self.merge_file(tx, update_id, origin, &facts, &merge, lang).await?
+        {
+            return Ok(recorded);
+        }
         if let Some(album) = facts.media_group_id.as_deref()
             && let Some(recorded) = self.album_part(tx, update_id, origin, &facts, album, lang).await?
         {
@@ -36,6 +41,11 @@ impl Intake {
             return Ok(refused);
         }
         let (operation, explicit) = match self.operation_of(tx, origin.chat, &facts).await? {
+            Ok((Operation::Merge, _)) => {
+                self.reply(tx, update_id, origin, texts::merge_needs_several(lang)).await?;
+                info!(update.id = %update_id, "one file asked to be merged; answered with how, no job");
+                return Ok(Recorded::RefusedCaption);
+            }
             Ok(chosen) => chosen,
             Err(problem) => {
                 self.reply(tx, update_id, origin, texts::caption_not_understood(lang, &problem)).await?;

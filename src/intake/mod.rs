@@ -13,14 +13,15 @@
 //!
 //! This file holds the transaction itself ([`Intake::record`]) and what every answer shares.
 //! Which updates are docket's is `addressing.rs`; who may use it, `access.rs`; a document and
-//! its runs, `documents.rs`; the parts of an album, one ticket, `albums.rs`; commands and button
-//! presses, `commands.rs`.
+//! its runs, `documents.rs`; the parts of an album, one ticket, `albums.rs`; the files of a
+//! `/merge`, `merges.rs`; commands and button presses, `commands.rs`.
 
 mod access;
 mod addressing;
 mod albums;
 mod commands;
 mod documents;
+mod merges;
 pub mod polling;
 pub mod webhook;
 
@@ -49,8 +50,8 @@ pub enum Recorded {
     Repeat,
     /// A new job and its ticket reply.
     Submission(Ticket),
-    /// One more file of an album whose ticket is still taking them.
-    AlbumPart(Ticket),
+    /// One more file of a ticket still taking them (an album's, or an open `/merge`'s).
+    AddedFile(Ticket),
     /// The file was known: same ticket, answered accordingly.
     KnownFile(Ticket),
     /// The caption named no operation, or gave it wrong arguments: answered with help, no job.
@@ -103,6 +104,12 @@ pub struct IntakeSettings {
     pub per_chat_queued: u64,
     /// `[limits] album_quiet_window`: an album's ticket takes parts until none came for this long.
     pub album_quiet_window: Duration,
+    /// `[limits] merge_files`: the most files one `/merge` takes.
+    pub merge_files: u64,
+    /// `[limits] merge_bytes`: the most bytes one `/merge` takes.
+    pub merge_bytes: u64,
+    /// `[limits] merge_idle`: an open `/merge` with no file for this long is merged as it is.
+    pub merge_idle: Duration,
     /// `[budget] bytes`, for `/stats`.
     pub budget_bytes: u64,
     /// Tokens that let a person in with `/start <token>`.
@@ -263,6 +270,16 @@ impl Intake {
                 ended_jobs = self.cancel(tx, update_id, origin, ticket).await?;
                 Recorded::Answered
             }
+            Incoming::Command(origin, Command::Cancel(None), _) => {
+                ended_jobs = self.drop_merge(tx, update_id, origin).await?;
+                Recorded::Answered
+            }
+            Incoming::Command(origin, Command::Merge, _) => self.open_merge(tx, update_id, origin).await?,
+            Incoming::Command(origin, Command::Done, _) => {
+                let recorded;
+                (recorded, ended_jobs) = self.finish_merge(tx, update_id, origin).await?;
+                recorded
+            }
             Incoming::Command(origin, Command::Mode(None), _) => {
                 self.ask_mode(tx, update_id, origin).await?;
                 Recorded::Answered
@@ -301,7 +318,7 @@ impl Intake {
         }
         if matches!(
             recorded,
-            Recorded::Submission(_) | Recorded::AlbumPart(_) | Recorded::KnownFile(_) | Recorded::Pressed { .. }
+            Recorded::Submission(_) | Recorded::AddedFile(_) | Recorded::KnownFile(_) | Recorded::Pressed { .. }
         ) {
             self.jobs_waiting.notify_waiters();
         }

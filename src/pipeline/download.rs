@@ -86,7 +86,7 @@ async fn fetch_album(
         .await
         .map_err(|e| StageError::store("reading the album's files", e))?;
     if parts.is_empty() {
-        return Err(StageError::fail(FailureReason::FileUnavailable, "an album's ticket with no files"));
+        return Err(StageError::fail(FailureReason::NothingToMerge, "a ticket of several files with none"));
     }
     let folder = tempfile::Builder::new()
         .prefix(&Spool::download_attempt_prefix(job.ticket, token))

@@ -26,6 +26,8 @@ pub fn parse_addressed_command(text: &str) -> Option<(Command, Option<&str>)> {
         "stats" => Command::Stats,
         "mode" => Command::Mode(words.next().map(|w| w.chars().take(32).collect())),
         "lang" => Command::Lang,
+        "merge" => Command::Merge,
+        "done" => Command::Done,
         _ => return None,
     };
     Some((command, bot))

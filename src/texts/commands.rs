@@ -23,7 +23,8 @@ pub fn lang_chosen(lang: Lang) -> String {
 }
 
 /// The commands registered with `setMyCommands`, in the order Telegram lists them.
-pub const COMMANDS: [&str; 9] = ["start", "help", "status", "get", "jobs", "cancel", "privacy", "forget", "lang"];
+pub const COMMANDS: [&str; 11] =
+    ["start", "help", "status", "get", "jobs", "merge", "done", "cancel", "privacy", "forget", "lang"];
 
 /// The command list Telegram shows in `lang`: each of [`COMMANDS`] with its description.
 pub fn command_list(lang: Lang) -> Vec<(&'static str, String)> {

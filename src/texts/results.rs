@@ -140,6 +140,7 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
             &[name, n("page", u64::from(*page)), size("size", *bytes), size("target", *target)],
         ),
         FailureReason::OfficeUnavailable => render(lang, "failure-office-unavailable", &[name]),
+        FailureReason::NothingToMerge => plain(lang, "failure-nothing-to-merge"),
         FailureReason::InPart { number, count, name: part_name, reason } => render(
             lang,
             "failure-in-part",

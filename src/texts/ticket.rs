@@ -50,6 +50,64 @@ pub fn album_reply(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64)
     format!("{}\n{}", queued(lang, line, ahead), plain(lang, "album-becomes"))
 }
 
+/// The answer to `/merge`: the ticket that takes the files, and its limits.
+pub fn merge_opened(lang: Lang, ticket: Ticket, files: u64, bytes: u64) -> String {
+    render(lang, "merge-opened", &[s("ticket", ticket.to_string()), n("files", files), s("size", size(lang, bytes))])
+}
+
+/// The answer to `/merge` while the chat's merge `ticket` is open with `count` files.
+pub fn merge_still_open(lang: Lang, ticket: Ticket, count: usize) -> String {
+    render(lang, "merge-still-open", &[s("ticket", ticket.to_string()), n("count", count as u64)])
+}
+
+/// The answer to a file added to the open merge `ticket`, which now has `count`.
+pub fn merge_file_added(lang: Lang, name: &str, ticket: Ticket, count: usize) -> String {
+    let args = [s("name", display_name(lang, name)), s("ticket", ticket.to_string()), n("count", count as u64)];
+    render(lang, "merge-file-added", &args)
+}
+
+/// The answer to a file the open merge `ticket` cannot take: it has `files`, the most.
+pub fn merge_full(lang: Lang, name: &str, ticket: Ticket, files: u64) -> String {
+    let args = [s("name", display_name(lang, name)), s("ticket", ticket.to_string()), n("files", files)];
+    render(lang, "merge-full", &args)
+}
+
+/// The answer to a file that would take the open merge `ticket` to `total`, over `limit`.
+pub fn merge_too_big(lang: Lang, name: &str, ticket: Ticket, total: u64, limit: u64) -> String {
+    let args = [
+        s("name", display_name(lang, name)),
+        s("ticket", ticket.to_string()),
+        s("size", size(lang, total)),
+        s("limit", size(lang, limit)),
+    ];
+    render(lang, "merge-too-big", &args)
+}
+
+/// The label of the button that finishes a merge, as `/done` does.
+pub fn merge_done_button(lang: Lang) -> String {
+    plain(lang, "merge-done-button")
+}
+
+/// The answer to `/done` (or the button) with no merge open.
+pub fn merge_none_open(lang: Lang) -> String {
+    plain(lang, "merge-none-open")
+}
+
+/// The answer to `/done` for the open merge `ticket` that has no file: closed.
+pub fn merge_empty(lang: Lang, ticket: Ticket) -> String {
+    render(lang, "merge-empty", &[s("ticket", ticket.to_string())])
+}
+
+/// The answer to `/cancel` alone while the merge `ticket` is open: dropped.
+pub fn merge_dropped(lang: Lang, ticket: Ticket) -> String {
+    render(lang, "merge-dropped", &[s("ticket", ticket.to_string())])
+}
+
+/// The answer to one file sent with the caption `merge`: it needs several.
+pub fn merge_needs_several(lang: Lang) -> String {
+    plain(lang, "merge-needs-several")
+}
+
 /// `line` (what arrived, and its ticket), queued with `ahead` jobs before it.
 fn queued(lang: Lang, line: String, ahead: u64) -> String {
     if ahead > QUEUE_COUNT_CAP {

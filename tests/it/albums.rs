@@ -23,7 +23,7 @@ per_backend!(
 );
 
 /// A JPEG photo of `width` × `height`, a gradient (so each is told apart by its size).
-fn jpeg(width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn jpeg(width: u32, height: u32) -> Vec<u8> {
     let picture = image::RgbImage::from_fn(width, height, |x, y| {
         image::Rgb([(x * 255 / width) as u8, (y * 255 / height) as u8, 128])
     });
@@ -46,7 +46,7 @@ async fn all_jobs(app: &TestApp) -> Vec<docket::domain::Job> {
 
 /// What each page of the PDF at `path` is, in order: `Some(width)` for a page that draws one
 /// image (a photo's page: the image's width in pixels), `None` for any other page.
-fn pages_of(path: &Path) -> Vec<Option<i64>> {
+pub(crate) fn pages_of(path: &Path) -> Vec<Option<i64>> {
     let document = lopdf::Document::load(path).expect("the result is a PDF lopdf loads");
     document
         .get_pages()

@@ -13,6 +13,7 @@ mod crash;
 mod e2e;
 mod groups;
 mod languages;
+mod merges;
 mod nodes;
 mod office;
 mod operations_choice;

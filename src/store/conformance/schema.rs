@@ -129,6 +129,8 @@ async fn the_schema_has_the_expected_indexes(store: Store) {
         ("jobs_user", None),
         ("jobs_ended", Some("status IN 'failed', 'expired'")),
         ("jobs_node", Some("node IS NOT NULL")),
+        ("jobs_album", Some("media_group_id IS NOT NULL AND ticket_id IS NULL")),
+        ("jobs_merging", Some("gathering = 'merge'")),
         ("flood_waits_at", None),
         ("outbox_chat", None),
         ("outbox_job", None),

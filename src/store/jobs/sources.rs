@@ -1,10 +1,11 @@
-//! The sources of a ticket of several files (a Telegram album): its parts, in order, in
-//! `job_sources`, keyed by the ticket's first run; and the album's gathering, which stays open
-//! while parts keep coming and is sealed by the download claim that takes the job
-//! ([`ClaimSql::download`](crate::store::statements::ClaimSql) sets `gathering` NULL).
+//! The sources of a ticket of several files (a Telegram album, or the files of a `/merge`): its
+//! parts, in order, in `job_sources`, keyed by the ticket's first run; and its gathering, which
+//! stays open while files keep coming and is sealed by the download claim that takes the job
+//! ([`ClaimSql::download`](crate::store::statements::ClaimSql) sets `gathering` NULL), or for a
+//! merge by `/done` ([`SEAL_MERGE`]).
 //!
-//! The quiet window is the job's own `not_before`: each part moves it to its arrival plus the
-//! window, so no claim takes the job before the album has been quiet that long, on whichever
+//! The quiet window is the job's own `not_before`: each file moves it to its arrival plus the
+//! window, so no claim takes the job before the ticket has been quiet that long, on whichever
 //! host, and no timer of one process decides it.
 
 use super::Conn;
@@ -19,14 +20,25 @@ pub const JOB_BY_ALBUM: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND media_
 pub const START_ALBUM: &str =
     "UPDATE jobs SET gathering = 'album', media_group_id = $2, not_before = $3 WHERE id = $1 AND status = 'accepted'";
 
-/// Moves the end of an album's quiet window while it still gathers: $1 ticket, $2 the new end,
-/// $3 now. Zero rows: the album was sealed (a download took it).
-pub const EXTEND_ALBUM: &str =
-    "UPDATE jobs SET not_before = $2, updated_at = $3 WHERE id = $1 AND gathering = 'album' AND status = 'accepted'";
+/// A chat's open `/merge`: $1 chat.
+pub const OPEN_MERGE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND gathering = 'merge'";
+
+/// Opens the gathering of a new `/merge` ticket: $1 ticket, $2 the end of its quiet window.
+pub const START_MERGE: &str =
+    "UPDATE jobs SET gathering = 'merge', not_before = $2 WHERE id = $1 AND status = 'accepted'";
+
+/// Moves the end of a gathering ticket's quiet window while it still takes files: $1 ticket, $2
+/// the new end, $3 now. Zero rows: it was sealed (a download took it, or `/done`).
+pub const EXTEND_GATHERING: &str = "UPDATE jobs SET not_before = $2, updated_at = $3
+    WHERE id = $1 AND gathering IS NOT NULL AND status = 'accepted'";
+
+/// Seals an open `/merge`, due now: $1 ticket, $2 now.
+pub const SEAL_MERGE: &str = "UPDATE jobs SET gathering = NULL, not_before = $2, updated_at = $2
+    WHERE id = $1 AND gathering = 'merge' AND status = 'accepted'";
 
 /// Adds a source to ticket $1 after its last one: $2 message, $3 file_id, $4 file_unique_id, $5
 /// declared name, $6 declared MIME type, $7 declared size. A file the ticket holds already is
-/// not added again. Run after [`EXTEND_ALBUM`] (or [`START_ALBUM`]), whose row lock keeps two
+/// not added again. Run after [`EXTEND_GATHERING`] (or a start), whose row lock keeps two
 /// parts from taking the same position.
 pub const ADD_SOURCE_PART: &str = "INSERT INTO job_sources (job_id, position, message_id, file_id, file_unique_id,
         declared_name, declared_mime, declared_size)
@@ -103,10 +115,34 @@ impl Tx {
         Ok(())
     }
 
-    /// Keeps `ticket`'s album open until `quiet_until`; `false` when it was sealed already.
-    pub async fn extend_album(&mut self, ticket: Ticket, quiet_until: Timestamp, now: Timestamp) -> StoreResult<bool> {
+    /// Keeps `ticket` (an album's, or a `/merge`'s) taking files until `quiet_until`; `false`
+    /// when it was sealed already.
+    pub async fn extend_gathering(
+        &mut self,
+        ticket: Ticket,
+        quiet_until: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
         let args = [ticket.0.into(), quiet_until.into(), now.into()];
-        Ok(self.conn().execute(EXTEND_ALBUM, &args).await.context("extending an album")? == 1)
+        Ok(self.conn().execute(EXTEND_GATHERING, &args).await.context("extending a gathering")? == 1)
+    }
+
+    /// The chat's open `/merge`, if it has one.
+    pub async fn open_merge(&mut self, chat: ChatRef) -> StoreResult<Option<Job>> {
+        Ok(self.conn().jobs(OPEN_MERGE, &[chat.0.into()], "finding a chat's open merge").await?.pop())
+    }
+
+    /// Opens the gathering of `ticket`, a new `/merge`'s, until `quiet_until`.
+    pub async fn start_merge(&mut self, ticket: Ticket, quiet_until: Timestamp) -> StoreResult<()> {
+        self.conn().execute(START_MERGE, &[ticket.0.into(), quiet_until.into()]).await.context("opening a merge")?;
+        Ok(())
+    }
+
+    /// Seals the open `/merge` `ticket`, due now; `false` when it was not open any more.
+    pub async fn seal_merge(&mut self, ticket: Ticket, now: Timestamp) -> StoreResult<bool> {
+        let sealed =
+            self.conn().execute(SEAL_MERGE, &[ticket.0.into(), now.into()]).await.context("sealing a merge")?;
+        Ok(sealed == 1)
     }
 
     /// Adds `part` after `ticket`'s last source, and sets the ticket's declared size to their
