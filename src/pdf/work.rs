@@ -175,8 +175,9 @@ pub(super) struct Extract<'a> {
     /// Source page → its first copy.
     page_copies: HashMap<ObjectId, ObjectId>,
     kids: Vec<Object>,
-    /// The source's resource dictionaries that several pages name as their own.
-    shared_resources: &'a HashSet<ObjectId>,
+    /// The source's resource dictionaries that several pages name as their own; `None` when
+    /// every page keeps its resources whole ([`Extract::keeping_resources`]).
+    shared_resources: Option<&'a HashSet<ObjectId>>,
     max_inflate: usize,
 }
 
@@ -188,6 +189,17 @@ impl<'a> Extract<'a> {
     /// An empty result from `source`, whose [`shared_resources`] are `shared_resources`; page
     /// content is read within `max_inflate` to find the resources a page uses.
     pub(super) fn new(source: &'a Document, shared_resources: &'a HashSet<ObjectId>, max_inflate: usize) -> Self {
+        Self::with(source, Some(shared_resources), max_inflate)
+    }
+
+    /// An empty result from `source` whose pages keep their resources as they are, unread: for
+    /// a result that holds every page of the source, where pruning would find little and cost
+    /// a read of every page's content (`merge`).
+    pub(super) fn keeping_resources(source: &'a Document) -> Self {
+        Self::with(source, None, 0)
+    }
+
+    fn with(source: &'a Document, shared_resources: Option<&'a HashSet<ObjectId>>, max_inflate: usize) -> Self {
         let page_tree = Item { id: (1, 0), object: Cow::Owned(Object::Null), renumbered: false };
         Self {
             source,
@@ -223,7 +235,7 @@ impl<'a> Extract<'a> {
     }
 
     /// The page's resources without the fonts and XObjects its content never names, when they
-    /// are inherited or shared and that can be known: many producers give every page the whole
+    /// are inherited or shared, the result prunes, and that can be known: many producers give every page the whole
     /// document's fonts and images (through the page tree's `/Resources`, or one dictionary all
     /// pages name), and a one-page part would carry them all. `None` keeps them as they are: they
     /// are the page's own, the content cannot be read within the inflate cap, or a form it
@@ -234,9 +246,10 @@ impl<'a> Extract<'a> {
     /// check was a fifth of `split`'s time for a few bytes (0.00–0.35 % on the corpus).
     fn used_resources(&self, page_id: ObjectId, page: &Dictionary) -> Option<Dictionary> {
         let source = self.source;
+        let shared_resources = self.shared_resources?;
         match source.get_dictionary(page_id).ok()?.get(b"Resources") {
             Ok(Object::Dictionary(_)) => return None,
-            Ok(Object::Reference(id)) if !self.shared_resources.contains(id) => return None,
+            Ok(Object::Reference(id)) if !shared_resources.contains(id) => return None,
             _ => {}
         }
         fn deref<'d>(source: &'d Document, object: &'d Object) -> Option<&'d Object> {

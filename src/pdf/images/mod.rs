@@ -63,18 +63,32 @@ pub fn to_pdf(input: &Path, output: &Path, settings: &Settings) -> Result<Optimi
     let (input, output, max_inflate) = (input.to_path_buf(), output.to_path_buf(), settings.max_inflate);
     super::work::on_work_thread(move || {
         let bytes = std::fs::read(&input)?;
-        let pages = pages_of(&input, &bytes, max_inflate)?;
-        let count = u32::try_from(pages.len()).map_err(|_| PdfError::unreadable("too many frames"))?;
-        if count == 0 {
-            return Err(PdfError::NoPages);
-        }
-        let mut document = assemble(pages);
+        let (mut document, count) = document_of(&input, &bytes, max_inflate)?;
         let mut file = std::io::BufWriter::new(std::fs::File::create(&output)?);
         document.save_to(&mut file).map_err(|e| PdfError::unreadable(format!("saving: {e}")))?;
         let file = file.into_inner().map_err(|e| e.into_error())?;
         let output_bytes = file.metadata()?.len();
         Ok(OptimizeReport { pages: count, input_bytes: bytes.len() as u64, output_bytes })
     })
+}
+
+/// The formats [`document_of`] reads, by their [`crate::detect`] labels.
+pub(super) const PICTURE_LABELS: [&str; 7] = ["jpeg", "png", "tiff", "webp", "gif", "heif", "avif"];
+
+/// The picture at `input`, whose content is `bytes`, as the document `topdf` writes (a page
+/// per image), and its page count. `merge` appends the same pages.
+///
+/// # Errors
+///
+/// Those of [`to_pdf`] but [`PdfError::Io`], and [`PdfError::NoPages`] for a picture without
+/// a frame.
+pub(super) fn document_of(input: &Path, bytes: &[u8], max_inflate: usize) -> Result<(Document, u32), PdfError> {
+    let pages = pages_of(input, bytes, max_inflate)?;
+    let count = u32::try_from(pages.len()).map_err(|_| PdfError::unreadable("too many frames"))?;
+    if count == 0 {
+        return Err(PdfError::NoPages);
+    }
+    Ok((assemble(pages), count))
 }
 
 /// One page's image, ready to embed.
