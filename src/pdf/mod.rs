@@ -75,6 +75,7 @@ pub mod shrink;
 pub mod split;
 pub mod split_by_size;
 pub mod text;
+pub mod merge;
 mod work;
 
 pub use rewrite::{OptimizeReport, optimize};
