@@ -67,6 +67,7 @@ pub mod decrypt;
 mod file_writer;
 pub mod images;
 pub mod info;
+pub mod merge;
 pub mod optimize;
 pub mod parts;
 mod rewrite;
@@ -75,7 +76,6 @@ pub mod shrink;
 pub mod split;
 pub mod split_by_size;
 pub mod text;
-pub mod merge;
 mod work;
 
 pub use rewrite::{OptimizeReport, optimize};
