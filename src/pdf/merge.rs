@@ -18,6 +18,10 @@
 //! content's catalog entry, its structure tree, metadata and document information, article
 //! threads (a page's `/B`). A link by name to a named destination leads nowhere.
 //!
+//! **A source given twice** (the same file, or another file of the same bytes) is loaded once,
+//! and its pages appear again in their places sharing its objects, as qpdf shares them: an
+//! album that holds one document twice does not carry its fonts and images twice.
+//!
 //! **Encrypted parts fail**, even those that open without a password (an owner password
 //! only): the merged file is not encrypted, and docket never drops an author's restrictions.
 //!
@@ -92,26 +96,73 @@ fn merge_parts(inputs: &[MergeInput], output: &Path, max_inflate: usize) -> Resu
     if inputs.is_empty() {
         return Err(MergeError::of_result(PdfError::NoPages));
     }
+    // A source given again is loaded once and its objects are shared, as qpdf shares them.
+    let first = first_alike(inputs);
+    let distinct: Vec<usize> = (0..inputs.len()).filter(|&index| first[index] == index).collect();
     let loaded: Vec<Result<Part, MergeError>> =
-        inputs.par_iter().enumerate().map(|(index, input)| load_part(index + 1, input, max_inflate)).collect();
+        distinct.par_iter().map(|&index| load_part(index + 1, &inputs[index], max_inflate)).collect();
     let mut parts = Vec::with_capacity(loaded.len());
     for part in loaded {
         parts.push(part?);
     }
-    let (document, pages) = combine(parts)?;
+    let (document, part_pages) = combine(parts)?;
     let mut extract = Extract::keeping_resources(&document);
-    for &page in &pages {
-        extract.add_page(page);
+    let mut page_count: usize = 0;
+    for index in first {
+        let Ok(loaded) = distinct.binary_search(&index) else { continue };
+        for &page in &part_pages[loaded] {
+            extract.add_page(page);
+        }
+        page_count += part_pages[loaded].len();
     }
     let bytes = extract.write(None).map_err(MergeError::of_result)?;
     drop(document);
     work::write_file(output, &bytes).map_err(|error| MergeError::of_result(error.into()))?;
-    let pages = u32::try_from(pages.len()).unwrap_or(u32::MAX);
+    let pages = u32::try_from(page_count).unwrap_or(u32::MAX);
     Ok(Produced { output_bytes: bytes.len() as u64, pages: Some(pages) })
 }
 
-/// One loaded part: its document and its pages, in order.
+/// For each input, the index of the first input with the same label and the same content: the
+/// same file, or a file of the same size and bytes. Inputs that cannot be read are their own.
+fn first_alike(inputs: &[MergeInput]) -> Vec<usize> {
+    use std::os::unix::fs::MetadataExt as _;
+    let files: Vec<Option<(u64, u64, u64)>> =
+        inputs.iter().map(|input| std::fs::metadata(&input.path).ok().map(|m| (m.len(), m.dev(), m.ino()))).collect();
+    let mut first = Vec::with_capacity(inputs.len());
+    for (index, (input, file)) in inputs.iter().zip(&files).enumerate() {
+        let alike = file.and_then(|(len, dev, ino)| {
+            (0..index).filter(|&earlier| first[earlier] == earlier).find(|&earlier| {
+                let Some((earlier_len, earlier_dev, earlier_ino)) = files[earlier] else { return false };
+                inputs[earlier].label == input.label
+                    && earlier_len == len
+                    && ((earlier_dev, earlier_ino) == (dev, ino) || same_bytes(&inputs[earlier].path, &input.path))
+            })
+        });
+        first.push(alike.unwrap_or(index));
+    }
+    first
+}
+
+/// Whether the files at `a` and `b` hold the same bytes; `false` when either cannot be read.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read as _;
+    let (Ok(a), Ok(b)) = (std::fs::File::open(a), std::fs::File::open(b)) else { return false };
+    let (mut a, mut b) = (std::io::BufReader::with_capacity(1 << 16, a), std::io::BufReader::with_capacity(1 << 16, b));
+    let (mut chunk_a, mut chunk_b) = (vec![0; 1 << 16], vec![0; 1 << 16]);
+    loop {
+        let Ok(read) = a.read(&mut chunk_a) else { return false };
+        if read == 0 {
+            return b.read(&mut chunk_b[..1]).is_ok_and(|n| n == 0);
+        }
+        if b.read_exact(&mut chunk_b[..read]).is_err() || chunk_a[..read] != chunk_b[..read] {
+            return false;
+        }
+    }
+}
+
+/// One loaded part: its number from 1, its document, and its pages in order.
 struct Part {
+    number: usize,
     document: Document,
     pages: Vec<ObjectId>,
 }
@@ -121,10 +172,11 @@ struct Part {
 fn load_part(part: usize, input: &MergeInput, max_inflate: usize) -> Result<Part, MergeError> {
     let loaded = catch_unwind(AssertUnwindSafe(|| read_part(input, max_inflate)))
         .unwrap_or_else(|payload| Err(PdfError::unreadable(work::panic_message(payload.as_ref()))));
-    loaded.map_err(|error| MergeError { part: Some(part), error })
+    let (document, pages) = loaded.map_err(|error| MergeError { part: Some(part), error })?;
+    Ok(Part { number: part, document, pages })
 }
 
-fn read_part(input: &MergeInput, max_inflate: usize) -> Result<Part, PdfError> {
+fn read_part(input: &MergeInput, max_inflate: usize) -> Result<(Document, Vec<ObjectId>), PdfError> {
     let label = input.label.as_str();
     let document = if label == "pdf" {
         let bytes = work::read_pdf(&input.path)?;
@@ -141,25 +193,25 @@ fn read_part(input: &MergeInput, max_inflate: usize) -> Result<Part, PdfError> {
         return Err(PdfError::NotPdf { found: detect::detect_bytes(&bytes) });
     };
     let pages = work::page_ids(&document)?;
-    Ok(Part { document, pages })
+    Ok((document, pages))
 }
 
 /// The parts' objects in one document, each part's numbers shifted past the numbers of the parts
-/// before it, and all their pages in order.
-fn combine(parts: Vec<Part>) -> Result<(Document, Vec<ObjectId>), MergeError> {
+/// before it, and each part's pages in order.
+fn combine(parts: Vec<Part>) -> Result<(Document, Vec<Vec<ObjectId>>), MergeError> {
     let mut shifts = Vec::with_capacity(parts.len());
     let mut next: u32 = 0;
-    for (index, part) in parts.iter().enumerate() {
+    for part in &parts {
         shifts.push(next);
         let last = part.document.objects.keys().next_back().map_or(0, |id| id.0);
         // The writer's numbers must stay below its page tree's placeholder (u32::MAX).
         next = next.checked_add(last).filter(|&n| n < u32::MAX / 2).ok_or_else(|| MergeError {
-            part: Some(index + 1),
+            part: Some(part.number),
             error: PdfError::unreadable("too many objects in the parts together"),
         })?;
     }
     let version = parts.iter().map(|part| part.document.version.clone()).max().unwrap_or_default();
-    let shifted: Vec<(Vec<(ObjectId, Object)>, Vec<ObjectId>)> = parts
+    let shifted: Vec<Shifted> = parts
         .into_par_iter()
         .zip(shifts)
         .map(|(part, shift)| {
@@ -176,17 +228,20 @@ fn combine(parts: Vec<Part>) -> Result<(Document, Vec<ObjectId>), MergeError> {
             (objects, pages)
         })
         .collect();
-    let mut pages = Vec::new();
+    let mut pages = Vec::with_capacity(shifted.len());
     let mut objects = Vec::with_capacity(shifted.iter().map(|(objects, _)| objects.len()).sum());
     for (part_objects, part_pages) in shifted {
         objects.extend(part_objects);
-        pages.extend(part_pages);
+        pages.push(part_pages);
     }
     let mut document = Document::with_version(version);
     // In ascending order already: the map is built from them in one pass.
     document.objects = objects.into_iter().collect::<BTreeMap<_, _>>();
     Ok((document, pages))
 }
+
+/// One part's objects under their shifted numbers, and its pages' shifted ids.
+type Shifted = (Vec<(ObjectId, Object)>, Vec<ObjectId>);
 
 /// Adds `shift` to the number of every reference in `object`.
 fn shift_references(object: &mut Object, shift: u32) {
@@ -354,6 +409,28 @@ mod tests {
         let error = merge(&[pdf("text-1page.pdf"), packed], &output, &settings).unwrap_err();
         assert_eq!(error.part, Some(2), "{error}");
         assert!(matches!(error.error, PdfError::InflatesTooMuch { limit: 256 }), "{error:?}");
+    }
+
+    #[test]
+    fn a_source_given_again_is_shared_not_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("copy.pdf");
+        std::fs::copy(fixture("text-20pages.pdf"), &copy).unwrap();
+        let (_once, once, _) = run(&[pdf("text-20pages.pdf")]);
+        let again =
+            [pdf("text-20pages.pdf"), pdf("text-1page.pdf"), MergeInput { path: copy, label: "pdf".to_owned() }];
+        let (_twice, twice, output) = run(&again);
+        let (once, twice) = (once.unwrap(), twice.unwrap());
+        assert_eq!(twice.pages, Some(41));
+        // The second copy adds its page dictionaries, not its fonts and contents again.
+        assert!(
+            twice.output_bytes < once.output_bytes * 3 / 2,
+            "{} bytes, once {}",
+            twice.output_bytes,
+            once.output_bytes
+        );
+        let texts = page_texts(&Document::load(&output).unwrap(), DEFAULT_MAX_INFLATE_BYTES).unwrap();
+        assert!(texts[20].contains("page 1") && texts[21].contains("page 1") && texts[40].contains("page 20"));
     }
 
     #[test]
