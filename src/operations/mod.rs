@@ -217,7 +217,8 @@ fn base_address_space(work: &Work) -> u64 {
 fn builtin_memory_factor(operation: &Operation) -> f64 {
     match operation {
         Operation::Shrink { .. } => SHRINK_MEMORY_FACTOR,
-        // PENDING(measure): pictures decode as topdf's do; PDFs are copied stream for stream.
+        // A merge's pictures decode as topdf's do; its PDFs are copied stream for stream, about
+        // 10 × their size at peak on text PDFs (`benches/merge.rs`, BENCHMARKS.md).
         Operation::ToPdf | Operation::Merge => TOPDF_MEMORY_FACTOR,
         _ => OPTIMIZE_MEMORY_FACTOR,
     }
