@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use docket::domain::{Clock as _, JobState, MessageKind, OutboxState, SystemClock, Ticket};
+use docket::domain::{Clock as _, JobState, MessageKind, Operation, OutboxState, SystemClock, Ticket};
 use docket::domain::{Job, OutboxMessage};
 use docket::spool::preview_path_for;
 use docket::store::DatabaseUrl;
@@ -24,8 +24,10 @@ use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use sha2::{Digest as _, Sha256};
 
-use crate::support::calls::to_chat;
+use crate::albums::{jpeg, pages_of};
+use crate::support::calls::{text_of, to_chat};
 use crate::support::child::{self, DocketProcess};
+use crate::support::upload;
 use crate::support::{DEADLINE, files_under, fixture, poll_until};
 
 /// `[workers] lease` of every process: the shortest allowed, so a killed process's claims lapse
@@ -459,6 +461,140 @@ async fn sigkill_mid_send_stalls_the_chat_no_longer_than_a_lease() {
         |c: &Call| to_chat(CHAT)(c) && c.params["text"].as_str().is_some_and(|t| t.contains("ticket #2"));
     d.fake.wait_for_call("sendMessage", ticket_reply, DEADLINE).await;
     d.fake.wait_for_call("sendDocument", |c| to_chat(CHAT)(c) && c.status == 200, DEADLINE).await;
+}
+
+/// The folders under `data` that are an album's download in progress (`….part/`) or its
+/// downloaded source (`….source/`), relative to it. `files_under` sees only files, and an empty
+/// folder left behind would hide from it.
+fn album_folders(data: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![data.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for path in entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+            if path.extension().is_some_and(|e| e == "part" || e == "source") {
+                found.push(path.strip_prefix(data).map(Path::to_path_buf).unwrap_or_else(|_| path.clone()));
+            }
+            stack.push(path);
+        }
+    }
+    found
+}
+
+impl Docket {
+    /// Waits (a few janitor passes at most) for no album folder to be left in the data folder.
+    async fn assert_no_album_folder_remains(&self) {
+        let left = poll_until(Duration::from_secs(5), async || {
+            let folders = album_folders(&self.data);
+            if folders.is_empty() { Ok(()) } else { Err(folders) }
+        })
+        .await;
+        assert!(left.is_ok(), "album folders left: {left:?}");
+    }
+
+    /// The sendMessage calls to `chat` the fake answered.
+    fn messages_to(&self, chat: i64) -> Vec<Call> {
+        self.fake.calls_to("sendMessage").into_iter().filter(|c| to_chat(chat)(c) && c.status == 200).collect()
+    }
+}
+
+/// Kill while an album is still arriving: two of its three photos are recorded, the quiet
+/// window is still open, and the third comes while no process runs. The next process takes it
+/// into the same ticket: one ticket, one reply listing the three files, one PDF of three pages
+/// in album order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_while_an_album_is_still_arriving_then_restart_gives_one_ticket_and_one_result() {
+    const CHAT: i64 = 7201;
+    // Wide enough that the window cannot close between the kill and the restart's first poll;
+    // were it to close, the restart's download claim would seal the album before the third part
+    // is read, and the test would fail (two tickets), never pass wrongly.
+    let d = Docket::with_config(
+        "shutdown_grace = \"5s\"\ndownload = 1\nprocess = 1",
+        "[limits]\nalbum_quiet_window = \"8s\"",
+    )
+    .await;
+    let widths = [300, 200, 400];
+    let photo = |width: u32| upload::photo(jpeg(width, 150), width, 150).in_album("crash-album");
+    photo(widths[0]).send_to(&d.fake, CHAT);
+    photo(widths[1]).send_to(&d.fake, CHAT);
+    d.start();
+    d.until("the album's first two parts to be recorded", DEADLINE, async |d| {
+        let parts = d.store.source_parts(Ticket(1)).await.expect("read the sources");
+        (parts.len() == 2).then_some(())
+    })
+    .await;
+    d.kill();
+    let at_kill = d.job(Ticket(1)).await.expect("the album's ticket");
+    assert_eq!(at_kill.state, JobState::Accepted, "killed before the album was downloaded: {at_kill:#?}");
+
+    photo(widths[2]).send_to(&d.fake, CHAT);
+    d.start();
+    let job = d.ready_and_sent(Ticket(1), Duration::from_secs(60)).await;
+
+    let jobs = d.jobs().await;
+    assert_eq!(jobs.len(), 1, "the part sent while the bot was down joined the album's ticket: {jobs:#?}");
+    assert_eq!(job.submission.operation, Operation::Merge);
+    assert_eq!(d.store.source_parts(Ticket(1)).await.expect("read the sources").len(), 3);
+    let replies = d.messages_to(CHAT);
+    assert_eq!(replies.len(), 1, "one ticket reply: {replies:#?}");
+    assert!(text_of(&replies[0]).contains("Got 3 files"), "{replies:#?}");
+    let upload = d.the_one_result(CHAT, "#1 ready:");
+    assert_eq!(page_count(&upload.bytes), 3);
+    let result = job.result_path().expect("a result");
+    let expected: Vec<Option<i64>> = widths.iter().map(|w| Some(i64::from(*w))).collect();
+    assert_eq!(pages_of(Path::new(result)), expected, "a page per photo, in album order");
+
+    d.assert_only_the_result_remains(&job).await;
+    d.assert_no_album_folder_remains().await;
+    d.process.assert_no_secrets_logged();
+}
+
+/// Kill while an album of three large PDFs is being merged; the next process takes the job over
+/// once the lease lapses, checks the source folder it already has, merges again and sends one
+/// result with every page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_while_a_merge_runs_then_restart_completes_once() {
+    const CHAT: i64 = 7202;
+    let d = Docket::with_config(
+        "shutdown_grace = \"5s\"\ndownload = 1\nprocess = 1",
+        "[limits]\nalbum_quiet_window = \"1s\"",
+    )
+    .await;
+    // About 7.5, 6 and 4.5 MB: each under the download limit, the merge of all of them under the
+    // upload limit, and long enough at work to be caught in the act.
+    let pdfs = [generated_pdf(500, 15_000, 21), generated_pdf(400, 15_000, 22), generated_pdf(300, 15_000, 23)];
+    for (n, pdf) in pdfs.iter().enumerate() {
+        let name = format!("part-{}.pdf", n + 1);
+        upload::document(pdf.clone(), &name, "application/pdf").in_album("crash-merge").send_to(&d.fake, CHAT);
+    }
+    d.start();
+    let first_pid = d.pid();
+    d.until("the merge to be running, the ticket reply out", DEADLINE, async |d| {
+        d.processing_with_its_reply_out(Ticket(1)).await
+    })
+    .await;
+    d.kill();
+    let at_kill = d.job(Ticket(1)).await.expect("the job");
+    assert_eq!(at_kill.state, JobState::Processing, "killed mid-merge: {at_kill:#?}");
+    let lease = at_kill.lease.clone().expect("the killed process still holds the lease");
+    assert!(lease.owner.contains(&format!(":{first_pid}:")), "held by the killed process: {lease:?}");
+
+    d.start();
+    let job = d.ready_and_sent(Ticket(1), Duration::from_secs(60)).await;
+
+    let jobs = d.jobs().await;
+    assert_eq!(jobs.len(), 1, "one job: {jobs:#?}");
+    assert_eq!(job.submission.operation, Operation::Merge);
+    let upload = d.the_one_result(CHAT, "#1 ready:");
+    assert_eq!(page_count(&upload.bytes), pdfs.iter().map(|p| page_count(p)).sum::<usize>());
+    assert_eq!(job.result.as_ref().map(|r| r.size), Some(upload.bytes.len() as i64));
+    assert_eq!(d.messages_to(CHAT).len(), 1, "one ticket reply");
+    // The album's downloaded folder survived the crash: no part was downloaded again.
+    assert_eq!(d.fake.calls_to("getFile").len(), pdfs.len(), "the sources were not downloaded again");
+
+    d.assert_only_the_result_remains(&job).await;
+    d.assert_no_album_folder_remains().await;
+    d.process.assert_no_secrets_logged();
 }
 
 /// How many of `jobs` are in each state.

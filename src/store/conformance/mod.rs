@@ -31,6 +31,23 @@ macro_rules! conformance {
     };
 }
 
+/// Like [`conformance!`], for cases about the migrations themselves: each case gets the address of
+/// a fresh, empty database of its backend ([`DatabaseUrl`]), to open as an older docket would
+/// ([`open_unmigrated`]) and again as this one does.
+macro_rules! conformance_unmigrated {
+    ($($case:ident),+ $(,)?) => {
+        /// The cases on an empty SQLite file.
+        mod sqlite {
+            cases!($crate::store::conformance::on_empty_sqlite: $($case),+);
+        }
+        /// The cases on an empty PostgreSQL database.
+        #[cfg(feature = "postgres-tests")]
+        mod postgres {
+            cases!($crate::store::conformance::pg::on_empty_postgres: $($case),+);
+        }
+    };
+}
+
 /// One test per case, each running it on a fresh store of one backend through `runner`.
 macro_rules! cases {
     ($runner:path: $($case:ident),+) => {$(
@@ -47,6 +64,7 @@ mod hosts;
 mod jobs;
 mod languages;
 mod leases;
+mod migration;
 mod nodes;
 mod outbox;
 mod pacing;
@@ -193,6 +211,32 @@ where
     store.close().await;
 }
 
+/// Runs `case` on the address of a fresh SQLite file no migration touched (the file is created
+/// when a store first opens it).
+async fn on_empty_sqlite<F, Fut>(case: F)
+where
+    F: FnOnce(DatabaseUrl) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let dir = tempfile::TempDir::new().expect("a temp folder");
+    case(DatabaseUrl::Sqlite(dir.path().join("docket.db"))).await;
+}
+
+/// A store on the database at `url` with no migration applied, as [`Store::open`] opens it
+/// but for the migrations.
+async fn open_unmigrated(url: &DatabaseUrl) -> Store {
+    let pool = match url {
+        DatabaseUrl::Sqlite(path) => super::Pool::Sqlite(super::sqlite::open(path).await.expect("opening SQLite")),
+        #[cfg(feature = "postgres")]
+        DatabaseUrl::Postgres(url) => {
+            super::Pool::Postgres(super::postgres::open(url).await.expect("opening PostgreSQL"))
+        }
+        #[cfg(not(feature = "postgres"))]
+        DatabaseUrl::Postgres(_) => unreachable!("PostgreSQL cases run only with the postgres feature"),
+    };
+    Store { pool, node: None }
+}
+
 #[cfg(feature = "postgres-tests")]
 mod pg {
     use std::future::Future;
@@ -218,10 +262,25 @@ mod pg {
         PgConnection::connect(url).await.unwrap_or_else(|e| panic!("cannot connect to DATABASE_URL: {e}"))
     }
 
-    /// Runs `case` on a fresh database, dropped afterwards even when the case panics.
+    /// Runs `case` on a fresh database, migrated, dropped afterwards even when the case panics.
     pub(super) async fn on_postgres<F, Fut>(case: F)
     where
         F: FnOnce(Store) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        on_empty_postgres(move |url: DatabaseUrl| async move {
+            let store = Store::open(&url).await.expect("opening PostgreSQL");
+            case(store.clone()).await;
+            store.close().await;
+        })
+        .await;
+    }
+
+    /// Runs `case` on the address of a fresh database no migration touched, dropped afterwards
+    /// even when the case panics.
+    pub(super) async fn on_empty_postgres<F, Fut>(case: F)
+    where
+        F: FnOnce(DatabaseUrl) -> Fut,
         Fut: Future<Output = ()>,
     {
         let server = server_url();
@@ -232,13 +291,7 @@ mod pg {
 
         let mut url = url::Url::parse(&server).expect("DATABASE_URL is a URL");
         url.set_path(&name);
-        let outcome = AssertUnwindSafe(async {
-            let store = Store::open(&DatabaseUrl::Postgres(url.to_string())).await.expect("opening PostgreSQL");
-            case(store.clone()).await;
-            store.close().await;
-        })
-        .catch_unwind()
-        .await;
+        let outcome = AssertUnwindSafe(case(DatabaseUrl::Postgres(url.to_string()))).catch_unwind().await;
 
         // Best effort: a leftover database is untidy, not a failed test.
         let mut conn = admin(&server).await;
