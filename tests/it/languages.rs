@@ -122,7 +122,10 @@ async fn the_command_list_is_registered_in_every_language_at_start() {
     let english = descriptions(&app.fake.commands(None));
     let russian = descriptions(&app.fake.commands(Some("ru")));
     let names: Vec<&str> = english.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["start", "help", "status", "get", "jobs", "cancel", "privacy", "forget", "lang"]);
+    assert_eq!(
+        names,
+        ["start", "help", "status", "get", "jobs", "merge", "done", "cancel", "privacy", "forget", "lang"]
+    );
     assert_eq!(russian.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), names);
     assert!(english.contains(&("lang".to_owned(), "Choose the language".to_owned())), "{english:?}");
     assert!(russian.contains(&("lang".to_owned(), "Выбрать язык".to_owned())), "{russian:?}");
