@@ -173,6 +173,20 @@ pub struct SourcePart {
 }
 
 impl SourcePart {
+    /// The file `facts` describes, carried by `message_id`, as a source of a ticket of several
+    /// (its position is the store's to give).
+    pub fn of(facts: &super::incoming::DocumentFacts, message_id: MessageId) -> Self {
+        Self {
+            position: 0,
+            message_id,
+            file_id: facts.file_id.clone(),
+            file_unique_id: facts.file_unique_id.clone(),
+            declared_name: facts.name.clone(),
+            declared_mime: facts.mime.clone(),
+            declared_size: facts.size.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
+        }
+    }
+
     /// The display name: the declared one, or a neutral stand-in.
     pub fn name(&self) -> &str {
         self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")

@@ -35,15 +35,7 @@ impl Intake {
     ) -> StoreResult<Option<Recorded>> {
         let now = self.clock.now();
         let quiet_until = now.plus(self.settings.get().album_quiet_window);
-        let part = SourcePart {
-            position: 0,
-            message_id: origin.message_id,
-            file_id: facts.file_id.clone(),
-            file_unique_id: facts.file_unique_id.clone(),
-            declared_name: facts.name.clone(),
-            declared_mime: facts.mime.clone(),
-            declared_size: facts.size.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
-        };
+        let part = SourcePart::of(facts, origin.message_id);
         let ticket = match tx.job_by_album(origin.chat, album).await? {
             Some(job) => {
                 if !tx.extend_gathering(job.ticket, quiet_until, now).await? {

@@ -90,15 +90,7 @@ impl Intake {
         if !tx.extend_gathering(merge.ticket, now.plus(settings.merge_idle), now).await? {
             return Ok(None);
         }
-        let part = SourcePart {
-            position: 0,
-            message_id: origin.message_id,
-            file_id: facts.file_id.clone(),
-            file_unique_id: facts.file_unique_id.clone(),
-            declared_name: facts.name.clone(),
-            declared_mime: facts.mime.clone(),
-            declared_size: facts.size.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
-        };
+        let part = SourcePart::of(facts, origin.message_id);
         let added = tx.add_source_part(merge.ticket, &part, 0).await?;
         let count = parts.len() + usize::from(added);
         let text = texts::merge_file_added(lang, name, merge.ticket, count);

@@ -9,6 +9,7 @@
 //! stops pointing at them is committed, so a crash leaves at worst an orphan file, never a row
 //! that points at nothing.
 
+mod album_source;
 mod attempt;
 pub mod budget;
 mod claim;

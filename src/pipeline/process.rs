@@ -73,7 +73,9 @@ pub async fn produce(deps: &PipelineDeps, job: &Job) -> Result<Output, StageErro
         attempt::blocking("preparing the run", move || Attempt::prepare(&spool, ticket, token, &name, extension))
             .await?;
     let files = RunFiles { input: &source, output: &attempt.output, scratch: attempt.scratch.path() };
-    let output_bytes = run_contained(deps, work, files, lang, chat_lang).await.map_err(|e| named_part(e, &parts))?;
+    let output_bytes = run_contained(deps, work, files, lang, chat_lang)
+        .await
+        .map_err(|e| super::album_source::named_part(e, &parts))?;
 
     let limit = deps.settings.get().upload_limit;
     let parts = match operation.output() {
@@ -131,7 +133,7 @@ async fn verified_source(
     job: &Job,
 ) -> Result<(PathBuf, DetectedFormat, Vec<SourcePart>), StageError> {
     if job.submission.operation == Operation::Merge {
-        return verified_album(deps, job).await;
+        return super::album_source::verified_album(deps, job).await;
     }
     let Some(expected) = job.source.clone() else {
         return Err(StageError::SourceLost { detail: "no source recorded".into() });
@@ -152,19 +154,6 @@ async fn verified_source(
         .map_err(|e| StageError::retry(format!("detection panicked: {e}")))?
         .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading the source", e) })?;
     Ok((source, format, Vec::new()))
-}
-
-/// `error`, with the album's file it names (the child knows its place only) given its name and
-/// the album's size from `parts`.
-fn named_part(error: StageError, parts: &[SourcePart]) -> StageError {
-    match error {
-        StageError::Fail { reason: FailureReason::InPart { number, reason, .. }, detail } => {
-            let name = parts.get(number as usize - 1).map(|part| part.name().to_owned()).unwrap_or_default();
-            let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
-            StageError::Fail { reason: FailureReason::InPart { number, count, name, reason }, detail }
-        }
-        other => other,
-    }
 }
 
 /// The operation the run carries out on content of `format`, and the work that does it: the
@@ -351,88 +340,13 @@ fn verify_source(path: &Path, size: i64, sha256: &str) -> Result<(), StageError>
     Ok(())
 }
 
-/// The files of an album's source folder (`1`, `2`, … in album order), checked together against
-/// the total size and the digest of digests the download recorded
-/// ([`album_digest`](super::download::album_digest)).
-fn verify_album_folder(folder: &Path, size: i64, sha256: &str) -> Result<Vec<PathBuf>, StageError> {
-    let files = crate::spool::album_files(folder);
-    let mut digests = Vec::with_capacity(files.len());
-    let mut total: u64 = 0;
-    for path in &files {
-        let (len, digest) = hash_file(path)?;
-        total += len;
-        digests.push(digest);
-    }
-    if i64::try_from(total).ok() != Some(size) {
-        return Err(lost(format!("the album's files have {total} bytes, {size} recorded")));
-    }
-    if super::download::album_digest(&digests) != sha256 {
-        return Err(lost("the album's files do not match their recorded sha256".into()));
-    }
-    Ok(files)
-}
-
-/// An album's source folder, verified ([`verify_album_folder`]), with each file's format
-/// checked against what `merge` takes; the first file's format, and the album's files as
-/// Telegram described them.
-async fn verified_album(
-    deps: &PipelineDeps,
-    job: &Job,
-) -> Result<(PathBuf, DetectedFormat, Vec<SourcePart>), StageError> {
-    let Some(expected) = job.source.clone() else {
-        return Err(StageError::SourceLost { detail: "no source recorded".into() });
-    };
-    let Some(folder) = expected.path.as_deref().map(PathBuf::from) else {
-        return Err(StageError::SourceLost { detail: "no source recorded".into() });
-    };
-    let parts = deps
-        .store
-        .source_parts(job.ticket_number())
-        .await
-        .map_err(|e| StageError::store("reading the album's files", e))?;
-    let dir = folder.clone();
-    let formats = tokio::task::spawn_blocking(move || {
-        let files = verify_album_folder(&dir, expected.size, &expected.sha256)?;
-        files
-            .iter()
-            .map(|file| {
-                detect::detect_path(file)
-                    .map_err(|e| StageError::SourceLost { detail: Detail::caused_by("reading an album's file", e) })
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await
-    .map_err(|e| StageError::retry(format!("verifying the album panicked: {e}")))??;
-    if formats.len() != parts.len() {
-        return Err(lost(format!("the album has {} files on disk, {} recorded", formats.len(), parts.len())));
-    }
-    let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
-    let accepts = Operation::Merge.accepts();
-    for ((number, part), format) in (1..).zip(&parts).zip(&formats) {
-        if !accepts.contains(&format.label()) {
-            let reason = FailureReason::WrongFormat {
-                operation: Operation::Merge.name().to_owned(),
-                accepts: accepts.iter().map(|a| (*a).to_owned()).collect(),
-                found: format.describe(),
-                found_label: format.label().to_owned(),
-            };
-            return Err(StageError::fail(
-                FailureReason::InPart { number, count, name: part.name().to_owned(), reason: Box::new(reason) },
-                format!("album file {number} is {}", format.label()),
-            ));
-        }
-    }
-    let first = formats.into_iter().next().ok_or_else(|| lost("an album with no files".to_owned()))?;
-    Ok((folder, first, parts))
-}
-
 /// The source is missing or not what was downloaded: download it again.
-fn lost(detail: String) -> StageError {
+pub(super) fn lost(detail: String) -> StageError {
     StageError::SourceLost { detail: detail.into() }
 }
 
 /// The size and hex sha256 of the file at `path`, read in full.
-fn hash_file(path: &Path) -> Result<(u64, String), StageError> {
+pub(super) fn hash_file(path: &Path) -> Result<(u64, String), StageError> {
     let mut file = std::fs::File::open(path).map_err(|e| lost(format!("source missing: {e}")))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1024 * 1024];
