@@ -48,9 +48,12 @@ pub const FORGET_MESSAGES: &str = "UPDATE outbox SET body = '', button_label = N
     WHERE job_id IN (SELECT id FROM jobs WHERE user_id = $1) AND status <> 'sending'";
 
 /// The download queue's head at $1 now, in claim order: `accepted` jobs not under a live lease,
-/// at most $2.
+/// at most $2. A ticket still gathering files (an album's, an open `/merge`'s) is not in line
+/// yet: its status message is its question or its count, which a place in line must not
+/// overwrite.
 pub const QUEUE_HEAD: &str =
     "SELECT * FROM jobs WHERE status = 'accepted' AND (lease_until IS NULL OR lease_until <= $1)
+        AND gathering IS NULL
     ORDER BY not_before, id LIMIT $2";
 
 /// Lets a person in by invite: $1 user, $2 now. Someone invited before stays as they were.

@@ -81,6 +81,9 @@ async fn cancel_alone_drops_the_open_merge_and_done_without_one_says_so(backend:
     assert_eq!((own.state, &own.submission.operation), (JobState::Ready, &Operation::ToPdf), "{own:#?}");
     let results = app.fake.wait_for_calls("sendDocument", to_chat(chat), 1, DEADLINE).await;
     assert_eq!(results.len(), 1, "only the file of its own gets a result: {results:#?}");
+    // The dropped merge is not the chat's open one: /merge opens another.
+    app.send_text(chat, "/merge");
+    app.fake.wait_for_call("sendMessage", says(chat, "Ticket #3 is open"), DEADLINE).await;
 }
 
 async fn a_merge_takes_no_more_files_than_its_limit(backend: Backend) {

@@ -19,6 +19,7 @@ conformance!(
     a_failed_job_points_at_no_source,
     the_jobs_holding_files_are_in_flight_or_leased_by_this_process,
     waiting_jobs_per_chat_leave_out_downloads,
+    a_ticket_still_gathering_files_is_not_in_the_queues_head_and_failing_ends_its_gathering,
 );
 
 async fn claims_respect_not_before(store: Store) {
@@ -263,4 +264,19 @@ async fn waiting_jobs_per_chat_leave_out_downloads(store: Store) {
     // Downloaded: it has left the queue.
     assert!(store.mark_fetched(downloading.ticket, &lease, "/spool/1.pdf", 10, "ff", at(12)).await.unwrap());
     assert_eq!(waiting_in_chat(&store, at(10).plus(LEASE), 100).await, 2);
+}
+
+async fn a_ticket_still_gathering_files_is_not_in_the_queues_head_and_failing_ends_its_gathering(store: Store) {
+    let single = insert(&store, &new_job(CHAT, 1), at(0)).await;
+    let merge = insert(&store, &new_job(OTHER_CHAT, 2), at(1)).await;
+    let mut tx = store.begin().await.unwrap();
+    tx.start_merge(merge, at(2)).await.unwrap();
+    tx.commit().await.unwrap();
+    let head: Vec<_> = store.queue_head(at(10), 10).await.unwrap().into_iter().map(|j| j.ticket).collect();
+    assert_eq!(head, [single], "an open merge has no place in line yet");
+
+    assert!(store.fail_job(merge, JobState::Accepted, None, "dropped", "test", &[], at(20)).await.unwrap());
+    let mut tx = store.begin().await.unwrap();
+    assert!(tx.open_merge(OTHER_CHAT).await.unwrap().is_none(), "a failed merge is not the chat's open one");
+    tx.commit().await.unwrap();
 }

@@ -94,12 +94,13 @@ async fn resubmit_job(
     Ok(resubmitted == 1)
 }
 
-/// Fails a job, forgetting its source and its secret: $1 ticket, $2 the state it must be in, $3 the lease token
+/// Fails a job, forgetting its source and its secret, and ending its gathering (a cancelled
+/// `/merge` is not the chat's open one any more): $1 ticket, $2 the state it must be in, $3 the lease token
 /// it must hold (NULL: any, leased or not), $4 reason, $5 detail, $6 now, $7 the state it takes
 /// (`failed`).
 pub const FAIL_JOB: &str =
     "UPDATE jobs SET status = $7, error = $4, error_detail = $5, local_path = NULL, secret = NULL,
-        lease_owner = NULL, lease_until = NULL, updated_at = $6
+        lease_owner = NULL, lease_until = NULL, updated_at = $6, gathering = NULL
     WHERE id = $1 AND status = $2 AND ($3 IS NULL OR (lease_token = $3 AND lease_owner IS NOT NULL))";
 
 /// Runs [`FAIL_JOB`]; `false` when the job was not in `step.from`, or not under `lease`, any more.
