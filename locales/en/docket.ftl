@@ -56,6 +56,7 @@ state-expired = expired
 ## The ticket reply and the status message it becomes
 
 your-file = your file
+your-files = your files
 ticket-line = Got { $name } ({ $size }) — ticket { $ticket }
 ticket-reply = { $ahead ->
     [0] { $line }, queued.
@@ -68,6 +69,9 @@ album-line = { $count ->
    *[other] Got { $count } files ({ $names }; { $size } in all)
 } — ticket { $ticket }
 album-becomes = They become one PDF, in this order.
+album-question = Merge them into one PDF, in this order, or take each on its own? Unanswered for { $wait }, they are merged.
+album-merge-button = Merge into one PDF
+album-each-button = Each on its own
 merge-opened = Ticket { $ticket } is open: send the files to merge, pictures and PDFs, in the order they go (at most { $files }, { $size } in all). Then send /done, or /cancel to drop them.
 merge-still-open = Ticket { $ticket } is still taking files ({ $count ->
     [one] 1 file
@@ -94,11 +98,15 @@ progress-queued = { $position ->
 progress-downloading-started = Downloading…
 progress-downloading = Downloading: { $percent }% ({ $done } of { $total }).
 progress-downloading-unknown-total = Downloading: { $done } so far.
+progress-downloading-file-started = Downloading file { $number } of { $count }…
+progress-downloading-file = Downloading file { $number } of { $count }: { $percent }% of all ({ $done } of { $total }).
+progress-downloading-file-unknown-total = Downloading file { $number } of { $count }: { $done } so far.
 progress-waiting-to-process = Downloaded; waiting for a free processing slot.
 progress-processing = Processing…
 progress-waiting-to-retry = Interrupted; trying again shortly.
 progress-ready = Ready: the result is below, kept until { $until }.
 progress-cancelled = Cancelled; its files are deleted.
+progress-taken-apart = Each file is a ticket of its own now: { $tickets }.
 progress-failed = Failed: { $reason }.
 
 ## Answers to a document
@@ -161,6 +169,7 @@ failure-tool-failed = { $tool } could not process { $name }
 failure-office-unavailable = { $name } was not converted: this bot cannot convert office files (Word, Excel, PowerPoint, OpenDocument); please send it as a PDF
 failure-in-part = file { $number } of the { $count } in the album: { $reason }
 failure-nothing-to-merge = no file was sent after /merge, so there was nothing to merge
+failure-taken-apart = its files were taken each on its own, as tickets of their own
 failure-cancelled = { $name } was cancelled
 failure-no-such-page = { $name } has no page { $page }: it has { $pages ->
     [one] { $pages } page
@@ -174,6 +183,8 @@ failure-page-too-big-for-parts = page { $page } of { $name } alone is { $size },
 
 status-title = { $ticket } — { $name }: { $state }
 status-size = Size: { $size }
+status-files = Files:
+status-file = { $number }. { $name } ({ $size })
 status-result = Result: { $size }
 status-received = Received: { $at }
 status-changed = Last change: { $at }
@@ -185,6 +196,10 @@ status-usage = Usage: /status 4812 or /get 4812 (the ticket number from my reply
 jobs-none = No tickets yet. Send me a PDF as a file to start.
 jobs-title = Your latest tickets:
 jobs-line = { $ticket } { $name } — { $state }
+several-files = { $count ->
+    [one] 1 file
+   *[other] { $count } files
+} ({ $names })
 cancelled = { $ticket } cancelled: { $name } will not be processed, and its files are deleted.
 cannot-cancel = { $ticket } is { $state } already; only a ticket that is not ready yet can be cancelled.
 cancel-usage = Usage: /cancel 4812 (the ticket number from my reply).

@@ -51,6 +51,7 @@ state-expired = срок хранения истёк
 ## Ответ на документ и сообщение о ходе работы
 
 your-file = ваш файл
+your-files = ваши файлы
 ticket-line = Получен { $name } ({ $size }) — заявка { $ticket }
 ticket-reply = { $ahead ->
     [0] { $line }, в очереди.
@@ -65,6 +66,9 @@ album-line = { $count ->
    *[many] Получено { $count } файлов ({ $names }; всего { $size })
 } — заявка { $ticket }
 album-becomes = Из них получится один PDF, в этом порядке.
+album-question = Объединить их в один PDF, в этом порядке, или обработать каждый отдельно? Если не ответить за { $wait }, они будут объединены.
+album-merge-button = Объединить в один PDF
+album-each-button = Каждый отдельно
 merge-opened = Заявка { $ticket } открыта: присылайте файлы для объединения, картинки и PDF, в нужном порядке (не больше { $files }, всего до { $size }). Затем пришлите /done, или /cancel, чтобы отказаться.
 merge-still-open = Заявка { $ticket } ещё принимает файлы (пока { $count ->
     [one] { $count } файл
@@ -93,11 +97,15 @@ progress-queued = { $position ->
 progress-downloading-started = Загружаю…
 progress-downloading = Загружаю: { $percent }% ({ $done } из { $total }).
 progress-downloading-unknown-total = Загружаю: пока { $done }.
+progress-downloading-file-started = Загружаю файл { $number } из { $count }…
+progress-downloading-file = Загружаю файл { $number } из { $count }: { $percent }% от всех ({ $done } из { $total }).
+progress-downloading-file-unknown-total = Загружаю файл { $number } из { $count }: пока { $done }.
 progress-waiting-to-process = Загружено; жду свободного места для обработки.
 progress-processing = Обрабатываю…
 progress-waiting-to-retry = Прервалось; скоро попробую снова.
 progress-ready = Готово: результат ниже, хранится до { $until }.
 progress-cancelled = Отменено; файлы удалены.
+progress-taken-apart = Теперь у каждого файла своя заявка: { $tickets }.
 progress-failed = Не удалось: { $reason }.
 
 ## Ответы на документ
@@ -163,6 +171,7 @@ failure-tool-failed = { $tool } не смог обработать { $name }
 failure-office-unavailable = { $name } не преобразован: этот бот не умеет преобразовывать офисные файлы (Word, Excel, PowerPoint, OpenDocument); пришлите его в PDF
 failure-in-part = файл { $number } из { $count } в альбоме: { $reason }
 failure-nothing-to-merge = после /merge не пришло ни одного файла, объединять было нечего
+failure-taken-apart = файлы обработаны каждый отдельно, по своим заявкам
 failure-cancelled = { $name } отменён
 failure-no-such-page = в { $name } нет страницы { $page }: в нём { $pages ->
     [one] { $pages } страница
@@ -177,6 +186,8 @@ failure-page-too-big-for-parts = страница { $page } файла { $name }
 
 status-title = { $ticket } — { $name }: { $state }
 status-size = Размер: { $size }
+status-files = Файлы:
+status-file = { $number }. { $name } ({ $size })
 status-result = Результат: { $size }
 status-received = Получена: { $at }
 status-changed = Последнее изменение: { $at }
@@ -188,6 +199,11 @@ status-usage = Как пользоваться: /status 4812 или /get 4812 (�
 jobs-none = Заявок пока нет. Пришлите мне PDF файлом, чтобы начать.
 jobs-title = Ваши последние заявки:
 jobs-line = { $ticket } { $name } — { $state }
+several-files = { $count ->
+    [one] { $count } файл
+    [few] { $count } файла
+   *[many] { $count } файлов
+} ({ $names })
 cancelled = { $ticket } отменена: { $name } не будет обработан, его файлы удалены.
 cannot-cancel = { $ticket } уже { $state }; отменить можно только заявку, которая ещё не готова.
 cancel-usage = Как пользоваться: /cancel 4812 (номер заявки из моего ответа).

@@ -308,6 +308,9 @@ pub enum FailureReason {
     OfficeUnavailable,
     /// A `/merge` nobody finished got no file before its idle time ran out.
     NothingToMerge,
+    /// The person asked for an album's files each on its own: each became a ticket of its own,
+    /// and the album's ended without a result.
+    TakenApart,
     /// One file of a ticket of several (an album) failed for `reason`: the whole ticket fails,
     /// naming it, and nothing half-made is sent.
     InPart {

@@ -66,8 +66,9 @@ impl Intake {
         self.reply_with_buttons(tx, update_id, origin, texts::forget_question(lang), vec![confirm]).await
     }
 
-    /// A press on one of docket's buttons other than `/lang`'s: `/forget`'s confirmation, which
-    /// only the person who asked can press. Returns whether jobs were ended.
+    /// A press on one of docket's buttons other than `/lang`'s: a further run's, an album
+    /// question's answer, a merge's Done, a mode, or `/forget`'s confirmation, which only the
+    /// person who asked can press. Returns whether jobs were ended.
     pub(super) async fn pressed(
         &self,
         tx: &mut Tx,
@@ -80,6 +81,12 @@ impl Intake {
         if let Some(run) = data.strip_prefix(Button::RUN_PREFIX) {
             if allowed {
                 self.run_pressed(tx, update_id, origin, run).await?;
+            }
+            return Ok(false);
+        }
+        if data.starts_with(super::albums::ALBUM_MERGE_PREFIX) || data.starts_with(super::albums::ALBUM_EACH_PREFIX) {
+            if allowed {
+                return self.album_answered(tx, update_id, origin, data).await;
             }
             return Ok(false);
         }
@@ -148,7 +155,8 @@ impl Intake {
         }
         let ready: Vec<&Job> = runs.iter().filter(|r| r.state == JobState::Ready).collect();
         if ready.is_empty() {
-            return self.reply(tx, update_id, origin, texts::ticket_status(lang, &runs)).await;
+            let parts = tx.source_parts(ticket).await?;
+            return self.reply(tx, update_id, origin, texts::ticket_status(lang, &runs, &parts)).await;
         }
         for run in ready {
             self.send_kept_result(tx, update_id, origin, run).await?;
@@ -200,9 +208,19 @@ impl Intake {
             Command::Status(Some(ticket)) => {
                 // Another chat's ticket reads exactly like a missing one.
                 let runs: Vec<Job> = tx.runs(ticket).await?.into_iter().filter(|r| r.submission.chat == chat).collect();
-                if runs.is_empty() { texts::no_such_ticket(lang, ticket) } else { texts::ticket_status(lang, &runs) }
+                match runs.first() {
+                    None => texts::no_such_ticket(lang, ticket),
+                    Some(first) => texts::ticket_status(lang, &runs, &tx.source_parts(first.ticket_number()).await?),
+                }
             }
-            Command::Jobs => texts::jobs(lang, &tx.chat_jobs(chat, 10).await?),
+            Command::Jobs => {
+                let mut lines = Vec::new();
+                for job in tx.chat_jobs(chat, 10).await? {
+                    let parts = tx.source_parts(job.ticket_number()).await?;
+                    lines.push((job, parts));
+                }
+                texts::jobs(lang, &lines)
+            }
             Command::Mode(word) => self.mode(tx, chat, word).await?,
         })
     }

@@ -25,7 +25,6 @@ impl Intake {
         origin: Origin,
         facts: DocumentFacts,
     ) -> StoreResult<Recorded> {
-        let now = self.clock.now();
         let lang = chat_lang(tx, origin.chat).await?;
         if let Some(merge) = tx.open_merge(origin.chat).await?
             && let Some(recorded) = self.merge_file(tx, update_id, origin, &facts, &merge, lang).await?
@@ -37,6 +36,20 @@ impl Intake {
         {
             return Ok(recorded);
         }
+        self.one_document(tx, update_id, origin, facts).await
+    }
+
+    /// A document on its own (not part of an open merge's or an album's ticket): refused for its
+    /// size or its caption, a new ticket, or the answer for one the chat has.
+    pub(super) async fn one_document(
+        &self,
+        tx: &mut Tx,
+        update_id: UpdateId,
+        origin: Origin,
+        facts: DocumentFacts,
+    ) -> StoreResult<Recorded> {
+        let now = self.clock.now();
+        let lang = chat_lang(tx, origin.chat).await?;
         if let Some(refused) = self.refuse_if_too_big(tx, update_id, origin, &facts, lang, now).await? {
             return Ok(refused);
         }

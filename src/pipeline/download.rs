@@ -12,7 +12,7 @@ use std::io;
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
@@ -35,9 +35,33 @@ pub struct Fetched {
     pub sha256: String,
 }
 
+/// What a running download has received so far, for the person's status message.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// Bytes written (of every file, for a ticket of several).
+    pub bytes: AtomicU64,
+    /// For a ticket of several files, the one being downloaded (from 1); 0 for a ticket of one.
+    file: AtomicU32,
+    /// For a ticket of several files, how many it has.
+    files: AtomicU32,
+}
+
+impl Received {
+    /// The file being downloaded and how many the ticket has, for a ticket of several.
+    pub fn part(&self) -> Option<(u32, u32)> {
+        let file = self.file.load(Ordering::Relaxed);
+        (file > 0).then(|| (file, self.files.load(Ordering::Relaxed)))
+    }
+
+    fn start_file(&self, file: u32, files: u32) {
+        self.files.store(files, Ordering::Relaxed);
+        self.file.store(file, Ordering::Relaxed);
+    }
+}
+
 /// Downloads the job's file (or, for an album's ticket, every file of it) and verifies it.
-/// `received` follows the bytes written so far (for the person's status message).
-pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) -> Result<Fetched, StageError> {
+/// `received` follows what was written so far (for the person's status message).
+pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<Received>) -> Result<Fetched, StageError> {
     // The file must fit the mode's download limit and, with its intermediate output, the budget.
     let limit = deps.settings.get().download_limit.min(deps.budget.largest_source());
     // An attempt that died (a crash, a lost lease) may have left a .part or an unrecorded source.
@@ -72,13 +96,13 @@ pub async fn fetch(deps: &PipelineDeps, job: &Job, received: &Arc<AtomicU64>) ->
 /// renamed to `.source` once all are in. The ticket's source is that folder: its size the
 /// files' total, its sha256 that of their sha256s in order ([`album_digest`]), which is what
 /// processing verifies. A file that fails for good fails the ticket, naming it; the byte budget
-/// holds the total the album declared.
+/// holds the total the album declared, grown by each undeclared file's size once getFile says it.
 async fn fetch_album(
     deps: &PipelineDeps,
     job: &Job,
     limit: u64,
     token: i64,
-    received: &Arc<AtomicU64>,
+    received: &Arc<Received>,
 ) -> Result<Fetched, StageError> {
     let parts = deps
         .store
@@ -94,6 +118,9 @@ async fn fetch_album(
         .tempdir_in(deps.spool.downloads())
         .map_err(|e| StageError::io("creating the album's .part folder", e))?;
     let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+    // What the budget holds for the album: the sizes its files declared, and each undeclared
+    // one's as getFile tells it.
+    let mut expected: u64 = parts.iter().filter_map(|p| p.declared_size).map(|s| u64::try_from(s).unwrap_or(0)).sum();
     let mut digests = Vec::with_capacity(parts.len());
     let mut total = 0;
     for (number, part) in (1..).zip(&parts) {
@@ -104,11 +131,18 @@ async fn fetch_album(
             },
             other => other,
         };
+        received.start_file(number, count);
         let file = File::create_new(crate::spool::album_file(folder.path(), number))
             .map_err(|e| StageError::io("creating an album file's .part", e))?;
         let declared = part.declared_size.and_then(|s| u64::try_from(s).ok());
         let wanted = Wanted { file_id: &part.file_id, declared, limit };
-        let (size, sha256) = fetch_into(deps, wanted, file, received, |_| {}).await.map_err(in_part)?;
+        let sized = |size| {
+            if declared.is_none() {
+                expected += size;
+                deps.budget.resize(job.ticket, expected);
+            }
+        };
+        let (size, sha256) = fetch_into(deps, wanted, file, received, sized).await.map_err(in_part)?;
         total += size;
         digests.push(sha256);
     }
@@ -147,7 +181,7 @@ async fn fetch_into(
     deps: &PipelineDeps,
     wanted: Wanted<'_>,
     file: File,
-    received: &Arc<AtomicU64>,
+    received: &Arc<Received>,
     sized: impl FnOnce(u64),
 ) -> Result<(u64, String), StageError> {
     let Wanted { file_id, declared, limit } = wanted;
@@ -172,13 +206,13 @@ async fn fetch_into(
         // A local Bot API server's own disk: one blocking copy loop, no async hops per chunk.
         Some(source) => {
             let received = Arc::clone(received);
-            tokio::task::spawn_blocking(move || copy_local(&source, file, bound, &received))
+            tokio::task::spawn_blocking(move || copy_local(&source, file, bound, &received.bytes))
                 .await
                 .map_err(|e| StageError::retry(format!("the local copy panicked: {e}")))??
         }
         None => {
             let body = deps.telegram.open_file(&remote).await.map_err(transfer_error)?;
-            stream_to_file(body, file, bound, received).await?
+            stream_to_file(body, file, bound, &received.bytes).await?
         }
     };
     for (what, expected) in [("declared", declared), ("getFile", remote.size)] {

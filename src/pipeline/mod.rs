@@ -24,7 +24,6 @@ pub mod reap;
 mod record;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -201,11 +200,11 @@ async fn run_claimed(stage: Stage, job: Job, deps: &PipelineDeps, abort: &Cancel
     info!(declared_size_bytes = job.submission.declared_size, "working on job");
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     let step = match stage {
-        Stage::Download => Progress::Downloading { done: 0, total: declared },
+        Stage::Download => Progress::Downloading { done: 0, total: declared, part: None },
         Stage::Process => Progress::Processing,
     };
     progress::report(deps, &job, &step, job.updated_at).await;
-    let received = Arc::new(AtomicU64::new(0));
+    let received = Arc::new(download::Received::default());
     let reporter = (stage == Stage::Download)
         .then(|| tokio::spawn(progress::report_download(deps.clone(), job.clone(), Arc::clone(&received))));
     let heartbeat =
@@ -294,7 +293,7 @@ async fn run_stage(
     stage: Stage,
     deps: &PipelineDeps,
     job: &Job,
-    received: &Arc<AtomicU64>,
+    received: &Arc<download::Received>,
 ) -> Result<Produced, StageError> {
     match stage {
         Stage::Download => download::fetch(deps, job, received).await.map(Produced::Fetched),

@@ -1,11 +1,12 @@
 //! The status message's edits a stage queues: its steps, the place in line, a download's bytes.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tracing::warn;
 
+use super::download::Received;
 use super::{PipelineDeps, outcome};
 use crate::domain::{Job, Timestamp};
 use crate::texts::{Lang, Progress};
@@ -52,17 +53,18 @@ pub(super) async fn report_queue(deps: PipelineDeps, at: Timestamp) {
     }
 }
 
-/// Reports a running download's bytes (`received`, kept by the download stage) every
-/// [`PROGRESS_EVERY`].
-pub(super) async fn report_download(deps: PipelineDeps, job: Job, received: Arc<AtomicU64>) {
+/// Reports a running download's bytes and, for a ticket of several files, the file it is at
+/// (`received`, kept by the download stage) every [`PROGRESS_EVERY`].
+pub(super) async fn report_download(deps: PipelineDeps, job: Job, received: Arc<Received>) {
     let total = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
     let mut last = 0;
     loop {
         tokio::time::sleep(PROGRESS_EVERY).await;
-        let done = received.load(Ordering::Relaxed);
+        let done = received.bytes.load(Ordering::Relaxed);
         if done != last {
             last = done;
-            report(&deps, &job, &Progress::Downloading { done, total }, deps.clock.now()).await;
+            let step = Progress::Downloading { done, total, part: received.part() };
+            report(&deps, &job, &step, deps.clock.now()).await;
         }
     }
 }

@@ -118,9 +118,10 @@ pub const NEXT_MESSAGE_DUE: &str = "SELECT CASE WHEN g.not_before > d.first THEN
     LEFT JOIN chat_pacing g ON g.chat_id = 0";
 
 /// Rewrites a message that is still `pending` and holds it back until later: $1 idempotency
-/// key, $2 its new body, $3 not before, $4 now. An album's ticket reply waits so, listing its
-/// parts as they come, until the album is quiet.
-pub const DEFER_PENDING: &str = "UPDATE outbox SET body = $2, not_before = $3, updated_at = $4
+/// key, $2 its new body, $3 not before, $4 now, $5 and $6 its buttons' labels and data. An
+/// album's ticket reply waits so, listing its parts as they come, until the album is quiet.
+pub const DEFER_PENDING: &str =
+    "UPDATE outbox SET body = $2, not_before = $3, updated_at = $4, button_label = $5, button_data = $6
     WHERE idempotency_key = $1 AND status = 'pending'";
 
 /// Turns `sending` rows whose lease lapsed at $1 now into `unknown`, and returns them.
@@ -551,16 +552,25 @@ impl Tx {
         enqueue(&mut self.conn(), message, now).await
     }
 
-    /// Gives the message `key`, while it is still `pending`, the text `body` and holds it back
-    /// until `not_before`; `false` when it is not pending any more (it went out).
+    /// Gives the message `key`, while it is still `pending`, the text `body` and the buttons
+    /// `buttons`, and holds it back until `not_before`; `false` when it is not pending any more
+    /// (it went out).
     pub async fn defer_pending(
         &mut self,
         key: &IdempotencyKey,
         body: &str,
+        buttons: &[Button],
         not_before: Timestamp,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let args = [key.as_str().into(), body.into(), not_before.into(), now.into()];
+        let args = [
+            key.as_str().into(),
+            body.into(),
+            not_before.into(),
+            now.into(),
+            buttons_to_column(buttons, |b| &b.label).into(),
+            buttons_to_column(buttons, |b| &b.data).into(),
+        ];
         Ok(self.conn().execute(DEFER_PENDING, &args).await.context("holding back a message")? == 1)
     }
 }

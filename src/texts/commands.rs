@@ -5,7 +5,7 @@
 
 use super::catalog::{Lang, n, plain, render, s};
 use super::values::{display_name, duration, run_label, size, state_words};
-use crate::domain::{Job, JobState, Ticket};
+use crate::domain::{Job, JobState, SourcePart, Ticket};
 
 /// How the language calls itself ("English", "Русский"), for its `/lang` button.
 pub fn language_name(lang: Lang) -> String {
@@ -32,19 +32,29 @@ pub fn command_list(lang: Lang) -> Vec<(&'static str, String)> {
 }
 
 /// The `/status N` answer for the chat that owns the ticket.
-pub fn status(lang: Lang, job: &Job) -> String {
+pub fn status(lang: Lang, job: &Job, parts: &[SourcePart]) -> String {
     let ticket = || s("ticket", run_label(job));
-    let mut lines = vec![render(
-        lang,
-        "status-title",
-        &[ticket(), s("name", display_name(lang, job.name())), s("state", state_words(lang, job.state))],
-    )];
+    let name = if parts.is_empty() { display_name(lang, job.name()) } else { several_files(lang, parts) };
+    let mut lines =
+        vec![render(lang, "status-title", &[ticket(), s("name", name), s("state", state_words(lang, job.state))])];
     let declared = job
         .submission
         .declared_size
         .map(|b| size(lang, u64::try_from(b).unwrap_or(0)))
         .unwrap_or_else(|| plain(lang, "size-unknown-short"));
     lines.push(render(lang, "status-size", &[s("size", declared)]));
+    if !parts.is_empty() {
+        lines.push(plain(lang, "status-files"));
+        lines.extend((1..).zip(parts).map(|(number, part)| {
+            let declared = part.declared_size.and_then(|b| u64::try_from(b).ok());
+            let shown = declared.map_or_else(|| plain(lang, "size-unknown-short"), |b| size(lang, b));
+            render(
+                lang,
+                "status-file",
+                &[n("number", number), s("name", display_name(lang, part.name())), s("size", shown)],
+            )
+        }));
+    }
     if let Some(result) = &job.result {
         lines.push(render(lang, "status-result", &[s("size", size(lang, u64::try_from(result.size).unwrap_or(0)))]));
     }
@@ -76,23 +86,25 @@ pub fn status_usage(lang: Lang) -> String {
 }
 
 /// The `/jobs` answer: the chat's latest tickets.
-pub fn jobs(lang: Lang, jobs: &[Job]) -> String {
+pub fn jobs(lang: Lang, jobs: &[(Job, Vec<SourcePart>)]) -> String {
     if jobs.is_empty() {
         return plain(lang, "jobs-none");
     }
     let mut lines = vec![plain(lang, "jobs-title")];
-    lines.extend(jobs.iter().map(|j| {
-        render(
-            lang,
-            "jobs-line",
-            &[
-                s("ticket", run_label(j)),
-                s("name", display_name(lang, j.name())),
-                s("state", state_words(lang, j.state)),
-            ],
-        )
+    lines.extend(jobs.iter().map(|(j, parts)| {
+        let name = if parts.is_empty() { display_name(lang, j.name()) } else { several_files(lang, parts) };
+        render(lang, "jobs-line", &[s("ticket", run_label(j)), s("name", name), s("state", state_words(lang, j.state))])
     }));
     lines.join("\n")
+}
+
+/// A ticket of several files, named by them: how many, and the first two.
+fn several_files(lang: Lang, parts: &[SourcePart]) -> String {
+    let mut names: Vec<String> = parts.iter().take(2).map(|part| display_name(lang, part.name())).collect();
+    if parts.len() > 2 {
+        names.push("…".to_owned());
+    }
+    render(lang, "several-files", &[n("count", parts.len() as u64), s("names", names.join(", "))])
 }
 
 /// The answer to `/cancel N` (or `docket cancel N`) that stopped the job.
@@ -199,8 +211,9 @@ pub fn mode_unknown(lang: Lang, word: &str) -> String {
 }
 
 /// `/status N` of a ticket with several runs: each run's status, the first one first.
-pub fn ticket_status(lang: Lang, runs: &[Job]) -> String {
-    runs.iter().map(|run| status(lang, run)).collect::<Vec<_>>().join("\n\n")
+/// `parts`: the ticket's files, for a ticket of several.
+pub fn ticket_status(lang: Lang, runs: &[Job], parts: &[SourcePart]) -> String {
+    runs.iter().map(|run| status(lang, run, parts)).collect::<Vec<_>>().join("\n\n")
 }
 
 /// `/cancel N` of a ticket with several runs: each run that was cancelled.

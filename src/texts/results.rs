@@ -141,6 +141,7 @@ pub fn failure_reason(lang: Lang, name: &str, reason: &FailureReason) -> String 
         ),
         FailureReason::OfficeUnavailable => render(lang, "failure-office-unavailable", &[name]),
         FailureReason::NothingToMerge => plain(lang, "failure-nothing-to-merge"),
+        FailureReason::TakenApart => plain(lang, "failure-taken-apart"),
         FailureReason::InPart { number, count, name: part_name, reason } => render(
             lang,
             "failure-in-part",

@@ -77,7 +77,12 @@ fn every_text(lang: Lang) -> Vec<String> {
         no_such_ticket(lang, Ticket(1)),
         status_usage(lang),
         jobs(lang, &[]),
-        jobs(lang, std::slice::from_ref(&job)),
+        jobs(lang, &[(job.clone(), Vec::new())]),
+        jobs(lang, &[(job.clone(), parts(1)), (job.clone(), parts(2)), (job.clone(), parts(5))]),
+        album_reply(lang, &parts(3), Ticket(1), 0),
+        album_question(lang, &parts(3), Ticket(1), 2, Duration::from_secs(3600)),
+        album_merge_button(lang),
+        album_each_button(lang),
         cancelled(lang, &job),
         cannot_cancel(lang, Ticket(1), JobState::Ready),
         cancel_usage(lang),
@@ -130,6 +135,7 @@ fn every_text(lang: Lang) -> Vec<String> {
         FailureReason::Crashed,
         FailureReason::ToolFailed { tool: "ocrmypdf".into() },
         FailureReason::Cancelled,
+        FailureReason::TakenApart,
         FailureReason::NoSuchPage { page: 25, pages: 20 },
         FailureReason::NoSuchPage { page: 3, pages: 1 },
         FailureReason::WrongPassword,
@@ -201,14 +207,18 @@ fn every_text(lang: Lang) -> Vec<String> {
     let steps = [
         Progress::Queued { position: 1 },
         Progress::Queued { position: 5 },
-        Progress::Downloading { done: 0, total: None },
-        Progress::Downloading { done: 5, total: Some(10) },
-        Progress::Downloading { done: 5, total: None },
+        Progress::Downloading { done: 0, total: None, part: None },
+        Progress::Downloading { done: 5, total: Some(10), part: None },
+        Progress::Downloading { done: 5, total: None, part: None },
+        Progress::Downloading { done: 0, total: Some(10), part: Some((1, 3)) },
+        Progress::Downloading { done: 5, total: Some(10), part: Some((2, 3)) },
+        Progress::Downloading { done: 5, total: None, part: Some((3, 3)) },
         Progress::WaitingToProcess,
         Progress::Processing,
         Progress::WaitingToRetry,
         Progress::Ready { until },
         Progress::Cancelled,
+        Progress::TakenApart { tickets: vec![Ticket(5), Ticket(6)] },
         Progress::Failed { reason: "x".into() },
     ];
     all.extend(steps.iter().map(|step| progress(lang, &job, step)));
@@ -216,9 +226,25 @@ fn every_text(lang: Lang) -> Vec<String> {
         job.state = state;
         job.error = Some("x".into());
         job.result = Some(ResultFile { path: None, size: 1, expires_at: until, telegram_file_id: None, parts: None });
-        all.push(status(lang, &job));
+        all.push(status(lang, &job, &[]));
+        all.push(status(lang, &job, &parts(3)));
     }
     all
+}
+
+/// `count` sources of a ticket of several files, the last of unknown size.
+fn parts(count: u32) -> Vec<crate::domain::SourcePart> {
+    (1..=count)
+        .map(|position| crate::domain::SourcePart {
+            position,
+            message_id: crate::domain::MessageId(i64::from(position)),
+            file_id: format!("f{position}"),
+            file_unique_id: format!("u{position}"),
+            declared_name: Some(format!("part-{position}.pdf")),
+            declared_mime: Some("application/pdf".into()),
+            declared_size: (position < count).then_some(1_000_000),
+        })
+        .collect()
 }
 
 #[test]
@@ -287,11 +313,11 @@ mod properties {
             let _ = too_big_for_budget(E, &raw, size, n);
             let _ = failure_reason(E, &raw, &FailureReason::NotAPdf { found: raw.clone() });
             let mut job = job(1, &raw, Some(size as i64));
-            let _ = status(E, &job);
-            let _ = progress(E, &job, &Progress::Downloading { done: n, total: Some(size) });
+            let _ = status(E, &job, &[]);
+            let _ = progress(E, &job, &Progress::Downloading { done: n, total: Some(size), part: None });
             job.result = Some(ResultFile { path: None, size: n as i64, expires_at: Timestamp::from_millis(0), telegram_file_id: None, parts: None });
             let _ = ready_caption(E, &job);
-            let _ = jobs(E, &[job]);
+            let _ = jobs(E, &[(job, Vec::new())]);
         }
     }
 }

@@ -4,9 +4,11 @@
 //! before. The catalog's section "The ticket reply and the status message it becomes", and the
 //! first answers of "Answers to a document".
 
+use std::time::Duration;
+
 use super::catalog::{Lang, n, plain, render, s};
-use super::values::{display_name, known_size, run_label, size, state_words};
-use crate::domain::{Job, JobState, SourcePart, Ticket, Timestamp};
+use super::values::{display_name, duration, known_size, run_label, size, state_words};
+use crate::domain::{Job, JobState, Operation, SourcePart, Ticket, Timestamp};
 
 /// The queue is counted up to this many jobs ahead; beyond it the ticket reply says "more than".
 pub const QUEUE_COUNT_CAP: u64 = 1000;
@@ -48,6 +50,25 @@ pub fn album_reply(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64)
         ],
     );
     format!("{}\n{}", queued(lang, line, ahead), plain(lang, "album-becomes"))
+}
+
+/// The ticket reply of an album of documents sent without a `merge` caption: its files, its
+/// ticket, and the question, merge them or take each on its own, which buttons under it answer;
+/// unanswered for `wait`, they are merged.
+pub fn album_question(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64, wait: Duration) -> String {
+    let reply = album_reply(lang, parts, ticket, ahead);
+    let first_line = reply.lines().next().unwrap_or_default().to_owned();
+    format!("{first_line}\n{}", render(lang, "album-question", &[s("wait", duration(lang, wait))]))
+}
+
+/// The label of the button that merges an album's files into one PDF.
+pub fn album_merge_button(lang: Lang) -> String {
+    plain(lang, "album-merge-button")
+}
+
+/// The label of the button that takes an album's files each on its own.
+pub fn album_each_button(lang: Lang) -> String {
+    plain(lang, "album-each-button")
 }
 
 /// The answer to `/merge`: the ticket that takes the files, and its limits.
@@ -124,12 +145,15 @@ pub enum Progress {
         /// Place in the download queue.
         position: u64,
     },
-    /// Bytes received so far, of the size Telegram announced when it did.
+    /// Bytes received so far, of the size Telegram announced when it did; for a ticket of
+    /// several files, of them all, with the file being downloaded.
     Downloading {
         /// Received.
         done: u64,
         /// Announced.
         total: Option<u64>,
+        /// The file being downloaded and how many the ticket has, for a ticket of several.
+        part: Option<(u32, u32)>,
     },
     /// Downloaded and checked; no processing slot free yet.
     WaitingToProcess,
@@ -144,6 +168,11 @@ pub enum Progress {
     },
     /// The person (or an admin) cancelled the job.
     Cancelled,
+    /// The person took an album's files each on its own: these are their tickets.
+    TakenApart {
+        /// The files' own tickets, in album order.
+        tickets: Vec<Ticket>,
+    },
     /// The job ended without a result.
     Failed {
         /// Why, as [`failure_reason`](crate::texts::failure_reason) words it (in the chat's language).
@@ -154,11 +183,32 @@ pub enum Progress {
 /// A job's status message: the ticket line, then where the job is now.
 pub fn progress(lang: Lang, job: &Job, step: &Progress) -> String {
     let declared = job.submission.declared_size.and_then(|s| u64::try_from(s).ok());
-    let header = ticket_line(lang, job.name(), declared, &run_label(job));
+    // A ticket of several files is named for them all, not for its first.
+    let name =
+        if job.submission.operation == Operation::Merge { plain(lang, "your-files") } else { job.name().to_owned() };
+    let header = ticket_line(lang, &name, declared, &run_label(job));
     let line = match step {
         Progress::Queued { position } => render(lang, "progress-queued", &[n("position", *position)]),
+        Progress::Downloading { done, total, part: Some((number, count)) } => {
+            let mut args = vec![n("number", u64::from(*number)), n("count", u64::from(*count))];
+            match total.filter(|total| *total > 0) {
+                _ if *done == 0 => render(lang, "progress-downloading-file-started", &args),
+                Some(total) => {
+                    args.extend([
+                        n("percent", done.saturating_mul(100) / total),
+                        s("done", size(lang, *done)),
+                        s("total", size(lang, total)),
+                    ]);
+                    render(lang, "progress-downloading-file", &args)
+                }
+                None => {
+                    args.push(s("done", size(lang, *done)));
+                    render(lang, "progress-downloading-file-unknown-total", &args)
+                }
+            }
+        }
         Progress::Downloading { done: 0, .. } => plain(lang, "progress-downloading-started"),
-        Progress::Downloading { done, total: Some(total) } if *total > 0 => render(
+        Progress::Downloading { done, total: Some(total), .. } if *total > 0 => render(
             lang,
             "progress-downloading",
             &[
@@ -175,6 +225,10 @@ pub fn progress(lang: Lang, job: &Job, step: &Progress) -> String {
         Progress::WaitingToRetry => plain(lang, "progress-waiting-to-retry"),
         Progress::Ready { until } => render(lang, "progress-ready", &[s("until", until.date_utc())]),
         Progress::Cancelled => plain(lang, "progress-cancelled"),
+        Progress::TakenApart { tickets } => {
+            let tickets: Vec<String> = tickets.iter().map(ToString::to_string).collect();
+            render(lang, "progress-taken-apart", &[s("tickets", tickets.join(", "))])
+        }
         Progress::Failed { reason } => render(lang, "progress-failed", &[s("reason", reason.as_str())]),
     };
     render(lang, "status-message", &[s("header", header), s("line", line)])
@@ -253,12 +307,15 @@ mod tests {
         let job = job(4812, "contract.pdf", Some(182_000_000));
         let line = |step: Progress| progress(E, &job, &step).lines().nth(1).unwrap_or_default().to_owned();
         assert!(progress(E, &job, &Progress::Processing).starts_with("Got contract.pdf (182.0 MB) — ticket #4812.\n"));
-        assert_eq!(line(Progress::Downloading { done: 0, total: Some(182_000_000) }), "Downloading…");
+        assert_eq!(line(Progress::Downloading { done: 0, total: Some(182_000_000), part: None }), "Downloading…");
         assert_eq!(
-            line(Progress::Downloading { done: 81_900_000, total: Some(182_000_000) }),
+            line(Progress::Downloading { done: 81_900_000, total: Some(182_000_000), part: None }),
             "Downloading: 45% (81.9 MB of 182.0 MB)."
         );
-        assert_eq!(line(Progress::Downloading { done: 5_000_000, total: None }), "Downloading: 5.0 MB so far.");
+        assert_eq!(
+            line(Progress::Downloading { done: 5_000_000, total: None, part: None }),
+            "Downloading: 5.0 MB so far."
+        );
         assert_eq!(line(Progress::WaitingToProcess), "Downloaded; waiting for a free processing slot.");
         let until = Timestamp::from_millis(1_796_601_600_000);
         assert_eq!(
@@ -266,5 +323,40 @@ mod tests {
             format!("Ready: the result is below, kept until {}.", until.date_utc())
         );
         assert_eq!(line(Progress::Failed { reason: "x is damaged".into() }), "Failed: x is damaged.");
+    }
+
+    #[test]
+    fn a_ticket_of_several_files_counts_them_while_downloading() {
+        let mut job = job(7, "cover.pdf", Some(3_000_000));
+        job.submission.operation = Operation::Merge;
+        let line = |step: Progress| progress(E, &job, &step).lines().nth(1).unwrap_or_default().to_owned();
+        assert!(progress(E, &job, &Progress::Processing).starts_with("Got your files (3.0 MB) — ticket #7.\n"));
+        let at = |done, total, number| Progress::Downloading { done, total, part: Some((number, 3)) };
+        assert_eq!(line(at(0, Some(3_000_000), 1)), "Downloading file 1 of 3…");
+        assert_eq!(line(at(1_500_000, Some(3_000_000), 2)), "Downloading file 2 of 3: 50% of all (1.5 MB of 3.0 MB).");
+        assert_eq!(line(at(2_000_000, None, 3)), "Downloading file 3 of 3: 2.0 MB so far.");
+        assert_eq!(
+            line(Progress::TakenApart { tickets: vec![Ticket(8), Ticket(9)] }),
+            "Each file is a ticket of its own now: #8, #9."
+        );
+    }
+
+    #[test]
+    fn an_album_of_documents_is_asked_what_to_do() {
+        let part = |name: &str, size| SourcePart {
+            position: 1,
+            message_id: crate::domain::MessageId(1),
+            file_id: String::new(),
+            file_unique_id: String::new(),
+            declared_name: Some(name.to_owned()),
+            declared_mime: None,
+            declared_size: Some(size),
+        };
+        let parts = [part("a.pdf", 1_000_000), part("b.pdf", 2_000_000)];
+        assert_eq!(
+            album_question(E, &parts, Ticket(3), 0, Duration::from_secs(3600)),
+            "Got 2 files (a.pdf, b.pdf; 3.0 MB in all) — ticket #3, queued.\n\
+             Merge them into one PDF, in this order, or take each on its own? Unanswered for 1h, they are merged."
+        );
     }
 }

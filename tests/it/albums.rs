@@ -9,7 +9,7 @@ use docket::store::JobFilter;
 use fake_bot_api::FakeTelegram;
 
 use crate::per_backend;
-use crate::support::calls::{caption_of, text_of, to_chat};
+use crate::support::calls::{caption_of, says, text_of, to_chat};
 use crate::support::upload::{self, Upload};
 use crate::support::{Backend, DEADLINE, TestApp, eventually, fixture};
 
@@ -20,6 +20,10 @@ per_backend!(
     an_album_with_a_part_that_is_neither_picture_nor_pdf_fails_naming_it,
     an_album_with_a_part_over_the_download_limit_fails_naming_it,
     a_part_that_comes_after_the_album_was_sealed_is_a_file_of_its_own,
+    an_album_of_pdfs_without_a_caption_asks_and_merge_makes_one_pdf,
+    an_album_of_pdfs_taken_each_on_its_own_gives_a_ticket_and_a_result_per_file,
+    an_album_of_pdfs_captioned_merge_is_merged_without_asking,
+    status_and_jobs_show_an_albums_files_and_its_download_counts_them,
 );
 
 /// A JPEG photo of `width` × `height`, a gradient (so each is told apart by its size).
@@ -196,4 +200,120 @@ async fn a_part_that_comes_after_the_album_was_sealed_is_a_file_of_its_own(backe
         vec![Some(70)],
         "the album kept its one part"
     );
+}
+
+/// The message id of the bot's latest message to `chat`.
+fn latest_bot_message(fake: &FakeTelegram, chat: i64) -> i64 {
+    fake.last_bot_message(chat).and_then(|m| m["message_id"].as_i64()).expect("the bot wrote to the chat")
+}
+
+async fn an_album_of_pdfs_without_a_caption_asks_and_merge_makes_one_pdf(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 906;
+    send_album(
+        &app.fake,
+        chat,
+        "album-7",
+        vec![upload::pdf("pdf/text-1page.pdf", "cover.pdf"), upload::pdf("pdf/text-20pages.pdf", "body.pdf")],
+    );
+    let asked = app.fake.wait_for_call("sendMessage", says(chat, "Merge them into one PDF"), DEADLINE).await;
+    assert!(text_of(&asked).contains("Got 2 files (cover.pdf, body.pdf"), "{asked:#?}");
+    let question = latest_bot_message(&app.fake, chat);
+    assert_eq!(app.fake.button_labels(chat, question), ["Merge into one PDF", "Each on its own"]);
+    let waiting = app.store.job(Ticket(1)).await.expect("store reads").expect("ticket 1");
+    assert_eq!(waiting.state, JobState::Accepted, "nothing is downloaded before the answer: {waiting:#?}");
+    assert!(app.fake.calls_to("getFile").is_empty(), "nothing is downloaded before the answer");
+
+    app.fake.press_button_labelled(chat, chat, question, "Merge into one PDF").expect("a Merge button");
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    assert_eq!(pages_of(Path::new(job.result_path().expect("a result"))).len(), 21, "1 + 20 pages, in album order");
+    assert_eq!(all_jobs(&app).await.len(), 1, "one ticket");
+    eventually(DEADLINE, async || {
+        let labels = app.fake.button_labels(chat, question);
+        let asking = labels.iter().any(|l| l.contains("Merge into") || l.contains("Each on"));
+        if asking { Err(format!("the answered question still asks: {labels:?}")) } else { Ok(()) }
+    })
+    .await;
+}
+
+async fn an_album_of_pdfs_taken_each_on_its_own_gives_a_ticket_and_a_result_per_file(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 907;
+    send_album(
+        &app.fake,
+        chat,
+        "album-8",
+        vec![upload::pdf("pdf/text-1page.pdf", "cover.pdf"), upload::pdf("pdf/text-20pages.pdf", "body.pdf")],
+    );
+    app.fake.wait_for_call("sendMessage", says(chat, "Merge them into one PDF"), DEADLINE).await;
+    let question = latest_bot_message(&app.fake, chat);
+    app.fake.press_button_labelled(chat, chat, question, "Each on its own").expect("an Each button");
+
+    let cover = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;
+    let body = app.wait_for_job(Ticket(3), |j| j.state.is_terminal()).await;
+    for (job, name) in [(&cover, "cover.pdf"), (&body, "body.pdf")] {
+        assert_eq!(job.state, JobState::Ready, "{job:#?}");
+        assert_eq!(job.submission.declared_name.as_deref(), Some(name), "{job:#?}");
+        assert_ne!(job.submission.operation, Operation::Merge, "each file on its own: {job:#?}");
+    }
+    let album = app.store.job(Ticket(1)).await.expect("store reads").expect("ticket 1");
+    assert_eq!(album.state, JobState::Failed, "{album:#?}");
+    assert!(album.error.as_deref().unwrap_or_default().contains("each on its own"), "{album:#?}");
+    let results = app.fake.wait_for_calls("sendDocument", to_chat(chat), 2, DEADLINE).await;
+    assert_eq!(results.len(), 2, "a result per file: {results:#?}");
+    let edit = app.fake.wait_for_call("editMessageText", says(chat, "a ticket of its own now: #2, #3"), DEADLINE).await;
+    assert_eq!(edit.params["message_id"].as_i64(), Some(question), "the question's message says so");
+    assert!(edit.params.get("reply_markup").is_none(), "and keeps no buttons: {edit:#?}");
+}
+
+async fn an_album_of_pdfs_captioned_merge_is_merged_without_asking(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 908;
+    send_album(
+        &app.fake,
+        chat,
+        "album-9",
+        vec![
+            upload::pdf("pdf/text-1page.pdf", "cover.pdf").caption("merge"),
+            upload::pdf("pdf/text-20pages.pdf", "body.pdf"),
+        ],
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    assert_eq!(pages_of(Path::new(job.result_path().expect("a result"))).len(), 21);
+    let replies: Vec<_> = app.fake.calls_to("sendMessage").into_iter().filter(|c| to_chat(chat)(c)).collect();
+    assert!(replies.iter().all(|c| !text_of(c).contains("Merge them")), "not asked: {replies:#?}");
+    assert!(replies.iter().any(|c| text_of(c).contains("They become one PDF")), "{replies:#?}");
+}
+
+async fn status_and_jobs_show_an_albums_files_and_its_download_counts_them(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 909;
+    // Slow enough (about 7 s each) for the running download to report which file it is at.
+    app.fake.fail_downloads(fake_bot_api::DownloadFault::Throttle { bytes_per_sec: 6_000 }, Some(2));
+    send_album(
+        &app.fake,
+        chat,
+        "album-10",
+        vec![upload::pdf("pdf/scan-2pages.pdf", "scan.pdf").caption("merge"), upload::photo(jpeg(200, 100), 200, 100)],
+    );
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Ready, "{job:#?}");
+    let edits: Vec<String> =
+        app.fake.calls_to("editMessageText").iter().filter(|c| to_chat(chat)(c)).map(text_of).collect();
+    assert!(edits.iter().any(|t| t.contains("\nDownloading file 1 of 2: ")), "the download counts files: {edits:#?}");
+    assert!(
+        edits.iter().all(|t| t.starts_with("Got your files (")),
+        "a ticket of several is named for them all: {edits:#?}"
+    );
+
+    app.send_text(chat, "/status 1");
+    let status = app.fake.wait_for_call("sendMessage", says(chat, "Files:"), DEADLINE).await;
+    let status = text_of(&status);
+    assert!(status.contains("#1 — 2 files (scan.pdf, photo.jpg)"), "{status}");
+    assert!(status.contains("Files:\n1. scan.pdf (41.5 kB)\n2. photo.jpg ("), "{status}");
+    app.send_text(chat, "/jobs");
+    let jobs = app.fake.wait_for_call("sendMessage", says(chat, "Your latest tickets:"), DEADLINE).await;
+    assert!(text_of(&jobs).contains("#1 2 files (scan.pdf, photo.jpg) — "), "{jobs:#?}");
 }

@@ -20,6 +20,23 @@ pub const JOB_BY_ALBUM: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND media_
 pub const START_ALBUM: &str =
     "UPDATE jobs SET gathering = 'album', media_group_id = $2, not_before = $3 WHERE id = $1 AND status = 'accepted'";
 
+/// Holds a gathering album's ticket until `$2` (the end of its quiet window, or of the wait for
+/// an answer to its question), and notes whether it is still to be asked: $1 ticket, $3 1 while
+/// no part's caption asked to merge it (the job's `chosen_by_default`: nobody chose yet).
+pub const HOLD_ALBUM: &str = "UPDATE jobs SET not_before = $2, chosen_by_default = $3
+    WHERE id = $1 AND gathering = 'album' AND status = 'accepted'";
+
+/// The answer "merge" to an album's question: its ticket is due now: $1 ticket, $2 now. Zero
+/// rows: it was answered already, or is on its way.
+pub const MERGE_ALBUM: &str = "UPDATE jobs SET chosen_by_default = 0, not_before = $2, updated_at = $2
+    WHERE id = $1 AND gathering = 'album' AND status = 'accepted' AND chosen_by_default = 1";
+
+/// The answer "each on its own" to an album's question: its ticket stops gathering, to be ended
+/// as its files become tickets of their own: $1 ticket, $2 now. Zero rows: it was answered
+/// already, or is on its way.
+pub const TAKE_APART_ALBUM: &str = "UPDATE jobs SET gathering = NULL, updated_at = $2
+    WHERE id = $1 AND gathering = 'album' AND status = 'accepted' AND chosen_by_default = 1";
+
 /// A chat's open `/merge`: $1 chat.
 pub const OPEN_MERGE: &str = "SELECT * FROM jobs WHERE chat_id = $1 AND gathering = 'merge'";
 
@@ -125,6 +142,29 @@ impl Tx {
     ) -> StoreResult<bool> {
         let args = [ticket.0.into(), quiet_until.into(), now.into()];
         Ok(self.conn().execute(EXTEND_GATHERING, &args).await.context("extending a gathering")? == 1)
+    }
+
+    /// Holds the gathering album `ticket` until `due`; `still_to_ask`: no part's caption asked
+    /// to merge it so far.
+    pub async fn hold_album(&mut self, ticket: Ticket, due: Timestamp, still_to_ask: bool) -> StoreResult<()> {
+        let args = [ticket.0.into(), due.into(), i64::from(still_to_ask).into()];
+        self.conn().execute(HOLD_ALBUM, &args).await.context("holding an album")?;
+        Ok(())
+    }
+
+    /// Answers the album `ticket`'s question with "merge": due now; `false` when it was
+    /// answered already or is on its way.
+    pub async fn merge_album(&mut self, ticket: Ticket, now: Timestamp) -> StoreResult<bool> {
+        let merged =
+            self.conn().execute(MERGE_ALBUM, &[ticket.0.into(), now.into()]).await.context("merging an album")?;
+        Ok(merged == 1)
+    }
+
+    /// Answers the album `ticket`'s question with "each on its own": it takes no more parts, and
+    /// is the caller's to end; `false` when it was answered already or is on its way.
+    pub async fn take_apart_album(&mut self, ticket: Ticket, now: Timestamp) -> StoreResult<bool> {
+        let args = [ticket.0.into(), now.into()];
+        Ok(self.conn().execute(TAKE_APART_ALBUM, &args).await.context("taking an album apart")? == 1)
     }
 
     /// The chat's open `/merge`, if it has one.
