@@ -19,6 +19,7 @@ per_backend!(
     a_mixed_album_of_pdfs_and_photos_merges_in_album_order,
     an_album_with_a_part_that_is_neither_picture_nor_pdf_fails_naming_it,
     an_album_with_a_part_over_the_download_limit_fails_naming_it,
+    an_album_with_a_part_telegram_no_longer_has_fails_naming_it,
     a_part_that_comes_after_the_album_was_sealed_is_a_file_of_its_own,
     an_album_of_pdfs_without_a_caption_asks_and_merge_makes_one_pdf,
     an_album_of_pdfs_taken_each_on_its_own_gives_a_ticket_and_a_result_per_file,
@@ -182,6 +183,28 @@ async fn an_album_with_a_part_over_the_download_limit_fails_naming_it(backend: B
     assert_eq!(job.state, JobState::Failed, "{job:#?}");
     let reason = job.error.clone().unwrap_or_default();
     assert!(reason.contains("file 2 of the 2") && reason.contains("huge.pdf"), "{reason}");
+    assert!(app.fake.calls_to("sendDocument").iter().all(|c| !to_chat(chat)(c)), "nothing half-made is sent");
+}
+
+async fn an_album_with_a_part_telegram_no_longer_has_fails_naming_it(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |_| {}).await;
+    let chat = 910;
+    upload::photo(jpeg(64, 64), 64, 64).in_album("album-11").send_to(&app.fake, chat);
+    let mut gone = app.fake.text_update(chat, chat, "x");
+    let message = gone["message"].as_object_mut().expect("message");
+    message.remove("text");
+    message.insert("media_group_id".into(), serde_json::json!("album-11"));
+    message.insert(
+        "document".into(),
+        serde_json::json!({"file_id": "no-such-file", "file_unique_id": "u-gone", "file_name": "gone.pdf"}),
+    );
+    app.fake.push_update(gone);
+    let job = app.wait_for_job(Ticket(1), |j| j.state.is_terminal()).await;
+    assert_eq!(job.state, JobState::Failed, "{job:#?}");
+    let reason = job.error.clone().unwrap_or_default();
+    assert!(reason.contains("file 2 of the 2") && reason.contains("gone.pdf"), "{reason}");
+    assert_eq!(all_jobs(&app).await.len(), 1, "one ticket, failed whole");
+    app.fake.wait_for_call("sendMessage", says(chat, "no longer has gone.pdf"), DEADLINE).await;
     assert!(app.fake.calls_to("sendDocument").iter().all(|c| !to_chat(chat)(c)), "nothing half-made is sent");
 }
 
