@@ -285,6 +285,7 @@ stats-hosts = Hosts: { $hosts }
 stats-hosts-none = none holding work now
 delivery-alert = docket: a message to chat { $chat } could not be delivered (outbox #{ $message }): { $why }. Further failures this hour are not announced; `docket status` and the docket_messages_failed_total metric count them.
 delivery-alert-about-ticket = docket: a message to chat { $chat } about ticket { $ticket } could not be delivered (outbox #{ $message }): { $why }. Further failures this hour are not announced; `docket status` and the docket_messages_failed_total metric count them.
+data-folder-low-alert = docket on { $node }: the data folder has only { $free } free, below [storage] min_free ({ $min_free }). No download starts until space is freed; jobs wait, they do not fail. This is said once until space is back.
 
 ## Operations: choosing what to do
 operation-optimize = optimize — smaller without any loss (the default)

@@ -290,6 +290,7 @@ stats-hosts = Хосты: { $hosts }
 stats-hosts-none = сейчас ни один не держит работу
 delivery-alert = docket: сообщение в чат { $chat } не удалось доставить (outbox #{ $message }): { $why }. Об остальных сбоях в этот час сообщений не будет; их считают `docket status` и метрика docket_messages_failed_total.
 delivery-alert-about-ticket = docket: сообщение в чат { $chat } о заявке { $ticket } не удалось доставить (outbox #{ $message }): { $why }. Об остальных сбоях в этот час сообщений не будет; их считают `docket status` и метрика docket_messages_failed_total.
+data-folder-low-alert = docket на { $node }: в папке данных свободно только { $free }, меньше [storage] min_free ({ $min_free }). Загрузки не начнутся, пока не освободится место; заявки ждут, они не отменяются. Это сообщение не повторится, пока место не вернётся.
 
 ## Операции: что сделать с файлом
 operation-optimize = optimize — меньше без потерь (по умолчанию)

@@ -59,6 +59,11 @@ impl crate::telemetry::Probe for Probe {
             metrics::gauge!("docket_budget_reserved_bytes").set(self.budget.in_use() as f64);
             metrics::gauge!("docket_memory_budget_bytes").set(self.memory.capacity() as f64);
             metrics::gauge!("docket_memory_budget_reserved_bytes").set(self.memory.in_use() as f64);
+            if let Ok(free) = fs4::available_space(&self.data_dir) {
+                metrics::gauge!("docket_data_free_bytes").set(free as f64);
+                let low = free < self.pipeline.get().min_free;
+                metrics::gauge!("docket_data_folder_low").set(f64::from(u8::from(low)));
+            }
             let census = match tokio::time::timeout(PROBE_TIMEOUT, self.store.census()).await {
                 Ok(Ok(census)) => census,
                 Ok(Err(e)) => {

@@ -324,6 +324,8 @@ pub fn janitor_deps(
         spool,
         settings: crate::runtime::Live::new(JanitorSettings::from_config(config)),
         outbox,
+        node: cluster::ThisNode::name_of(config).as_str().to_owned(),
+        disk: Arc::new(crate::janitor::DiskWatch::default()),
     }
 }
 

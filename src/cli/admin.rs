@@ -103,6 +103,9 @@ pub(super) async fn janitor(config: &Config, dry_run: bool) -> anyhow::Result<()
         spool: Spool::open(&config.storage.data_dir)?,
         settings: crate::runtime::Live::new(JanitorSettings::from_config(config)),
         outbox: Arc::new(Notify::new()),
+        // One pass, never the watch between passes: it tells no one.
+        node: config.node.name.as_ref().map_or_else(String::new, |name| name.as_str().to_owned()),
+        disk: Arc::new(crate::janitor::DiskWatch::default()),
     };
     let report = crate::janitor::pass(&deps, dry_run).await?;
     store.close().await;

@@ -107,6 +107,7 @@ impl JanitorSettings {
             prune_jobs: config.retention.prune_jobs,
             results_bytes: config.retention.results_bytes,
             min_free: config.storage.min_free,
+            admins: config.access.admins.clone(),
             dead_after: config.node.dead_after,
         }
     }

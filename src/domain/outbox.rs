@@ -73,6 +73,12 @@ impl IdempotencyKey {
         Self(format!("alert:{}:undelivered:{hour}", admin.0))
     }
 
+    /// The message to `admin` that host `node`'s data folder ran low on space, one per episode
+    /// (the episode began at `since`).
+    pub fn data_folder_low_alert(admin: ChatRef, node: &str, since: super::Timestamp) -> Self {
+        Self(format!("alert:{}:data-folder-low:{node}:{}", admin.0, since.as_millis()))
+    }
+
     /// Whether this is an admins' alert (which never raises another alert).
     pub fn is_alert(&self) -> bool {
         self.0.starts_with("alert:")

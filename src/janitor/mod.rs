@@ -12,7 +12,9 @@
 //!    worker creates during the pass is never mistaken for an orphan.
 //! 4. **History**: registered updates, delivered messages and (optionally) ended jobs older than
 //!    `[retention] history` are pruned.
-//! 5. **Disk**: a warning when free space under `data_dir` falls below `[storage] min_free`.
+//! 5. **Disk**: free space under `data_dir`, for the report. Between passes, every few seconds,
+//!    `janitor/disk.rs` watches it against `[storage] min_free`: a warning and a message to the
+//!    admins once per episode below it.
 //!
 //! `docket janitor --dry-run` runs the same pass and deletes nothing. The files' part (3) is
 //! `janitor/orphans.rs`; this file runs the pass and its other steps.
@@ -40,7 +42,10 @@ use crate::spool::Spool;
 use crate::store::{History, Pruned, Role, RoleLock, Store, StoreError};
 use crate::texts;
 
+mod disk;
 mod orphans;
+
+pub use disk::DiskWatch;
 
 /// Why a janitor pass stopped before its end.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +79,8 @@ pub struct JanitorSettings {
     pub results_bytes: Option<u64>,
     /// Free space below which to warn.
     pub min_free: u64,
+    /// Who is told when the data folder runs low (`[access] admins`).
+    pub admins: Vec<i64>,
     /// Silence after which a host counts as lost (`[node] dead_after`).
     pub dead_after: Duration,
 }
@@ -91,6 +98,10 @@ pub struct JanitorDeps {
     pub settings: crate::runtime::Live<JanitorSettings>,
     /// Woken when owners are told of an early expiry.
     pub outbox: Arc<Notify>,
+    /// This host's name (`[node] name`), in what it tells admins of its own disk.
+    pub node: String,
+    /// Whether this host's data folder is low on space, and since when.
+    pub disk: Arc<DiskWatch>,
 }
 
 /// Why a file is (or would be) deleted.
@@ -177,6 +188,7 @@ pub async fn run(deps: JanitorDeps, bot: BotId, holds_role: impl Fn(bool) + Send
         }
         role = hold_role(&deps, role, bot).await;
         holds_role(role.is_some());
+        disk::watch(&deps).await;
         let settings = deps.settings.get();
         if role.is_some() && last_hand_back.is_none_or(|at| at.elapsed() >= settings.dead_after / 4) {
             last_hand_back = Some(Instant::now());
@@ -342,16 +354,10 @@ async fn prune_history(deps: &JanitorDeps, dry_run: bool) -> Result<Pruned, Stor
     if dry_run { deps.store.count_prunable(&history).await } else { deps.store.prune(&history).await }
 }
 
-/// 5. Disk: free space under `data_dir`, and a warning below `[storage] min_free`.
+/// Step 5, the disk: free space under `data_dir`, for the report. The warning is the watch's
+/// (`janitor/disk.rs`), once per episode.
 fn check_disk(deps: &JanitorDeps, report: &mut Report) {
     report.free_bytes = fs4::available_space(deps.spool.root()).ok();
-    if let Some(free) = report.free_bytes.filter(|f| *f < deps.settings.get().min_free) {
-        warn!(
-            free_bytes = free,
-            min_free_bytes = deps.settings.get().min_free,
-            "free space on the data folder is below [storage] min_free; downloads wait"
-        );
-    }
 }
 
 fn record_metrics(report: &Report) {
@@ -371,9 +377,6 @@ fn record_metrics(report: &Report) {
         [("updates", report.pruned.updates), ("outbox", report.pruned.messages), ("jobs", report.pruned.jobs)]
     {
         metrics::counter!("docket_janitor_rows_pruned_total", "table" => table).increment(n);
-    }
-    if let Some(free) = report.free_bytes {
-        metrics::gauge!("docket_data_free_bytes").set(free as f64);
     }
 }
 

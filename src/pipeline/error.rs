@@ -64,7 +64,12 @@ impl StageError {
         let kind = e.kind();
         let detail = Detail::caused_by(what, e);
         match kind {
-            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Self::Unavailable { detail },
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                // Counted where it is found: free space may look fine at the next look (the
+                // partial file is gone by then), and this is how an admin sees it happened.
+                metrics::counter!("docket_disk_full_errors_total").increment(1);
+                Self::Unavailable { detail }
+            }
             _ => Self::Retry { detail },
         }
     }

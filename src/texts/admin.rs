@@ -18,6 +18,16 @@ pub fn delivery_alert(lang: Lang, message_id: OutboxId, chat_id: ChatRef, ticket
     }
 }
 
+/// The admins' message that host `node`'s data folder has only `free` bytes, below `[storage]
+/// min_free` (once per episode).
+pub fn data_folder_low_alert(lang: Lang, node: &str, free: u64, min_free: u64) -> String {
+    render(
+        lang,
+        "data-folder-low-alert",
+        &[s("node", node), s("free", size(lang, free)), s("min_free", size(lang, min_free))],
+    )
+}
+
 /// The notice to a person that an admin sent their failed ticket back to the queue.
 pub fn retrying_for_admin(lang: Lang, job: &Job) -> String {
     render(lang, "retrying-for-admin", &[s("ticket", run_label(job)), s("name", display_name(lang, job.name()))])

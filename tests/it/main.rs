@@ -10,6 +10,7 @@ mod budget;
 mod cli;
 mod containment;
 mod crash;
+mod disk_full;
 mod e2e;
 mod groups;
 mod languages;

@@ -229,6 +229,8 @@ async fn pruning_never_removes_an_update_younger_than_the_history() {
         spool: Spool::open(&app.data_dir()).expect("spool"),
         settings: docket::runtime::Live::new(settings),
         outbox: Arc::new(Notify::new()),
+        node: "test".to_owned(),
+        disk: Arc::default(),
     };
     let report = docket::janitor::pass(&deps, false).await.expect("pass");
     assert_eq!(report.pruned.updates, 1);

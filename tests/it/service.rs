@@ -99,6 +99,8 @@ async fn metrics_from_the_database_and_the_pipeline_move_after_a_job() {
     assert!(series(&after, "docket_messages_sent_total", &[("kind", "result")]).is_some_and(|n| n >= 1.0));
     assert!(series(&after, "docket_sends_total", &[("outcome", "delivered")]).is_some_and(|n| n >= 2.0));
     assert!(series(&after, "docket_budget_reserved_bytes", &[]).is_some());
+    assert!(series(&after, "docket_data_free_bytes", &[]).is_some_and(|free| free > 0.0));
+    assert_eq!(series(&after, "docket_data_folder_low", &[]), Some(0.0), "the data folder has room");
     stops_cleanly(&process).await;
 }
 

@@ -5,9 +5,11 @@
 mod app;
 pub mod calls;
 pub mod child;
+pub mod generated;
 pub mod logs;
 #[cfg(feature = "postgres-tests")]
 pub mod postgres;
+pub mod tmpfs;
 pub mod upload;
 
 use std::path::{Path, PathBuf};
