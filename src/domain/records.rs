@@ -67,7 +67,7 @@ pub struct Job {
 }
 
 impl Job {
-    /// The display name: the declared one, or a neutral stand-in.
+    /// The declared name, empty when there is none (see [`Submission::name`]).
     pub fn name(&self) -> &str {
         self.submission.name()
     }
@@ -131,9 +131,10 @@ pub struct Submission {
 }
 
 impl Submission {
-    /// The display name: the declared one, or a neutral stand-in.
+    /// The declared name, empty when there is none: people read it through
+    /// `texts::display_name`, which words the stand-in ("your file") in their language.
     pub fn name(&self) -> &str {
-        self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
+        self.declared_name.as_deref().unwrap_or_default()
     }
 }
 
@@ -187,9 +188,10 @@ impl SourcePart {
         }
     }
 
-    /// The display name: the declared one, or a neutral stand-in.
+    /// The declared name, empty when there is none: people read it through
+    /// `texts::display_name`, which words the stand-in ("your file") in their language.
     pub fn name(&self) -> &str {
-        self.declared_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("your file")
+        self.declared_name.as_deref().unwrap_or_default()
     }
 }
 

@@ -22,6 +22,13 @@ pub(super) fn ru() -> Lang {
 }
 
 #[test]
+fn a_file_without_a_name_is_called_so_in_the_chats_language() {
+    let nameless = job(3, "", None);
+    let russian = status(ru(), &nameless, &[]);
+    assert!(russian.contains("ваш файл") && !russian.contains("your file"), "{russian}");
+}
+
+#[test]
 fn russian_counts_take_their_plural_forms() {
     let ahead = |n| ticket_reply(ru(), "a.pdf", Some(1_000_000), Ticket(9), n);
     assert_eq!(ahead(0), "Получен a.pdf (1,0 МБ) — заявка #9, в очереди.");
