@@ -508,7 +508,10 @@ async fn sigkill_while_a_merge_runs_then_restart_completes_once() {
     let pdfs = [generated_pdf(500, 15_000, 21), generated_pdf(400, 15_000, 22), generated_pdf(300, 15_000, 23)];
     for (n, pdf) in pdfs.iter().enumerate() {
         let name = format!("part-{}.pdf", n + 1);
-        upload::document(pdf.clone(), &name, "application/pdf").in_album("crash-merge").send_to(&d.fake, CHAT);
+        let part = upload::document(pdf.clone(), &name, "application/pdf").in_album("crash-merge");
+        // An album of PDFs merges when its caption (on its first message) says so.
+        let part = if n == 0 { part.caption("merge") } else { part };
+        part.send_to(&d.fake, CHAT);
     }
     d.start();
     let first_pid = d.pid();
