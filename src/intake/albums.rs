@@ -137,8 +137,9 @@ impl Intake {
         now: Timestamp,
     ) -> StoreResult<()> {
         let parts = tx.source_parts(ticket).await?;
-        let asked_before = tx.job(ticket).await?.is_some_and(|job| !job.submission.chosen_by_default);
-        let still_to_ask = !asks_merge && !asked_before;
+        // Read after this part's update locked the row, so no other part's caption is missed.
+        let nobody_chose = tx.job(ticket).await?.is_some_and(|job| job.submission.chosen_by_default);
+        let still_to_ask = nobody_chose && !asks_merge;
         let ask = still_to_ask && !parts.iter().any(declares_a_picture);
         let wait = self.settings.get().merge_idle;
         tx.hold_album(ticket, if ask { now.plus(wait) } else { quiet_until }, still_to_ask).await?;

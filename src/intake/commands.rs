@@ -216,7 +216,11 @@ impl Intake {
             Command::Jobs => {
                 let mut lines = Vec::new();
                 for job in tx.chat_jobs(chat, 10).await? {
-                    let parts = tx.source_parts(job.ticket_number()).await?;
+                    // Only a ticket of several files has sources to name.
+                    let parts = match job.submission.operation {
+                        Operation::Merge => tx.source_parts(job.ticket_number()).await?,
+                        _ => Vec::new(),
+                    };
                     lines.push((job, parts));
                 }
                 texts::jobs(lang, &lines)

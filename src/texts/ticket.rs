@@ -37,6 +37,11 @@ pub fn ticket_reply(lang: Lang, name: &str, declared_size: Option<u64>, ticket: 
 /// name, their total size and its ticket, queued with `ahead` jobs before it, and that they
 /// become one PDF.
 pub fn album_reply(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64) -> String {
+    format!("{}\n{}", album_queued(lang, parts, ticket, ahead), plain(lang, "album-becomes"))
+}
+
+/// The first line of a several-file ticket's reply: its files, its ticket, its place in line.
+fn album_queued(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64) -> String {
     let names: Vec<String> = parts.iter().map(|part| display_name(lang, part.name())).collect();
     let total = parts.iter().map(|part| part.declared_size.and_then(|s| u64::try_from(s).ok())).sum();
     let line = render(
@@ -49,16 +54,15 @@ pub fn album_reply(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64)
             s("ticket", ticket.to_string()),
         ],
     );
-    format!("{}\n{}", queued(lang, line, ahead), plain(lang, "album-becomes"))
+    queued(lang, line, ahead)
 }
 
 /// The ticket reply of an album of documents sent without a `merge` caption: its files, its
 /// ticket, and the question, merge them or take each on its own, which buttons under it answer;
 /// unanswered for `wait`, they are merged.
 pub fn album_question(lang: Lang, parts: &[SourcePart], ticket: Ticket, ahead: u64, wait: Duration) -> String {
-    let reply = album_reply(lang, parts, ticket, ahead);
-    let first_line = reply.lines().next().unwrap_or_default().to_owned();
-    format!("{first_line}\n{}", render(lang, "album-question", &[s("wait", duration(lang, wait))]))
+    let question = render(lang, "album-question", &[s("wait", duration(lang, wait))]);
+    format!("{}\n{question}", album_queued(lang, parts, ticket, ahead))
 }
 
 /// The label of the button that merges an album's files into one PDF.

@@ -225,23 +225,26 @@ async fn a_part_that_comes_after_the_album_was_sealed_is_a_file_of_its_own(backe
     );
 }
 
-/// The message id of the bot's latest message to `chat`.
-fn latest_bot_message(fake: &FakeTelegram, chat: i64) -> i64 {
-    fake.last_bot_message(chat).and_then(|m| m["message_id"].as_i64()).expect("the bot wrote to the chat")
+/// Sends cover.pdf (1 page) and body.pdf (20 pages) from `chat` as the album `album`, without a
+/// caption, and waits for the question: its sendMessage call and its message id.
+async fn two_pdfs_asked_about(app: &TestApp, chat: i64, album: &str) -> (fake_bot_api::Call, i64) {
+    send_album(
+        &app.fake,
+        chat,
+        album,
+        vec![upload::pdf("pdf/text-1page.pdf", "cover.pdf"), upload::pdf("pdf/text-20pages.pdf", "body.pdf")],
+    );
+    let asked = app.fake.wait_for_call("sendMessage", says(chat, "Merge them into one PDF"), DEADLINE).await;
+    let question =
+        app.fake.last_bot_message(chat).and_then(|m| m["message_id"].as_i64()).expect("the bot wrote to the chat");
+    (asked, question)
 }
 
 async fn an_album_of_pdfs_without_a_caption_asks_and_merge_makes_one_pdf(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     let chat = 906;
-    send_album(
-        &app.fake,
-        chat,
-        "album-7",
-        vec![upload::pdf("pdf/text-1page.pdf", "cover.pdf"), upload::pdf("pdf/text-20pages.pdf", "body.pdf")],
-    );
-    let asked = app.fake.wait_for_call("sendMessage", says(chat, "Merge them into one PDF"), DEADLINE).await;
+    let (asked, question) = two_pdfs_asked_about(&app, chat, "album-7").await;
     assert!(text_of(&asked).contains("Got 2 files (cover.pdf, body.pdf"), "{asked:#?}");
-    let question = latest_bot_message(&app.fake, chat);
     assert_eq!(app.fake.button_labels(chat, question), ["Merge into one PDF", "Each on its own"]);
     let waiting = app.store.job(Ticket(1)).await.expect("store reads").expect("ticket 1");
     assert_eq!(waiting.state, JobState::Accepted, "nothing is downloaded before the answer: {waiting:#?}");
@@ -263,14 +266,7 @@ async fn an_album_of_pdfs_without_a_caption_asks_and_merge_makes_one_pdf(backend
 async fn an_album_of_pdfs_taken_each_on_its_own_gives_a_ticket_and_a_result_per_file(backend: Backend) {
     let app = TestApp::spawn_with(backend, |_| {}).await;
     let chat = 907;
-    send_album(
-        &app.fake,
-        chat,
-        "album-8",
-        vec![upload::pdf("pdf/text-1page.pdf", "cover.pdf"), upload::pdf("pdf/text-20pages.pdf", "body.pdf")],
-    );
-    app.fake.wait_for_call("sendMessage", says(chat, "Merge them into one PDF"), DEADLINE).await;
-    let question = latest_bot_message(&app.fake, chat);
+    let (_, question) = two_pdfs_asked_about(&app, chat, "album-8").await;
     app.fake.press_button_labelled(chat, chat, question, "Each on its own").expect("an Each button");
 
     let cover = app.wait_for_job(Ticket(2), |j| j.state.is_terminal()).await;

@@ -36,6 +36,20 @@ fn parts_in(data: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// docket on `backend` with its data folder on a 16 MB tmpfs and `min_free` at half a megabyte
+/// (so downloads start while there is little room): the disk, the data folder and the app;
+/// `None` where no tmpfs can be mounted.
+async fn on_a_small_disk(backend: Backend) -> Option<(Tmpfs, std::path::PathBuf, TestApp)> {
+    let disk = Tmpfs::mount("16m")?;
+    let data = disk.path().join("data");
+    let app = TestApp::spawn_with(backend, |c| {
+        c.storage.data_dir = data.clone();
+        c.storage.min_free = MB / 2;
+    })
+    .await;
+    Some((disk, data, app))
+}
+
 /// How many messages the admin got about the data folder.
 fn low_alerts(app: &TestApp) -> usize {
     app.fake.calls_to("sendMessage").iter().filter(|c| says(ADMIN, "the data folder has only")(c)).count()
@@ -85,13 +99,7 @@ async fn a_low_data_folder_holds_downloads_tells_each_admin_once_and_they_go_on_
 }
 
 async fn a_full_disk_while_downloading_gives_the_attempt_back_leaves_no_part_and_completes_later(backend: Backend) {
-    let Some(disk) = Tmpfs::mount("16m") else { return };
-    let data = disk.path().join("data");
-    let app = TestApp::spawn_with(backend, |c| {
-        c.storage.data_dir = data.clone();
-        c.storage.min_free = MB / 2;
-    })
-    .await;
+    let Some((disk, data, app)) = on_a_small_disk(backend).await else { return };
     // Over the min_free line, so downloads start, but with less room than the file needs.
     let ballast = disk.fill_leaving(2 * MB);
     let document = generated_pdf(150, 20_000, 7);
@@ -118,13 +126,7 @@ async fn a_full_disk_while_downloading_gives_the_attempt_back_leaves_no_part_and
 }
 
 async fn a_full_disk_before_a_result_is_written_waits_and_completes_later(backend: Backend) {
-    let Some(disk) = Tmpfs::mount("16m") else { return };
-    let data = disk.path().join("data");
-    let app = TestApp::spawn_with(backend, |c| {
-        c.storage.data_dir = data.clone();
-        c.storage.min_free = MB / 2;
-    })
-    .await;
+    let Some((disk, data, app)) = on_a_small_disk(backend).await else { return };
     let document = generated_pdf(60, 20_000, 8);
     let size = document.len() as u64;
     // Room for the download and the line, none for the result.
