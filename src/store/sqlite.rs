@@ -91,3 +91,67 @@ pub(super) async fn has_migrations_table(pool: &SqlitePool) -> StoreResult<bool>
         sqlx::query_scalar(MIGRATIONS_TABLE).fetch_one(pool).await.context("looking for docket's schema")?;
     Ok(tables > 0)
 }
+
+/// How much of the WAL [`grow_wal`] writes under one hold of the write lock.
+const WAL_STEP: u64 = 8 * 1024 * 1024;
+
+/// Grows the WAL file of the database behind `pool` towards `bytes` by one step of zeros past
+/// its end, flushed, and says how large it is now. SQLite never shrinks the WAL while a
+/// connection is open (docket sets no `journal_size_limit`): it starts over at the top once a
+/// checkpoint has copied every frame, and writes over what is there. Only a read transaction held
+/// open (a backup, a `sqlite3` shell) keeps it from starting over; then every commit appends, and
+/// the flush of an append also commits the file's new blocks and size, which slowed intake by an
+/// eighth in the benchmark. Over blocks the file already has, a commit flushes its data only.
+///
+/// Safe because of where and when it writes: only past the end of the file, while holding the
+/// write lock (`BEGIN IMMEDIATE`), the only way any connection, in any process, writes frames.
+/// The lock is held until the step is on disk, even when the caller drops the future. SQLite reads frames from the top and stops at the first whose salt and
+/// checksum do not match the header's, as zeros never do: recovery and readers ignore the
+/// reserve, like the stale frames a start-over leaves.
+pub(super) async fn grow_wal(pool: &SqlitePool, bytes: u64) -> StoreResult<WalSize> {
+    let file = sqlite_file(pool).await?;
+    let wal = std::path::PathBuf::from(format!("{file}-wal"));
+    let tx = begin(pool).await.context("taking the write lock to grow the WAL")?;
+    // Written on this thread, within one poll (a step is a few tens of milliseconds): on a
+    // blocking thread, a caller dropping this future would let the lock go with the write still
+    // running.
+    let grown = grow_by_a_step(&wal, bytes);
+    tx.rollback().await.context("letting the write lock go after growing the WAL")?;
+    grown.map_err(|source| StoreError::Reserve { path: wal.display().to_string(), source })
+}
+
+/// The path of the main database file behind `pool`.
+async fn sqlite_file(pool: &SqlitePool) -> StoreResult<String> {
+    sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
+        .fetch_one(pool)
+        .await
+        .context("finding the database file")
+}
+
+/// A WAL file's size after a step of [`grow_wal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalSize {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Whether it holds what was asked (or is left for SQLite to start, having no header yet).
+    pub reached: bool,
+}
+
+/// Appends up to [`WAL_STEP`] zeros to `wal` towards `bytes`, flushed; a step that cannot be
+/// written whole is taken back, so a full disk leaves the file as it was.
+fn grow_by_a_step(wal: &Path, bytes: u64) -> std::io::Result<WalSize> {
+    use std::os::unix::fs::FileExt as _;
+    let file = std::fs::OpenOptions::new().write(true).open(wal)?;
+    let size = file.metadata()?.len();
+    // 32 bytes: the WAL header, which SQLite writes with the first frame.
+    if size >= bytes || size < 32 {
+        return Ok(WalSize { bytes: size, reached: true });
+    }
+    let step = (bytes - size).min(WAL_STEP);
+    let zeros = vec![0; usize::try_from(step).unwrap_or(usize::MAX)];
+    if let Err(e) = file.write_all_at(&zeros, size).and_then(|()| file.sync_data()) {
+        let _ = file.set_len(size);
+        return Err(e);
+    }
+    Ok(WalSize { bytes: size + step, reached: size + step >= bytes })
+}

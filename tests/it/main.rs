@@ -30,5 +30,6 @@ mod results_that_fit;
 mod retention;
 mod run_bounds;
 mod service;
+mod sqlite_wal;
 mod telegram_answers;
 mod webhook;
