@@ -20,6 +20,7 @@ mod office;
 mod operations_choice;
 mod operations_lossy;
 mod operations_pages;
+mod outages;
 mod outbox;
 mod people;
 mod previews;

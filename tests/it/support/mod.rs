@@ -8,6 +8,8 @@ pub mod child;
 pub mod generated;
 pub mod logs;
 #[cfg(feature = "postgres-tests")]
+pub mod own_postgres;
+#[cfg(feature = "postgres-tests")]
 pub mod postgres;
 pub mod tmpfs;
 pub mod upload;
