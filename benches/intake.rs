@@ -15,7 +15,7 @@
 //!
 //! `cargo bench --bench intake` prints markdown on stdout (progress on stderr). Options after
 //! `--`: `--runs N` (3 pairs), `--seconds S` (30), `--updates N` (40000), `--chats N` (200),
-//! `--warmup N` (300), `--wal-reserve BYTES` (docket's default; 0 for none), `--dir PATH` (default `target/docket-bench-intake`; on the disk, not
+//! `--warmup N` (300), `--dir PATH` (default `target/docket-bench-intake`; on the disk, not
 //! tmpfs, so commits fsync as in production).
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports its tables on stdout")]
@@ -56,9 +56,6 @@ struct Args {
     /// Updates confirmed before the window opens.
     #[arg(long, default_value_t = 300)]
     warmup: usize,
-    /// `[storage] sqlite_wal_reserve` of the docket measured, in bytes (default: docket's own).
-    #[arg(long)]
-    wal_reserve: Option<u64>,
     /// Where the databases and data folders go.
     #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/docket-bench-intake"))]
     dir: PathBuf,
@@ -98,9 +95,6 @@ async fn window(args: &Args, run: usize, with_reader: bool) -> anyhow::Result<Wi
     let mut config = Config::from_toml_str("", None, Some(fake.api_url().as_str()))?;
     config.storage.database_url = DatabaseUrl::Sqlite(db.clone());
     config.storage.data_dir = dir.join("data");
-    if let Some(bytes) = args.wal_reserve {
-        config.storage.sqlite_wal_reserve = bytes;
-    }
     fake.fail_downloads(DownloadFault::Throttle { bytes_per_sec: 1 }, None);
     for n in 0..args.updates {
         let chat = 10_000 + (n % args.chats) as i64;
@@ -113,14 +107,7 @@ async fn window(args: &Args, run: usize, with_reader: bool) -> anyhow::Result<Wi
         ensure!(Instant::now() < warm_by, "docket confirmed only {} updates in 2 min", confirmed(&fake, args.updates));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // docket grows the WAL to `[storage] sqlite_wal_reserve` beside its work as it starts; the
-    // windows measure a docket that has done so.
-    let reserve = config.storage.sqlite_wal_reserve;
     let wal_size = || std::fs::metadata(dir.join("docket.db-wal")).map(|m| m.len()).unwrap_or(0);
-    while wal_size() < reserve {
-        ensure!(Instant::now() < warm_by, "the WAL reached only {} of {reserve} bytes in 2 min", wal_size());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let mut reader = None;
     if with_reader {
         let mut conn = SqliteConnection::connect(&format!("sqlite://{}", db.display())).await?;
@@ -152,13 +139,8 @@ async fn main() -> anyhow::Result<()> {
     writeln!(out, "| SQLite | {} |\n", host::sqlite_version().await?)?;
     writeln!(
         out,
-        "{} updates from {} chats waiting, {} s windows after {} confirmed and the WAL reserved \
-         (`sqlite_wal_reserve` = {} bytes); downloads throttled to 1 B/s.\n",
-        args.updates,
-        args.chats,
-        args.seconds,
-        args.warmup,
-        args.wal_reserve.unwrap_or(docket::config::storage::DEFAULT_SQLITE_WAL_RESERVE)
+        "{} updates from {} chats waiting, {} s windows after {} confirmed; downloads throttled to 1 B/s.\n",
+        args.updates, args.chats, args.seconds, args.warmup
     )?;
     writeln!(
         out,

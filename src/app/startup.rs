@@ -18,7 +18,7 @@ use super::{
     LiveSettings, Options, Running, invite_tokens, janitor_deps, pipeline_deps, register_commands, sealing_key,
     telegram_client,
 };
-use crate::config::{Config, DatabaseUrl, UpdateMode};
+use crate::config::{Config, UpdateMode};
 use crate::domain::{JobState, NodeName};
 use crate::intake::polling::Poller;
 use crate::intake::{Intake, IntakeSettings};
@@ -109,10 +109,6 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         UpdateSource { config, telegram: telegram.clone(), store: store.clone(), intake, roles: roles.clone() };
     let (poller_beat, webhook_status) = source.spawn(webhook, &poll_stop, report_fatal, &mut workers);
     spawn_pools_and_janitor(config, pipeline, janitor, telegram.bot_id(), &roles, &shutdown, &mut workers);
-    let wal = wal_reserve(config);
-    if wal > 0 {
-        workers.spawn(reserve_the_wal(store.clone(), wal, shutdown.stop.clone()));
-    }
     let node_name = node.name.clone();
     let Senders { senders_shutdown, senders, drain } =
         Senders::spawn(outbox, wake, node, registered, config.node.dead_after, &options);
@@ -142,50 +138,6 @@ pub async fn start(config: &Config, token: BotToken, options: Options) -> anyhow
         options,
         drain,
     })
-}
-
-/// Grows a SQLite database's WAL file to `[storage] sqlite_wal_reserve` (`Store::grow_wal` says
-/// why), never into `[storage] min_free` of the disk it is on, a step at a time beside the work,
-/// until done or `stop`. Failing costs only speed while some reader holds a transaction open, so
-/// it is logged, not fatal.
-async fn reserve_the_wal(store: Store, wanted: u64, stop: CancellationToken) {
-    let started = std::time::Instant::now();
-    while !stop.is_cancelled() {
-        match store.grow_wal(wanted).await {
-            Ok(Some(size)) if !size.reached => {}
-            Ok(Some(size)) => {
-                info!(
-                    wal_bytes = size.bytes,
-                    took_ms = started.elapsed().as_millis(),
-                    "the SQLite WAL file is reserved"
-                );
-                return;
-            }
-            Ok(None) => return,
-            Err(e) => {
-                warn!(error = %e, "could not reserve the SQLite WAL file; commits may slow while a reader holds a transaction");
-                return;
-            }
-        }
-    }
-}
-
-/// What [`reserve_the_wal`] should grow the WAL to: `[storage] sqlite_wal_reserve`, but no more
-/// than the free space above `min_free` on the database's disk; 0 on PostgreSQL.
-fn wal_reserve(config: &Config) -> u64 {
-    let DatabaseUrl::Sqlite(path) = &config.storage.database_url else { return 0 };
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let room = fs4::available_space(folder).unwrap_or(0).saturating_sub(config.storage.min_free);
-    let wanted = config.storage.sqlite_wal_reserve;
-    if room < wanted {
-        info!(
-            room_bytes = room,
-            sqlite_wal_reserve = wanted,
-            "the database's disk has less room above [storage] min_free than [storage] sqlite_wal_reserve: the WAL \
-             file is reserved no larger than that room"
-        );
-    }
-    wanted.min(room)
 }
 
 /// The outbox's dependencies as [`start`] builds them: the settings of `config` and `options`,

@@ -15,9 +15,6 @@ pub const DEFAULT_DATA_DIR: &str = "data";
 /// `min_free` when not set: 1 GiB.
 pub const DEFAULT_MIN_FREE: u64 = 1024 * 1024 * 1024;
 
-/// `sqlite_wal_reserve` when not set: 1 GiB.
-pub const DEFAULT_SQLITE_WAL_RESERVE: u64 = 1024 * 1024 * 1024;
-
 /// `[storage]`: the database and the data folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -36,11 +33,6 @@ pub struct StorageConfig {
     /// host of one bot must have the same.
     #[serde(deserialize_with = "value::env_name", skip_serializing_if = "Option::is_none")]
     pub secret_key_env: Option<String>,
-    /// `sqlite_wal_reserve`: how large `docket run` makes a SQLite database's WAL file when it
-    /// starts (never into `min_free`), so that commits while a reader holds a transaction open
-    /// write over blocks the file has instead of growing it; 0 for none. PostgreSQL: unused.
-    #[serde(deserialize_with = "value::size_or_zero", serialize_with = "value::write_size")]
-    pub sqlite_wal_reserve: u64,
 }
 
 impl Default for StorageConfig {
@@ -50,7 +42,6 @@ impl Default for StorageConfig {
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             min_free: DEFAULT_MIN_FREE,
             secret_key_env: None,
-            sqlite_wal_reserve: DEFAULT_SQLITE_WAL_RESERVE,
         }
     }
 }

@@ -88,16 +88,6 @@ pub(crate) fn size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     .ok_or_else(|| D::Error::custom("a size such as \"20 MiB\" or \"2 GB\", greater than zero"))
 }
 
-/// A size, or 0 for none: `"256 MiB"`, `0`, `"0 B"`.
-pub(crate) fn size_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    match raw(d) {
-        Some(Value::String(s)) => s.trim().parse::<bytesize::ByteSize>().ok().map(|b| b.as_u64()),
-        Some(Value::Integer(n)) => u64::try_from(n).ok(),
-        _ => None,
-    }
-    .ok_or_else(|| D::Error::custom("a size such as \"256 MiB\", or 0 for none"))
-}
-
 /// An optional [`size`].
 pub(crate) fn optional_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     size(d).map(Some)

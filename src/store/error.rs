@@ -18,15 +18,6 @@ pub enum StoreError {
         #[source]
         source: DatabaseError,
     },
-    /// Growing a SQLite WAL file to its reserve failed (`[storage] sqlite_wal_reserve`).
-    #[error("cannot reserve room in the WAL file {path}: {source}")]
-    Reserve {
-        /// The WAL file.
-        path: String,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
     /// Creating the folder of a SQLite file failed.
     #[error("cannot create the database folder {path}: {source}")]
     Folder {

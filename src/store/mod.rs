@@ -53,7 +53,6 @@ pub use nodes::Heartbeat;
 pub use outbox::MessageFilter;
 pub use retention::{History, Pruned};
 pub use run_lock::RunLock;
-pub use sqlite::WalSize;
 pub use updates::UpdateOutcome;
 
 #[doc(hidden)]
@@ -146,16 +145,6 @@ impl Store {
                 store.close().await;
                 Err(e)
             }
-        }
-    }
-
-    /// On SQLite, grows the WAL file one step towards `bytes` (`sqlite::grow_wal` says why and
-    /// how) and gives its size then; on PostgreSQL, nothing (`None`).
-    pub async fn grow_wal(&self, bytes: u64) -> StoreResult<Option<WalSize>> {
-        match &self.pool {
-            Pool::Sqlite(pool) => sqlite::grow_wal(pool, bytes).await.map(Some),
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => Ok(None),
         }
     }
 

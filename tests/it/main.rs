@@ -31,6 +31,5 @@ mod results_that_fit;
 mod retention;
 mod run_bounds;
 mod service;
-mod sqlite_wal;
 mod telegram_answers;
 mod webhook;

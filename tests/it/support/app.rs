@@ -68,9 +68,6 @@ impl TestApp {
         )
         .expect("test config is valid");
         config.storage.data_dir = dir.path().join("data");
-        // A gigabyte of WAL written at every start would cost the suite minutes of disk; the
-        // tests of the reserve set their own.
-        config.storage.sqlite_wal_reserve = 0;
         #[cfg(feature = "postgres-tests")]
         let mut pg = None;
         config.storage.database_url = match backend {

@@ -101,18 +101,16 @@ pub fn janitor(config: &Path, dry_run: bool) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The `[storage]` table naming the SQLite database at `db`, and no WAL reserve (a gigabyte
-/// written at every start would cost the suite minutes of disk).
+/// The `[storage]` table naming the SQLite database at `db`, and nothing else.
 pub fn sqlite_storage(db: &Path) -> String {
-    format!("[storage]\ndatabase_url = \"sqlite://{}\"\nsqlite_wal_reserve = 0\n", db.display())
+    format!("[storage]\ndatabase_url = \"sqlite://{}\"\n", db.display())
 }
 
 /// The start of a `docket run` configuration for a process in `dir`: quick long polls, the
-/// database at `url` and the data folder `<dir>/data`, no WAL reserve (as [`sqlite_storage`]).
-/// The tables a test needs go after it.
+/// database at `url` and the data folder `<dir>/data`. The tables a test needs go after it.
 pub fn run_config(dir: &Path, url: &str) -> String {
     format!(
-        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {:?}\nsqlite_wal_reserve = 0\n",
+        "[telegram]\npoll_timeout = \"1s\"\n[storage]\ndatabase_url = {url:?}\ndata_dir = {:?}\n",
         dir.join("data").display().to_string()
     )
 }
