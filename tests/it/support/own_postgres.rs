@@ -46,7 +46,12 @@ impl OwnPostgres {
 
     /// Stops the server (fast mode: connections are cut at once), waiting until it is down.
     pub fn stop(&self) {
-        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+        self.run("pg_ctl", &self.stop_args());
+    }
+
+    /// `pg_ctl`'s arguments for [`stop`](Self::stop), which dropping runs too.
+    fn stop_args(&self) -> [String; 6] {
+        ["-D", &self.data(), "-m", "fast", "-w", "stop"].map(str::to_owned)
     }
 
     fn data(&self) -> String {
@@ -64,7 +69,7 @@ impl OwnPostgres {
         }
     }
 
-    fn run(&self, program: &str, args: &[&str]) {
+    fn run(&self, program: &str, args: &[impl AsRef<std::ffi::OsStr> + std::fmt::Debug]) {
         let out = self.command(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
         assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -72,7 +77,7 @@ impl OwnPostgres {
 
 impl Drop for OwnPostgres {
     fn drop(&mut self) {
-        let _ = self.command("pg_ctl").args(["-D", &self.data(), "-m", "fast", "-w", "stop"]).output();
+        let _ = self.command("pg_ctl").args(self.stop_args()).output();
     }
 }
 
